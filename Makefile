@@ -1,0 +1,41 @@
+# `make run` installs Inspector into .venv and starts it; `make test` installs what the suite
+# needs (Python deps into .venv, system packages with apt-get when missing) and runs pytest.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+# Debian packages the tests use as real components and reference tools.
+SYSTEM_PACKAGES := memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2
+SYSTEM_COMMANDS := memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip
+
+.PHONY: run test venv test-deps system-deps bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+venv: $(PY)
+	$(PIP) install -q -e .
+
+run: venv
+	$(VENV)/bin/inspector $(ARGS)
+
+test-deps: $(PY)
+	$(PIP) install -q -e '.[test]'
+
+system-deps:
+	@missing=""; for c in $(SYSTEM_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "missing commands:$$missing -> installing system packages"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "not root: cannot apt-get install $(SYSTEM_PACKAGES)" >&2; exit 1; fi; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SYSTEM_PACKAGES); \
+	fi
+
+test: test-deps system-deps
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+bench: test-deps system-deps
+	$(VENV)/bin/python -m pytest -q -s tests/bench -p no:cacheprovider -o addopts=""
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

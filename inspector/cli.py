@@ -1,0 +1,52 @@
+"""`inspector` command line: argparse subcommands, each a thin shell over the core.
+
+Every subcommand module in inspector/commands/ exposes `register(subparsers)`, which adds its
+parser and sets `func(args) -> int`. `--root` is accepted before or after the subcommand.
+With no subcommand, the TUI opens."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+
+from inspector import __version__
+from inspector.commands.common import CliError, add_root_argument
+
+COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "history",
+            "check", "export", "tui"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inspector",
+        description="Storage stack and health, virtualization layers, NICs and resolver at a "
+                    "glance; live probes. With no command, opens the terminal UI.")
+    parser.add_argument("--version", action="version", version=f"inspector {__version__}")
+    add_root_argument(parser, top_level=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"inspector.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Die quietly when piped into `head`; the TUI installs its own handlers.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        args = parser.parse_args(["tui", *([] if argv is None else argv)] if argv is not None
+                                 else ["tui", *sys.argv[1:]])
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"inspector: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        print("inspector: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommands: one module each, `register(subparsers)` sets `func(args) -> exit status`."""

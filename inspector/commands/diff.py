@@ -1,0 +1,16 @@
+"""`inspector diff`: compare two snapshots (placeholder until it lands)."""
+from __future__ import annotations
+
+import argparse
+
+from inspector.commands.common import CliError, add_root_argument
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="compare two snapshots")
+    add_root_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    raise CliError("diff is not implemented yet")

@@ -1,0 +1,14 @@
+"""`inspector probe io|memcached|dns`: bounded probes; each kind lives in its own module."""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+PROBE_MODULES = ["probe_io", "probe_memcached", "probe_dns"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("probe", help="run a bounded probe: io, memcached or dns")
+    kinds = p.add_subparsers(dest="probe_kind", metavar="KIND", required=True)
+    for name in PROBE_MODULES:
+        importlib.import_module(f"inspector.commands.{name}").register(kinds)

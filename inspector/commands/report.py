@@ -1,0 +1,58 @@
+"""`inspector report`: findings first, then sections; --json for the model."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from inspector.collect import SECTIONS, build_report
+from inspector.commands.common import CliError, add_root_argument, root_from_args
+from inspector.model import to_jsonable
+
+SECTION_ALIASES = {"storage": "storage", "virt": "virt", "virtualization": "virt", "net": "net",
+                   "network": "net", "dns": "dns", "resolver": "dns", "cpu": "cpu"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="print the host report (findings first)")
+    add_root_argument(p)
+    p.add_argument("--json", action="store_true", help="print the model and findings as JSON")
+    p.add_argument("--section", action="append", metavar="NAME",
+                   help="limit to storage|virt|net|dns|cpu (repeatable)")
+    p.add_argument("--diagnose", action="store_true", help="print how long each collector took")
+    p.add_argument("--timeout", type=float, default=15.0, help="per-collector timeout, seconds")
+    p.set_defaults(func=run)
+
+
+def parse_sections(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    names: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            key = SECTION_ALIASES.get(part.strip().lower())
+            if key is None:
+                raise CliError(f"unknown section {part!r} (choose from storage, virt, net, dns, cpu)")
+            if key not in names:
+                names.append(key)
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    sections = parse_sections(args.section)
+    root = root_from_args(args)
+    report = build_report(root, sections, timeout=args.timeout)
+    if args.json:
+        doc = to_jsonable(report)
+        if not args.diagnose:
+            doc.pop("timings", None)
+        json.dump(doc, sys.stdout, indent=2, sort_keys=False)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from inspector.render import render_report, render_timings
+    console = Console()
+    render_report(report, console)
+    if args.diagnose:
+        console.print(render_timings(report))
+    return 0

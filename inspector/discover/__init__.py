@@ -1,0 +1,1 @@
+"""Collectors: one module per subject, each `collect(root) -> dataclass`, never raising."""

@@ -1,0 +1,28 @@
+"""Health rules: the report model in, findings (level, subject, message, evidence, advice) out.
+
+One module per subject, each with `rules(report) -> Iterable[Finding]`. A rule module that
+fails yields one UNKNOWN finding naming the failure instead of hiding the others."""
+from __future__ import annotations
+
+import importlib
+
+from inspector.model import Finding, Level, Report
+
+RULE_MODULES = ["storage", "drives", "virt", "net", "dns", "cpu"]
+
+
+def evaluate(report: Report) -> list[Finding]:
+    findings: list[Finding] = []
+    for name in RULE_MODULES:
+        try:
+            module = importlib.import_module(f"inspector.health.{name}")
+            findings.extend(module.rules(report))
+        except Exception as exc:
+            findings.append(Finding(Level.UNKNOWN, name, f"health rules for {name} failed: "
+                                    f"{type(exc).__name__}: {exc}", code=f"{name}.rules_failed"))
+    return sort_findings(findings)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    order = {Level.CRIT: 0, Level.UNKNOWN: 1, Level.WARN: 2, Level.OK: 3}
+    return sorted(findings, key=lambda f: (order[f.level], f.subject, f.code, f.message))

@@ -1,0 +1,425 @@
+"""HostRoot: the one door through which every collector reads the host.
+
+A root is a directory in the layout of `lsblk --sysroot` (sys/, proc/, etc/, dev/, run/ ...):
+"/" on a live host, or an unpacked capture. What is not a file (CPUID leaves, outputs of
+commands, uname, uid, selected environment variables) is a *fact*: live, it is produced on the
+machine; in a capture, it is read from the sidecar file `inspector-sidecar.json` at the root.
+
+Readers never raise for host problems: `read_text` raises `Unavailable` with a human reason that
+collectors turn into `Unknown(reason)`; the `try_*` helpers return the Unknown directly.
+
+A live root can *record* every access (files read, directories listed, links followed, facts
+produced) so that `inspector capture` writes exactly what discovery read and nothing else.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import stat
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from inspector.model import Unknown
+
+SIDECAR_NAME = "inspector-sidecar.json"
+SIDECAR_VERSION = 1
+MAX_READ_BYTES = 4 * 1024 * 1024  # /proc files can be endless (kmsg); nothing we parse is bigger
+
+# Where vendors install their CLIs when they are not on PATH.
+VENDOR_PATHS = ("/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin", "/bin",
+                "/opt/hio/bin", "/usr/share/hio", "/opt/fio/bin", "/usr/lib/fio")
+
+# Never captured, whatever a collector asks for (defence in depth: collectors do not read these).
+_DENY_SUFFIXES = ("/environ", "/mem", "/kcore", "/kmsg", "/pagemap", "/cmdline_secrets")
+_DENY_PREFIXES = ("etc/ssh/", "etc/shadow", "etc/gshadow", "root/", "home/", "etc/ssl/private")
+
+
+class Unavailable(Exception):
+    """A host read failed; `reason` is what the user sees after 'unknown'."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+    def unknown(self) -> Unknown:
+        return Unknown(self.reason)
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "not present"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.EIO:
+        return "I/O error"
+    if exc.errno == errno.EINVAL:
+        return "not readable (invalid argument)"
+    return exc.strerror or str(exc)
+
+
+@dataclass
+class CommandResult:
+    """Outcome of an external command (live) or its recording (capture)."""
+    argv: list[str]
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None      # not installed, timed out after N s, not recorded in capture ...
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.returncode == 0
+
+    def to_json(self) -> dict:
+        return {"argv": self.argv, "returncode": self.returncode, "stdout": self.stdout,
+                "stderr": self.stderr, "error": self.error, "duration": round(self.duration, 4)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CommandResult":
+        return cls(argv=list(d.get("argv", [])), returncode=d.get("returncode"),
+                   stdout=d.get("stdout", ""), stderr=d.get("stderr", ""), error=d.get("error"),
+                   duration=float(d.get("duration", 0.0)))
+
+
+@dataclass
+class _Recording:
+    files: dict[str, bytes] = field(default_factory=dict)
+    dirs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # rel -> [(name, kind)]
+    links: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class HostRoot:
+    """Read access to a host tree plus its facts. `HostRoot("/")` is the live machine."""
+
+    def __init__(self, path: str = "/", *, record: bool = False, label: str | None = None):
+        self.path = os.path.abspath(path)
+        self.live = self.path == "/"
+        self.label = label or ("live" if self.live else self.path)
+        self._facts: dict[str, dict[str, Any]] = {}
+        self._facts_lock = threading.Lock()
+        self._recording = _Recording() if record else None
+        if not self.live:
+            self._load_sidecar()
+
+    # ----------------------------------------------------------------- paths
+    @staticmethod
+    def _rel(rel: str) -> str:
+        return rel.lstrip("/")
+
+    def host_path(self, rel: str) -> str:
+        """Path on this machine of `rel` (e.g. "sys/block") inside the root, no link resolution."""
+        rel = self._rel(rel)
+        return os.path.join(self.path, rel) if rel else self.path
+
+    def resolve(self, rel: str) -> str:
+        """Resolve symlinks *inside the root*: absolute targets are re-rooted, `..` stops at the root.
+
+        Returns the resolved path relative to the root (no leading slash)."""
+        parts = [p for p in self._rel(rel).split("/") if p and p != "."]
+        out: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                if out:
+                    out.pop()
+                continue
+            candidate = "/".join(out + [part])
+            target = self._readlink_raw(candidate)
+            if target is None:
+                out.append(part)
+                continue
+            hops += 1
+            if hops > 40:
+                raise Unavailable("too many levels of symbolic links")
+            if target.startswith("/"):
+                out = []
+            parts = [p for p in target.split("/") if p and p != "."] + parts
+        return "/".join(out)
+
+    def _readlink_raw(self, rel: str) -> str | None:
+        try:
+            target = os.readlink(self.host_path(rel))
+        except OSError:
+            return None
+        if self._recording is not None:
+            with self._recording.lock:
+                self._recording.links[rel] = target
+        return target
+
+    # ----------------------------------------------------------------- reads
+    def read_bytes(self, rel: str, limit: int = MAX_READ_BYTES) -> bytes:
+        rel = self._rel(rel)
+        try:
+            with open(self.host_path(rel), "rb", buffering=0) as f:
+                data = f.read(limit)
+        except OSError as exc:
+            raise Unavailable(_reason(exc)) from None
+        if self._recording is not None:
+            self._record_file(self._resolved_for_record(rel), data)
+        return data
+
+    def read_text(self, rel: str, limit: int = MAX_READ_BYTES) -> str:
+        return self.read_bytes(rel, limit).decode("utf-8", "replace")
+
+    def read_line(self, rel: str) -> str:
+        """First line, stripped: the shape of nearly every sysfs attribute."""
+        text = self.read_text(rel, 65536)
+        return text.split("\n", 1)[0].strip()
+
+    def try_line(self, rel: str) -> str | Unknown:
+        try:
+            return self.read_line(rel)
+        except Unavailable as exc:
+            return exc.unknown()
+
+    def try_text(self, rel: str) -> str | Unknown:
+        try:
+            return self.read_text(rel)
+        except Unavailable as exc:
+            return exc.unknown()
+
+    def try_int(self, rel: str, base: int = 10) -> int | Unknown:
+        value = self.try_line(rel)
+        if isinstance(value, Unknown):
+            return value
+        try:
+            return int(value, base)
+        except ValueError:
+            return Unknown(f"unparsable value {value[:40]!r} in /{self._rel(rel)}")
+
+    def exists(self, rel: str) -> bool:
+        rel = self._rel(rel)
+        found = os.path.lexists(self.host_path(rel))
+        if found and self._recording is not None:
+            self._record_existence(self._resolved_for_record(rel, keep_last=True))
+        return found
+
+    def is_dir(self, rel: str) -> bool:
+        return os.path.isdir(self.host_path(self.resolve(rel)))
+
+    def listdir(self, rel: str) -> list[str]:
+        """Sorted entries of a directory; raises Unavailable."""
+        rel = self._rel(rel)
+        try:
+            with os.scandir(self.host_path(rel)) as it:
+                entries = [(e.name, _kind(e)) for e in it]
+        except OSError as exc:
+            raise Unavailable(_reason(exc)) from None
+        entries.sort()
+        if self._recording is not None:
+            rel = self._resolved_for_record(rel)
+            with self._recording.lock:
+                self._recording.dirs[rel] = entries
+                for name, kind in entries:
+                    if kind == "link":
+                        try:
+                            self._recording.links[f"{rel}/{name}"] = os.readlink(
+                                self.host_path(f"{rel}/{name}"))
+                        except OSError:
+                            pass
+        return [name for name, _ in entries]
+
+    def try_listdir(self, rel: str) -> list[str]:
+        try:
+            return self.listdir(rel)
+        except Unavailable:
+            return []
+
+    def readlink(self, rel: str) -> str | None:
+        return self._readlink_raw(self._rel(rel))
+
+    def link_name(self, rel: str) -> str | None:
+        """Last component of a symlink's target (sysfs `driver`, `subsystem`, ...)."""
+        target = self.readlink(rel)
+        return os.path.basename(target.rstrip("/")) if target else None
+
+    # ----------------------------------------------------------------- facts
+    def fact(self, kind: str, key: str, producer: Callable[[], Any]) -> Any:
+        """A non-file fact. Live: `producer()` (JSON-serialisable), cached and recorded.
+        Capture: the recorded value, or Unknown when the capture does not carry it."""
+        with self._facts_lock:
+            bucket = self._facts.setdefault(kind, {})
+            if key in bucket:
+                return _decode_fact(bucket[key])
+        if not self.live:
+            return Unknown(f"not recorded in capture ({kind} {key})")
+        value = producer()
+        with self._facts_lock:
+            self._facts.setdefault(kind, {})[key] = _encode_fact(value)
+        return value
+
+    def run(self, argv: list[str], timeout: float = 5.0, extra_paths: Iterable[str] = VENDOR_PATHS,
+            input: str | None = None) -> CommandResult:
+        """Run a command (looked up on PATH, then the vendors' usual paths) with a hard timeout."""
+        key = " ".join(argv)
+
+        def produce() -> dict:
+            return _run_command(argv, timeout, extra_paths, input).to_json()
+
+        value = self.fact("command", key, produce)
+        if isinstance(value, Unknown):
+            return CommandResult(argv=list(argv), error=value.reason)
+        return CommandResult.from_json(value)
+
+    def environ(self, name: str) -> str | None:
+        value = self.fact("env", name, lambda: os.environ.get(name))
+        return None if isinstance(value, Unknown) else value
+
+    def uname(self) -> dict | Unknown:
+        def produce() -> dict:
+            u = os.uname()
+            return {"sysname": u.sysname, "nodename": u.nodename, "release": u.release,
+                    "version": u.version, "machine": u.machine}
+        return self.fact("uname", "uname", produce)
+
+    def uid(self) -> int | Unknown:
+        return self.fact("uid", "uid", os.geteuid)
+
+    # ----------------------------------------------------------------- sidecar
+    def _load_sidecar(self) -> None:
+        path = os.path.join(self.path, SIDECAR_NAME)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return  # a plain sysroot tree: facts are unknown
+        except (OSError, ValueError) as exc:
+            raise Unavailable(f"corrupt sidecar {SIDECAR_NAME}: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("facts", {}), dict):
+            raise Unavailable(f"corrupt sidecar {SIDECAR_NAME}: not an object")
+        self._facts = {k: dict(v) for k, v in data.get("facts", {}).items() if isinstance(v, dict)}
+        self.sidecar_meta = {k: v for k, v in data.items() if k != "facts"}
+
+    def sidecar(self) -> dict:
+        with self._facts_lock:
+            return {"version": SIDECAR_VERSION, "captured_at": time.time(),
+                    "facts": json.loads(json.dumps(self._facts))}
+
+    # ----------------------------------------------------------------- recording
+    @property
+    def recording(self) -> _Recording | None:
+        return self._recording
+
+    def _resolved_for_record(self, rel: str, keep_last: bool = False) -> str:
+        """Where `rel` really lives, so a capture stores files under their real directory and
+        the symlinks leading there (recorded while resolving) as links."""
+        if keep_last:
+            parent, _, name = rel.rpartition("/")
+            base = self.resolve(parent) if parent else ""
+            return f"{base}/{name}" if base else name
+        return self.resolve(rel)
+
+    def _record_file(self, rel: str, data: bytes) -> None:
+        if _denied(rel):
+            return
+        with self._recording.lock:
+            self._recording.files[rel] = data
+
+    def _record_existence(self, rel: str) -> None:
+        path = self.host_path(rel)
+        with self._recording.lock:
+            if os.path.islink(path):
+                try:
+                    self._recording.links[rel] = os.readlink(path)
+                except OSError:
+                    pass
+            elif os.path.isdir(path):
+                self._recording.dirs.setdefault(rel, [])
+            elif rel not in self._recording.files:
+                self._recording.files.setdefault(rel, b"")
+
+
+def _kind(entry: os.DirEntry) -> str:
+    try:
+        if entry.is_symlink():
+            return "link"
+        if entry.is_dir(follow_symlinks=False):
+            return "dir"
+    except OSError:
+        pass
+    return "file"
+
+
+def _denied(rel: str) -> bool:
+    return rel.endswith(_DENY_SUFFIXES) or rel.startswith(_DENY_PREFIXES)
+
+
+def _encode_fact(value: Any) -> Any:
+    if isinstance(value, Unknown):
+        return {"__unknown__": value.reason}
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _decode_fact(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"__unknown__"}:
+        return Unknown(value["__unknown__"])
+    return value
+
+
+def which(name: str, extra_paths: Iterable[str] = VENDOR_PATHS) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    for directory in extra_paths:
+        candidate = os.path.join(directory, name)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
+def _run_command(argv: list[str], timeout: float, extra_paths: Iterable[str],
+                 input: str | None) -> CommandResult:
+    result = CommandResult(argv=list(argv))
+    exe = which(argv[0], extra_paths) if "/" not in argv[0] else argv[0]
+    if exe is None:
+        result.error = f"{argv[0]} not installed"
+        return result
+    start = time.monotonic()
+    try:
+        # start_new_session so a hung vendor CLI and its children are killed as a group
+        proc = subprocess.Popen([exe, *argv[1:]], stdin=subprocess.PIPE if input else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, env={**os.environ, "LC_ALL": "C"})
+    except OSError as exc:
+        result.error = f"{argv[0]}: {exc.strerror or exc}"
+        return result
+    try:
+        out, err = proc.communicate(input.encode() if input else None, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        result.error = f"{argv[0]} timed out after {timeout:g} s"
+        result.duration = time.monotonic() - start
+        return result
+    result.duration = time.monotonic() - start
+    result.returncode = proc.returncode
+    result.stdout = out.decode("utf-8", "replace")
+    result.stderr = err.decode("utf-8", "replace")
+    return result
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, 9)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=1)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        pass
+
+
+def is_regular_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False

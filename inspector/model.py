@@ -1,0 +1,114 @@
+"""Shared model types: Unknown, findings, the report, and JSON conversion.
+
+Every section's dataclasses live beside their collector (inspector/discover/*); they use the
+types here. A field that could not be read holds `Unknown(reason)` instead of a value; in JSON it
+becomes {"unknown": "<reason>"}. `to_jsonable` is the single serialiser for `report --json`,
+snapshots and captures.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A value that could not be determined, and why (permission denied, not present, ...)."""
+    reason: str
+
+    def __bool__(self) -> bool:  # `if value:` treats unknown like missing
+        return False
+
+    def __str__(self) -> str:
+        return f"unknown ({self.reason})"
+
+
+def known(value: Any) -> bool:
+    return value is not None and not isinstance(value, Unknown)
+
+
+def or_default(value: Any, default: Any) -> Any:
+    return value if known(value) else default
+
+
+class Level(enum.IntEnum):
+    """Finding severity; ordered so max() gives the worst."""
+    OK = 0
+    WARN = 1
+    CRIT = 2
+    UNKNOWN = 3  # Nagios' 3: only used for "could not check"
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass
+class Finding:
+    level: Level
+    subject: str            # what it is about: "md0", "eth0", "resolver", "cpu"
+    message: str            # one line a tired operator reads first
+    evidence: list[str] = field(default_factory=list)  # the lines / values it came from
+    advice: str = ""
+    code: str = ""          # stable rule id, e.g. "md.degraded": diff and check key on it
+
+    def key(self) -> tuple[str, str]:
+        return (self.code or self.message, self.subject)
+
+
+@dataclass
+class HostIdentity:
+    hostname: str | Unknown
+    kernel: str | Unknown
+    machine: str | Unknown
+    source: str                 # "live" or the capture path
+    collected_at: float         # unix time
+
+
+@dataclass
+class Report:
+    """The whole model: what `report --json` prints and snapshots store."""
+    host: HostIdentity
+    sections: dict[str, Any]                 # name -> section dataclass (or Unknown)
+    findings: list[Finding] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)   # collector -> seconds
+    schema_version: int = SCHEMA_VERSION
+
+    def section(self, name: str) -> Any:
+        return self.sections.get(name)
+
+    def worst(self) -> Level:
+        return max((f.level for f in self.findings), default=Level.OK)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, enums, Unknown, tuples and sets to plain JSON types (stable key order)."""
+    if isinstance(obj, Unknown):
+        return {"unknown": obj.reason}
+    if isinstance(obj, enum.Enum):
+        return obj.name.lower() if isinstance(obj, Level) else obj.value
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+                if not f.metadata.get("json_skip")}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(to_jsonable(v) for v in obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    return obj
+
+
+def finding_from_json(d: dict) -> Finding:
+    return Finding(level=Level[str(d.get("level", "ok")).upper()], subject=d.get("subject", ""),
+                   message=d.get("message", ""), evidence=list(d.get("evidence", [])),
+                   advice=d.get("advice", ""), code=d.get("code", ""))

@@ -1,0 +1,1 @@
+"""The Textual app (the only place besides widgets/ that imports Textual)."""

@@ -1,0 +1,67 @@
+"""Shared test helpers: fixture roots, running the CLI in-process or as the real binary."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+ROOTS = FIXTURES / "roots"
+VENV_BIN = Path(sys.executable).parent
+
+
+def fixture_root(name: str) -> Path:
+    path = ROOTS / name
+    assert path.is_dir(), f"missing fixture root {path}"
+    return path
+
+
+class CliResult:
+    def __init__(self, status: int, out: str, err: str):
+        self.status, self.out, self.err = status, out, err
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_cli(*args: str) -> CliResult:
+    """Run `inspector ARGS` in-process (fast); SystemExit from argparse is caught."""
+    from inspector.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            status = main(list(args))
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 2
+    return CliResult(status, out.getvalue(), err.getvalue())
+
+
+def inspector_bin() -> str:
+    exe = VENV_BIN / "inspector"
+    return str(exe) if exe.exists() else shutil.which("inspector") or "inspector"
+
+
+def run_bin(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    """Run the installed `inspector` binary as a user would."""
+    env = {**os.environ, "COLUMNS": "200", **kw.pop("env", {})}
+    return subprocess.run([inspector_bin(), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, **kw)
+
+
+def require_root() -> None:
+    """Tests that need root fail loudly (never skip silently) when run unprivileged."""
+    if os.geteuid() != 0:
+        pytest.fail("this test needs root (loop devices / namespaces); run the suite as root")
+
+
+@pytest.fixture
+def cli():
+    return run_cli

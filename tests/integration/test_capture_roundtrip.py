@@ -1,0 +1,67 @@
+"""Capture this machine, report on the capture, compare with the live report."""
+import json
+import tarfile
+
+from conftest import run_bin, run_cli
+
+
+def comparable(doc: dict) -> dict:
+    doc = dict(doc)
+    doc.pop("timings", None)
+    host = dict(doc["host"])
+    host.pop("source")
+    host.pop("collected_at")
+    doc["host"] = host
+    return doc
+
+
+def test_capture_then_report_matches_live(tmp_path):
+    out = tmp_path / "cap.tar.gz"
+    res = run_bin("capture", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    live = run_bin("report", "--json")
+    assert live.returncode == 0, live.stderr
+    offline = run_bin("report", "--json", "--root", str(out))
+    assert offline.returncode == 0, offline.stderr
+    a, b = comparable(json.loads(live.stdout)), comparable(json.loads(offline.stdout))
+    assert a["host"] == b["host"]
+    # Counters that move between two runs (load, steal, NIC byte counts) are collected by the
+    # sections with a "volatile" marker; everything else must be identical.
+    for name in a["sections"]:
+        assert strip_volatile(a["sections"][name]) == strip_volatile(b["sections"][name]), name
+    assert [f["code"] for f in a["findings"]] == [f["code"] for f in b["findings"]]
+
+
+def strip_volatile(obj):
+    if isinstance(obj, dict):
+        return {k: strip_volatile(v) for k, v in obj.items() if k not in VOLATILE}
+    if isinstance(obj, list):
+        return [strip_volatile(v) for v in obj]
+    return obj
+
+
+# Live counters that legitimately change between the live run and the capture.
+VOLATILE = {"load_average", "steal_percent", "cpu_times", "statistics", "rx_bytes", "tx_bytes",
+            "rx_packets", "tx_packets", "cur_freq_khz", "carrier_changes", "uptime", "volatile"}
+
+
+def test_capture_leaves_secrets_out(tmp_path):
+    out = tmp_path / "cap.tar.gz"
+    assert run_bin("capture", "-o", str(out)).returncode == 0
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+    assert not [n for n in names if n.endswith("/environ")]
+    assert not [n for n in names if n.startswith(("etc/ssh", "etc/shadow", "root/", "home/"))]
+    assert "inspector-sidecar.json" in names
+
+
+def test_bad_roots_are_one_line_errors(tmp_path):
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    for root in (str(tmp_path / "missing"), str(bad)):
+        res = run_bin("report", "--root", root)
+        assert res.returncode == 2
+        assert res.stderr.startswith("inspector: --root") and "Traceback" not in res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+    res = run_cli("report", "--section", "bogus")
+    assert res.status == 2 and "unknown section" in res.err

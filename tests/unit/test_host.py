@@ -1,0 +1,83 @@
+"""HostRoot: reads inside a root, symlink resolution, unknown reasons, facts and recording."""
+import os
+
+import pytest
+
+from inspector.host import HostRoot, Unavailable
+from inspector.model import Unknown
+
+
+def make_tree(tmp_path):
+    (tmp_path / "sys/devices/virtual/block/dm-0/dm").mkdir(parents=True)
+    (tmp_path / "sys/devices/virtual/block/dm-0/dm/name").write_text("vg-root\n")
+    (tmp_path / "sys/block").mkdir(parents=True)
+    os.symlink("../devices/virtual/block/dm-0", tmp_path / "sys/block/dm-0")
+    (tmp_path / "run/systemd/resolve").mkdir(parents=True)
+    (tmp_path / "run/systemd/resolve/stub-resolv.conf").write_text("nameserver 127.0.0.53\n")
+    (tmp_path / "etc").mkdir()
+    os.symlink("/run/systemd/resolve/stub-resolv.conf", tmp_path / "etc/resolv.conf")
+    (tmp_path / "garbage").write_text("12x\n")
+    return HostRoot(str(tmp_path))
+
+
+def test_reads_follow_links_inside_root(tmp_path):
+    root = make_tree(tmp_path)
+    assert root.read_line("sys/block/dm-0/dm/name") == "vg-root"
+    assert root.resolve("etc/resolv.conf") == "run/systemd/resolve/stub-resolv.conf"
+    assert root.resolve("sys/block/dm-0/../../../../..") == ""   # never escapes the root
+    assert root.read_text(root.resolve("etc/resolv.conf")).startswith("nameserver")
+
+
+def test_unknown_reasons(tmp_path):
+    root = make_tree(tmp_path)
+    missing = root.try_line("sys/block/sda/size")
+    assert isinstance(missing, Unknown) and missing.reason == "not present"
+    bad = root.try_int("garbage")
+    assert isinstance(bad, Unknown) and "unparsable" in bad.reason
+    with pytest.raises(Unavailable):
+        root.listdir("nope")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root reads everything")
+def test_permission_denied_reason(tmp_path):
+    p = tmp_path / "secret"
+    p.write_text("x")
+    p.chmod(0)
+    # as root the read succeeds; simulate with a directory we cannot read as a file
+    root = HostRoot(str(tmp_path))
+    assert isinstance(root.try_line("."), Unknown)
+
+
+def test_facts_live_and_capture(tmp_path):
+    live = HostRoot("/")
+    assert live.fact("x", "k", lambda: 41 + 1) == 42
+    assert live.fact("x", "k", lambda: 0) == 42            # cached
+    (tmp_path / "inspector-sidecar.json").write_text(live_sidecar_json(live))
+    cap = HostRoot(str(tmp_path))
+    assert cap.fact("x", "k", lambda: 0) == 42
+    assert isinstance(cap.fact("x", "other", lambda: 1), Unknown)
+
+
+def live_sidecar_json(root):
+    import json
+    return json.dumps(root.sidecar())
+
+
+def test_command_missing_timeout_and_capture(tmp_path):
+    live = HostRoot("/")
+    r = live.run(["no-such-tool-xyz", "-a"])
+    assert r.error == "no-such-tool-xyz not installed"
+    r = live.run(["sleep", "5"], timeout=0.3)
+    assert r.error == "sleep timed out after 0.3 s" and r.duration < 2
+    r = live.run(["echo", "hello"])
+    assert r.ok and r.stdout == "hello\n"
+    (tmp_path / "inspector-sidecar.json").write_text(live_sidecar_json(live))
+    cap = HostRoot(str(tmp_path))
+    assert cap.run(["echo", "hello"]).stdout == "hello\n"
+    assert "not recorded" in cap.run(["echo", "bye"]).error
+
+
+def test_corrupt_sidecar_is_a_clear_error(tmp_path):
+    (tmp_path / "inspector-sidecar.json").write_text("{not json")
+    with pytest.raises(Unavailable, match="corrupt sidecar"):
+        HostRoot(str(tmp_path))

@@ -1,0 +1,1 @@
+"""Reusable Textual widgets (installed as inspector.widgets)."""
