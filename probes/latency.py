@@ -75,8 +75,14 @@ class LatencyRecorder:
         self.max = other.max if self.max is None else max(self.max, other.max)
 
     def percentile(self, q: float) -> int | None:
+        """Nearest-rank percentile (the ceil(q/100*n)-th smallest value), like a sorted list."""
+        if not self.count:
+            return None
+        rank = max(1, math.ceil(q / 100.0 * self.count - 1e-9))
+        # hdrh rounds q/100*n to the nearest count; ask for the percentile whose rounding is `rank`
+        adjusted = min(100.0, 100.0 * (rank - 0.5 + 1e-6) / self.count)
         # HdrHistogram reports a bucket's highest equivalent value; never above the true max
-        return min(self.hist.get_value_at_percentile(q), self.max) if self.count else None
+        return min(self.hist.get_value_at_percentile(adjusted), self.max)
 
     def summary(self, percentiles: Iterable[float] = PERCENTILES) -> LatencySummary:
         if not self.count:
