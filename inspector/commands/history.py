@@ -1,16 +1,117 @@
-"""`inspector history`: recorded probe history (placeholder until it lands)."""
+"""`inspector history`: hour-of-day and per-day tables of recorded probe runs;
+`inspector history import-ioping LOG`: import logs of periodic ioping runs."""
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.commands.common import CliError, eprint
+from inspector.history import HistoryDB, HistoryError, ProbeRun, aggregate, default_db_path
+from inspector.ioping_log import parse_ioping_log
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("history", help="recorded probe history")
-    add_root_argument(p)
+    p = sub.add_parser("history", help="recorded probe history by hour of day or by day")
+    _db_arg(p)
+    p.add_argument("--probe", metavar="KIND:TARGET", help="e.g. io:/var/lib/mysql (default: all)")
+    p.add_argument("--by", choices=("hour", "day"), default="hour")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
+    actions = p.add_subparsers(dest="history_action", metavar="ACTION")
+    imp = actions.add_parser("import-ioping", help="import a log of periodic ioping runs")
+    imp.add_argument("log", metavar="LOG")
+    imp.add_argument("--target", help="target name to store (default: from the ioping header)")
+    _db_arg(imp)
+    imp.set_defaults(func=run_import)
+
+
+def _db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="FILE", default=argparse.SUPPRESS,
+                   help=f"history database (default {default_db_path()})")
+
+
+def _open(args: argparse.Namespace, create: bool) -> HistoryDB:
+    try:
+        return HistoryDB(getattr(args, "db", None) or default_db_path(), create=create)
+    except (HistoryError, OSError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def run_import(args: argparse.Namespace) -> int:
+    try:
+        with open(args.log, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as exc:
+        raise CliError(f"{args.log}: {exc.strerror or exc}") from None
+    log = parse_ioping_log(text)
+    runs = [ProbeRun(ts=r.timestamp, tz_offset_s=r.tz_offset_s, probe="io",
+                     target=args.target or r.target or "unknown", source="import-ioping",
+                     requests=r.requests, duration_s=r.duration_s, ops_per_s=r.iops,
+                     bytes_per_s=r.bytes_per_s, lat_min_us=r.min_us, lat_avg_us=r.avg_us,
+                     lat_max_us=r.max_us, lat_mdev_us=r.mdev_us,
+                     detail={"form": r.form, "wall_iops": r.wall_iops, "log": args.log, "line": r.line})
+            for r in log.runs]
+    with _open(args, create=True) as db:
+        db.add_runs(runs)
+    for w in log.warnings:
+        eprint(f"{args.log}:{w.line}: warning: {w.message}")
+    for p in log.problems:
+        eprint(f"{args.log}:{p.line}: skipped: {p.message}")
+    eprint(f"imported {len(runs)} runs from {args.log} into {db.path}"
+           + (f"; {len(log.problems)} malformed blocks skipped" if log.problems else ""))
+    return 0 if runs or not log.problems else 1
 
 
 def run(args: argparse.Namespace) -> int:
-    raise CliError("history is not implemented yet")
+    probe = target = None
+    if args.probe:
+        probe, _, target = args.probe.partition(":")
+        target = target or None
+    with _open(args, create=False) as db:
+        groups = [(p, t) for p, t, _ in db.targets() if (probe is None or p == probe)
+                  and (target is None or t == target)]
+        tables = {f"{p}:{t}": aggregate(db.runs(p, t), args.by) for p, t in groups}
+    if args.json:
+        from inspector.model import to_jsonable
+        json.dump({"by": args.by, "series": to_jsonable(tables)}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not tables:
+        raise CliError("no recorded runs" + (f" for {args.probe}" if args.probe else ""), status=1)
+    from rich.console import Console
+    console = Console()
+    for name, buckets in tables.items():
+        console.print(render_buckets(name, buckets, args.by))
+    return 0
+
+
+def render_buckets(name: str, buckets, by: str):
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(title=f"{name}: by {'hour of day (local time)' if by == 'hour' else 'day'}",
+                  title_justify="left", show_edge=False,
+                  pad_edge=False, padding=(0, 1))
+    # mean and (sample) standard deviation across the runs that fall in each bucket
+    widths = {by: 10 if by == "day" else 4, "runs": 4, "ops/s": 6, "±": 6, "latency": 9,
+              "lat ±": 9, "p99": 9, "err": 3, "": 10}
+    for col, width in widths.items():
+        table.add_column(col, justify="left" if col in (by, "") else "right", no_wrap=True,
+                         min_width=width)
+    worst = max((b.lat_mean_us or 0 for b in buckets), default=0) or 1
+    for b in buckets:
+        bar = "█" * round(10 * (b.lat_mean_us or 0) / worst)
+        table.add_row(b.key, str(b.runs), _num(b.ops_mean), _num(b.ops_stdev), _us(b.lat_mean_us),
+                      _us(b.lat_stdev_us), _us(b.lat_p99_mean_us), str(b.errors),
+                      Text(bar, style="red" if (b.lat_mean_us or 0) > worst / 2 else "green"))
+    return table
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else (f"{v / 1000:.1f}k" if v >= 10000 else f"{v:.0f}")
+
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us"

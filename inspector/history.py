@@ -1,0 +1,230 @@
+"""Recorded history in SQLite: probe runs and report findings over time.
+
+One writer (the recorder), WAL journal, every sample written in one transaction: a recorder
+killed mid-write (SIGKILL, power loss) leaves the database at the last committed sample.
+Times are stored as unix seconds plus the UTC offset of the host (or of the imported log), so
+the hour-of-day table is in the host's local time ("slow every night from 3 to 8").
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS probe_runs (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,               -- unix seconds (start of the run)
+    tz_offset_s INTEGER NOT NULL,   -- local time = ts + tz_offset_s
+    host TEXT,
+    probe TEXT NOT NULL,            -- io | dns | memcached
+    target TEXT NOT NULL,
+    source TEXT NOT NULL,           -- record | import-ioping | snapshot
+    requests INTEGER,
+    duration_s REAL,
+    ops_per_s REAL,                 -- IOPS (1/mean) or ops/s
+    bytes_per_s REAL,
+    lat_min_us REAL, lat_avg_us REAL, lat_max_us REAL, lat_mdev_us REAL,
+    lat_p99_us REAL,
+    error TEXT,
+    detail TEXT                     -- JSON: the probe's full summary
+);
+CREATE INDEX IF NOT EXISTS probe_runs_by_target ON probe_runs (probe, target, ts);
+CREATE TABLE IF NOT EXISTS checks (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,
+    tz_offset_s INTEGER NOT NULL,
+    host TEXT,
+    worst TEXT NOT NULL,            -- ok | warn | crit | unknown
+    findings TEXT NOT NULL          -- JSON list of {level, subject, code, message}
+);
+CREATE INDEX IF NOT EXISTS checks_by_ts ON checks (ts);
+"""
+
+
+class HistoryError(Exception):
+    pass
+
+
+def default_db_path() -> str:
+    """/var/lib/inspector when root, else the user's XDG data directory."""
+    if os.geteuid() == 0:
+        return "/var/lib/inspector/history.sqlite"
+    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return os.path.join(base, "inspector", "history.sqlite")
+
+
+def local_offset(ts: float | None = None) -> int:
+    t = time.localtime(ts if ts is not None else time.time())
+    return int(t.tm_gmtoff)
+
+
+@dataclass
+class ProbeRun:
+    ts: float
+    probe: str
+    target: str
+    source: str = "record"
+    tz_offset_s: int = 0
+    host: str | None = None
+    requests: int | None = None
+    duration_s: float | None = None
+    ops_per_s: float | None = None
+    bytes_per_s: float | None = None
+    lat_min_us: float | None = None
+    lat_avg_us: float | None = None
+    lat_max_us: float | None = None
+    lat_mdev_us: float | None = None
+    lat_p99_us: float | None = None
+    error: str | None = None
+    detail: dict = field(default_factory=dict)
+
+
+_RUN_COLUMNS = ("ts", "tz_offset_s", "host", "probe", "target", "source", "requests", "duration_s",
+                "ops_per_s", "bytes_per_s", "lat_min_us", "lat_avg_us", "lat_max_us",
+                "lat_mdev_us", "lat_p99_us", "error", "detail")
+
+
+class HistoryDB:
+    def __init__(self, path: str, create: bool = True):
+        self.path = path
+        if not create and not os.path.exists(path):
+            raise HistoryError(f"{path}: no such history database")
+        if create:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: durable at checkpoint, never corrupt
+            self.conn.execute("PRAGMA busy_timeout=10000")
+            self.conn.executescript(_SCHEMA)
+            self._check_version()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{path}: not a usable history database: {exc}") from None
+
+    def _check_version(self) -> None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                              (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise HistoryError(f"{self.path}: written by a newer Inspector (schema {row[0]} > "
+                               f"{SCHEMA_VERSION}); upgrade to read it")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "HistoryDB":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writes
+    def add_runs(self, runs: Iterable[ProbeRun]) -> int:
+        runs = list(runs)
+        self.record_sample(runs, None)
+        return len(runs)
+
+    def record_sample(self, runs: list[ProbeRun], check: tuple[float, str, list[dict], str | None] | None) -> None:
+        """One recorder tick: all of it lands, or none of it."""
+        rows = [tuple(json.dumps(r.detail, sort_keys=True) if c == "detail" else getattr(r, c)
+                      for c in _RUN_COLUMNS) for r in runs]
+        with self._transaction():
+            if rows:
+                self.conn.executemany(
+                    f"INSERT INTO probe_runs ({', '.join(_RUN_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})", rows)
+            if check:
+                ts, worst, findings, host = check
+                self.conn.execute("INSERT INTO checks (ts, tz_offset_s, host, worst, findings) "
+                                  "VALUES (?, ?, ?, ?, ?)",
+                                  (ts, local_offset(ts), host, worst, json.dumps(findings)))
+
+    def prune(self, older_than_ts: float) -> int:
+        with self._transaction():
+            n = self.conn.execute("DELETE FROM probe_runs WHERE ts < ?", (older_than_ts,)).rowcount
+            n += self.conn.execute("DELETE FROM checks WHERE ts < ?", (older_than_ts,)).rowcount
+        return n
+
+    class _Tx:
+        def __init__(self, conn: sqlite3.Connection):
+            self.conn = conn
+
+        def __enter__(self):
+            self.conn.execute("BEGIN IMMEDIATE")
+
+        def __exit__(self, exc_type, *_):
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+    def _transaction(self) -> "_Tx":
+        return HistoryDB._Tx(self.conn)
+
+    # ------------------------------------------------------------------ reads
+    def targets(self) -> list[tuple[str, str, int]]:
+        return list(self.conn.execute(
+            "SELECT probe, target, COUNT(*) FROM probe_runs GROUP BY probe, target ORDER BY probe, target"))
+
+    def runs(self, probe: str | None = None, target: str | None = None) -> list[dict]:
+        sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM probe_runs WHERE 1=1"
+        args: list = []
+        if probe:
+            sql += " AND probe = ?"
+            args.append(probe)
+        if target:
+            sql += " AND target = ?"
+            args.append(target)
+        sql += " ORDER BY ts"
+        return [dict(zip(_RUN_COLUMNS, row)) for row in self.conn.execute(sql, args)]
+
+    def checks(self) -> list[dict]:
+        return [{"ts": ts, "worst": worst, "findings": json.loads(f)}
+                for ts, worst, f in self.conn.execute("SELECT ts, worst, findings FROM checks ORDER BY ts")]
+
+
+@dataclass
+class Bucket:
+    key: str                    # "03" (hour of day) or "2015-02-15" (day)
+    runs: int
+    ops_mean: float | None
+    ops_stdev: float | None
+    lat_mean_us: float | None
+    lat_stdev_us: float | None
+    lat_p99_mean_us: float | None
+    errors: int
+
+
+def _mean_stdev(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)   # sample stdev across runs
+    return mean, math.sqrt(var)
+
+
+def aggregate(runs: list[dict], by: str = "hour") -> list[Bucket]:
+    """Per hour of day (local time of the run) or per calendar day: mean and standard deviation
+    of throughput (ops/s or IOPS) and of mean latency, plus the mean p99 where recorded."""
+    groups: dict[str, list[dict]] = {}
+    for run in runs:
+        local = time.gmtime(run["ts"] + (run["tz_offset_s"] or 0))
+        key = f"{local.tm_hour:02d}" if by == "hour" else time.strftime("%Y-%m-%d", local)
+        groups.setdefault(key, []).append(run)
+    out = []
+    for key in sorted(groups):
+        rows = groups[key]
+        ok = [r for r in rows if not r["error"]]
+        ops_mean, ops_sd = _mean_stdev([r["ops_per_s"] for r in ok if r["ops_per_s"] is not None])
+        lat_mean, lat_sd = _mean_stdev([r["lat_avg_us"] for r in ok if r["lat_avg_us"] is not None])
+        p99, _ = _mean_stdev([r["lat_p99_us"] for r in ok if r["lat_p99_us"] is not None])
+        out.append(Bucket(key, len(rows), ops_mean, ops_sd, lat_mean, lat_sd, p99,
+                          len(rows) - len(ok)))
+    return out
