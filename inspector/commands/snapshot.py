@@ -1,16 +1,51 @@
-"""`inspector snapshot`: report model plus short probe runs, written atomically (placeholder until it lands)."""
+"""`inspector snapshot`: the full report plus short bounded probe runs, written atomically."""
 from __future__ import annotations
 
 import argparse
+import os
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.collect import build_report
+from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.model import known
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
+from inspector.snapshot import build_snapshot, default_name, write_snapshot
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("snapshot", help="report model plus short probe runs, written atomically")
+    p = sub.add_parser("snapshot", help="save the report plus short probe runs (for diff)")
     add_root_argument(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="default: inspector-HOST-TIME.json")
+    p.add_argument("--probe", action="append", default=[], metavar="SPEC",
+                   help="io:PATH | dns | memcached:HOST:PORT (repeatable; short bounded runs)")
+    p.add_argument("--probe-seconds", type=float, default=3.0, metavar="S",
+                   help="time bound of each probe run (default 3)")
+    p.add_argument("--timeout", type=float, default=15.0, help="per-collector timeout, seconds")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise CliError("snapshot is not implemented yet")
+    try:
+        specs = [parse_probe_spec(s) for s in args.probe]
+    except ProbeSpecError as exc:
+        raise CliError(str(exc)) from None
+    root = root_from_args(args)
+    if specs and not root.live:
+        raise CliError("--probe needs the live host; it cannot run against --root")
+    report = build_report(root, timeout=args.timeout)
+    probes = []
+    for spec in specs:
+        eprint(f"probing {spec.text} for up to {args.probe_seconds:g} s ...")
+        probes.append(run_probe(spec, args.probe_seconds))
+    hostname = report.host.hostname if known(report.host.hostname) else None
+    out = args.output or default_name(hostname)
+    if os.path.isdir(out):
+        out = os.path.join(out, default_name(hostname))
+    try:
+        write_snapshot(build_snapshot(report, probes), out)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+    failed = [p for p in probes if p.get("error")]
+    eprint(f"wrote {out}: {len(report.findings)} findings, {len(probes)} probe runs"
+           + (f" ({len(failed)} failed)" if failed else ""))
+    print(out)
+    return 0
