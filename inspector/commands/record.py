@@ -1,16 +1,98 @@
-"""`inspector record`: headless recorder into SQLite (placeholder until it lands)."""
+"""`inspector record`: a headless recorder (for systemd timers or cron) into SQLite.
+
+Each tick runs the report's health rules and the requested probes, and writes them in one
+transaction; rows older than --retention are pruned. `--once` suits a timer unit; without it
+the recorder loops every --every until SIGTERM/SIGINT (it finishes the current tick first)."""
 from __future__ import annotations
 
 import argparse
+import re
+import signal
+import threading
+import time
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.collect import build_report
+from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.history import HistoryDB, HistoryError, ProbeRun, default_db_path, local_offset
+from inspector.model import known
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 30s, 5m, 2h, 30d)")
+    value = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"duration must be positive: {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record", help="headless recorder into SQLite")
+    p = sub.add_parser("record", help="record findings and probe runs into SQLite on a schedule")
     add_root_argument(p)
+    p.add_argument("--every", type=parse_duration, default=300.0, metavar="DURATION",
+                   help="interval between samples (default 5m)")
+    p.add_argument("--probe", action="append", default=[], metavar="SPEC",
+                   help="io:PATH | dns | memcached:HOST:PORT (repeatable)")
+    p.add_argument("--probe-seconds", type=float, default=3.0, metavar="S")
+    p.add_argument("--db", metavar="FILE", help=f"default {default_db_path()}")
+    p.add_argument("--retention", type=parse_duration, default=30 * 86400.0, metavar="DURATION",
+                   help="prune rows older than this (default 30d)")
+    p.add_argument("--once", action="store_true", help="one sample, then exit (for timers)")
+    p.add_argument("--count", type=int, default=0, help="stop after N samples (0 = forever)")
     p.set_defaults(func=run)
 
 
+def probe_row(result: dict, ts: float, host: str | None) -> ProbeRun:
+    s = result.get("summary") or {}
+    return ProbeRun(ts=ts, tz_offset_s=local_offset(ts), host=host, probe=result["kind"],
+                    target=result["target"] or "-", source="record", requests=s.get("requests"),
+                    duration_s=s.get("duration_s"), ops_per_s=s.get("ops_per_s"),
+                    bytes_per_s=s.get("bytes_per_s"), lat_min_us=s.get("min_us"),
+                    lat_avg_us=s.get("avg_us"), lat_max_us=s.get("max_us"),
+                    lat_mdev_us=s.get("mdev_us"), lat_p99_us=s.get("p99_us"),
+                    error=result.get("error"), detail=result)
+
+
 def run(args: argparse.Namespace) -> int:
-    raise CliError("record is not implemented yet")
+    try:
+        specs = [parse_probe_spec(s) for s in args.probe]
+    except ProbeSpecError as exc:
+        raise CliError(str(exc)) from None
+    root = root_from_args(args)
+    try:
+        db = HistoryDB(args.db or default_db_path())
+    except (HistoryError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        eprint(f"inspector record: signal {signum}, finishing the current sample")
+        stop.set()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+    samples = 0
+    limit = 1 if args.once else args.count
+    with db:
+        while not stop.is_set():
+            start = time.time()
+            report = build_report(root)
+            host = report.host.hostname if known(report.host.hostname) else None
+            results = [run_probe(spec, args.probe_seconds) for spec in specs]
+            findings = [{"level": f.level.label, "subject": f.subject, "code": f.code,
+                         "message": f.message} for f in report.findings]
+            db.record_sample([probe_row(r, start, host) for r in results],
+                             (start, report.worst().label, findings, host))
+            db.prune(time.time() - args.retention)
+            samples += 1
+            failed = [r["spec"] for r in results if r.get("error")]
+            eprint(f"{time.strftime('%Y-%m-%d %H:%M:%S')} sample {samples}: worst {report.worst().label}, "
+                   f"{len(results)} probes" + (f" (failed: {', '.join(failed)})" if failed else ""))
+            if limit and samples >= limit:
+                break
+            stop.wait(max(0.0, args.every - (time.time() - start)))
+    return 0
