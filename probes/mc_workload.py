@@ -1,0 +1,96 @@
+"""Keys and pre-encoded requests for the memcached load generator.
+
+Keys follow protocol.txt: at most 250 bytes, no spaces or control characters (we use
+[0-9a-z] only). Values are opaque data blocks; we use printable ASCII so a human reading a
+`get` sees sane bytes. Everything is encoded once, before the run, so the per-request path is a
+list index and a `transport.write`.
+"""
+from __future__ import annotations
+
+import random
+import string
+from dataclasses import dataclass
+
+MAX_KEY_BYTES = 250                  # protocol.txt: "the key must not exceed 250 characters"
+MAX_VALUE_BYTES = 1024 * 1024        # memcached's default item size limit (-I 1m)
+PREENCODE_BUDGET = 64 * 1024 * 1024  # above this, set requests are joined per send instead
+_KEY_ALPHABET = string.ascii_lowercase + string.digits
+_VALUE_ALPHABET = (string.ascii_letters + string.digits).encode()
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """A fixed size (lo == hi) or a uniform range, parsed from "N" or "MIN-MAX"."""
+    lo: int
+    hi: int
+
+    @classmethod
+    def parse(cls, text: str | int, what: str, lo_bound: int, hi_bound: int) -> "SizeRange":
+        raw = str(text).strip()
+        try:
+            if "-" in raw:
+                a, b = raw.split("-", 1)
+                lo, hi = int(a), int(b)
+            else:
+                lo = hi = int(raw)
+        except ValueError:
+            raise ValueError(f"{what} must be N or MIN-MAX, got {raw!r}") from None
+        if lo > hi:
+            raise ValueError(f"{what}: minimum {lo} is above maximum {hi}")
+        if lo < lo_bound or hi > hi_bound:
+            raise ValueError(f"{what} must be within {lo_bound}..{hi_bound} bytes, got {raw}")
+        return cls(lo, hi)
+
+    def pick(self, rng: random.Random) -> int:
+        return self.lo if self.lo == self.hi else rng.randint(self.lo, self.hi)
+
+    def __str__(self) -> str:
+        return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
+
+
+def make_key(index: int, size: int, rng: random.Random) -> bytes:
+    """A unique key: the index in base 36 (unique), padded with random letters to `size`."""
+    digits = ""
+    n = index
+    while True:
+        n, r = divmod(n, 36)
+        digits = _KEY_ALPHABET[r] + digits
+        if not n:
+            break
+    head = digits + "_"
+    if len(head) > size:
+        raise ValueError(f"key size {size} is too small for {index + 1} distinct keys")
+    pad = "".join(rng.choice(_KEY_ALPHABET) for _ in range(size - len(head)))
+    return (head + pad).encode()
+
+
+class Workload:
+    """key_count keys with their value sizes; `set_request(i)` and `get_request(i)` as bytes."""
+
+    def __init__(self, key_count: int, key_size: SizeRange, value_size: SizeRange,
+                 seed: int = 7):
+        if key_count < 1:
+            raise ValueError("key count must be at least 1")
+        rng = random.Random(seed)
+        self.key_count = key_count
+        self.keys = [make_key(i, key_size.pick(rng), rng) for i in range(key_count)]
+        self.value_sizes = [value_size.pick(rng) for _ in range(key_count)]
+        blob_len = value_size.hi
+        # one random blob; each value is a prefix of it (values need not differ per key)
+        self._blob = bytes(rng.choice(_VALUE_ALPHABET) for _ in range(min(blob_len, 4096)))
+        while len(self._blob) < blob_len:
+            self._blob += self._blob[: blob_len - len(self._blob)]
+        self.get_requests = [b"get " + k + b"\r\n" for k in self.keys]
+        self._set_heads = [b"set %s 0 0 %d\r\n" % (k, n) for k, n in zip(self.keys, self.value_sizes)]
+        total = sum(len(h) for h in self._set_heads) + sum(self.value_sizes) + 2 * key_count
+        self.set_bytes_total = total
+        if total <= PREENCODE_BUDGET:
+            self.set_requests: list[bytes] | None = [
+                h + self._blob[:n] + b"\r\n" for h, n in zip(self._set_heads, self.value_sizes)]
+        else:
+            self.set_requests = None
+
+    def set_request(self, i: int) -> bytes:
+        if self.set_requests is not None:
+            return self.set_requests[i]
+        return self._set_heads[i] + self._blob[: self.value_sizes[i]] + b"\r\n"
