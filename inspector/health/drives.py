@@ -1,10 +1,233 @@
-"""Health rules for the drives section."""
+"""Health rules for drives and flash cards (report.sections["storage"].health).
+
+Thresholds (see design/research/storage.md):
+- Huawei ES3000 (hio): CRIT when Health, Event log or Battery status is not OK, or R/W error > 0;
+  WARN when IO timeout > 0 or the max bad block rate rose since the last reading.
+- Fusion-io (fio): CRIT failed/offline, read-only, reduced-write, reserves at 0 %;
+  WARN reserves at or below the card's warn level, rated PBW remaining below 10 % (the card is
+  past 90 % of its rated endurance: plan replacement), internal temperature at or above the
+  78 C throttle point (85 C alarm: CRIT), power-loss protection not "protected", detached,
+  active errors the other rules did not explain.
+- NVMe: CRIT any critical-warning bit or available spare at/below threshold; WARN percent used
+  >= 90, media errors > 0.
+- SATA/SAS: CRIT SMART overall status failed or exit-status bits 3, 4, 7; WARN bits 5, 6,
+  attributes 5/187/197/198 raw > 0, 199 (CRC: cabling), grown defects > 0, temperature >= 60 C.
+Each finding's evidence is the output line or JSON field it came from.
+"""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
-from inspector.model import Finding, Report
+from inspector.discover.drive_state import rose
+from inspector.discover.fio_status import FioHealth
+from inspector.discover.hio import HioHealth
+from inspector.discover.nvme_health import NvmeHealth
+from inspector.discover.smart import WATCHED_ATTRIBUTES, SmartHealth
+from inspector.model import Finding, Level, Report, Unknown, known
+
+FIO_THROTTLE_C = 78.0
+FIO_ALARM_C = 85.0
+FIO_PBW_WARN_PCT = 10.0
+NVME_WEAR_WARN_PCT = 90
+SATA_HOT_C = 60
 
 
 def rules(report: Report) -> Iterable[Finding]:
+    section = report.sections.get("storage")
+    if section is None or isinstance(section, Unknown):
+        return []   # the storage section reports its own failure
+    health = getattr(section, "health", None)
+    if not isinstance(health, dict):
+        return []
+    findings: list[Finding] = []
+    for name, value in health.items():
+        findings.extend(device_findings(name, value))
+    return findings
+
+
+def device_findings(name: str, health: Any) -> list[Finding]:
+    if isinstance(health, Unknown):
+        return _unknown(name, health)
+    if isinstance(health, HioHealth):
+        return hio_findings(name, health)
+    if isinstance(health, FioHealth):
+        return fio_findings(name, health)
+    if isinstance(health, NvmeHealth):
+        return nvme_findings(name, health)
+    if isinstance(health, SmartHealth):
+        return smart_findings(name, health)
     return []
+
+
+def worst_level(name: str, health: Any) -> Level:
+    return max((f.level for f in device_findings(name, health)), default=Level.OK)
+
+
+def _unknown(name: str, health: Unknown) -> list[Finding]:
+    # Flash cards are the devices operators run this for: not being able to check one is news.
+    # A SATA disk without smartctl or a virtual disk is normal and only shown in its block.
+    if name.startswith(("hio", "fio", "fct")):
+        tool = "hio_info" if name.startswith("hio") else "fio-status"
+        return [Finding(Level.UNKNOWN, name, f"flash card health unknown ({health.reason})",
+                        evidence=[f"{tool}: {health.reason}"], code="drive.health_unknown",
+                        advice=f"install the vendor tool ({tool}) or check why it fails")]
+    return []
+
+
+def _ev(health: Any, *keys: str) -> list[str]:
+    return [health.evidence[k] for k in keys if k in health.evidence]
+
+
+# ------------------------------------------------------------------ hio
+def hio_findings(name: str, h: HioHealth) -> list[Finding]:
+    out: list[Finding] = []
+    for attr, label, code in (("health", "Health", "hio.health"),
+                              ("event_log", "Event log", "hio.event_log"),
+                              ("battery_status", "Battery status", "hio.battery")):
+        value = getattr(h, attr)
+        if known(value) and value.strip().upper() != "OK":
+            advice = ("the power-loss battery is not OK: writes may be lost on power failure"
+                      if attr == "battery_status" else "check the card's event log with the vendor tools")
+            out.append(Finding(Level.CRIT, name, f"{label}: {value}", _ev(h, attr), advice, code))
+    if known(h.rw_error) and h.rw_error > 0:
+        out.append(Finding(Level.CRIT, name, f"{h.rw_error} read/write errors", _ev(h, "rw_error"),
+                           "the card reported failed IO: back up and plan replacement", "hio.rw_error"))
+    if known(h.io_timeout) and h.io_timeout > 0:
+        out.append(Finding(Level.WARN, name, f"{h.io_timeout} IO timeouts", _ev(h, "io_timeout"),
+                           "the card timed out IO: check dmesg and the card's slot/cooling",
+                           "hio.io_timeout"))
+    if known(h.max_bad_block_rate_pct) and rose(h.bad_block_rate_rose_from, h.max_bad_block_rate_pct):
+        out.append(Finding(Level.WARN, name,
+                           f"bad block rate rising: {h.bad_block_rate_rose_from:g}% -> "
+                           f"{h.max_bad_block_rate_pct:g}%",
+                           _ev(h, "max_bad_block_rate_pct") +
+                           [f"previous reading: {h.bad_block_rate_rose_from:g}%"],
+                           "flash is wearing out: watch the trend and plan replacement",
+                           "hio.bad_block_rising"))
+    return out
+
+
+# ------------------------------------------------------------------ Fusion-io
+def fio_findings(name: str, c: FioHealth) -> list[Finding]:
+    out: list[Finding] = []
+    subject = name if name == c.controller else f"{name} ({c.controller})"
+    if c.state == "failed" or c.offline:
+        out.append(Finding(Level.CRIT, subject, f"card {c.status_line or 'failed'}",
+                           _ev(c, "state"), "the card is offline: reads and writes fail", "fio.failed"))
+    elif c.state == "detached":
+        out.append(Finding(Level.WARN, subject, "card detached (no block device)", _ev(c, "state"),
+                           "attach it with fio-attach if it should be in use", "fio.detached"))
+    media = c.media_status.lower() if known(c.media_status) else ""
+    if c.read_only or "read-only" in media:
+        out.append(Finding(Level.CRIT, subject, "card in READ-ONLY mode: all writes fail",
+                           _ev(c, "read_only", "media_status"),
+                           "reserves exhausted or a fault: copy the data off and replace the card",
+                           "fio.read_only"))
+    elif c.reduced_write or "reduced-write" in media or "write-reduced" in media:
+        out.append(Finding(Level.CRIT, subject, "card in reduced-write mode (writes throttled)",
+                           _ev(c, "reduced_write", "media_status"),
+                           "reserves are used up: plan replacement now", "fio.reduced_write"))
+    if known(c.reserves_pct):
+        if c.reserves_pct <= 0:
+            out.append(Finding(Level.CRIT, subject, "reserve space exhausted (0%)",
+                               _ev(c, "reserves_pct"), "the card will go read-only: replace it",
+                               "fio.reserves_exhausted"))
+        elif known(c.reserves_warn_pct) and c.reserves_pct <= c.reserves_warn_pct:
+            out.append(Finding(Level.WARN, subject,
+                               f"reserve space low: {c.reserves_pct:g}% (warn at {c.reserves_warn_pct:g}%)",
+                               _ev(c, "reserves_pct"), "plan replacement of the card",
+                               "fio.reserves_low"))
+    if known(c.pbw_remaining_pct) and c.pbw_remaining_pct < FIO_PBW_WARN_PCT:
+        out.append(Finding(Level.WARN, subject,
+                           f"rated write endurance nearly used: {c.pbw_remaining_pct:g}% remaining",
+                           _ev(c, "pbw_remaining_pct"), "plan replacement of the card",
+                           "fio.endurance_low"))
+    if known(c.temperature_c):
+        throttle = c.temperature_warn_c if known(c.temperature_warn_c) else FIO_THROTTLE_C
+        if c.temperature_c >= FIO_ALARM_C:
+            out.append(Finding(Level.CRIT, subject, f"internal temperature {c.temperature_c:g} C "
+                               f"(alarm at {FIO_ALARM_C:g} C)", _ev(c, "temperature_c"),
+                               "check airflow: the card shuts down when it overheats", "fio.hot"))
+        elif c.temperature_c >= throttle:
+            out.append(Finding(Level.WARN, subject, f"internal temperature {c.temperature_c:g} C "
+                               f"(throttles at {throttle:g} C)", _ev(c, "temperature_c"),
+                               "check airflow: writes are throttled", "fio.hot"))
+    if known(c.power_loss_protection) and c.power_loss_protection.strip().lower() != "protected":
+        out.append(Finding(Level.WARN, subject,
+                           f"power-loss protection: {c.power_loss_protection}",
+                           _ev(c, "power_loss_protection"),
+                           "buffered writes may be lost on power failure", "fio.power_loss"))
+    if c.pcie_errors is True:
+        out.append(Finding(Level.WARN, subject, "PCIe errors reported", _ev(c, "pcie_errors"),
+                           "reseat the card or try another slot", "fio.pcie_errors"))
+    if c.active_errors and not any(f.level == Level.CRIT for f in out):
+        out.append(Finding(Level.WARN, subject, "fio-status reports active errors or warnings",
+                           _ev(c, "active_errors"), "read fio-status -a for details",
+                           "fio.active_errors"))
+    return out
+
+
+# ------------------------------------------------------------------ NVMe
+def nvme_findings(name: str, h: NvmeHealth) -> list[Finding]:
+    out: list[Finding] = []
+    if known(h.critical_warning) and h.critical_warning:
+        out.append(Finding(Level.CRIT, name, "NVMe critical warning: " + ", ".join(h.critical_warnings),
+                           _ev(h, "critical_warning"), "back up and check the drive",
+                           "nvme.critical_warning"))
+    if known(h.available_spare_pct) and known(h.spare_threshold_pct) and \
+            h.available_spare_pct <= h.spare_threshold_pct:
+        out.append(Finding(Level.CRIT, name, f"available spare {h.available_spare_pct}% at or below "
+                           f"threshold {h.spare_threshold_pct}%",
+                           _ev(h, "available_spare_pct", "spare_threshold_pct"),
+                           "replace the drive", "nvme.spare_low"))
+    if known(h.percent_used) and h.percent_used >= NVME_WEAR_WARN_PCT:
+        out.append(Finding(Level.WARN, name, f"{h.percent_used}% of rated endurance used",
+                           _ev(h, "percent_used"), "plan replacement", "nvme.wear"))
+    if known(h.media_errors) and h.media_errors > 0:
+        out.append(Finding(Level.WARN, name, f"{h.media_errors} media errors",
+                           _ev(h, "media_errors"), "data integrity errors: watch for growth",
+                           "nvme.media_errors"))
+    return out
+
+
+# ------------------------------------------------------------------ SATA / SAS
+_ATTR_TEXT = {5: "reallocated sectors", 187: "reported uncorrectable errors",
+              197: "pending sectors", 198: "offline uncorrectable sectors"}
+_CRIT_BITS = (3, 4, 7)
+_WARN_BITS = (5, 6)
+
+
+def smart_findings(name: str, h: SmartHealth) -> list[Finding]:
+    from inspector.discover.smart import EXIT_BITS
+    out: list[Finding] = []
+    if h.smart_passed is False:
+        out.append(Finding(Level.CRIT, name, "SMART overall health: FAILED", _ev(h, "smart_passed"),
+                           "the drive predicts its own failure: replace it", "smart.failed"))
+    crit_bits = [EXIT_BITS[b] for b in _CRIT_BITS if h.exit_status & (1 << b)]
+    warn_bits = [EXIT_BITS[b] for b in _WARN_BITS if h.exit_status & (1 << b)]
+    if crit_bits and h.smart_passed is not False:
+        out.append(Finding(Level.CRIT, name, "smartctl: " + "; ".join(crit_bits),
+                           _ev(h, "exit_status"), "replace the drive", "smart.exit_status"))
+    if warn_bits:
+        out.append(Finding(Level.WARN, name, "smartctl: " + "; ".join(warn_bits),
+                           _ev(h, "exit_status"), "read smartctl -a for the logged errors",
+                           "smart.logged_errors"))
+    for attr_id, text in _ATTR_TEXT.items():
+        attr = h.attributes.get(attr_id)
+        if attr and attr.raw:
+            out.append(Finding(Level.WARN, name, f"{attr.raw} {text} (attribute {attr_id})",
+                               _ev(h, f"attr_{attr_id}"), "watch for growth; back up",
+                               f"smart.{WATCHED_ATTRIBUTES[attr_id].lower()}"))
+    crc = h.attributes.get(199)
+    if crc and crc.raw:
+        out.append(Finding(Level.WARN, name, f"{crc.raw} interface CRC errors (attribute 199)",
+                           _ev(h, "attr_199"),
+                           "CRC errors come from the link, not the media: reseat or replace the "
+                           "SATA cable / backplane port", "smart.crc_errors"))
+    if known(h.grown_defects) and h.grown_defects > 0:
+        out.append(Finding(Level.WARN, name, f"{h.grown_defects} grown defects",
+                           _ev(h, "grown_defects"), "watch for growth", "smart.grown_defects"))
+    if known(h.temperature_c) and h.temperature_c >= SATA_HOT_C:
+        out.append(Finding(Level.WARN, name, f"temperature {h.temperature_c} C",
+                           _ev(h, "temperature_c"), "check airflow", "smart.hot"))
+    return out

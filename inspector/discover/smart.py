@@ -1,0 +1,152 @@
+"""SATA/SAS health from `smartctl --json -a /dev/sdX` (smartmontools 7+).
+
+smartctl's exit status is a bit mask (smartctl(8) "RETURN VALUES"); a non-zero status is normal
+output, not a failure of the command, so it is decoded rather than treated as an error.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from inspector.discover.drive_cmd import ParseError, failure, garbage
+from inspector.host import HostRoot
+from inspector.model import Unknown
+
+EXIT_BITS = {
+    0: "command line did not parse",
+    1: "device open failed or device did not answer IDENTIFY",
+    2: "a SMART or ATA command failed, or a data structure checksum error",
+    3: "SMART status check returned DISK FAILING",
+    4: "prefail attributes at or below threshold",
+    5: "attributes were at or below threshold in the past",
+    6: "device error log contains errors",
+    7: "self-test log contains errors",
+}
+# Attributes whose raw value should be 0 on a healthy drive.
+WATCHED_ATTRIBUTES = {5: "Reallocated_Sector_Ct", 187: "Reported_Uncorrect",
+                      197: "Current_Pending_Sector", 198: "Offline_Uncorrectable",
+                      199: "UDMA_CRC_Error_Count"}
+MISSING = Unknown("not reported by smartctl")
+
+
+@dataclass
+class SmartAttribute:
+    id: int
+    name: str
+    raw: int | None
+    value: int | None = None
+    worst: int | None = None
+    thresh: int | None = None
+    when_failed: str = ""
+
+
+@dataclass
+class SmartHealth:
+    device: str
+    kind: str = "smart"
+    source: str = "smartctl --json -a"
+    protocol: str | Unknown = MISSING          # ATA, SCSI
+    model: str | Unknown = MISSING
+    serial: str | Unknown = MISSING
+    firmware: str | Unknown = MISSING
+    smart_passed: bool | Unknown = MISSING
+    exit_status: int = 0
+    exit_status_bits: list[str] = field(default_factory=list)
+    temperature_c: int | Unknown = MISSING
+    power_on_hours: int | Unknown = MISSING
+    attributes: dict[int, SmartAttribute] = field(default_factory=dict)  # the watched ones
+    grown_defects: int | Unknown = MISSING     # SAS: scsi_grown_defect_list
+    messages: list[str] = field(default_factory=list)
+    evidence: dict[str, str] = field(default_factory=dict)
+
+
+def decode_exit_status(status: int) -> list[str]:
+    return [text for bit, text in EXIT_BITS.items() if status & (1 << bit)]
+
+
+def _num(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value != value or abs(value) > 2**63:
+        return None
+    return int(value)
+
+
+def parse_smartctl(text: str, device: str = "") -> SmartHealth:
+    """Parse `smartctl --json -a`. Raises ParseError when it is not smartctl JSON."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("smartctl"), dict):
+        raise ParseError("no smartctl object in JSON")
+    h = SmartHealth(device=device)
+    meta = doc["smartctl"]
+    h.exit_status = _num(meta.get("exit_status")) or 0
+    h.exit_status_bits = decode_exit_status(h.exit_status)
+    h.evidence["exit_status"] = f"smartctl.exit_status: {h.exit_status}"
+    for msg in meta.get("messages") or []:
+        if isinstance(msg, dict) and isinstance(msg.get("string"), str):
+            h.messages.append(msg["string"])
+    dev = doc.get("device")
+    if isinstance(dev, dict) and isinstance(dev.get("protocol"), str):
+        h.protocol = dev["protocol"]
+    for attr, key in (("model", "model_name"), ("serial", "serial_number"),
+                      ("firmware", "firmware_version")):
+        if isinstance(doc.get(key), str):
+            setattr(h, attr, doc[key])
+    if not isinstance(h.model, str):
+        parts = [doc.get(k) for k in ("scsi_vendor", "scsi_product") if isinstance(doc.get(k), str)]
+        if parts:
+            h.model = " ".join(parts)
+    status = doc.get("smart_status")
+    if isinstance(status, dict) and isinstance(status.get("passed"), bool):
+        h.smart_passed = status["passed"]
+        h.evidence["smart_passed"] = f"smart_status.passed: {str(status['passed']).lower()}"
+    temp = doc.get("temperature")
+    if isinstance(temp, dict) and _num(temp.get("current")) is not None:
+        h.temperature_c = _num(temp["current"])
+        h.evidence["temperature_c"] = f"temperature.current: {h.temperature_c}"
+    pot = doc.get("power_on_time")
+    if isinstance(pot, dict) and _num(pot.get("hours")) is not None:
+        h.power_on_hours = _num(pot["hours"])
+        h.evidence["power_on_hours"] = f"power_on_time.hours: {h.power_on_hours}"
+    if _num(doc.get("scsi_grown_defect_list")) is not None:
+        h.grown_defects = _num(doc["scsi_grown_defect_list"])
+        h.evidence["grown_defects"] = f"scsi_grown_defect_list: {h.grown_defects}"
+    table = doc.get("ata_smart_attributes")
+    rows = table.get("table") if isinstance(table, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or _num(row.get("id")) not in WATCHED_ATTRIBUTES:
+            continue
+        raw = row.get("raw")
+        attr = SmartAttribute(id=_num(row["id"]), name=str(row.get("name", "")),
+                              raw=_num(raw.get("value")) if isinstance(raw, dict) else None,
+                              value=_num(row.get("value")), worst=_num(row.get("worst")),
+                              thresh=_num(row.get("thresh")),
+                              when_failed=str(row.get("when_failed") or ""))
+        h.attributes[attr.id] = attr
+        raw_text = raw.get("string", attr.raw) if isinstance(raw, dict) else raw
+        h.evidence[f"attr_{attr.id}"] = f"{attr.id} {attr.name} raw {raw_text}"
+    return h
+
+
+def usable(h: SmartHealth) -> Unknown | None:
+    """Unknown(reason) when smartctl could not read the device at all (bits 0-1, no data)."""
+    if h.exit_status & 0b11 and not isinstance(h.smart_passed, bool) and not h.attributes:
+        why = "; ".join(h.messages) or "; ".join(h.exit_status_bits)
+        return Unknown(f"smartctl: {why}")
+    return None
+
+
+def collect(root: HostRoot, device: str, timeout: float) -> SmartHealth | Unknown:
+    argv = ["smartctl", "--json", "-a", f"/dev/{device}"]
+    result = root.run(argv, timeout=timeout)
+    problem = failure(result, nonzero_ok=True)
+    if problem:
+        return problem
+    try:
+        h = parse_smartctl(result.stdout, device)
+    except ParseError:
+        return garbage("smartctl", result.stdout)
+    return usable(h) or h
