@@ -1,16 +1,129 @@
-"""`inspector check`: Nagios/Icinga plugin (placeholder until it lands)."""
+"""`inspector check`: a Nagios/Icinga plugin.
+
+One status line ("INSPECTOR CRITICAL - ..."), the findings as long text, perfdata after `|`.
+Exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: bad --root, every section
+unknown, or an unknown-level finding with nothing worse). Thresholds on perfdata metrics:
+`--warn steal=5 --crit steal=20` (a value above the threshold raises the status);
+`--ignore CODE` (glob) drops findings an operator has accepted."""
 from __future__ import annotations
 
 import argparse
+import fnmatch
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.collect import build_report
+from inspector.commands.common import CliError, add_root_argument, root_from_args
+from inspector.commands.report import parse_sections
+from inspector.metrics import collect_metrics
+from inspector.model import Level, Unknown
+
+STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
+# Short names accepted by --warn/--crit, mapped to perfdata labels.
+THRESHOLD_METRICS = {
+    "steal": "steal_pct", "crit": "crit", "warn": "warn", "unknown": "unknown",
+    "dns_first_loss": "dns_first_loss_s", "md_degraded": "md_degraded",
+    "load1": "load1",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="Nagios/Icinga plugin")
+    p = sub.add_parser("check", help="Nagios/Icinga plugin: status line, perfdata, exit 0/1/2/3")
     add_root_argument(p)
+    p.add_argument("--warn", action="append", default=[], metavar="METRIC=VALUE",
+                   help=f"warning threshold on a metric ({', '.join(THRESHOLD_METRICS)})")
+    p.add_argument("--crit", action="append", default=[], metavar="METRIC=VALUE",
+                   help="critical threshold on a metric")
+    p.add_argument("--ignore", action="append", default=[], metavar="CODE",
+                   help="ignore findings whose code matches (glob, e.g. net.offload.*)")
+    p.add_argument("--section", action="append", metavar="NAME", help="limit to some sections")
+    p.add_argument("--timeout", type=float, default=10.0)
     p.set_defaults(func=run)
 
 
+def parse_thresholds(values: list[str]) -> dict[str, float]:
+    out = {}
+    for value in values:
+        name, sep, number = value.partition("=")
+        if not sep or name not in THRESHOLD_METRICS:
+            raise CliError(f"bad threshold {value!r}: use METRIC=VALUE with METRIC one of "
+                           f"{', '.join(THRESHOLD_METRICS)}", status=3)
+        try:
+            out[THRESHOLD_METRICS[name]] = float(number)
+        except ValueError:
+            raise CliError(f"bad threshold {value!r}: {number!r} is not a number", status=3) from None
+    return out
+
+
+def perfdata(report, findings) -> dict[str, tuple[float, str]]:
+    """label -> (value, unit)."""
+    data: dict[str, tuple[float, str]] = {
+        "crit": (sum(f.level == Level.CRIT for f in findings), ""),
+        "warn": (sum(f.level == Level.WARN for f in findings), ""),
+        "unknown": (sum(f.level == Level.UNKNOWN for f in findings), ""),
+    }
+    degraded = 0.0
+    for s in collect_metrics(report):
+        if s.name == "cpu_steal_ratio":
+            data["steal_pct"] = (round(s.value * 100, 2), "%")
+        elif s.name == "resolver_first_server_loss_seconds":
+            data["dns_first_loss_s"] = (s.value, "s")
+        elif s.name == "md_degraded":
+            degraded += s.value
+        elif s.name == "load_average" and s.labels.get("period") in ("1m", "1"):
+            data["load1"] = (s.value, "")
+    data["md_degraded"] = (degraded, "")
+    return data
+
+
 def run(args: argparse.Namespace) -> int:
-    raise CliError("check is not implemented yet")
+    try:
+        warn, crit = parse_thresholds(args.warn), parse_thresholds(args.crit)
+        sections = parse_sections(args.section)
+        root = root_from_args(args)
+    except CliError as exc:
+        print(f"INSPECTOR UNKNOWN - {exc}")
+        return 3
+    report = build_report(root, sections, timeout=args.timeout)
+    findings = [f for f in report.findings
+                if not any(fnmatch.fnmatch(f.code or "", pat) for pat in args.ignore)]
+    data = perfdata(report, findings)
+    status = 0
+    reasons = []
+    for f in findings:
+        if f.level == Level.CRIT:
+            status = 2
+        elif f.level == Level.WARN and status < 2:
+            status = 1
+    for label, limit in crit.items():
+        if label in data and data[label][0] > limit:
+            status = 2
+            reasons.append(f"{label}={data[label][0]:g} > {limit:g}")
+    for label, limit in warn.items():
+        if label in data and data[label][0] > limit:
+            status = max(status, 1)
+            reasons.append(f"{label}={data[label][0]:g} > {limit:g}")
+    all_unknown = all(isinstance(v, Unknown) for v in report.sections.values())
+    if status == 0 and (all_unknown or any(f.level == Level.UNKNOWN for f in findings)):
+        status = 3
+    top = [f for f in findings if f.level in (Level.CRIT, Level.WARN, Level.UNKNOWN)]
+    if top:
+        summary = "; ".join(f"{f.subject}: {f.message}" for f in top[:3])
+        if len(top) > 3:
+            summary += f"; and {len(top) - 3} more"
+    elif all_unknown:
+        summary = "nothing could be collected"
+    else:
+        summary = "no problems found"
+    if reasons:
+        summary = ", ".join(reasons) + ("; " + summary if top else "")
+    perf = " ".join(
+        f"{label}={value:g}{unit};{_t(warn.get(label))};{_t(crit.get(label))};;"
+        for label, (value, unit) in data.items())
+    print(f"INSPECTOR {STATUS_NAMES[status]} - {summary} | {perf}")
+    for f in top:
+        print(f"[{f.level.label.upper()}] {f.subject}: {f.message}"
+              + (f" ({f.code})" if f.code else ""))
+    return status
+
+
+def _t(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"

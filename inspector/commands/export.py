@@ -1,16 +1,43 @@
-"""`inspector export`: Prometheus textfile or JSON export (placeholder until it lands)."""
+"""`inspector export --prometheus [-o FILE]` (node_exporter textfile format, atomic write) or
+`inspector export --json` (the report)."""
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.collect import build_report
+from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.export import prometheus_text
+from inspector.model import to_jsonable
+from inspector.snapshot import write_atomic
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="Prometheus textfile or JSON export")
+    p = sub.add_parser("export", help="Prometheus textfile or JSON export of the report")
     add_root_argument(p)
+    fmt = p.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--prometheus", action="store_true", help="node_exporter textfile format")
+    fmt.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("-o", "--output", metavar="FILE", help="write atomically to FILE (default stdout)")
+    p.add_argument("--timeout", type=float, default=15.0)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise CliError("export is not implemented yet")
+    root = root_from_args(args)
+    report = build_report(root, timeout=args.timeout)
+    if args.prometheus:
+        text = prometheus_text(report)
+    else:
+        text = json.dumps(to_jsonable(report), indent=2) + "\n"
+    if not args.output or args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    if args.prometheus and not args.output.endswith(".prom"):
+        eprint(f"note: node_exporter's textfile collector only reads *.prom files ({args.output})")
+    try:
+        write_atomic(args.output, text.encode())
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    return 0
