@@ -1,9 +1,56 @@
-"""Rich renderer for the virt section (placeholder until its collector lands)."""
+"""Rich renderer for the virt section: the layers in one line, then the evidence per layer."""
 from __future__ import annotations
 
-from rich.console import RenderableType
-from rich.pretty import Pretty
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from inspector.discover.virt import Layer, VirtSection
+from inspector.model import Unknown, known
+
+_WEIGHT_STYLE = {"strong": "green", "medium": "cyan", "weak": "dim", "info": "dim",
+                 "suspect": "yellow", "ignored": "yellow"}
+
+
+def layers_line(section: VirtSection) -> str:
+    """"docker > kvm (firecracker) > hardware"; "hardware" alone on bare metal."""
+    return section.summary or "hardware"
+
+
+def _layer_title(layer: Layer) -> Text:
+    title = Text(f"{layer.kind}: ", style="bold")
+    title.append(layer.label(), style="bold cyan" if layer.present else "dim")
+    title.append(f"  confidence {layer.confidence}", style="dim")
+    return title
 
 
 def render(section: object) -> RenderableType:
-    return Pretty(section)
+    if isinstance(section, Unknown) or not isinstance(section, VirtSection):
+        return Text(str(section), style="yellow")
+    parts: list[RenderableType] = [Text.assemble(("layers  ", "bold"),
+                                                 (layers_line(section), "bold magenta"))]
+    for role in section.roles:
+        parts.append(Text.assemble(("role    ", "bold"), (role.role, "bold magenta"),
+                                   f"  {role.detail}"))
+        for e in role.evidence:
+            parts.append(Text(f"    {e.source}: {e.value}", style="dim"))
+    cpuid = section.cpuid
+    if known(cpuid.method):
+        blocks = ", ".join(cpuid.blocks) if known(cpuid.blocks) else str(cpuid.blocks)
+        parts.append(Text(f"cpuid   via {cpuid.method}, {cpuid.vendor}, hypervisor bit "
+                          f"{int(cpuid.hypervisor_bit) if known(cpuid.hypervisor_bit) else '?'}"
+                          f"{', blocks ' + blocks if blocks else ''}", style="dim"))
+    else:
+        parts.append(Text(f"cpuid   {cpuid.method}", style="dim"))
+    for layer in section.layers:
+        parts.append(_layer_title(layer))
+        for e in layer.evidence:
+            line = Text("    ")
+            line.append(f"[{e.weight}] ", style=_WEIGHT_STYLE.get(e.weight, ""))
+            line.append(f"{e.source}: {e.value}")
+            line.append(f" -> {e.points_to}", style="dim")
+            if e.note:
+                line.append(f"  ({e.note})", style="italic dim")
+            parts.append(line)
+        if not layer.evidence:
+            parts.append(Text("    (nothing visible from inside)", style="dim"))
+    return Group(*parts)
