@@ -1,0 +1,163 @@
+"""Processes: who sits in D state (uninterruptible, usually IO) and who moves the most bytes.
+
+D state comes from /proc/[pid]/stat read through the root, so fixture trees and captures work.
+How long a process has been in D is not in /proc: the tracker remembers when it first saw each
+(pid, start time) in D and forgets it as soon as a sample finds it elsewhere.
+Per-process IO comes from /proc/[pid]/io (read_bytes/write_bytes: what reached the block
+layer), live only: a capture holds one moment, and rates need two.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from inspector.host import HostRoot, Unavailable
+from inspector.model import Unknown
+
+STAT_LIMIT = 4096
+TOP_IO = 5
+
+
+@dataclass(slots=True)
+class ProcStat:
+    pid: int
+    comm: str
+    state: str
+    starttime: int     # clock ticks after boot: tells a reused pid apart
+
+
+@dataclass(slots=True)
+class DStateProc:
+    pid: int
+    comm: str
+    wchan: str | Unknown
+    seconds: float           # in D for at least this long (0 the first time it is seen)
+    since: float             # wall-clock time it was first seen in D
+
+
+@dataclass(slots=True)
+class ProcIo:
+    read_bytes: int
+    write_bytes: int
+
+
+@dataclass(slots=True)
+class ProcIoRate:
+    pid: int
+    comm: str
+    read_bytes_s: float
+    write_bytes_s: float
+
+
+def parse_proc_stat(pid: int, text: str) -> ProcStat | None:
+    # comm may hold spaces and parentheses: it ends at the LAST ')'
+    open_at, close_at = text.find("("), text.rfind(")")
+    if open_at < 0 or close_at < open_at:
+        return None
+    rest = text[close_at + 2:].split()
+    if len(rest) < 20:
+        return None
+    try:
+        starttime = int(rest[19])
+    except ValueError:
+        return None
+    return ProcStat(pid, text[open_at + 1:close_at], rest[0], starttime)
+
+
+def list_pids(root: HostRoot) -> list[int] | Unknown:
+    try:
+        return [int(e) for e in root.listdir("proc") if e.isdigit()]
+    except Unavailable as exc:
+        return exc.unknown()
+
+
+def read_stats(root: HostRoot, pids: list[int]) -> dict[int, ProcStat]:
+    out: dict[int, ProcStat] = {}
+    for pid in pids:
+        try:
+            text = root.read_text(f"proc/{pid}/stat", STAT_LIMIT)
+        except Unavailable:
+            continue            # exited between the listing and the read
+        st = parse_proc_stat(pid, text)
+        if st is not None:
+            out[pid] = st
+    return out
+
+
+@dataclass
+class DStateTracker:
+    """Remembers since when each process has been seen in D."""
+    _first_seen: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
+
+    def update(self, root: HostRoot, stats: dict[int, ProcStat], mono: float | None = None,
+               wall: float | None = None) -> list[DStateProc]:
+        mono = time.monotonic() if mono is None else mono
+        wall = time.time() if wall is None else wall
+        out: list[DStateProc] = []
+        seen: set[tuple[int, int]] = set()
+        for st in stats.values():
+            if st.state != "D":
+                continue
+            key = (st.pid, st.starttime)
+            seen.add(key)
+            first = self._first_seen.setdefault(key, (mono, wall))
+            wchan = root.try_line(f"proc/{st.pid}/wchan")
+            if wchan == "0" or wchan == "":
+                wchan = Unknown("kernel hides wchan (kallsyms restricted)")
+            out.append(DStateProc(st.pid, st.comm, wchan, mono - first[0], first[1]))
+        for key in [k for k in self._first_seen if k not in seen]:
+            del self._first_seen[key]
+        out.sort(key=lambda d: (-d.seconds, d.pid))
+        return out
+
+
+def read_io(root: HostRoot, pids) -> dict[int, ProcIo] | Unknown:
+    """Block-layer bytes per process. Unknown on a capture, and when nothing is readable
+    (other users' /proc/[pid]/io needs root)."""
+    if not root.live:
+        return Unknown("capture: no live data")
+    out: dict[int, ProcIo] = {}
+    denied = 0
+    for pid in pids:
+        try:
+            text = root.read_text(f"proc/{pid}/io", STAT_LIMIT)
+        except Unavailable as exc:
+            denied += exc.reason == "permission denied"
+            continue
+        rb, wb = _io_field(text, "\nread_bytes: "), _io_field(text, "\nwrite_bytes: ")
+        if rb is not None and wb is not None:
+            out[pid] = ProcIo(rb, wb)
+    if not out and denied:
+        return Unknown("permission denied reading /proc/[pid]/io (needs root)")
+    return out
+
+
+def _io_field(text: str, label: str) -> int | None:
+    at = text.find(label)
+    if at < 0:
+        return None
+    end = text.find("\n", at + len(label))
+    try:
+        return int(text[at + len(label):end if end >= 0 else None])
+    except ValueError:
+        return None
+
+
+def top_io(prev: dict[int, ProcIo], cur: dict[int, ProcIo], prev_stats: dict[int, ProcStat],
+           stats: dict[int, ProcStat], interval: float, limit: int = TOP_IO) -> list[ProcIoRate]:
+    """The processes that moved the most bytes in the interval (the same process, not a
+    reused pid, in both samples)."""
+    if interval <= 0:
+        return []
+    rates: list[ProcIoRate] = []
+    for pid, c in cur.items():
+        p = prev.get(pid)
+        st, pst = stats.get(pid), prev_stats.get(pid)
+        if p is None or st is None or pst is None or pst.starttime != st.starttime:
+            continue
+        rd, wr = c.read_bytes - p.read_bytes, c.write_bytes - p.write_bytes
+        if rd <= 0 and wr <= 0:
+            continue
+        rates.append(ProcIoRate(pid, st.comm, max(rd, 0) / interval, max(wr, 0) / interval))
+    rates.sort(key=lambda r: -(r.read_bytes_s + r.write_bytes_s))
+    return rates[:limit]

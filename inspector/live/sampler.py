@@ -1,0 +1,174 @@
+"""LiveSampler: one Snapshot of every live counter per call; `rates(prev, cur)` turns two into
+Rates. Stateful parts (when a process entered D, when a NIC stopped receiving) live in the
+sampler, so keep one sampler per screen or per `inspector top` run."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from inspector.host import HostRoot, Unavailable
+from inspector.live.cpustat import (CpuCounters, CpuRates, LoadAvg, cpu_rates, read_cpu,
+                                    read_loadavg)
+from inspector.live.diskstats import (DiskChanges, DiskCounters, DiskInfo, DiskRates,
+                                      disk_rates, read_diskstats, read_topology)
+from inspector.live.netstats import (STALL_SECONDS, NicCounters, NicRates, StallDetector,
+                                     all_nic_rates, read_nics)
+from inspector.live.procs import (TOP_IO, DStateProc, DStateTracker, ProcIo, ProcIoRate,
+                                  ProcStat, list_pids, read_io, read_stats, top_io)
+from inspector.model import Finding, Unknown, known
+
+_SKIP = {"json_skip": True}
+
+
+@dataclass
+class Snapshot:
+    """Cumulative counters at one moment (plus what the sampler's trackers concluded)."""
+    mono: float                                  # time.monotonic() of the sample
+    wall: float                                  # time.time() of the sample
+    source: str                                  # "live" or the capture path
+    uptime: float | Unknown
+    disks: dict[str, DiskCounters] | Unknown
+    topology: dict[str, DiskInfo]
+    nics: dict[str, NicCounters] | Unknown
+    cpu: CpuCounters | Unknown
+    load: LoadAvg | Unknown
+    dstate: list[DStateProc] | Unknown
+    findings: list[Finding] = field(default_factory=list)
+    procs: dict[int, ProcStat] | Unknown = field(default_factory=dict, metadata=_SKIP)
+    proc_io: dict[int, ProcIo] | Unknown = field(default_factory=dict, metadata=_SKIP)
+
+
+@dataclass
+class Rates:
+    """Everything per second over the interval between two snapshots."""
+    interval: float                              # seconds
+    wall: float                                  # end of the interval, unix time
+    disks: list[DiskRates] | Unknown
+    disk_changes: DiskChanges
+    nics: list[NicRates] | Unknown
+    cpu: CpuRates | Unknown
+    load: LoadAvg | Unknown
+    dstate: list[DStateProc] | Unknown
+    top_io: list[ProcIoRate] | Unknown
+    findings: list[Finding] = field(default_factory=list)
+    since_boot: bool = False                     # averages since boot from one snapshot
+
+
+class LiveSampler:
+    """`LiveSampler(root).sample() -> Snapshot`. Reads go through `root` only."""
+
+    def __init__(self, root: HostRoot, *, stall_seconds: float = STALL_SECONDS,
+                 process_io: bool = True):
+        self.root = root
+        self.process_io = process_io
+        self.stall = StallDetector(stall_seconds)
+        self.dstate = DStateTracker()
+        self._topology_key: tuple[str, ...] = ()
+        self._topology: dict[str, DiskInfo] = {}
+
+    def sample(self) -> Snapshot:
+        root = self.root
+        mono, wall = time.monotonic(), time.time()
+        disks = read_diskstats(root)
+        if known(disks):
+            key = tuple(disks)
+            if key != self._topology_key:      # sysfs is walked only when devices change
+                self._topology = read_topology(root, key)
+                self._topology_key = key
+        nics = read_nics(root)
+        findings = self.stall.update(nics, mono, wall) if known(nics) else []
+        pids = list_pids(root)
+        if known(pids):
+            procs = read_stats(root, pids)
+            dstate = self.dstate.update(root, procs, mono, wall)
+            proc_io = read_io(root, pids) if self.process_io else Unknown("not sampled")
+        else:
+            procs, dstate, proc_io = pids, pids, pids
+        return Snapshot(mono=mono, wall=wall, source=root.label, uptime=read_uptime(root),
+                        disks=disks, topology=self._topology, nics=nics, cpu=read_cpu(root),
+                        load=read_loadavg(root), dstate=dstate, findings=findings,
+                        procs=procs, proc_io=proc_io)
+
+
+def read_uptime(root: HostRoot) -> float | Unknown:
+    try:
+        return float(root.read_line("proc/uptime").split()[0])
+    except Unavailable as exc:
+        return exc.unknown()
+    except (ValueError, IndexError):
+        return Unknown("unparsable /proc/uptime")
+
+
+def rates(prev: Snapshot, cur: Snapshot, top: int = TOP_IO) -> Rates:
+    """Per-second figures between two snapshots of the same sampler."""
+    return _rates(prev, cur, cur.mono - prev.mono, top)
+
+
+def since_boot(snap: Snapshot, top: int = TOP_IO) -> Rates | Unknown:
+    """Averages since boot from one snapshot (what iostat's first report shows): the only
+    rates a single-sample capture can give."""
+    if not known(snap.uptime) or snap.uptime <= 0:
+        return Unknown("uptime unknown: rates need two samples")
+    zero = Snapshot(mono=snap.mono - snap.uptime, wall=snap.wall - snap.uptime,
+                    source=snap.source, uptime=0.0, disks=_zero_disks(snap.disks),
+                    topology=snap.topology, nics=_zero_nics(snap.nics), cpu=_zero_cpu(snap.cpu),
+                    load=snap.load, dstate=snap.dstate, procs={}, proc_io={})
+    out = _rates(zero, snap, snap.uptime, top)
+    out.top_io = Unknown("rates need two samples")
+    out.since_boot = True
+    return out
+
+
+def _rates(prev: Snapshot, cur: Snapshot, interval: float, top: int) -> Rates:
+    if known(prev.disks) and known(cur.disks):
+        disks, changes = disk_rates(prev.disks, cur.disks, interval, cur.topology)
+    else:
+        disks = cur.disks if not known(cur.disks) else prev.disks
+        changes = DiskChanges()
+    if known(prev.nics) and known(cur.nics):
+        nics: list[NicRates] | Unknown = all_nic_rates(prev.nics, cur.nics, interval)
+    else:
+        nics = cur.nics if not known(cur.nics) else prev.nics
+    if known(prev.cpu) and known(cur.cpu):
+        cpu: CpuRates | Unknown = cpu_rates(prev.cpu, cur.cpu, interval)
+    else:
+        cpu = cur.cpu if not known(cur.cpu) else prev.cpu
+    if known(prev.proc_io) and known(cur.proc_io) and known(cur.procs) and known(prev.procs):
+        io: list[ProcIoRate] | Unknown = top_io(prev.proc_io, cur.proc_io, prev.procs,
+                                                cur.procs, interval, top)
+    else:
+        io = cur.proc_io if not known(cur.proc_io) else prev.proc_io
+    return Rates(interval=interval, wall=cur.wall, disks=disks, disk_changes=changes, nics=nics,
+                 cpu=cpu, load=cur.load, dstate=cur.dstate, top_io=io,
+                 findings=list(cur.findings))
+
+
+def _zero_disks(disks):
+    if not known(disks):
+        return disks
+    out = {}
+    for name, c in disks.items():
+        z = DiskCounters(name, c.major, c.minor, *([0] * 11))
+        if c.dc_ios is not None:
+            z.dc_ios = z.dc_merges = z.dc_sectors = z.dc_ticks = 0
+        if c.fl_ios is not None:
+            z.fl_ios = z.fl_ticks = 0
+        out[name] = z
+    return out
+
+
+def _zero_nics(nics):
+    if not known(nics):
+        return nics
+    return {name: NicCounters(name, n.operstate, n.carrier,
+                              tuple(None if v is None else 0 for v in n.counters))
+            for name, n in nics.items()}
+
+
+def _zero_cpu(cpu):
+    if not known(cpu):
+        return cpu
+    zero = (0,) * 8
+    return CpuCounters(zero, {k: zero for k in cpu.per_cpu},
+                       None if cpu.ctxt is None else 0, None if cpu.intr is None else 0,
+                       cpu.procs_running, cpu.procs_blocked)

@@ -1,0 +1,154 @@
+"""Plain-text blocks for `inspector top`: fixed columns like iostat -x and vmstat, no colour,
+so they read well over a slow SSH link and parse with awk."""
+from __future__ import annotations
+
+import time
+
+from inspector.live.diskstats import DiskRates
+from inspector.live.sampler import Rates, Snapshot
+from inspector.model import Unknown, known
+
+DISK_COLS = ("r/s", "w/s", "d/s", "f/s", "rkB/s", "wkB/s", "dkB/s", "rrqm/s", "wrqm/s",
+             "r_await", "w_await", "d_await", "f_await", "aqu-sz", "rareq-sz", "wareq-sz",
+             "%util")
+_DISK_ATTRS = ("r_s", "w_s", "d_s", "f_s", "rkB_s", "wkB_s", "dkB_s", "rrqm_s", "wrqm_s",
+               "r_await", "w_await", "d_await", "f_await", "aqu_sz", "rareq_sz", "wareq_sz",
+               "util")
+CPU_COLS = ("%usr", "%nice", "%sys", "%iowait", "%irq", "%soft", "%steal", "%idle")
+_CPU_ATTRS = ("user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle")
+
+
+def _num(value, width: int = 8) -> str:
+    if not known(value):
+        return "-".rjust(width)
+    return f"{value:{width}.2f}"
+
+
+def _int(value) -> str:
+    return f"{value:.0f}" if known(value) else "-"
+
+
+def _unknown_line(label: str, value: Unknown) -> str:
+    return f"{label}: unknown ({value.reason})"
+
+
+def format_block(r: Rates, show_idle: bool = False) -> str:
+    """One interval: header, CPU, devices, NICs, D state, top IO, findings."""
+    lines: list[str] = []
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall))
+    head = f"{stamp}  " + (f"averages since boot ({r.interval:.0f} s)" if r.since_boot
+                            else f"interval {r.interval:.2f} s")
+    if known(r.load):
+        head += f"  load {r.load.load1:.2f} {r.load.load5:.2f} {r.load.load15:.2f}"
+    if known(r.cpu):
+        head += f"  cs/s {_int(r.cpu.ctxt_s)}  intr/s {_int(r.cpu.intr_s)}"
+        if known(r.cpu.procs_blocked):
+            head += f"  blocked {r.cpu.procs_blocked}"
+    lines.append(head)
+    lines += _cpu_lines(r)
+    lines += _disk_lines(r, show_idle)
+    lines += _nic_lines(r)
+    lines += _dstate_lines(r)
+    lines += _io_lines(r)
+    for f in r.findings:
+        lines.append(f"{f.level.label.upper()} {f.subject}: {f.message}")
+    return "\n".join(lines) + "\n"
+
+
+def _cpu_lines(r: Rates) -> list[str]:
+    if not known(r.cpu):
+        return [_unknown_line("CPU", r.cpu)]
+    out = ["CPU    " + "".join(c.rjust(8) for c in CPU_COLS)]
+    for p in [r.cpu.overall, *r.cpu.per_cpu]:
+        out.append(f"{p.cpu:<7}" + "".join(_num(getattr(p, a)) for a in _CPU_ATTRS))
+    return out
+
+
+def _disk_used(d: DiskRates) -> bool:
+    return any(getattr(d, a) for a in ("r_s", "w_s", "util", "in_flight")) or bool(
+        known(d.d_s) and d.d_s) or bool(known(d.f_s) and d.f_s)
+
+
+def _disk_lines(r: Rates, show_idle: bool) -> list[str]:
+    if not known(r.disks):
+        return [_unknown_line("Devices", r.disks)]
+    shown = [d for d in r.disks if show_idle or _disk_used(d) or d.members]
+    width = max([len(d.name) + (2 if d.parent else 0) for d in shown] + [8])
+    out = ["Device".ljust(width) + "".join(c.rjust(9) for c in DISK_COLS)]
+    for d in shown:
+        name = ("  " + d.name) if d.parent else d.name
+        out.append(name.ljust(width) + "".join(_num(getattr(d, a), 9) for a in _DISK_ATTRS))
+        if d.members:
+            note = f"{'':{width}}  {d.kind} members: {' '.join(d.members)}"
+            if d.busy_members:
+                note += (f"  !! much busier than {d.name} ({d.util:.0f}% util): "
+                         + ", ".join(_member_util(r.disks, m) for m in d.busy_members))
+            out.append(note)
+    hidden = len(r.disks) - len(shown)
+    if hidden:
+        out.append(f"({hidden} idle devices not shown)")
+    ch = r.disk_changes
+    if ch.appeared:
+        out.append(f"new devices (rates from the next interval): {' '.join(ch.appeared)}")
+    if ch.vanished:
+        out.append(f"devices gone: {' '.join(ch.vanished)}")
+    return out
+
+
+def _member_util(disks: list[DiskRates], name: str) -> str:
+    for d in disks:
+        if d.name == name:
+            return f"{name} {d.util:.0f}%"
+    return name
+
+
+def _nic_lines(r: Rates) -> list[str]:
+    if not known(r.nics):
+        return [_unknown_line("NICs", r.nics)]
+    cols = ("rxkB/s", "txkB/s", "rxpck/s", "txpck/s", "rxerr/s", "txerr/s", "rxdrop/s",
+            "txdrop/s")
+    width = max([len(n.name) for n in r.nics] + [6])
+    out = ["NIC".ljust(width) + "".join(c.rjust(10) for c in cols) + "  state"]
+    for n in r.nics:
+        vals = [n.rx_bytes_s, n.tx_bytes_s]
+        kb = [v / 1024 if known(v) else v for v in vals]
+        nums = kb + [n.rx_packets_s, n.tx_packets_s, n.rx_errors_s, n.tx_errors_s,
+                     n.rx_dropped_s, n.tx_dropped_s]
+        state = n.operstate if known(n.operstate) else "?"
+        carrier = "" if not known(n.carrier) else (" carrier" if n.carrier else " no-carrier")
+        out.append(n.name.ljust(width) + "".join(_num(v, 10) for v in nums) + f"  {state}{carrier}")
+    return out
+
+
+def _dstate_lines(r: Rates) -> list[str]:
+    if not known(r.dstate):
+        return [_unknown_line("D state", r.dstate)]
+    if not r.dstate:
+        return ["D state: none"]
+    out = ["D state:     pid  seconds  command          wchan"]
+    for d in r.dstate:
+        wchan = d.wchan if known(d.wchan) else "?"
+        out.append(f"         {d.pid:>7}  {d.seconds:7.1f}  {d.comm:<16} {wchan}")
+    return out
+
+
+def _io_lines(r: Rates) -> list[str]:
+    if not known(r.top_io):
+        return [_unknown_line("Top IO", r.top_io)]
+    if not r.top_io:
+        return ["Top IO: no process did block IO"]
+    out = ["Top IO:      pid     rkB/s     wkB/s  command"]
+    for p in r.top_io:
+        out.append(f"         {p.pid:>7}{p.read_bytes_s / 1024:10.1f}{p.write_bytes_s / 1024:10.1f}"
+                   f"  {p.comm}")
+    return out
+
+
+def format_single(snap: Snapshot, since: Rates | Unknown) -> str:
+    """A capture's one sample: what it holds, and why there are no interval rates."""
+    taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snap.wall))
+    note = (f"capture {snap.source}: one sample taken {taken}; rates need two samples, "
+            "so below are averages since boot (like iostat's first report).")
+    if not known(since):
+        return note.split(";")[0] + f"; rates need two samples ({since.reason}).\n"
+    return note + "\n" + format_block(since)
