@@ -450,7 +450,8 @@ def _decide_vm(sig: _Signals, bit: bool | None, hv: str | None,
         technology = "vm-other"
     else:
         return "none", None, "low"
-    confidence = "high" if hv else ("medium" if bit else "low")
+    # Off x86 there is no hypervisor bit: firmware tables are the primary signal there.
+    confidence = "high" if hv else ("medium" if bit or (not x86 and dmi_verdict) else "low")
 
     # Technology -> (verdict, flavor).
     flavor = dmi_flavor if dmi_verdict == technology or dmi_verdict in ("google", "amazon") \
@@ -540,7 +541,10 @@ def _env1_container() -> str | None:
 
 
 def _pid_ns(root: HostRoot) -> int | None:
-    link = root.readlink("proc/self/ns/pid")
+    try:    # resolve proc/self first so a capture stores the link under the real pid directory
+        link = root.readlink(root.resolve("proc/self/ns") + "/pid")
+    except Unavailable:
+        return None
     match = re.fullmatch(r"pid:\[(\d+)\]", link or "")
     return int(match.group(1)) if match else None
 
@@ -581,7 +585,7 @@ def _container_layer(root: HostRoot, sig: _Signals, roles: list[HostRole]) -> La
     if isinstance(env1, str) and env1:
         claim(_ENV_NAMES.get(env1, env1), Evidence("/proc/1/environ container=", env1, env1, STRONG))
         isolated = True
-    elif isinstance(env1, Unknown) and root.live:
+    elif isinstance(env1, Unknown):
         ev.append(Evidence("/proc/1/environ container=", str(env1), "unknown", INFO))
     own_env = root.environ("container")
     if own_env:
