@@ -1,9 +1,228 @@
-"""Rich renderer for the storage section (placeholder until its collector lands)."""
+"""Rich renderer for the storage section: an lsblk-like tree, then md and dm details, then
+drive health (rendered by inspector.render.drives)."""
 from __future__ import annotations
 
-from rich.console import RenderableType
-from rich.pretty import Pretty
+from typing import Any, Iterator
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from inspector.discover.block import BlockDevice
+from inspector.discover.md import MdArray
+from inspector.discover.storage import StorageSection
+from inspector.model import Unknown, known
+
+_UNITS = ("B", "K", "M", "G", "T", "P", "E")
 
 
-def render(section: object) -> RenderableType:
-    return Pretty(section)
+def human_size(value: Any) -> str:
+    if not known(value):
+        return "?"
+    size = float(value)
+    for unit in _UNITS:
+        if size < 1024 or unit == _UNITS[-1]:
+            return f"{size:.0f}{unit}" if unit == "B" or size >= 100 or size == int(size) else f"{size:.1f}{unit}"
+        size /= 1024
+    return "?"
+
+
+def _flag(value: Any) -> str:
+    if value is True:
+        return "1"
+    if value is False:
+        return "0"
+    return "?"
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Unknown):
+        return "?"
+    return str(value)
+
+
+def tree_rows(section: StorageSection) -> Iterator[tuple[str, str]]:
+    """(prefix, name) rows in lsblk's order and drawing: ├─ └─ │."""
+    def visit(name: str, prefix: str, last: bool, depth: int, path: tuple[str, ...]):
+        branch = "" if depth == 0 else ("└─" if last else "├─")
+        yield prefix + branch, name
+        dev = section.devices.get(name)
+        if dev is None:
+            return
+        children = [c for c in dev.children if c not in path]
+        child_prefix = prefix if depth == 0 else prefix + ("  " if last else "│ ")
+        for i, child in enumerate(children):
+            yield from visit(child, child_prefix, i == len(children) - 1, depth + 1, path + (child,))
+    for name in section.roots:
+        yield from visit(name, "", True, 0, (name,))
+
+
+def _identity(dev: BlockDevice) -> str:
+    parts = [_text(dev.vendor), _text(dev.model)]
+    if known(dev.serial) and dev.serial:
+        parts.append(f"SN {dev.serial}")
+    if known(dev.loop_backing_file) and dev.loop_backing_file:
+        parts.append(dev.loop_backing_file)
+    if dev.state and known(dev.state) and dev.state != "running":
+        parts.append(f"[{dev.state}]")
+    return " ".join(p for p in parts if p)
+
+
+def _mounts(dev: BlockDevice) -> Text:
+    text = Text()
+    for m in dev.mounts:
+        if text:
+            text.append("\n")
+        text.append(m.mountpoint)
+        text.append(f" {m.fstype}{' ro' if m.read_only else ''}", style="dim")
+    if dev.swap is not None:
+        if text:
+            text.append("\n")
+        text.append("[SWAP]")
+    return text
+
+
+def _flags(dev: BlockDevice) -> Text:
+    """ro/rm and the medium in a few letters, so the table fits an 80-column SSH window."""
+    text = Text()
+    if dev.read_only is True:
+        text.append("ro ", style="bold red")
+    if dev.removable is True:
+        text.append("rm ")
+    if dev.parent is None:
+        text.append({True: "hdd", False: "ssd"}.get(dev.rotational, "?"), style="dim")
+    return text
+
+
+def _details(dev: BlockDevice) -> str:
+    parts = [_identity(dev)]
+    if dev.parent is None and known(dev.queue.optimal_io_size) and dev.queue.optimal_io_size:
+        parts.append(f"io {human_size(dev.queue.minimum_io_size)}/{human_size(dev.queue.optimal_io_size)}")
+    return " ".join(p for p in parts if p)
+
+
+def device_table(section: StorageSection) -> Table:
+    rows = list(tree_rows(section))
+    width = max((len(p) + len(n) for p, n in rows), default=4)
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table.add_column("NAME", no_wrap=True, min_width=min(width, 40))
+    table.add_column("TYPE", no_wrap=True)
+    table.add_column("SIZE", justify="right", no_wrap=True)
+    table.add_column("MAJ:MIN", no_wrap=True)
+    table.add_column("FLAGS", no_wrap=True)
+    table.add_column("SCHED", no_wrap=True)
+    table.add_column("MOUNTPOINTS")
+    table.add_column("DETAILS", ratio=1)
+    for prefix, name in rows:
+        dev = section.devices.get(name)
+        if dev is None:
+            table.add_row(prefix + name, "?")
+            continue
+        kind = dev.type if dev.family in (dev.type, "md", "dm", "loop", "rom", "scsi", "other") \
+            or dev.parent else f"{dev.type} {dev.family}"
+        table.add_row(Text(prefix, style="dim") + Text(name, style="bold" if not prefix else ""),
+                      kind, human_size(dev.size_bytes), _text(dev.maj_min), _flags(dev),
+                      _text(dev.scheduler) if dev.parent is None else "", _mounts(dev), _details(dev))
+    return table
+
+
+def md_table(section: StorageSection) -> Table:
+    table = Table(title="md arrays", title_justify="left", show_edge=False, header_style="bold")
+    for column in ("array", "level", "state", "disks", "sync", "mismatch", "chunk", "metadata", "members"):
+        table.add_column(column, no_wrap=column != "members")
+    for array in section.md.values():
+        table.add_row(array.name, _text(array.level), _state_text(array), _disks(array), _sync(array),
+                      _text(array.mismatch_cnt), human_size(array.chunk_size_bytes)
+                      if known(array.chunk_size_bytes) and array.chunk_size_bytes else "",
+                      _text(array.metadata_version), _members(array))
+    return table
+
+
+def _state_text(array: MdArray) -> Text:
+    state = _text(array.array_state)
+    bad = state in ("inactive", "clear") or (known(array.degraded) and array.degraded)
+    text = Text(state, style="bold red" if bad else "")
+    if known(array.degraded) and array.degraded:
+        text.append(" DEGRADED", style="bold red")
+    return text
+
+
+def _disks(array: MdArray) -> str:
+    text = _text(array.raid_disks)
+    if array.mdstat and array.mdstat.status:
+        text += f" [{array.mdstat.status}]"
+    return text
+
+
+def _sync(array: MdArray) -> Text:
+    action = _text(array.sync_action)
+    if action in ("", "idle"):
+        return Text(action)
+    parts = [action]
+    if array.sync_completed == "delayed":
+        parts.append("(delayed)")
+    if array.progress_percent is not None:
+        parts.append(f"{array.progress_percent:.1f}%")
+    if known(array.speed_kib_s) and array.speed_kib_s:
+        parts.append(f"{array.speed_kib_s / 1024:.1f} MiB/s")
+    if array.eta_minutes is not None:
+        parts.append(f"ETA {array.eta_minutes:.1f} min")
+    return Text(" ".join(parts), style="yellow")
+
+
+def _members(array: MdArray) -> Text:
+    text = Text()
+    for m in sorted(array.members, key=lambda m: (m.slot if isinstance(m.slot, int) else 1 << 30, m.name)):
+        if text:
+            text.append(", ")
+        state = ",".join(m.state) if isinstance(m.state, list) else "?"
+        slot = m.slot if isinstance(m.slot, int) else "-"
+        style = "bold red" if "faulty" in state else ("yellow" if "in_sync" not in state else "")
+        text.append(f"{m.name}[{slot}] {state}", style=style)
+    return text
+
+
+def dm_table(section: StorageSection) -> Table:
+    table = Table(title="device-mapper", title_justify="left", show_edge=False, header_style="bold")
+    for column in ("dm", "name", "kind", "suspended", "slaves", "striping", "uuid"):
+        table.add_column(column, no_wrap=column != "uuid")
+    for device in section.dm.values():
+        kind = device.kind + (f" ({device.detail})" if device.detail else "")
+        striping = ""
+        if device.striping:
+            striping = f"{device.striping.stripes} x {human_size(device.striping.stripe_bytes)}"
+        suspended = Text(_flag(device.suspended), style="bold red" if device.suspended is True else "")
+        table.add_row(device.name, _text(device.dm_name), kind, suspended, ", ".join(device.slaves),
+                      striping, _text(device.uuid))
+    return table
+
+
+def render(section: StorageSection) -> RenderableType:
+    parts: list[RenderableType] = [device_table(section)]
+    if section.md:
+        parts.append(md_table(section))
+    if section.dm:
+        # Thousands of multipath maps would drown the tree; the table shows the first 200.
+        parts.append(dm_table(section) if len(section.dm) <= 200 else
+                     Text(f"{len(section.dm)} device-mapper devices (see --json)"))
+    if isinstance(section.mdstat, Unknown) and section.md:
+        parts.append(Text(f"/proc/mdstat: {section.mdstat}", style="yellow"))
+    files = [s for s in section.swaps if not s.filename.startswith("/dev/")]
+    for swap in files:
+        parts.append(Text(f"swap file {swap.filename}: {human_size(swap.size_kib * 1024) if known(swap.size_kib) else '?'}"))
+    if section.health:
+        from inspector.render.drives import render_health
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column()
+        parts.append(grid)
+        for name, health in section.health.items():
+            try:
+                grid.add_row(name, render_health(health))
+            except Exception as exc:  # another module's renderer must not hide the tree
+                grid.add_row(name, Text(f"cannot render health: {type(exc).__name__}: {exc}", style="red"))
+    for problem in section.problems:
+        parts.append(Text(f"unknown: {problem}", style="yellow"))
+    return Group(*parts)

@@ -1,0 +1,467 @@
+"""Block devices from /sys/block: attributes, partitions, mounts, swap and the lsblk tree.
+
+Enumeration reads /sys/dev/block once (its links give every device's major:minor, sysfs path
+and, for partitions, the parent disk) instead of a `dev` read and a directory scan per device;
+per device we read only the attributes that matter for its family. Holders are derived from
+slaves (the same edges seen from the other end), so each device costs one `slaves` listing.
+Nothing here raises: unreadable or garbage values become Unknown(reason).
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from inspector.host import HostRoot, Unavailable
+from inspector.model import Unknown, known
+
+SECTOR_BYTES = 512  # /sys/block/*/size is always in 512-byte sectors, whatever the block size
+
+# Families that never set the removable flag (the kernel hard-codes it off for them).
+_NEVER_REMOVABLE = ("dm", "md", "loop", "zram")
+
+
+@dataclass
+class QueueLimits:
+    logical_block_size: int | Unknown
+    physical_block_size: int | Unknown
+    minimum_io_size: int | Unknown
+    optimal_io_size: int | Unknown
+
+
+@dataclass
+class Mount:
+    mountpoint: str
+    fstype: str
+    source: str
+    options: str            # per-mount options (rw,relatime ...)
+    read_only: bool
+
+
+@dataclass
+class Swap:
+    filename: str
+    type: str               # partition | file
+    size_kib: int | Unknown
+    used_kib: int | Unknown
+    priority: int | Unknown
+
+
+@dataclass
+class BlockDevice:
+    name: str
+    type: str                       # lsblk TYPE: disk part loop rom lvm crypt mpath dm raid1 ...
+    family: str                     # nvme virtio xen flash-hio flash-fio zram loop md dm scsi ...
+    maj_min: str | Unknown
+    sysfs_path: str | Unknown       # sys/devices/... inside the root
+    size_bytes: int | Unknown
+    read_only: bool | Unknown
+    removable: bool | Unknown
+    rotational: bool | Unknown
+    scheduler: str | None | Unknown  # the [selected] one; None when the queue has no scheduler
+    schedulers: list[str]
+    queue: QueueLimits
+    model: str | None | Unknown = None
+    vendor: str | None | Unknown = None
+    serial: str | None | Unknown = None
+    wwn: str | None | Unknown = None
+    state: str | None | Unknown = None        # SCSI device state (running, offline, blocked ...)
+    parent: str | None = None                 # the disk of a partition
+    partition_number: int | None | Unknown = None
+    start_sector: int | None | Unknown = None
+    partitions: list[str] = field(default_factory=list)
+    slaves: list[str] = field(default_factory=list)
+    holders: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)  # partitions then holders, as lsblk
+    mounts: list[Mount] = field(default_factory=list)
+    swap: Swap | None = None
+    loop_backing_file: str | None | Unknown = None
+    udev: dict[str, str] | Unknown | None = None
+
+
+@dataclass
+class BlockInventory:
+    devices: dict[str, BlockDevice]
+    roots: list[str]
+    swaps: list[Swap]
+    problems: list[str]
+
+
+# ----------------------------------------------------------------------------- small readers
+def _optional(value: Any) -> Any:
+    """A missing attribute is None (sysfs simply does not have it); other failures stay Unknown."""
+    if isinstance(value, Unknown) and value.reason == "not present":
+        return None
+    return value
+
+
+def _bool(root: HostRoot, rel: str) -> bool | Unknown:
+    value = root.try_int(rel)
+    if isinstance(value, Unknown):
+        return value
+    if value not in (0, 1):
+        return Unknown(f"unexpected value {value} in /{rel}")
+    return bool(value)
+
+
+def _positive_int(root: HostRoot, rel: str) -> int | Unknown:
+    value = root.try_int(rel)
+    if known(value) and value < 0:
+        return Unknown(f"negative value {value} in /{rel}")
+    return value
+
+
+def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
+    """`none [mq-deadline] kyber` -> ("mq-deadline", [all]); "none" alone -> ("none", ["none"])."""
+    names = [w.strip("[]") for w in text.split()]
+    selected = [w.strip("[]") for w in text.split() if w.startswith("[") and w.endswith("]")]
+    if selected:
+        return selected[0], names
+    if len(names) == 1:
+        return names[0], names
+    return None, names
+
+
+def family_of(name: str, sysfs_path: str | Unknown) -> str:
+    path = sysfs_path if isinstance(sysfs_path, str) else ""
+    prefixes = (("nvme", "nvme"), ("xvd", "xen"), ("vd", "virtio"), ("hio", "flash-hio"),
+                ("fio", "flash-fio"), ("zram", "zram"), ("loop", "loop"), ("md", "md"),
+                ("dm-", "dm"), ("sr", "rom"), ("mmcblk", "mmc"), ("nbd", "nbd"), ("rbd", "rbd"),
+                ("ram", "ram"))
+    for prefix, family in prefixes:
+        if name.startswith(prefix):
+            return family
+    if name.startswith("sd"):
+        if "/usb" in path:
+            return "usb"
+        if "/ata" in path:
+            return "ata"
+        return "scsi"
+    if "/virtio" in path:
+        return "virtio"
+    if "/vbd-" in path:
+        return "xen"
+    return "other"
+
+
+def dm_type_from_uuid(uuid: str | None) -> str:
+    """lsblk's TYPE for a dm device: the uuid prefix, lower-cased; partN- (kpartx) -> part."""
+    if not uuid or "-" not in uuid:
+        return "dm"
+    prefix = uuid.split("-", 1)[0].lower()
+    if prefix.startswith("part"):
+        return "part"
+    return prefix or "dm"
+
+
+# ----------------------------------------------------------------------------- enumeration
+def _device_map(root: HostRoot, problems: list[str]) -> dict[str, tuple[str, str]]:
+    """name -> (maj:min, sysfs path) from the links of /sys/dev/block (one listing)."""
+    out: dict[str, tuple[str, str]] = {}
+    try:
+        entries = root.listdir("sys/dev/block")
+    except Unavailable as exc:
+        problems.append(f"/sys/dev/block: {exc.reason}; reading each device's dev file instead")
+        return out
+    for majmin in entries:
+        target = root.readlink(f"sys/dev/block/{majmin}")
+        if not target:
+            continue
+        path = _normalise(f"sys/dev/block/{target}" if not target.startswith("/") else target)
+        out[posixpath.basename(path)] = (majmin, path)
+    return out
+
+
+def _normalise(path: str) -> str:
+    path = posixpath.normpath(path.lstrip("/"))
+    while path.startswith("../"):
+        path = path[3:]
+    return path
+
+
+def _whole_device_path(root: HostRoot, name: str, devmap: dict) -> tuple[str | Unknown, str | Unknown]:
+    if name in devmap:
+        majmin, path = devmap[name]
+        return majmin, path
+    target = root.readlink(f"sys/block/{name}")
+    path: str | Unknown = (_normalise(f"sys/block/{target}" if not target.startswith("/") else target)
+                           if target else Unknown("sys/block entry is not a link"))
+    majmin = root.try_line(f"sys/block/{name}/dev")
+    return majmin, path
+
+
+def _partitions_by_scan(root: HostRoot, name: str) -> list[str]:
+    """Fallback when /sys/dev/block is missing: partitions are sub-directories named after the disk."""
+    return [e for e in root.try_listdir(f"sys/block/{name}") if e.startswith(name) and e != name]
+
+
+def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
+    problems: list[str] = []
+    try:
+        names = root.listdir("sys/block")
+    except Unavailable as exc:
+        return BlockInventory({}, [], [], [f"/sys/block: {exc.reason}"])
+    devmap = _device_map(root, problems)
+    whole = set(names)
+
+    # Partitions: entries of /sys/dev/block whose parent directory is a whole device.
+    parts_of: dict[str, list[str]] = {n: [] for n in names}
+    for pname, (_, path) in devmap.items():
+        parent = posixpath.basename(posixpath.dirname(path))
+        if pname not in whole and parent in parts_of:
+            parts_of[parent].append(pname)
+    if not devmap:
+        for n in names:
+            parts_of[n] = _partitions_by_scan(root, n)
+
+    devices: dict[str, BlockDevice] = {}
+    for name in names:
+        dev = _read_whole(root, name, devmap)
+        devices[name] = dev
+        for pname in sorted(parts_of[name], key=_natural_key):
+            devices[pname] = _read_partition(root, dev, pname, devmap)
+            dev.partitions.append(pname)
+
+    _link_holders(devices, problems)
+    mounts_by_devno, mounts_by_source, mount_problem = _read_mounts(root)
+    if mount_problem:
+        problems.append(mount_problem)
+    swaps, swap_problem = read_swaps(root)
+    if swap_problem:
+        problems.append(swap_problem)
+    _attach_mounts(devices, mounts_by_devno, mounts_by_source)
+    _attach_swaps(devices, swaps, {})  # /dev/mapper names: attach_mapper_names
+    if with_udev and root is not None:
+        _attach_udev(root, devices)
+    roots = [n for n in names if not devices[n].slaves]
+    return BlockInventory(devices=devices, roots=roots, swaps=swaps, problems=problems)
+
+
+def _natural_key(name: str) -> tuple:
+    digits = "".join(ch for ch in reversed(name) if ch.isdigit())[::-1]
+    return (name[: len(name) - len(digits)], int(digits) if digits else -1, name)
+
+
+def _read_queue(root: HostRoot, base: str) -> tuple[QueueLimits, bool | Unknown, str | None | Unknown, list[str]]:
+    q = f"{base}/queue"
+    limits = QueueLimits(
+        logical_block_size=_positive_int(root, f"{q}/logical_block_size"),
+        physical_block_size=_positive_int(root, f"{q}/physical_block_size"),
+        minimum_io_size=_positive_int(root, f"{q}/minimum_io_size"),
+        optimal_io_size=_positive_int(root, f"{q}/optimal_io_size"))
+    rotational = _bool(root, f"{q}/rotational")
+    sched_text = root.try_line(f"{q}/scheduler")
+    if isinstance(sched_text, Unknown):
+        return limits, rotational, _optional(sched_text), []
+    selected, names = parse_scheduler(sched_text)
+    if selected is None:
+        return limits, rotational, Unknown(f"no [selected] scheduler in {sched_text[:60]!r}"), names
+    return limits, rotational, selected, names
+
+
+def _size(root: HostRoot, rel: str) -> int | Unknown:
+    sectors = _positive_int(root, rel)
+    return sectors * SECTOR_BYTES if known(sectors) else sectors
+
+
+def _read_whole(root: HostRoot, name: str, devmap: dict) -> BlockDevice:
+    base = f"sys/block/{name}"
+    majmin, path = _whole_device_path(root, name, devmap)
+    family = family_of(name, path)
+    limits, rotational, scheduler, schedulers = _read_queue(root, base)
+    removable = False if family in _NEVER_REMOVABLE else _bool(root, f"{base}/removable")
+    dev = BlockDevice(name=name, type="disk", family=family, maj_min=majmin, sysfs_path=path,
+                      size_bytes=_size(root, f"{base}/size"), read_only=_bool(root, f"{base}/ro"),
+                      removable=removable, rotational=rotational, scheduler=scheduler,
+                      schedulers=schedulers, queue=limits)
+    dev.slaves = sorted(root.try_listdir(f"{base}/slaves"), key=_natural_key)
+    _read_identity(root, dev, base)
+    return dev
+
+
+def _read_identity(root: HostRoot, dev: BlockDevice, base: str) -> None:
+    """Model/vendor/serial/wwn and the lsblk TYPE, reading only what this family has."""
+    family = dev.family
+    if family in ("scsi", "ata", "usb", "rom"):
+        dev.model = _optional(root.try_line(f"{base}/device/model"))
+        dev.vendor = _optional(root.try_line(f"{base}/device/vendor"))
+        dev.wwn = _optional(root.try_line(f"{base}/device/wwid"))
+        dev.state = _optional(root.try_line(f"{base}/device/state"))
+        dev.type = "rom" if family == "rom" else "disk"
+    elif family == "nvme":
+        dev.model = _optional(root.try_line(f"{base}/device/model"))
+        dev.serial = _optional(root.try_line(f"{base}/device/serial"))
+        dev.wwn = _optional(root.try_line(f"{base}/wwid"))
+    elif family == "virtio":
+        dev.serial = _optional(root.try_line(f"{base}/serial"))
+    elif family in ("flash-hio", "flash-fio", "mmc"):
+        dev.model = _optional(root.try_line(f"{base}/device/model"))
+        dev.vendor = _optional(root.try_line(f"{base}/device/vendor"))
+        dev.serial = _optional(root.try_line(f"{base}/device/serial"))
+    elif family == "loop":
+        dev.type = "loop"
+        dev.loop_backing_file = _optional(root.try_line(f"{base}/loop/backing_file"))
+    # md and dm types are set by md.py / dm.py, which read md/level and dm/uuid anyway.
+
+
+def _read_partition(root: HostRoot, disk: BlockDevice, name: str, devmap: dict) -> BlockDevice:
+    base = f"sys/block/{disk.name}/{name}"
+    majmin, path = devmap.get(name, (None, None))
+    if majmin is None:
+        majmin = root.try_line(f"{base}/dev")
+        path = (f"{disk.sysfs_path}/{name}" if isinstance(disk.sysfs_path, str)
+                else Unknown("parent path unknown"))
+    # A partition shares its disk's request queue: sysfs has no queue/ under it.
+    return BlockDevice(name=name, type="part", family=disk.family, maj_min=majmin, sysfs_path=path,
+                       size_bytes=_size(root, f"{base}/size"), read_only=_bool(root, f"{base}/ro"),
+                       removable=disk.removable, rotational=disk.rotational,
+                       scheduler=disk.scheduler, schedulers=list(disk.schedulers), queue=disk.queue,
+                       parent=disk.name, partition_number=_optional(root.try_int(f"{base}/partition")),
+                       start_sector=_optional(root.try_int(f"{base}/start")))
+
+
+def _link_holders(devices: dict[str, BlockDevice], problems: list[str]) -> None:
+    for dev in devices.values():
+        for slave in dev.slaves:
+            lower = devices.get(slave)
+            if lower is None:
+                problems.append(f"{dev.name}: slave {slave} is not a known block device")
+                continue
+            lower.holders.append(dev.name)
+    for dev in devices.values():
+        dev.holders.sort(key=_natural_key)
+        dev.children = dev.partitions + dev.holders
+
+
+# ----------------------------------------------------------------------------- mounts and swap
+def _unescape(text: str) -> str:
+    """Octal escapes of mountinfo and /proc/swaps (\\040 for a space ...)."""
+    if "\\" not in text:
+        return text
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" and i + 4 <= len(text) and text[i + 1:i + 4].isdigit():
+            try:
+                out.append(chr(int(text[i + 1:i + 4], 8)))
+                i += 4
+                continue
+            except ValueError:
+                pass
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def parse_mountinfo(text: str) -> list[tuple[str, Mount]]:
+    """(maj:min, Mount) per well-formed line of /proc/self/mountinfo; bad lines are skipped."""
+    out: list[tuple[str, Mount]] = []
+    for line in text.splitlines():
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        sep = fields.index("-")
+        if sep < 6 or len(fields) < sep + 3:
+            continue
+        options = fields[5]
+        out.append((fields[2], Mount(mountpoint=_unescape(fields[4]), fstype=fields[sep + 1],
+                                     source=_unescape(fields[sep + 2]), options=options,
+                                     read_only="ro" in options.split(","))))
+    return out
+
+
+def _read_mounts(root: HostRoot) -> tuple[dict, dict, str | None]:
+    text = root.try_text("proc/self/mountinfo")
+    if isinstance(text, Unknown):
+        return {}, {}, f"/proc/self/mountinfo: {text.reason}; mountpoints unknown"
+    by_devno: dict[str, list[Mount]] = {}
+    by_source: dict[str, list[Mount]] = {}
+    for majmin, mount in parse_mountinfo(text):
+        by_devno.setdefault(majmin, []).append(mount)
+        if mount.source.startswith("/dev/"):
+            by_source.setdefault(mount.source[5:], []).append(mount)
+    return by_devno, by_source, None
+
+
+def _attach_mounts(devices: dict[str, BlockDevice], by_devno: dict, by_source: dict) -> None:
+    for dev in devices.values():
+        mounts = by_devno.get(dev.maj_min, []) if isinstance(dev.maj_min, str) else []
+        if not mounts:  # btrfs and friends report an anonymous 0:N device: match the source
+            mounts = by_source.get(dev.name, [])
+        dev.mounts = list(mounts)
+
+
+def parse_swaps(text: str) -> list[Swap]:
+    swaps: list[Swap] = []
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        swaps.append(Swap(filename=_unescape(fields[0]), type=fields[1], size_kib=_int_or_unknown(fields[2]),
+                          used_kib=_int_or_unknown(fields[3]), priority=_int_or_unknown(fields[4])))
+    return swaps
+
+
+def _int_or_unknown(text: str) -> int | Unknown:
+    try:
+        return int(text)
+    except ValueError:
+        return Unknown(f"unparsable value {text[:40]!r}")
+
+
+def read_swaps(root: HostRoot) -> tuple[list[Swap], str | None]:
+    text = root.try_text("proc/swaps")
+    if isinstance(text, Unknown):
+        return [], f"/proc/swaps: {text.reason}; swap unknown"
+    return parse_swaps(text), None
+
+
+def _attach_swaps(devices: dict[str, BlockDevice], swaps: Iterable[Swap], dm_names: dict[str, str]) -> None:
+    for swap in swaps:
+        name = swap_device_name(swap.filename, dm_names)
+        if name in devices:
+            devices[name].swap = swap
+
+
+def swap_device_name(filename: str, dm_names: dict[str, str]) -> str | None:
+    """/dev/sda2 -> sda2, /dev/mapper/vg-swap -> dm-N (via dm names), files -> None."""
+    if filename.startswith("/dev/mapper/"):
+        return dm_names.get(filename[len("/dev/mapper/"):])
+    if filename.startswith("/dev/"):
+        return filename[5:]
+    return None
+
+
+def attach_mapper_names(inventory: BlockInventory, dm_names: dict[str, str]) -> None:
+    """Second pass once dm names are known: /dev/mapper/X swaps and mount sources."""
+    for swap in inventory.swaps:
+        name = swap_device_name(swap.filename, dm_names)
+        if name in inventory.devices and inventory.devices[name].swap is None:
+            inventory.devices[name].swap = swap
+
+
+# ----------------------------------------------------------------------------- udev
+_UDEV_KEYS = ("ID_", "DM_", "MD_")
+
+
+def _attach_udev(root: HostRoot, devices: dict[str, BlockDevice]) -> None:
+    """udev properties (pyudev) live; from the capture's sidecar otherwise."""
+    context: list[Any] = []
+
+    def producer(name: str):
+        def produce() -> dict | Unknown:
+            try:
+                import pyudev
+                if not context:
+                    context.append(pyudev.Context())
+                props = pyudev.Devices.from_name(context[0], "block", name).properties
+                return {k: props[k] for k in sorted(props)
+                        if k.startswith(_UDEV_KEYS) or k in ("DEVTYPE", "DEVLINKS")}
+            except Exception as exc:  # no udev, no such device, permission ...
+                return Unknown(f"udev: {type(exc).__name__}: {exc}")
+        return produce
+
+    for name, dev in devices.items():
+        try:
+            dev.udev = root.fact("udev", name, producer(name))
+        except Exception as exc:
+            dev.udev = Unknown(f"udev: {type(exc).__name__}: {exc}")

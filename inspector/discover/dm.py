@@ -1,0 +1,81 @@
+"""device-mapper devices from /sys/block/dm-N/dm: name, uuid, kind, suspended, striping.
+
+The kind comes from the uuid prefix that the owning subsystem sets (LVM-, CRYPT-LUKS2-, mpath-,
+partN-mpath- ...), the same rule lsblk uses for its TYPE column. The table itself is not in
+sysfs (it needs the dm ioctl); striping is inferred from the queue limits the target exports:
+minimum_io_size = stripe (chunk) size, optimal_io_size = stripe size x number of stripes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inspector.discover.block import QueueLimits
+from inspector.host import HostRoot
+from inspector.model import Unknown, known
+
+
+@dataclass
+class Striping:
+    stripe_bytes: int          # per-device chunk (minimum_io_size)
+    stripes: int               # optimal_io_size / minimum_io_size
+    width_bytes: int           # optimal_io_size
+
+
+@dataclass
+class DmDevice:
+    name: str                          # kernel name, dm-N
+    dm_name: str | Unknown             # /dev/mapper/<dm_name>
+    uuid: str | None | Unknown
+    kind: str                          # lvm crypt mpath part dm ...
+    detail: str | None                 # LUKS2, PLAIN, partition 1 of mpath ...
+    suspended: bool | Unknown
+    slaves: list[str] = field(default_factory=list)
+    striping: Striping | None = None
+
+
+def kind_from_uuid(uuid: str | None) -> tuple[str, str | None]:
+    """("crypt", "LUKS2") from "CRYPT-LUKS2-<uuid>-<name>"; ("dm", None) when there is no prefix."""
+    if not uuid or "-" not in uuid:
+        return "dm", None
+    prefix, rest = uuid.split("-", 1)
+    upper = prefix.upper()
+    if upper == "LVM":
+        return "lvm", None
+    if upper == "CRYPT":
+        sub = rest.split("-", 1)[0].upper()
+        return "crypt", sub or None
+    if upper == "MPATH":
+        return "mpath", None
+    if upper.startswith("PART") and upper[4:].isdigit():
+        owner = rest.split("-", 1)[0].lower()
+        return "part", f"partition {upper[4:]} of {owner}"
+    if upper == "DMRAID":
+        return "dmraid", None
+    if upper == "STRATIS":
+        return "stratis", None
+    return prefix.lower() or "dm", None
+
+
+def striping_from_limits(queue: QueueLimits) -> Striping | None:
+    minimum, optimal = queue.minimum_io_size, queue.optimal_io_size
+    if not (known(minimum) and known(optimal)) or minimum <= 0 or optimal <= 0:
+        return None
+    if optimal % minimum or optimal // minimum < 2:
+        return None
+    return Striping(stripe_bytes=minimum, stripes=optimal // minimum, width_bytes=optimal)
+
+
+def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) -> DmDevice:
+    base = f"sys/block/{name}/dm"
+    uuid = root.try_line(f"{base}/uuid")
+    if isinstance(uuid, str) and not uuid:
+        uuid = None
+    elif isinstance(uuid, Unknown) and uuid.reason == "not present":
+        uuid = None
+    kind, detail = kind_from_uuid(uuid if isinstance(uuid, str) else None)
+    suspended = root.try_int(f"{base}/suspended")
+    if known(suspended):
+        suspended = bool(suspended) if suspended in (0, 1) else Unknown(f"unexpected value {suspended} in /{base}/suspended")
+    return DmDevice(name=name, dm_name=root.try_line(f"{base}/name"), uuid=uuid, kind=kind,
+                    detail=detail, suspended=suspended, slaves=list(slaves),
+                    striping=striping_from_limits(queue))

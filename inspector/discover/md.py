@@ -1,0 +1,324 @@
+"""Linux software RAID (md): /proc/mdstat parsed, /sys/block/mdX/md read, the two cross-checked.
+
+`parse_mdstat` is a pure function: any text gives an `Mdstat` (lines it cannot place are listed
+in `problems`), never an exception. sysfs is the kernel's own state; mdstat adds what sysfs does
+not show directly (speed, ETA, the [UU_] picture). When they disagree, the disagreement is kept
+as data: a health rule reports it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from inspector.host import HostRoot
+from inspector.model import Unknown, known
+
+# ----------------------------------------------------------------------------- /proc/mdstat
+_HEADER = re.compile(r"^(?P<name>[^\s:]+)\s*:\s*(?P<state>active|inactive)\b(?P<rest>.*)$")
+_MEMBER = re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<slot>\d+)\](?P<flags>(?:\([A-Za-z]\))*)$")
+_LEVEL = re.compile(r"^(raid\d+|linear|multipath|faulty|container)$")
+_BLOCKS = re.compile(r"^(\d+) blocks\b")
+_SUPER = re.compile(r"\bsuper (\S+)")
+_CHUNK = re.compile(r"\b(\d+)k (?:chunks?|rounding)\b")
+_DISKS = re.compile(r"\[(\d+)/(\d+)\]")
+_STATUS = re.compile(r"\[([U_]+)\]")
+_PROGRESS = re.compile(
+    r"(?P<action>recovery|resync|check|repair|reshape)\s*=\s*(?P<pct>\d+(?:\.\d+)?)%"
+    r"(?:\s*\((?P<done>\d+)/(?P<total>\d+)\))?"
+    r"(?:\s*finish=(?P<finish>\d+(?:\.\d+)?)min)?"
+    r"(?:\s*speed=(?P<speed>\d+)K/sec)?")
+_WAITING = re.compile(r"^(?P<action>recovery|resync|check|repair|reshape)\s*=\s*(?P<state>DELAYED|PENDING|delayed|pending)\s*$")
+_FLAG_NAMES = {"F": "faulty", "S": "spare", "W": "write_mostly", "R": "replacement", "J": "journal"}
+
+
+@dataclass
+class MdstatMember:
+    name: str
+    slot: int
+    flags: list[str] = field(default_factory=list)   # faulty, spare, write_mostly, replacement ...
+
+
+@dataclass
+class MdstatProgress:
+    action: str                     # recovery resync check repair reshape
+    state: str                      # running | delayed | pending
+    percent: float | None = None
+    done_kib: int | None = None
+    total_kib: int | None = None
+    finish_minutes: float | None = None
+    speed_kib_s: int | None = None
+
+
+@dataclass
+class MdstatArray:
+    name: str
+    active: bool
+    read_only: str | None = None           # "read-only" | "auto-read-only"
+    level: str | None = None
+    members: list[MdstatMember] = field(default_factory=list)
+    blocks_kib: int | None = None
+    metadata: str | None = None
+    chunk_kib: int | None = None
+    raid_disks: int | None = None
+    active_disks: int | None = None
+    status: str | None = None              # "UU_" as in [UU_]
+    progress: MdstatProgress | None = None
+    bitmap: str | None = None
+    lines: list[str] = field(default_factory=list)   # the raw lines: evidence for findings
+
+
+@dataclass
+class Mdstat:
+    personalities: list[str] = field(default_factory=list)
+    arrays: dict[str, MdstatArray] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def parse_mdstat(text: str) -> Mdstat:
+    """Parse /proc/mdstat. Never raises; unplaceable lines are named in `problems`."""
+    result = Mdstat()
+    current: MdstatArray | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped:
+            current = None
+            continue
+        if stripped.startswith("Personalities"):
+            result.personalities = re.findall(r"\[([^\]]+)\]", stripped)
+            current = None
+            continue
+        if stripped.startswith("unused devices"):
+            current = None
+            continue
+        if not line[0].isspace():
+            header = _HEADER.match(stripped)
+            if header is None:
+                result.problems.append(f"line {number}: unrecognised: {stripped[:80]!r}")
+                current = None
+                continue
+            current = _parse_header(header, number, result.problems)
+            current.lines.append(stripped)
+            result.arrays[current.name] = current
+            continue
+        if current is None:
+            result.problems.append(f"line {number}: detail line outside an array: {stripped[:80]!r}")
+            continue
+        current.lines.append(stripped)
+        if not _parse_detail(current, stripped):
+            result.problems.append(f"line {number}: unrecognised detail of {current.name}: {stripped[:80]!r}")
+    return result
+
+
+def _parse_header(match: re.Match, number: int, problems: list[str]) -> MdstatArray:
+    array = MdstatArray(name=match["name"], active=match["state"] == "active")
+    for token in match["rest"].split():
+        if token in ("(read-only)", "(auto-read-only)"):
+            array.read_only = token.strip("()")
+        elif array.level is None and not array.members and _LEVEL.match(token):
+            array.level = token
+        else:
+            member = _MEMBER.match(token)
+            if member is None:
+                problems.append(f"line {number}: unrecognised member {token[:40]!r} of {array.name}")
+                continue
+            flags = [_FLAG_NAMES.get(f, f"flag-{f}") for f in re.findall(r"\(([A-Za-z])\)", member["flags"])]
+            array.members.append(MdstatMember(member["name"], int(member["slot"]), flags))
+    return array
+
+
+def _parse_detail(array: MdstatArray, line: str) -> bool:
+    blocks = _BLOCKS.match(line)
+    if blocks:
+        array.blocks_kib = int(blocks[1])
+        if (m := _SUPER.search(line)):
+            array.metadata = m[1]
+        if (m := _CHUNK.search(line)):
+            array.chunk_kib = int(m[1])
+        if (m := _DISKS.search(line)):
+            array.raid_disks, array.active_disks = int(m[1]), int(m[2])
+        if (m := _STATUS.search(line)):
+            array.status = m[1]
+        return True
+    if (m := _WAITING.match(line)):
+        array.progress = MdstatProgress(action=m["action"], state=m["state"].lower())
+        return True
+    if (m := _PROGRESS.search(line)):
+        array.progress = MdstatProgress(
+            action=m["action"], state="running", percent=float(m["pct"]),
+            done_kib=int(m["done"]) if m["done"] else None,
+            total_kib=int(m["total"]) if m["total"] else None,
+            finish_minutes=float(m["finish"]) if m["finish"] else None,
+            speed_kib_s=int(m["speed"]) if m["speed"] else None)
+        return True
+    if line.startswith("bitmap:"):
+        array.bitmap = line[len("bitmap:"):].strip()
+        return True
+    if line.startswith("[") and re.fullmatch(r"\[[=>.]*\]", line):
+        return True   # a bare progress bar (the percentage is on its own line in old kernels)
+    return False
+
+
+# ----------------------------------------------------------------------------- sysfs
+@dataclass
+class MdMember:
+    name: str                              # the member block device (sda1, fioa ...)
+    state: list[str] | Unknown             # in_sync, faulty, spare, write_mostly, blocked ...
+    slot: int | None | Unknown             # None: "none" (a spare or a faulty device)
+    errors: int | Unknown
+
+
+@dataclass
+class MdArray:
+    name: str
+    level: str | Unknown
+    array_state: str | Unknown
+    raid_disks: int | Unknown
+    degraded: int | None | Unknown         # None for levels without redundancy (raid0, linear)
+    sync_action: str | None | Unknown      # None for levels without redundancy
+    sync_completed: str | None | Unknown   # raw: "a / b" sectors | none | delayed
+    sync_done_sectors: int | None = None
+    sync_total_sectors: int | None = None
+    progress_percent: float | None = None
+    speed_kib_s: int | None | Unknown = None
+    eta_minutes: float | None = None
+    mismatch_cnt: int | None | Unknown = None
+    chunk_size_bytes: int | None | Unknown = None
+    metadata_version: str | None | Unknown = None
+    members: list[MdMember] = field(default_factory=list)
+    mdstat: MdstatArray | None = None
+    disagreements: list[str] = field(default_factory=list)   # mdstat vs sysfs
+
+
+# sysfs sync_action word -> mdstat progress word
+_ACTION_WORDS = {"recover": "recovery", "resync": "resync", "check": "check", "repair": "repair",
+                 "reshape": "reshape"}
+_LEVELS_WITHOUT_REDUNDANCY = ("raid0", "linear", "container")
+
+
+def _opt(value):
+    return None if isinstance(value, Unknown) and value.reason == "not present" else value
+
+
+def read_md(root: HostRoot, name: str, mdstat: Mdstat | Unknown) -> MdArray:
+    base = f"sys/block/{name}/md"
+    level = root.try_line(f"{base}/level")
+    array = MdArray(name=name, level=level, array_state=root.try_line(f"{base}/array_state"),
+                    raid_disks=root.try_int(f"{base}/raid_disks"),
+                    degraded=_opt(root.try_int(f"{base}/degraded")),
+                    sync_action=_opt(root.try_line(f"{base}/sync_action")),
+                    sync_completed=_opt(root.try_line(f"{base}/sync_completed")),
+                    mismatch_cnt=_opt(root.try_int(f"{base}/mismatch_cnt")),
+                    chunk_size_bytes=_opt(root.try_int(f"{base}/chunk_size")),
+                    metadata_version=_opt(root.try_line(f"{base}/metadata_version")))
+    if isinstance(array.sync_completed, str):
+        parsed = parse_sync_completed(array.sync_completed)
+        if parsed:
+            array.sync_done_sectors, array.sync_total_sectors = parsed
+            if parsed[1] > 0:
+                array.progress_percent = round(100.0 * parsed[0] / parsed[1], 1)
+    if array.sync_action not in (None, "idle", "frozen") and known(array.sync_action):
+        array.speed_kib_s = _opt(root.try_int(f"{base}/sync_speed"))
+    for entry in root.try_listdir(base):
+        if entry.startswith("dev-"):
+            array.members.append(_read_member(root, f"{base}/{entry}", entry[4:]))
+    if isinstance(mdstat, Mdstat):
+        array.mdstat = mdstat.arrays.get(name)
+        _merge_mdstat(array)
+        array.disagreements = cross_check(array, mdstat)
+    return array
+
+
+def _read_member(root: HostRoot, base: str, name: str) -> MdMember:
+    state = root.try_line(f"{base}/state")
+    slot_text = root.try_line(f"{base}/slot")
+    slot: int | None | Unknown
+    if isinstance(slot_text, Unknown):
+        slot = slot_text
+    elif slot_text == "none":
+        slot = None
+    else:
+        try:
+            slot = int(slot_text)
+        except ValueError:
+            slot = Unknown(f"unparsable slot {slot_text[:20]!r}")
+    return MdMember(name=name, state=state.split(",") if isinstance(state, str) and state else
+                    (state if isinstance(state, Unknown) else []),
+                    slot=slot, errors=_opt(root.try_int(f"{base}/errors")))
+
+
+def parse_sync_completed(text: str) -> tuple[int, int] | None:
+    parts = text.split("/")
+    if len(parts) != 2:
+        return None
+    try:
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        return None
+
+
+def _merge_mdstat(array: MdArray) -> None:
+    """Speed and ETA come from mdstat; so does progress when sysfs has none."""
+    progress = array.mdstat.progress if array.mdstat else None
+    if progress is None or progress.state != "running":
+        return
+    array.eta_minutes = progress.finish_minutes
+    if progress.speed_kib_s is not None:
+        array.speed_kib_s = progress.speed_kib_s
+    if array.progress_percent is None:
+        array.progress_percent = progress.percent
+
+
+def cross_check(array: MdArray, mdstat: Mdstat) -> list[str]:
+    """Where /proc/mdstat and sysfs tell different stories about the same array."""
+    out: list[str] = []
+    entry = array.mdstat
+    if entry is None:
+        if mdstat.arrays or known(array.level):
+            out.append(f"{array.name} is in /sys/block but not in /proc/mdstat")
+        return out
+    if known(array.array_state):
+        sys_active = array.array_state not in ("inactive", "clear")
+        if sys_active != entry.active:
+            out.append(f"array_state {array.array_state} but mdstat says "
+                       f"{'active' if entry.active else 'inactive'}")
+    if known(array.level) and entry.level and array.level != entry.level:
+        out.append(f"level {array.level} in sysfs, {entry.level} in mdstat")
+    if known(array.raid_disks) and entry.raid_disks is not None and array.raid_disks != entry.raid_disks:
+        out.append(f"raid_disks {array.raid_disks} in sysfs, {entry.raid_disks} in mdstat")
+    if known(array.degraded) and array.degraded is not None and entry.raid_disks is not None \
+            and entry.active_disks is not None:
+        missing = entry.raid_disks - entry.active_disks
+        if missing != array.degraded:
+            out.append(f"degraded {array.degraded} in sysfs, {missing} missing in mdstat "
+                       f"[{entry.raid_disks}/{entry.active_disks}]")
+    sys_members = {m.name for m in array.members}
+    md_members = {m.name for m in entry.members}
+    if array.members and sys_members != md_members:
+        only_sys = sorted(sys_members - md_members)
+        only_md = sorted(md_members - sys_members)
+        out.append("members differ: " + "; ".join(
+            part for part in (f"only in sysfs: {', '.join(only_sys)}" if only_sys else "",
+                              f"only in mdstat: {', '.join(only_md)}" if only_md else "") if part))
+    md_faulty = {m.name for m in entry.members if "faulty" in m.flags}
+    sys_faulty = {m.name for m in array.members if isinstance(m.state, list) and "faulty" in m.state}
+    if array.members and md_faulty != sys_faulty:
+        out.append(f"faulty members: sysfs {sorted(sys_faulty) or 'none'}, mdstat {sorted(md_faulty) or 'none'}")
+    if isinstance(array.sync_action, str):
+        sys_action = _ACTION_WORDS.get(array.sync_action)
+        md_action = entry.progress.action if entry.progress else None
+        if sys_action != md_action:
+            out.append(f"sync_action {array.sync_action} in sysfs, mdstat shows "
+                       f"{md_action or 'no sync running'}")
+    return out
+
+
+def md_type(array: MdArray) -> str:
+    return array.level if isinstance(array.level, str) and array.level else "md"
+
+
+def read_mdstat(root: HostRoot) -> Mdstat | Unknown:
+    text = root.try_text("proc/mdstat")
+    if isinstance(text, Unknown):
+        return text
+    return parse_mdstat(text)
