@@ -322,7 +322,7 @@ def run_fio_status(root: HostRoot, timeout: float) -> FioStatus | Unknown:
         return Unknown(result.error)
     result = root.run(["fio-status", "-a"], timeout=timeout)
     problem = failure(result)
-    if problem:
+    if problem is not None:
         return problem
     try:
         status = parse_text(result.stdout)

@@ -135,7 +135,7 @@ def collect(root: HostRoot, device: str, timeout: float,
     argv = ["hio_info", "-d", f"/dev/{device}"]
     result = root.run(argv, timeout=timeout)
     problem = failure(result)
-    if problem:
+    if problem is not None:
         return problem
     try:
         health = parse_hio_info(result.stdout, device)
@@ -150,7 +150,7 @@ def collect(root: HostRoot, device: str, timeout: float,
 def _add_temperature(root: HostRoot, device: str, timeout: float, health: HioHealth) -> None:
     result = root.run(["hio_temperature", "-d", device], timeout=timeout)
     problem = failure(result)
-    if problem:
+    if problem is not None:
         health.temperature_c = problem
         return
     value = parse_hio_temperature(result.stdout)

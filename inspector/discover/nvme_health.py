@@ -162,7 +162,7 @@ def collect(root: HostRoot, device: str, timeout: float) -> NvmeHealth:
         try:
             return parse_smartctl_nvme(result.stdout, h)
         except ParseError:
-            problem = garbage("smartctl", result.stdout)
+            problem = _smartctl_reason(result.stdout)
     reasons.append(problem.reason)
     if all("not installed" in r for r in reasons):
         return h   # sysfs only; SMART fields already say neither tool is installed
@@ -172,6 +172,16 @@ def collect(root: HostRoot, device: str, timeout: float) -> NvmeHealth:
                  "unsafe_shutdowns"):
         setattr(h, attr, reason)
     return h
+
+
+def _smartctl_reason(text: str) -> Unknown:
+    """Why smartctl JSON carries no NVMe log (device open failed ...), else 'garbage'."""
+    from inspector.discover.smart import parse_smartctl, usable
+    try:
+        unusable = usable(parse_smartctl(text))
+    except ParseError:
+        return garbage("smartctl", text)
+    return unusable if unusable is not None else Unknown("smartctl gave no NVMe health log")
 
 
 def has_smart(h: NvmeHealth) -> bool:

@@ -143,10 +143,11 @@ def collect(root: HostRoot, device: str, timeout: float) -> SmartHealth | Unknow
     argv = ["smartctl", "--json", "-a", f"/dev/{device}"]
     result = root.run(argv, timeout=timeout)
     problem = failure(result, nonzero_ok=True)
-    if problem:
+    if problem is not None:
         return problem
     try:
         h = parse_smartctl(result.stdout, device)
     except ParseError:
         return garbage("smartctl", result.stdout)
-    return usable(h) or h
+    unusable = usable(h)
+    return h if unusable is None else unusable
