@@ -1,15 +1,182 @@
-"""Discovery of the net section (placeholder until its collector lands)."""
+"""Discovery of network interfaces and the network sysctls.
+
+Per NIC, from /sys/class/net/IFACE: driver and bus (device/driver, device/subsystem links),
+the kind of NIC (Xen netfront vif, virtio-net, physical, loopback, virtual ...), MTU,
+txqueuelen, speed/duplex, operstate, admin state, carrier and carrier changes, the error and
+drop counters of statistics/, queue counts, and every offload feature as `ethtool -k` lists it
+(inspector.discover.net_offloads). The network sysctls come from inspector.discover.net_sysctl.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from inspector.discover.net_offloads import Offload, ethtool_offloads, read_feature_bits
+from inspector.discover.net_sysctl import NetSysctl, collect_sysctls
 from inspector.host import HostRoot
+from inspector.model import Unknown
+
+IFF_UP = 0x1
+ARPHRD_LOOPBACK = 772
+STAT_NAMES = ("rx_bytes", "rx_packets", "rx_errors", "rx_dropped",
+              "tx_bytes", "tx_packets", "tx_errors", "tx_dropped")
+
+# driver (device/driver link name) -> kind, for paravirtual NICs a hypervisor provides
+PARAVIRT_DRIVERS = {"virtio_net": "virtio-net", "hv_netvsc": "hyperv-netvsc",
+                    "vmxnet3": "vmxnet3", "ena": "aws-ena", "gve": "gcp-gve"}
+
+
+@dataclass
+class NicStats:
+    rx_bytes: int | Unknown
+    rx_packets: int | Unknown
+    rx_errors: int | Unknown
+    rx_dropped: int | Unknown
+    tx_bytes: int | Unknown
+    tx_packets: int | Unknown
+    tx_errors: int | Unknown
+    tx_dropped: int | Unknown
+
+
+@dataclass
+class Nic:
+    name: str
+    kind: str                  # xen-netfront, xen-netback, virtio-net, physical, loopback, virtual ...
+    driver: str | Unknown
+    bus: str | Unknown         # subsystem of the device: pci, virtio, xen, usb ...; "virtual" if none
+    transport: str | None      # bus of the device's parent (virtio over pci or platform/mmio)
+    devtype: str | None        # uevent DEVTYPE: bridge, bond, vlan, wlan ...
+    device: str | None         # device link name: 0000:00:03.0, virtio2, vif-0
+    mac: str | Unknown
+    mtu: int | Unknown
+    tx_queue_len: int | Unknown
+    speed_mbps: int | Unknown
+    duplex: str | Unknown
+    operstate: str | Unknown
+    admin_up: bool | Unknown
+    carrier: bool | Unknown
+    carrier_changes: int | Unknown
+    rx_queues: int
+    tx_queues: int
+    stats: NicStats
+    offloads: list[Offload] | Unknown
+    evidence: list[str] = field(default_factory=list)   # why `kind` says what it says
 
 
 @dataclass
 class NetSection:
-    pass
+    nics: list[Nic] | Unknown
+    sysctls: list[NetSysctl]
 
 
 def collect(root: HostRoot) -> NetSection:
-    return NetSection()
+    try:
+        names = root.listdir("sys/class/net")
+    except Exception as exc:  # Unavailable: no sysfs in this root
+        return NetSection(nics=Unknown(f"/sys/class/net: {getattr(exc, 'reason', exc)}"),
+                          sysctls=collect_sysctls(root))
+    nics = [collect_nic(root, name) for name in names]
+    nics.sort(key=lambda n: (_ifindex(root, n.name), n.name))
+    return NetSection(nics=nics, sysctls=collect_sysctls(root))
+
+
+def _ifindex(root: HostRoot, name: str) -> int:
+    value = root.try_int(f"sys/class/net/{name}/ifindex")
+    return value if isinstance(value, int) else 1 << 30
+
+
+def collect_nic(root: HostRoot, name: str) -> Nic:
+    base = f"sys/class/net/{name}"
+    dev = f"{base}/device"
+    device = root.link_name(dev)
+    driver: str | Unknown = Unknown("no device (virtual interface)")
+    bus: str | Unknown = "virtual"
+    transport = None
+    if device is not None:
+        driver = root.link_name(f"{dev}/driver") or Unknown("no driver bound")
+        bus = root.link_name(f"{dev}/subsystem") or Unknown("device has no subsystem link")
+        try:
+            parent = root.resolve(f"{dev}/..")
+            transport = root.link_name(f"{parent}/subsystem")
+        except Exception:
+            transport = None
+    devtype = _uevent(root, base).get("DEVTYPE")
+    kind, evidence = classify(name, root.try_int(f"{base}/type"), driver, bus, device, devtype)
+    flags = root.try_int(f"{base}/flags", 16)
+    carrier = root.try_int(f"{base}/carrier")
+    return Nic(
+        name=name, kind=kind, driver=driver, bus=bus, transport=transport, devtype=devtype,
+        device=device, mac=root.try_line(f"{base}/address"),
+        mtu=root.try_int(f"{base}/mtu"), tx_queue_len=root.try_int(f"{base}/tx_queue_len"),
+        speed_mbps=_speed(root.try_int(f"{base}/speed"), carrier == 1),
+        duplex=_duplex(root.try_line(f"{base}/duplex"), carrier == 1),
+        operstate=root.try_line(f"{base}/operstate"),
+        admin_up=bool(flags & IFF_UP) if isinstance(flags, int) else flags,
+        carrier=carrier == 1 if isinstance(carrier, int) else carrier,
+        carrier_changes=root.try_int(f"{base}/carrier_changes"),
+        rx_queues=_count(root, f"{base}/queues", "rx-"),
+        tx_queues=_count(root, f"{base}/queues", "tx-"),
+        stats=NicStats(*(root.try_int(f"{base}/statistics/{s}") for s in STAT_NAMES)),
+        offloads=_offloads(root, name),
+        evidence=evidence)
+
+
+def classify(name: str, arptype: int | Unknown, driver: str | Unknown, bus: str | Unknown,
+             device: str | None, devtype: str | None) -> tuple[str, list[str]]:
+    """The NIC's kind and the sysfs facts that say so."""
+    drv = driver if isinstance(driver, str) else ""
+    if arptype == ARPHRD_LOOPBACK or (name == "lo" and device is None):
+        return "loopback", [f"type {arptype}"]
+    if bus == "xen" and (drv in ("vif", "xen-netfront", "xen_netfront")
+                         or (device or "").startswith("vif-")):
+        return "xen-netfront", [f"driver {drv or 'unbound'} on bus xen",
+                                f"/sys/bus/xen/devices/{device}"]
+    if bus == "xen-backend":
+        return "xen-netback", [f"driver {drv or 'unbound'} on bus xen-backend ({device})"]
+    if drv in PARAVIRT_DRIVERS:
+        return PARAVIRT_DRIVERS[drv], [f"driver {drv} on bus {bus}"]
+    if device is None:
+        return devtype or "virtual", ["no device link: a software interface"]
+    return "physical", [f"driver {drv or 'unbound'} on bus {bus}"]
+
+
+def _offloads(root: HostRoot, name: str) -> list[Offload] | Unknown:
+    rows = read_feature_bits(root, name)
+    if isinstance(rows, Unknown):
+        return rows
+    try:
+        return ethtool_offloads(rows)
+    except (KeyError, TypeError, AttributeError) as exc:
+        return Unknown(f"malformed ethtool_features fact: {exc}")
+
+
+def _uevent(root: HostRoot, base: str) -> dict[str, str]:
+    text = root.try_text(f"{base}/uevent")
+    if isinstance(text, Unknown):
+        return {}
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def _not_reported(value: object, link_up: bool) -> Unknown | None:
+    """EINVAL on speed/duplex means "no link" on a NIC without carrier, "no such attribute"
+    on software devices (lo, ifb) that have one."""
+    if isinstance(value, Unknown) and "invalid argument" in value.reason:
+        return Unknown("not reported by the driver" if link_up else "not available (no carrier)")
+    return None
+
+
+def _speed(value: int | Unknown, link_up: bool) -> int | Unknown:
+    # -1 (SPEED_UNKNOWN) and 0xffffffff come from drivers that do not know (virtio, Xen)
+    if isinstance(value, int) and (value <= 0 or value >= 0xFFFFFFFF):
+        return Unknown("not reported by the driver")
+    return _not_reported(value, link_up) or value
+
+
+def _duplex(value: str | Unknown, link_up: bool) -> str | Unknown:
+    if value == "unknown":
+        return Unknown("not reported by the driver")
+    return _not_reported(value, link_up) or value
+
+
+def _count(root: HostRoot, rel: str, prefix: str) -> int:
+    return sum(1 for entry in root.try_listdir(rel) if entry.startswith(prefix))

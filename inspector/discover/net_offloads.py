@@ -1,0 +1,148 @@
+"""NIC offload features, listed exactly as `ethtool -k IFACE` (ethtool 6.x, netlink path) lists them.
+
+Two steps, so a capture can replay the first:
+
+1. `read_feature_bits(root, ifname)`: the kernel's raw feature state, one row per bit of the
+   ETH_SS_FEATURES string set in kernel order: name, available (hw_features), requested
+   (wanted_features), active (features), never_changed (NETIF_F_NEVER_CHANGE). Live it comes
+   from ETHTOOL_GSTRINGS + ETHTOOL_GFEATURES through pyroute2's ioctl wrapper; it is a
+   `root.fact("ethtool_features", ifname, ...)`, so captures and fixture roots carry it.
+2. `ethtool_offloads(rows)`: ethtool's own presentation (netlink/features.c dump_features): the
+   legacy groups first (rx-checksumming, tcp-segmentation-offload ...) with their matching
+   kernel features indented below when more than one matches, then every other named feature.
+   Suffix " [fixed]" when the feature is not in hw_features or never changes; " [requested
+   on|off]" when wanted and active differ.
+
+`Offload.ethtool_line()` renders one line exactly as ethtool prints it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.host import HostRoot
+from inspector.model import Unknown
+
+FACT_KIND = "ethtool_features"
+ROW_FIELDS = ("name", "available", "requested", "active", "never_changed")
+
+# ethtool's off_flag_def (common.c): legacy long name and the kernel feature names it covers
+# ('*' matches any middle part). UFO is skipped: no kernel with the netlink API has it.
+LEGACY_FLAGS: tuple[tuple[str, str], ...] = (
+    ("rx-checksumming", "rx-checksum"),
+    ("tx-checksumming", "tx-checksum-*"),
+    ("scatter-gather", "tx-scatter-gather*"),
+    ("tcp-segmentation-offload", "tx-tcp*-segmentation"),
+    ("generic-segmentation-offload", "tx-generic-segmentation"),
+    ("generic-receive-offload", "rx-gro"),
+    ("large-receive-offload", "rx-lro"),
+    ("rx-vlan-offload", "rx-vlan-hw-parse"),
+    ("tx-vlan-offload", "tx-vlan-hw-insert"),
+    ("ntuple-filters", "rx-ntuple-filter"),
+    ("receive-hashing", "rx-hashing"),
+)
+
+
+@dataclass
+class Offload:
+    """One line of `ethtool -k`."""
+    name: str                 # as ethtool prints it (legacy long name or kernel feature name)
+    on: bool
+    fixed: bool | None        # None on a group header line (ethtool prints no suffix there)
+    requested: bool | None    # wanted state when it differs from the active one, else None
+    group: str | None = None  # legacy group header this line is indented under
+    kernel_name: str | None = None  # the kernel feature behind a line, when there is exactly one
+
+    def ethtool_line(self) -> str:
+        suffix = ""
+        if self.fixed:
+            suffix = " [fixed]"
+        elif self.requested is not None:
+            suffix = " [requested on]" if self.requested else " [requested off]"
+        indent = "\t" if self.group else ""
+        return f"{indent}{self.name}: {'on' if self.on else 'off'}{suffix}"
+
+
+def pattern_match(name: str, pattern: str) -> bool:
+    """ethtool's flag_pattern_match: one optional '*' standing for any (possibly empty) middle."""
+    star = pattern.find("*")
+    if star < 0:
+        return name == pattern
+    head, tail = pattern[:star], pattern[star + 1:]
+    return len(name) >= len(head) + len(tail) and name.startswith(head) and name.endswith(tail)
+
+
+def ethtool_offloads(rows: list[dict[str, Any]]) -> list[Offload]:
+    """ethtool -k's lines from the raw feature rows (see module docstring)."""
+    named = [r for r in rows if r.get("name")]
+    legacy_of: list[int | None] = []
+    for row in named:
+        legacy_of.append(next((i for i, (_, pat) in enumerate(LEGACY_FLAGS)
+                               if pattern_match(row["name"], pat)), None))
+    out: list[Offload] = []
+    for i, (long_name, _) in enumerate(LEGACY_FLAGS):
+        members = [r for r, idx in zip(named, legacy_of) if idx == i]
+        if len(members) == 1:
+            out.append(_line(members[0], long_name, None, kernel_name=members[0]["name"]))
+            continue
+        out.append(Offload(long_name, any(bool(r.get("active")) for r in members), None, None))
+        out.extend(_line(r, r["name"], long_name, kernel_name=r["name"]) for r in members)
+    out.extend(_line(r, r["name"], None, kernel_name=r["name"])
+               for r, idx in zip(named, legacy_of) if idx is None)
+    return out
+
+
+def _line(row: dict[str, Any], name: str, group: str | None, kernel_name: str) -> Offload:
+    active, wanted = bool(row.get("active")), bool(row.get("requested"))
+    fixed = not row.get("available") or bool(row.get("never_changed"))
+    return Offload(name=name, on=active, fixed=fixed,
+                   requested=None if fixed or active == wanted else wanted,
+                   group=group, kernel_name=kernel_name)
+
+
+def find_offload(offloads: list[Offload] | Unknown, name: str) -> Offload | None:
+    """The line named `name` (legacy long name or kernel feature name), if listed."""
+    if isinstance(offloads, Unknown):
+        return None
+    for item in offloads:
+        if item.name == name or item.kernel_name == name:
+            return item
+    return None
+
+
+def read_feature_bits(root: HostRoot, ifname: str) -> list[dict[str, Any]] | Unknown:
+    """Raw feature rows (ROW_FIELDS) of `ifname`, live via ioctl or from the capture's sidecar."""
+    value = root.fact(FACT_KIND, ifname, lambda: _ioctl_feature_rows(ifname))
+    if isinstance(value, Unknown):
+        return value
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        return Unknown(f"malformed {FACT_KIND} fact for {ifname}")
+    return value
+
+
+def _ioctl_feature_rows(ifname: str) -> list[dict[str, Any]] | Unknown:
+    """ETHTOOL_GSTRINGS(ETH_SS_FEATURES) + ETHTOOL_GFEATURES via pyroute2 (SIOCETHTOOL ioctl).
+
+    pyroute2 gives the raw bits by feature name; ethtool's grouping is ours (above)."""
+    try:
+        from pyroute2.ethtool.ioctl import IoctlEthtool
+    except Exception as exc:  # pragma: no cover - pyroute2 is a dependency
+        return Unknown(f"pyroute2 unavailable: {exc}")
+    try:
+        eth = IoctlEthtool(ifname)
+    except OSError as exc:
+        return Unknown(f"socket for ethtool ioctl: {exc.strerror or exc}")
+    try:
+        bits = eth.get_features()
+        rows = []
+        for name in bits.keys():  # ETH_SS_FEATURES names in bit order
+            if not name:  # unnamed bits: ethtool skips them too
+                continue
+            rows.append({"name": name, "available": bits.is_available(name),
+                         "requested": bits.is_requested(name), "active": bits.is_active(name),
+                         "never_changed": bits.is_never_changed(name)})
+        return rows
+    except Exception as exc:  # NotSupportedError, NoSuchDevice, EPERM ...
+        return Unknown(f"ethtool ioctl failed: {type(exc).__name__}: {exc}")
+    finally:
+        eth.close()
