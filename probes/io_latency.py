@@ -1,0 +1,625 @@
+"""IO latency probe, ioping-class: one request at a time per worker, random aligned offsets.
+
+    target = open_target("/var/lib", request_size=4096)          # io_target: safety rules
+    probe = IoLatencyProbe(target, IoConfig(deadline=3.0))
+    async for sample in probe:          # IoSample, 4 per second by default
+        ...
+    probe.result                        # IoResult: ioping's statistics plus percentiles
+
+Workers are threads: os.preadv/os.pwritev release the GIL for the syscall, and the timed loop
+keeps its per-request Python work to a minimum (offsets precomputed in chunks outside the
+timed window, a preallocated aligned mmap buffer, latencies stored into a preallocated
+array('q'), one comparison per request for deadline/flush). Statistics are folded in at flush
+time, 4 times a second, by the worker itself outside the timed window, so the async side only
+drains small hand-offs and never holds the GIL for long.
+
+Cancellation (task cancel, Ctrl-C) sets a stop event; workers stop after the request in flight
+and the partial results stay in `probe.result`. A failing request (EIO, short read because the
+target shrank) stops the run with `result.error` set, keeping everything measured before it.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import errno
+import mmap
+import os
+import random
+import threading
+import time
+from array import array
+from dataclasses import asdict, dataclass, field, replace
+from typing import AsyncIterator, Callable
+
+from inspector.probes.io_stats import BatchStats, record_batch
+from inspector.probes.io_target import IoTarget
+from inspector.probes.latency import LatencyRecorder, LatencySummary
+
+READ, WRITE, MIXED = "read", "write", "mixed"
+OFFSET_CHUNK = 4096            # offsets drawn per refill, outside the timed loop
+LATENCY_SLOTS = 1 << 16        # preallocated per worker; flushed when full or at a tick
+RAW_LIMIT = 1 << 21            # raw latencies kept before folding into the histogram
+JOIN_TIMEOUT = 2.0
+TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged             # a request stuck in the kernel does not hang the caller
+
+
+@dataclass
+class IoConfig:
+    mode: str = READ                   # read | write | mixed (writes: directory targets only)
+    request_size: int = 4096
+    count: int | None = None           # total requests, warm-ups included (like ioping -c)
+    deadline: float | None = None      # seconds (like ioping -w)
+    interval: float = 0.0              # seconds between a worker's requests (ioping -i)
+    jobs: int = 1
+    sequential: bool = False
+    sample_period: float = 0.25        # interval samples for live charts: 4 per second
+    write_ratio: float = 0.5           # share of writes in mixed mode
+    seed: int | None = None
+    clock: Callable[[], int] = field(default=time.perf_counter_ns, repr=False)
+
+    def validate(self) -> None:
+        if self.mode not in (READ, WRITE, MIXED):
+            raise ValueError(f"mode must be read, write or mixed, not {self.mode!r}")
+        if self.count is None and self.deadline is None:
+            raise ValueError("a probe needs a bound: a request count or a deadline")
+        if self.count is not None and self.count < self.jobs:
+            raise ValueError(f"count {self.count} is less than one request per worker "
+                             f"({self.jobs} workers)")
+        if self.deadline is not None and self.deadline <= 0:
+            raise ValueError("deadline must be positive")
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
+        if self.interval < 0 or self.sample_period <= 0:
+            raise ValueError("interval must be >= 0 and sample period > 0")
+
+
+@dataclass
+class IoSample:
+    """One interval of the run (every sample_period seconds), for live charts."""
+    t: float                    # seconds since the start, at the end of this interval
+    duration: float
+    jobs: int
+    requests: int
+    iops: float
+    bytes_per_s: float
+    stats: BatchStats
+    latencies_ns: list[int] = field(default_factory=list)   # in order; ping mode (interval>0)
+    warmups_ns: list[int] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out.update(out.pop("stats"))
+        return out
+
+
+@dataclass
+class IoResult:
+    path: str
+    description: str
+    mode: str
+    request_size: int
+    jobs: int
+    direct: bool
+    requests: int                # valid (timed) requests
+    warmups: int
+    wall_ns: int
+    reads: int
+    writes: int
+    latency: LatencySummary
+    error: str | None = None
+    interrupted: bool = False
+    stuck_workers: int = 0
+    recorder: LatencyRecorder | None = field(default=None, repr=False)
+    samples: list[IoSample] = field(default_factory=list, repr=False)
+
+    @property
+    def total_requests(self) -> int:
+        return self.requests + self.warmups
+
+    @property
+    def busy_ns(self) -> int:
+        """Sum of the timed latencies (ioping's "completed in")."""
+        if self.recorder is not None:
+            return self.recorder.total
+        return round(self.latency.avg_ns * self.requests) if self.requests else 0
+
+    @property
+    def iops_mean(self) -> float:
+        """1/mean latency per worker, times workers: ioping's "requests completed" iops."""
+        return self.jobs * 1e9 * self.requests / self.busy_ns if self.busy_ns else 0.0
+
+    @property
+    def iops_wall(self) -> float:
+        """Requests actually achieved per wall second (ioping's "generated" line)."""
+        return 1e9 * self.total_requests / self.wall_ns if self.wall_ns else 0.0
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.iops_mean * self.request_size
+
+    @property
+    def wall_bytes_per_s(self) -> float:
+        return self.iops_wall * self.request_size
+
+    def summary_json(self) -> dict:
+        lat = self.latency
+        return {
+            "path": self.path, "description": self.description, "mode": self.mode,
+            "request_size": self.request_size, "jobs": self.jobs, "direct": self.direct,
+            "requests": self.requests, "warmups": self.warmups,
+            "total_requests": self.total_requests, "reads": self.reads, "writes": self.writes,
+            "busy_ns": self.busy_ns, "wall_ns": self.wall_ns,
+            "iops": self.iops_mean, "iops_wall": self.iops_wall,
+            "bytes_per_s": self.bytes_per_s, "wall_bytes_per_s": self.wall_bytes_per_s,
+            "min_ns": lat.min_ns, "avg_ns": lat.avg_ns, "max_ns": lat.max_ns,
+            "mdev_ns": lat.mdev_ns, "percentiles_ns": dict(lat.percentiles_ns),
+            "error": self.error, "interrupted": self.interrupted,
+        }
+
+    def histogram(self) -> list[tuple[int, int]]:
+        return self.recorder.buckets() if self.recorder else []
+
+
+class IoError(Exception):
+    """A request failed mid-run: the message names the request, offset and cause."""
+
+
+@dataclass
+class _Batch:
+    """What a worker hands to the async side at a flush: sorted latencies of the interval."""
+    ordered: list[int]
+    in_order: list[int]            # ping mode only
+    warmups: list[int]
+    writes: int
+    error: str | None = None
+
+
+class _Worker(threading.Thread):
+    def __init__(self, index: int, target: IoTarget, cfg: IoConfig, quota: int | None,
+                 deadline_ns: int | None, stop: threading.Event, on_done: Callable[[], None]):
+        super().__init__(name=f"io-probe-{index}", daemon=True)
+        self.target, self.cfg, self.quota = target, cfg, quota
+        self.deadline_ns, self.stop, self.on_done = deadline_ns, stop, on_done
+        self.out: collections.deque[_Batch] = collections.deque()
+        self.recorder = LatencyRecorder()
+        self.raw = array("q")
+        self.writes = 0
+        self.end_ns = 0
+        self.start_ns = 0              # set by the probe just before start()
+        self.rng = random.Random(None if cfg.seed is None else cfg.seed * 1009 + index)
+        blocks = target.working_set // cfg.request_size
+        self.population = range(0, blocks * cfg.request_size, cfg.request_size)
+        self.next_seq = self.rng.randrange(blocks) if cfg.sequential else 0
+        self.buf = mmap.mmap(-1, max(cfg.request_size, mmap.PAGESIZE))   # page aligned
+        if cfg.mode != READ:
+            self.buf.write(os.urandom(len(self.buf)))   # not zeros: no shortcut for the device
+
+    # -- offsets -------------------------------------------------------------------------------
+    def _offsets(self, n: int) -> list[int]:
+        if not self.cfg.sequential:
+            return self.rng.choices(self.population, k=n)
+        blocks = len(self.population)
+        start = self.next_seq
+        self.next_seq = (start + n) % blocks
+        return [self.population[(start + i) % blocks] for i in range(n)]
+
+    def _ops(self, n: int) -> list[bool] | None:
+        if self.cfg.mode == MIXED:
+            rnd = self.rng.random
+            ratio = self.cfg.write_ratio
+            return [rnd() < ratio for _ in range(n)]
+        return None
+
+    # -- the run -------------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self._run()
+        except IoError as exc:           # the warm-up request failed
+            self.out.append(_Batch([], [], [], 0, str(exc)))
+        except OSError as exc:
+            self.out.append(_Batch([], [], [], 0, _os_error(self.cfg.mode, exc, 0, 1,
+                                                            self.cfg.mode == WRITE)))
+        except BaseException as exc:     # never die silently: the async side reports it
+            self.out.append(_Batch([], [], [], 0, f"worker failed: {exc!r}"))
+        finally:
+            self.end_ns = time.monotonic_ns()
+            self._fold()
+            self.buf.close()
+            self.on_done()
+
+    def _fold(self) -> None:
+        record_batch(self.recorder, self.raw)
+        self.raw = array("q")
+
+    def _publish(self, lat: array, j: int, in_order: bool, warmups: list[int],
+                 writes: int, error: str | None = None) -> None:
+        chunk = lat[:j]
+        self.raw.extend(chunk)
+        self.out.append(_Batch(sorted(chunk), chunk.tolist() if in_order else [],
+                               warmups, writes, error))
+        if len(self.raw) >= RAW_LIMIT:
+            self._fold()
+
+    def _run(self) -> None:
+        cfg, target, stop = self.cfg, self.target, self.stop
+        fd, size = target.fd, cfg.request_size
+        bufs = [memoryview(self.buf)[:size]]
+        clock = cfg.clock
+        fadvise = os.posix_fadvise if target.fadvise else None
+        dontneed = os.POSIX_FADV_DONTNEED
+        read_op, write_op = os.preadv, os.pwritev
+        single_op = write_op if cfg.mode == WRITE else read_op
+        mixed = cfg.mode == MIXED
+        period = int(cfg.sample_period * 1e9)
+        ping = cfg.interval > 0          # flush after every request so each one is shown
+
+        # warm-up: one request, timed and shown, excluded from the statistics (like ioping)
+        off = self._offsets(1)[0]
+        if fadvise:
+            fadvise(fd, off, size, dontneed)
+        t0 = clock()
+        n = single_op(fd, bufs, off)
+        t1 = clock()
+        if n != size:
+            raise IoError(_short(cfg.mode, off, n, size, 1))
+        # ticks aligned with the async side's when both use CLOCK_MONOTONIC (the default)
+        base = self.start_ns if clock is time.perf_counter_ns else t0
+        deadline = base + self.deadline_ns if self.deadline_ns is not None else 1 << 62
+        warmups = [t1 - t0]
+        if ping:
+            self.out.append(_Batch([], [], warmups, 0))
+            warmups = []
+            if not self._pause(cfg.interval, clock, deadline):
+                return
+
+        lat = array("q", bytes(8 * LATENCY_SLOTS))
+        cap = LATENCY_SLOTS
+        j = 0                # requests since the last flush
+        done = 1             # requests handed over, warm-up included
+        writes = 0
+        next_flush = base + period
+        next_event = 0 if ping else min(next_flush, deadline)
+        it: object = iter(())
+        exhausted = True
+        is_write = cfg.mode == WRITE
+        try:
+            while not stop.is_set() and t1 < deadline:
+                if exhausted:
+                    left = None if self.quota is None else self.quota - done - j
+                    if left is not None and left <= 0:
+                        break
+                    chunk = OFFSET_CHUNK if left is None else min(OFFSET_CHUNK, left)
+                    offsets = self._offsets(chunk)
+                    it = iter(offsets) if not mixed else zip(offsets, self._ops(chunk))
+                exhausted = True
+                if not mixed:
+                    # the hot loop: keep it free of allocation and of anything not needed
+                    for off in it:
+                        if fadvise:
+                            fadvise(fd, off, size, dontneed)
+                        t0 = clock()
+                        n = single_op(fd, bufs, off)
+                        t1 = clock()
+                        if n != size:
+                            raise IoError(_short(cfg.mode, off, n, size, done + j + 1))
+                        lat[j] = t1 - t0
+                        j += 1
+                        if t1 >= next_event or j == cap:
+                            exhausted = False
+                            break
+                else:
+                    for off, is_write in it:
+                        if fadvise:
+                            fadvise(fd, off, size, dontneed)
+                        t0 = clock()
+                        n = (write_op if is_write else read_op)(fd, bufs, off)
+                        t1 = clock()
+                        if n != size:
+                            raise IoError(_short(WRITE if is_write else READ, off, n, size,
+                                                 done + j + 1))
+                        lat[j] = t1 - t0
+                        j += 1
+                        writes += is_write
+                        if t1 >= next_event or j == cap:
+                            exhausted = False
+                            break
+                if not exhausted:
+                    # a tick, the deadline, or a full buffer: hand the interval over
+                    done += j
+                    self._publish(lat, j, ping, warmups, writes)
+                    warmups, writes, j = [], 0, 0
+                    next_flush = t1 - (t1 - base) % period + period
+                    if ping and not self._pause(cfg.interval, clock, deadline):
+                        return
+                    next_event = 0 if ping else min(next_flush, deadline)
+        except OSError as exc:
+            self._publish(lat, j, ping, warmups, writes,
+                          _os_error(cfg.mode, exc, off, done + j + 1, is_write))
+            return
+        except IoError as exc:
+            self._publish(lat, j, ping, warmups, writes, str(exc))
+            return
+        if j or warmups:
+            self._publish(lat, j, ping, warmups, writes)
+
+    def _pause(self, seconds: float, clock, deadline: int) -> bool:
+        """Wait between pings; False when the run should end (stop or deadline)."""
+        if self.stop.wait(seconds):
+            return False
+        return clock() < deadline
+
+
+def _short(mode: str, off: int, n: int, size: int, request: int) -> str:
+    verb = "write" if mode == WRITE else "read"
+    return (f"short {verb} at offset {off} (request {request}): {n} of {size} bytes; "
+            "did the target shrink?")
+
+
+def _os_error(mode: str, exc: OSError, off: int, request: int, is_write: bool) -> str:
+    verb = "write" if mode == WRITE or (mode == MIXED and is_write) else "read"
+    name = errno.errorcode.get(exc.errno or 0, "error")
+    return f"{verb} failed at offset {off} (request {request}): {name} {exc.strerror}"
+
+
+class IoLatencyProbe:
+    """Async iterator of IoSample; `result` (IoResult) once the iteration has ended.
+
+    The target stays open (and owned by the caller) so a ramp can reuse a prepared file."""
+
+    def __init__(self, target: IoTarget, cfg: IoConfig):
+        cfg.validate()
+        if cfg.mode != READ and not target.writable:
+            raise ValueError(f"refusing to write to {target.kind} {target.path}")
+        if target.working_set < cfg.request_size:
+            raise ValueError("working set smaller than one request")
+        self.target, self.cfg = target, cfg
+        self.result: IoResult | None = None
+        self.samples: list[IoSample] = []
+        self._stop = threading.Event()
+        self._workers: list[_Worker] = []
+        self._error: str | None = None
+        self._interrupted = False
+        self._writes = 0
+        self._reads = 0
+
+    def stop(self) -> None:
+        """Ask the workers to stop after their request in flight (thread-safe)."""
+        self._stop.set()
+
+    def __aiter__(self) -> AsyncIterator[IoSample]:
+        return self._run()
+
+    async def run_to_end(self) -> IoResult:
+        async for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    def _quotas(self) -> list[int | None]:
+        jobs, count = self.cfg.jobs, self.cfg.count
+        if count is None:
+            return [None] * jobs
+        return [count // jobs + (1 if i < count % jobs else 0) for i in range(jobs)]
+
+    async def _run(self) -> AsyncIterator[IoSample]:
+        loop = asyncio.get_running_loop()
+        finished = asyncio.Event()
+        remaining = [self.cfg.jobs]
+        lock = threading.Lock()
+
+        def worker_done() -> None:          # called in worker threads
+            with lock:
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                loop.call_soon_threadsafe(finished.set)
+
+        deadline_ns = None if self.cfg.deadline is None else int(self.cfg.deadline * 1e9)
+        self._workers = [_Worker(i, self.target, self.cfg, quota, deadline_ns, self._stop,
+                                 worker_done) for i, quota in enumerate(self._quotas())]
+        start = time.monotonic_ns()
+        self._start = start
+        for w in self._workers:
+            w.start_ns = start
+            w.start()
+        period = self.cfg.sample_period
+        last = start
+        tick = 0
+        try:
+            while not finished.is_set():
+                tick += 1
+                wake = start + int(tick * period * 1e9) + TICK_GRACE_NS
+                delay = (wake - time.monotonic_ns()) / 1e9
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(finished.wait(), delay)
+                    except asyncio.TimeoutError:
+                        pass
+                now = time.monotonic_ns()
+                sample = self._drain(last, now)
+                last = now
+                if sample is not None:
+                    self.samples.append(sample)
+                    yield sample
+                if self._error:
+                    self._stop.set()
+            sample = self._drain(last, max(time.monotonic_ns(), last + 1))
+            if sample is not None:
+                self.samples.append(sample)
+                yield sample
+        except (asyncio.CancelledError, GeneratorExit):
+            self._interrupted = True
+            raise
+        finally:
+            self._stop.set()
+            self._finish(start)
+
+    def _drain(self, since: int, now: int) -> IoSample | None:
+        batches: list[_Batch] = []
+        for w in self._workers:
+            out = w.out
+            while out:
+                batches.append(out.popleft())
+        if not batches:
+            return None
+        ordered: list[int] = []
+        in_order: list[int] = []
+        warmups: list[int] = []
+        writes = 0
+        error = None
+        for b in batches:
+            ordered += b.ordered
+            in_order += b.in_order
+            warmups += b.warmups
+            writes += b.writes
+            error = error or b.error
+        if len(batches) > 1:
+            ordered.sort()               # sorted runs: timsort merges them in linear time
+        if error and not self._error:
+            self._error = error
+        if self.cfg.mode == WRITE:
+            writes = len(ordered)
+        self._writes += writes
+        self._reads += len(ordered) - writes
+        duration = (now - since) / 1e9
+        n = len(ordered)
+        return IoSample(t=(now - self._start) / 1e9, duration=duration, jobs=self.cfg.jobs,
+                        requests=n, iops=n / duration if duration > 0 else 0.0,
+                        bytes_per_s=n * self.cfg.request_size / duration if duration > 0
+                        else 0.0, stats=BatchStats.of_sorted(ordered),
+                        latencies_ns=in_order, warmups_ns=warmups, error=error)
+
+    def _finish(self, start: int) -> None:
+        stuck = 0
+        give_up = time.monotonic() + JOIN_TIMEOUT
+        for w in self._workers:
+            w.join(max(0.0, give_up - time.monotonic()))
+            stuck += w.is_alive()
+        late = self._drain(start, time.monotonic_ns())   # anything flushed after the last yield
+        if late is not None:
+            self.samples.append(late)
+        recorder = LatencyRecorder()
+        warmups = 0
+        for w in self._workers:
+            if not w.is_alive():
+                recorder.merge(w.recorder)
+        for s in self.samples:
+            warmups += len(s.warmups_ns)
+        ends = [w.end_ns for w in self._workers if w.end_ns]
+        wall = (max(ends) if ends else time.monotonic_ns()) - start
+        error = self._error
+        if stuck and not error:
+            error = f"{stuck} worker(s) still blocked in a request after {JOIN_TIMEOUT:g} s"
+        self.result = IoResult(
+            path=self.target.path, description=self.target.describe(), mode=self.cfg.mode,
+            request_size=self.cfg.request_size, jobs=self.cfg.jobs, direct=self.target.direct,
+            requests=recorder.count, warmups=warmups, wall_ns=wall, reads=self._reads,
+            writes=self._writes, latency=recorder.summary(), error=error,
+            interrupted=self._interrupted, stuck_workers=stuck, recorder=recorder,
+            samples=self.samples)
+
+
+# -- ramp: 1, 2, 4 ... N workers, looking for the knee ------------------------------------------
+
+@dataclass
+class RampStep:
+    jobs: int
+    iops: float                 # achieved (wall) rate
+    p99_ns: int | None
+    avg_ns: float | None
+    result: IoResult = field(repr=False)
+
+
+@dataclass
+class RampResult:
+    steps: list[RampStep]
+    knee: RampStep | None          # the step after which p99 grows faster than IOPS
+    max_iops: RampStep | None
+    min_latency: RampStep | None
+    error: str | None = None
+    interrupted: bool = False
+
+    def to_json(self) -> dict:
+        def step(s: RampStep | None):
+            return None if s is None else {"jobs": s.jobs, "iops": s.iops, "p99_ns": s.p99_ns,
+                                           "avg_ns": s.avg_ns}
+        return {"steps": [{**step(s), "summary": s.result.summary_json()} for s in self.steps],
+                "knee": step(self.knee), "max_iops": step(self.max_iops),
+                "min_latency": step(self.min_latency), "error": self.error,
+                "interrupted": self.interrupted}
+
+
+def ramp_jobs(max_jobs: int) -> list[int]:
+    """1, 2, 4 ... and max_jobs itself when it is not a power of two."""
+    steps, n = [], 1
+    while n < max_jobs:
+        steps.append(n)
+        n *= 2
+    steps.append(max_jobs)
+    return steps
+
+
+def find_knee(steps: list[RampStep]) -> RampStep | None:
+    """The first step whose successor's p99 grows by a larger factor than its IOPS."""
+    usable = [s for s in steps if s.iops > 0 and s.p99_ns]
+    for here, nxt in zip(usable, usable[1:]):
+        if nxt.p99_ns / here.p99_ns > nxt.iops / here.iops:
+            return here
+    return usable[-1] if usable else None
+
+
+def summarize_ramp(steps: list[RampStep], error: str | None = None,
+                   interrupted: bool = False) -> RampResult:
+    usable = [s for s in steps if s.iops > 0 and s.p99_ns]
+    return RampResult(
+        steps=steps, knee=find_knee(steps),
+        max_iops=max(usable, key=lambda s: s.iops) if usable else None,
+        min_latency=min(usable, key=lambda s: s.avg_ns) if usable else None,
+        error=error, interrupted=interrupted)
+
+
+class IoRamp:
+    """Runs the probe with 1, 2, 4 ... max_jobs workers for step_seconds each.
+
+    Async iterator of IoSample (sample.jobs tells the step); `result` is a RampResult."""
+
+    def __init__(self, target: IoTarget, cfg: IoConfig, max_jobs: int, step_seconds: float):
+        if max_jobs < 1 or step_seconds <= 0:
+            raise ValueError("a ramp needs max_jobs >= 1 and a positive step time")
+        self.target, self.cfg = target, cfg
+        self.jobs = ramp_jobs(max_jobs)
+        self.step_seconds = step_seconds
+        self.steps: list[RampStep] = []
+        self.current: IoLatencyProbe | None = None
+        self.result: RampResult | None = None
+
+    def stop(self) -> None:
+        if self.current:
+            self.current.stop()
+
+    def __aiter__(self) -> AsyncIterator[IoSample]:
+        return self._run()
+
+    async def _run(self) -> AsyncIterator[IoSample]:
+        error, interrupted = None, False
+        try:
+            for jobs in self.jobs:
+                cfg = replace(self.cfg, jobs=jobs, count=None, deadline=self.step_seconds)
+                self.current = IoLatencyProbe(self.target, cfg)
+                try:
+                    async for sample in self.current:
+                        yield sample
+                finally:
+                    res = self.current.result
+                    if res is not None:
+                        self.steps.append(RampStep(jobs, res.iops_wall, res.latency.p("p99"),
+                                                   res.latency.avg_ns, res))
+                        error = error or res.error
+                if error:
+                    break
+        except (asyncio.CancelledError, GeneratorExit):
+            interrupted = True
+            raise
+        finally:
+            self.result = summarize_ramp(self.steps, error, interrupted)

@@ -1,0 +1,265 @@
+"""Opening what an IO latency probe measures: a directory, a regular file or a block device.
+
+Safety rules (never relaxed): a block device or an existing file is opened read-only, and a
+write or mixed probe on one is refused. Writes only go to a private temporary file inside a
+directory target (O_TMPFILE, or created and unlinked at once), so nothing is left behind.
+
+O_DIRECT is the default. Where the filesystem refuses it (EINVAL, e.g. ramfs, some FUSE
+filesystems) the target falls back to buffered IO and the workers drop the page cache range
+with POSIX_FADV_DONTNEED before every request (outside the timed window), as ioping does.
+
+The probe is live by nature (it times syscalls on this host), so it reads /proc/self/mountinfo
+directly instead of going through a HostRoot.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import struct
+from dataclasses import dataclass, field
+
+DEFAULT_DIR_WORKING_SET = 64 << 20
+FILL_CHUNK = 1 << 20
+BLKGETSIZE64 = 0x80081272
+BLKSSZGET = 0x1268
+
+
+class TargetError(Exception):
+    """The target cannot be probed (missing, permission, refused write, too small)."""
+
+
+@dataclass
+class IoTarget:
+    path: str
+    kind: str                     # "directory" | "file" | "block device"
+    fd: int
+    working_set: int              # bytes over which offsets are drawn
+    direct: bool                  # O_DIRECT in effect
+    writable: bool                # only the private temp file of a directory
+    fs_type: str = "?"
+    fs_source: str = "?"
+    fs_size: int | None = None
+    cached: bool = False          # --cached: buffered and the page cache left alone
+    notes: list[str] = field(default_factory=list)   # e.g. the O_DIRECT fallback, for humans
+    closed: bool = False
+
+    @property
+    def fadvise(self) -> bool:
+        """Buffered but meant to be uncached: drop the range before each request."""
+        return not self.direct and not self.cached
+
+    def describe(self) -> str:
+        """ioping's parenthesised description: "ext4 /dev/vda 252.0 GiB"."""
+        from inspector.probes.io_format import fmt_size
+        if self.kind == "block device":
+            return f"block device {fmt_size(self.working_set)}"
+        parts = [self.fs_type, self.fs_source]
+        if self.fs_size:
+            parts.append(fmt_size(self.fs_size))
+        return " ".join(parts)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+
+    def __enter__(self) -> "IoTarget":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_target(path: str, *, write: bool = False, request_size: int = 4096,
+                working_set: int | None = None, direct: bool = True) -> IoTarget:
+    """Resolve and open PATH for probing; raises TargetError with a one-line reason."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise TargetError(f"{path}: no such file, directory or device") from None
+    except PermissionError:
+        raise TargetError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise TargetError(f"{path}: {exc.strerror}") from None
+    if request_size <= 0:
+        raise TargetError("request size must be positive")
+
+    if stat.S_ISDIR(st.st_mode):
+        target = _open_directory(path, request_size, working_set or DEFAULT_DIR_WORKING_SET,
+                                 direct)
+    elif stat.S_ISBLK(st.st_mode) or stat.S_ISREG(st.st_mode):
+        kind = "block device" if stat.S_ISBLK(st.st_mode) else "file"
+        if write:
+            raise TargetError(
+                f"refusing to write to {kind} {path}: write probes only run in a private "
+                "temporary file inside a directory target (pass a directory)")
+        target = _open_readonly(path, kind, request_size, working_set, direct)
+    else:
+        raise TargetError(f"{path}: not a directory, regular file or block device")
+    target.cached = not direct
+    _describe_fs(target, st)
+    return target
+
+
+def _open_flags(path: str, flags: int, direct: bool, mode: int = 0o600) -> tuple[int, bool]:
+    """Open with O_DIRECT when asked; (fd, direct_in_effect). EINVAL means no O_DIRECT here."""
+    try:
+        if direct:
+            try:
+                return os.open(path, flags | os.O_DIRECT, mode), True
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+        return os.open(path, flags, mode), False
+    except PermissionError:
+        raise TargetError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise TargetError(f"{path}: {exc.strerror}") from None
+
+
+def _fallback_note(path: str) -> str:
+    return (f"O_DIRECT is not supported on {path}: buffered reads with POSIX_FADV_DONTNEED "
+            "before each request")
+
+
+def _open_readonly(path: str, kind: str, request_size: int, working_set: int | None,
+                   direct: bool) -> IoTarget:
+    fd, direct_ok = _open_flags(path, os.O_RDONLY, direct)
+    try:
+        size = _device_size(fd) if kind == "block device" else os.fstat(fd).st_size
+        if kind == "block device" and direct_ok:
+            sector = _logical_block_size(fd)
+            if request_size % sector:
+                raise TargetError(f"request size {request_size} is not a multiple of the "
+                                  f"logical block size {sector} of {path}")
+        if working_set:
+            size = min(size, working_set)
+        size -= size % request_size
+        if size < request_size:
+            raise TargetError(f"{path}: smaller than one request ({request_size} bytes)")
+        if direct_ok:
+            _check_direct_read(fd, request_size)
+    except BaseException:
+        os.close(fd)
+        raise
+    target = IoTarget(path, kind, fd, size, direct_ok, writable=False)
+    if direct and not direct_ok:
+        target.notes.append(_fallback_note(path))
+    return target
+
+
+def _check_direct_read(fd: int, request_size: int) -> None:
+    """One aligned read so a misaligned request size fails at preparation, not mid-run."""
+    import mmap
+    buf = mmap.mmap(-1, max(request_size, mmap.PAGESIZE))
+    try:
+        os.preadv(fd, [memoryview(buf)[:request_size]], 0)
+    except OSError as exc:
+        raise TargetError(f"O_DIRECT read of {request_size} bytes failed: {exc.strerror}") \
+            from None
+    finally:
+        buf.close()
+
+
+def _open_directory(path: str, request_size: int, working_set: int, direct: bool) -> IoTarget:
+    working_set -= working_set % request_size
+    if working_set < request_size:
+        raise TargetError(f"working set must hold at least one request ({request_size} bytes)")
+    fd = _private_file(path)
+    try:
+        vfs = os.fstatvfs(fd)
+        free = vfs.f_bavail * vfs.f_frsize
+        if free < working_set:
+            raise TargetError(f"{path}: {free} bytes free, the working set needs {working_set}")
+        _fill(fd, working_set, path)
+        direct_ok = False
+        if direct:
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_DIRECT)
+                direct_ok = True
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise TargetError(f"{path}: {exc.strerror}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    target = IoTarget(path, "directory", fd, working_set, direct_ok, writable=True)
+    if direct and not direct_ok:
+        target.notes.append(_fallback_note(path))
+    return target
+
+
+def _private_file(directory: str) -> int:
+    """An anonymous file in DIRECTORY: O_TMPFILE, else mkstemp and unlink at once."""
+    try:
+        return os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+    except PermissionError:
+        raise TargetError(f"{directory}: permission denied (cannot create a file)") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            raise TargetError(f"{directory}: {exc.strerror}") from None
+    import tempfile
+    try:
+        fd, name = tempfile.mkstemp(prefix=".inspector-ioprobe-", dir=directory)
+    except PermissionError:
+        raise TargetError(f"{directory}: permission denied (cannot create a file)") from None
+    except OSError as exc:
+        raise TargetError(f"{directory}: {exc.strerror}") from None
+    os.unlink(name)
+    return fd
+
+
+def _fill(fd: int, size: int, path: str) -> None:
+    """Write real data (not a hole, which reads as zeros without touching the disk), then sync
+    and drop it from the page cache so the first timed reads are not cache hits."""
+    chunk = os.urandom(FILL_CHUNK)
+    done = 0
+    try:
+        while done < size:
+            n = min(FILL_CHUNK, size - done)
+            done += os.pwrite(fd, chunk[:n], done)
+        os.fsync(fd)
+    except OSError as exc:
+        raise TargetError(f"{path}: cannot fill the {size}-byte test file: {exc.strerror}") \
+            from None
+    os.posix_fadvise(fd, 0, size, os.POSIX_FADV_DONTNEED)
+
+
+def _device_size(fd: int) -> int:
+    try:
+        return struct.unpack("Q", fcntl.ioctl(fd, BLKGETSIZE64, b"\0" * 8))[0]
+    except OSError:
+        return os.lseek(fd, 0, os.SEEK_END)
+
+
+def _logical_block_size(fd: int) -> int:
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, BLKSSZGET, b"\0" * 4))[0] or 512
+    except OSError:
+        return 512
+
+
+def _describe_fs(target: IoTarget, st: os.stat_result) -> None:
+    """Filesystem type, source device and size for ioping's "(ext4 /dev/vda 252.0 GiB)"."""
+    if target.kind == "block device":
+        return
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields = left.split()
+                if len(fields) > 2 and fields[2] == dev:
+                    fs = right.split()
+                    target.fs_type = fs[0] if fs else "?"
+                    target.fs_source = fs[1] if len(fs) > 1 else "?"
+                    break
+    except OSError:
+        pass
+    try:
+        vfs = os.fstatvfs(target.fd)
+        target.fs_size = vfs.f_blocks * vfs.f_frsize
+    except OSError:
+        pass
