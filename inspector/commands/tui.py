@@ -1,16 +1,25 @@
-"""`inspector tui`: open the terminal UI (the default) (placeholder until it lands)."""
+"""`inspector tui`: open the terminal UI (also what `inspector` with no command does)."""
 from __future__ import annotations
 
 import argparse
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.commands.common import add_root_argument, root_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tui", help="open the terminal UI (the default)")
     add_root_argument(p)
+    p.add_argument("--refresh", type=float, default=None, metavar="SECONDS",
+                   help="seconds between discovery refreshes on a live host (default 30)")
+    p.add_argument("--live-interval", type=float, default=None, metavar="SECONDS",
+                   help="seconds between live samples (default 2)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise CliError("tui is not implemented yet")
+    root = root_from_args(args)
+    from inspector.tui.app import DEFAULT_LIVE_INTERVAL, DEFAULT_REFRESH, InspectorApp
+    app = InspectorApp(root, refresh=args.refresh or DEFAULT_REFRESH,
+                       live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL)
+    app.run()
+    return int(app.return_code or 0)

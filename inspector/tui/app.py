@@ -1,0 +1,293 @@
+"""InspectorApp: modes for the six screens, the collection loop, live sampling and probe runs.
+
+Data flow is one way: worker threads (collection, sampling) and probe threads post messages;
+the app keeps the latest state and asks the *visible* screen to show it. Collections chain:
+the next one is scheduled by a one-shot timer after the previous one finished, so they never
+overlap, and each runs under a hard timeout so a hung collector shows "timed out" while keys
+keep working.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any, Callable
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+
+from inspector.collect import CollectorTimeout, build_report, run_bounded
+from inspector.host import HostRoot
+from inspector.model import Report
+from inspector.tui import live as live_source
+from inspector.tui.messages import LiveSampled, ProbeFinished, ProbeProgress, ReportCollected
+from inspector.tui.probe_runs import KIND_TITLES, KINDS, ProbeManager
+
+SCREENS = (("overview", "Overview"), ("storage", "Storage"), ("virt", "Virtualization"),
+           ("net", "Network"), ("dns", "DNS"), ("probes", "Probes"))
+DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
+DEFAULT_LIVE_INTERVAL = 2.0  # seconds between live samples (iostat-like rates)
+DEFAULT_COLLECT_TIMEOUT = 20.0
+
+Collector = Callable[[HostRoot], Report]
+
+
+class InspectorCommands(Provider):
+    """Command palette: every screen, every probe, refresh and help."""
+
+    def _entries(self) -> list[tuple[str, Callable[[], Any], str]]:
+        app: InspectorApp = self.app  # type: ignore[assignment]
+        entries = [(f"Screen: {title}", lambda m=mode: app.switch_mode(m), f"key {i}")
+                   for i, (mode, title) in enumerate(SCREENS, 1)]
+        for kind in KINDS:
+            entries.append((f"Probe: start {KIND_TITLES[kind]} probe",
+                            lambda k=kind: app.open_probe_form(k), "opens the form"))
+        entries += [("Probes: stop all", app.action_stop_all_probes, "key S"),
+                    ("Refresh discovery now", app.action_refresh_now, "key r"),
+                    ("Help: keys", app.action_help, "key ?")]
+        return entries
+
+    async def discover(self) -> Hits:
+        for title, callback, help_text in self._entries():
+            yield Hit(1.0, title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, callback, help_text in self._entries():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class InspectorApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "Inspector"
+    COMMANDS = App.COMMANDS | {InspectorCommands}
+    BINDINGS = [
+        *[Binding(str(i), f"switch_mode('{mode}')", title, show=False,
+                  id=f"screen.{mode}")
+          for i, (mode, title) in enumerate(SCREENS, 1)],
+        Binding("r", "refresh_now", "Refresh", id="app.refresh"),
+        Binding("S", "stop_all_probes", "Stop probes", id="app.stop_all"),
+        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+        Binding("escape", "back", "Back", show=False, id="app.back"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
+    ]
+
+    def __init__(self, root: HostRoot, *, collector: Collector | None = None,
+                 refresh: float = DEFAULT_REFRESH, live_interval: float = DEFAULT_LIVE_INTERVAL,
+                 collect_timeout: float = DEFAULT_COLLECT_TIMEOUT,
+                 sampler: Any = None, adapters: dict | None = None,
+                 clock: Callable[[], float] = time.time):
+        super().__init__()
+        self.root = root
+        self.collector = collector or (lambda r: build_report(r))
+        self.refresh_interval = refresh
+        self.live_interval = live_interval
+        self.collect_timeout = collect_timeout
+        self.clock = clock
+        self.report: Report | None = None
+        self.collect_error: str | None = None
+        self.collecting = False
+        self.collections = 0
+        self.last_collected: float | None = None
+        self.live_sample: Any = None
+        self.live_error: str | None = None
+        self.sampler = sampler if sampler is not None else live_source.make_sampler(root)
+        if adapters is None:
+            from inspector.tui.probe_adapters import ADAPTERS
+            adapters = ADAPTERS
+        self.probes = ProbeManager(self.post_message, adapters)
+        self._collect_timer = None
+        self._live_timer = None
+
+    # ------------------------------------------------------------------ modes
+    def _screen_classes(self) -> dict:
+        from inspector.tui.screens_detail import DnsScreen, NetScreen, VirtScreen
+        from inspector.tui.screen_overview import OverviewScreen
+        from inspector.tui.screen_probes import ProbesScreen
+        from inspector.tui.screen_storage import StorageScreen
+        return {"overview": OverviewScreen, "storage": StorageScreen, "virt": VirtScreen,
+                "net": NetScreen, "dns": DnsScreen, "probes": ProbesScreen}
+
+    def on_mount(self) -> None:
+        for mode, screen in self._screen_classes().items():
+            self.add_mode(mode, screen)
+        self.switch_mode("overview")
+        self._install_signal_handlers()
+        self.collect_now()
+        if self.sampler is not None:
+            self.sample_live()
+
+    def _install_signal_handlers(self) -> None:
+        # SIGHUP (ssh dropped, terminal closed) and SIGTERM: stop probes and leave cleanly.
+        try:
+            import asyncio
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, lambda: self.call_later(self.action_quit))
+        except (RuntimeError, NotImplementedError, ValueError):
+            pass
+
+    # ------------------------------------------------------------------ collection
+    def collect_now(self) -> None:
+        if self.collecting:
+            return
+        if self._collect_timer is not None:
+            self._collect_timer.stop()
+            self._collect_timer = None
+        self.collecting = True
+        self._refresh_screen()
+        self._collect_worker()
+
+    @work(thread=True, group="collect", exit_on_error=False)
+    def _collect_worker(self) -> None:
+        start = time.perf_counter()
+        report, error = None, None
+        try:
+            report = run_bounded(lambda: self.collector(self.root), self.collect_timeout)
+        except CollectorTimeout as exc:
+            error = f"discovery {exc}"
+        except Exception as exc:
+            error = f"discovery failed: {type(exc).__name__}: {exc}"
+        self.post_message(ReportCollected(report, error, time.perf_counter() - start,
+                                          self.clock()))
+
+    def on_report_collected(self, message: ReportCollected) -> None:
+        self.collecting = False
+        self.collections += 1
+        self.collect_error = message.error
+        if message.report is not None:
+            self.report = message.report
+            self.last_collected = message.at
+        self._refresh_screen()
+        # chained one-shot timer: the next collection starts only after this one ended;
+        # a capture does not change, so it is collected once.
+        if self.root.live and self.refresh_interval > 0:
+            self._collect_timer = self.set_timer(self.refresh_interval, self.collect_now)
+
+    # ------------------------------------------------------------------ live sampling
+    @work(thread=True, group="live", exit_on_error=False)
+    def sample_live(self) -> None:
+        try:
+            sample = run_bounded(self.sampler.sample, max(1.0, self.live_interval * 2))
+            self.post_message(LiveSampled(sample))
+        except CollectorTimeout as exc:
+            self.post_message(LiveSampled(None, f"live sampling {exc}"))
+        except Exception as exc:
+            self.post_message(LiveSampled(None, f"live sampling failed: {exc}"))
+
+    def on_live_sampled(self, message: LiveSampled) -> None:
+        self.live_error = message.error
+        if message.sample is not None:
+            self.live_sample = message.sample
+        screen = self.screen
+        if hasattr(screen, "show_live"):
+            screen.show_live(self.live_sample, self.live_error)
+        # the first sample only primes the counters: the first rates follow half a second later
+        first = self.live_sample is None and message.error is None
+        self._live_timer = self.set_timer(0.5 if first else self.live_interval, self.sample_live)
+
+    # ------------------------------------------------------------------ probes
+    def on_probe_progress(self, message: ProbeProgress) -> None:
+        for screen in self._inspector_screens():
+            if hasattr(screen, "show_probe_update"):
+                screen.show_probe_update(message.update)
+
+    def on_probe_finished(self, message: ProbeFinished) -> None:
+        run = self.probes.get(message.run_id)
+        if run is not None:
+            if run.error:
+                self.notify(f"{run.title} failed: {run.error}", severity="error")
+            else:
+                self.notify(f"{run.title} {run.state}")
+        for screen in self._inspector_screens():
+            if hasattr(screen, "show_probe_finished"):
+                screen.show_probe_finished(message.run_id)
+
+    def open_probe_form(self, kind: str, target: str | None = None) -> None:
+        self.switch_mode("probes")
+        screen = self.screen
+        if hasattr(screen, "prefill"):
+            screen.prefill(kind, target)
+
+    def action_stop_all_probes(self) -> None:
+        active = self.probes.active()
+        for run in active:
+            run.stop()
+        if active:
+            self.notify(f"stopping {len(active)} probe(s)")
+
+    # ------------------------------------------------------------------ screens
+    def _inspector_screens(self) -> list:
+        # probe updates go to the probes screen even when it is not visible (it keeps history)
+        out = [self.screen]
+        try:
+            probes = self.get_screen("probes") if self.current_mode != "probes" else None
+        except Exception:
+            probes = None
+        if probes is not None and probes.is_mounted:
+            out.append(probes)
+        return out
+
+    def _refresh_screen(self) -> None:
+        screen = self.screen
+        if hasattr(screen, "show_state"):
+            screen.show_state()
+
+    def status_line(self) -> str:
+        source = "live" if self.root.live else f"capture {os.path.basename(self.root.label.rstrip('/'))}"
+        if self.collect_error:
+            state = self.collect_error
+        elif self.collecting and self.report is None:
+            state = "collecting..."
+        elif self.report is None:
+            state = "no data"
+        elif self.root.live and self.last_collected is not None:
+            state = f"discovered {time.strftime('%H:%M:%S', time.localtime(self.last_collected))}"
+            if self.collecting:
+                state += " (refreshing)"
+        else:
+            state = "capture: no live data"
+        active = len(self.probes.active())
+        probes = f" · {active} probe(s) running" if active else ""
+        return f"{source} · {state}{probes}"
+
+    def action_refresh_now(self) -> None:
+        self.collect_now()
+        self.notify("refreshing discovery" if self.root.live else "re-reading capture")
+
+    def action_help(self) -> None:
+        from inspector.tui.screen_help import HelpScreen
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_rows()))
+
+    def help_rows(self) -> list[tuple[str, str, str]]:
+        """(keys, description, where) from the active bindings: help is never hand-written."""
+        rows = []
+        seen = set()
+        for key, active in self.active_bindings.items():
+            binding = active.binding
+            if not binding.description or (binding.action, binding.description) in seen:
+                continue
+            seen.add((binding.action, binding.description))
+            where = "app" if active.node is self else type(active.node).__name__
+            rows.append((binding.key_display or self.get_key_display(binding), binding.description,
+                         where))
+        return rows
+
+    def action_back(self) -> None:
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+        elif self.current_mode != "overview":
+            self.switch_mode("overview")
+
+    async def action_quit(self) -> None:
+        self.probes.stop_all(timeout=3.0)
+        self.exit()
+
+    def on_unmount(self) -> None:
+        self.probes.stop_all(timeout=2.0)

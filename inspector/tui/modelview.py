@@ -1,0 +1,172 @@
+"""Generic views of report sections: labels, children and detail tables of any dataclass.
+
+Sections are dataclasses whose fields may be Unknown; the screens must not break when a
+collector adds, renames or cannot fill a field, so they walk the model instead of hard-coding it.
+Specific screens still pick well-known attributes first (name, members, evidence ...).
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Iterable, Iterator
+
+from rich.table import Table
+from rich.text import Text
+
+from inspector.model import Finding, Level, Unknown, known
+
+LABEL_FIELDS = ("name", "device", "dev", "ifname", "iface", "server", "address", "path", "kind",
+                "id", "title", "key")
+LEVEL_STYLE = {Level.CRIT: "bold white on red", Level.WARN: "bold black on yellow",
+               Level.UNKNOWN: "bold white on magenta", Level.OK: "bold black on green"}
+LEVEL_ORDER = {Level.CRIT: 0, Level.UNKNOWN: 1, Level.WARN: 2, Level.OK: 3}
+
+
+def is_dc(obj: Any) -> bool:
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+
+
+def fields_of(obj: Any) -> list[tuple[str, Any]]:
+    if is_dc(obj):
+        return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
+    if isinstance(obj, dict):
+        return [(str(k), v) for k, v in obj.items()]
+    return []
+
+
+def is_placeholder(section: Any) -> bool:
+    """A section dataclass with no fields at all: its collector has not landed yet."""
+    return is_dc(section) and not dataclasses.fields(section)
+
+
+def section_state(section: Any, name: str) -> str | None:
+    """A plain sentence when a section cannot be shown, else None."""
+    if section is None:
+        return f"{name}: not collected yet"
+    if isinstance(section, Unknown):
+        return f"{name}: {section}"
+    if is_placeholder(section):
+        return f"{name}: collector not landed yet (no data in this build)"
+    return None
+
+
+def fmt_value(value: Any, limit: int = 200) -> Text:
+    if isinstance(value, Unknown):
+        return Text(str(value), style="yellow")
+    if value is None:
+        return Text("-", style="grey50")
+    if isinstance(value, bool):
+        return Text("yes" if value else "no", style="green" if value else "grey62")
+    if isinstance(value, enum.Enum):
+        return Text(value.name.lower() if isinstance(value, Level) else str(value.value))
+    if isinstance(value, float):
+        return Text(f"{value:.4g}")
+    if isinstance(value, (list, tuple, set, frozenset)):
+        if all(not is_dc(v) and not isinstance(v, (dict, list)) for v in value):
+            text = ", ".join(str(fmt_value(v)) for v in value) or "(none)"
+            return Text(text[:limit])
+        return Text(f"{len(value)} items", style="grey62")
+    if is_dc(value) or isinstance(value, dict):
+        return Text(label_of(value), style="grey62")
+    return Text(str(value)[:limit])
+
+
+def label_of(obj: Any, default: str = "") -> str:
+    if isinstance(obj, str):
+        return obj
+    for name, value in fields_of(obj):
+        if name in LABEL_FIELDS and isinstance(value, str) and value:
+            return value
+    for name, value in fields_of(obj):
+        if isinstance(value, str) and value:
+            return value
+    return default or type(obj).__name__
+
+
+def get(obj: Any, *names: str, default: Any = None) -> Any:
+    """First present attribute among `names` (dataclass or dict)."""
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return default
+
+
+def child_groups(obj: Any) -> list[tuple[str, list[Any]]]:
+    """Fields holding collections of structured items: [(field name, items)]."""
+    out = []
+    for name, value in fields_of(obj):
+        if isinstance(value, dict):
+            items = [v for v in value.values() if is_dc(v) or isinstance(v, dict)]
+            if items:
+                out.append((name, items))
+        elif isinstance(value, (list, tuple)):
+            items = [v for v in value if is_dc(v) or isinstance(v, dict)]
+            if items:
+                out.append((name, items))
+        elif is_dc(value):
+            out.append((name, [value]))
+    return out
+
+
+def scalar_fields(obj: Any) -> list[tuple[str, Any]]:
+    out = []
+    for name, value in fields_of(obj):
+        if is_dc(value) or isinstance(value, dict):
+            continue
+        if isinstance(value, (list, tuple)) and any(is_dc(v) or isinstance(v, dict) for v in value):
+            continue
+        out.append((name, value))
+    return out
+
+
+def detail_table(obj: Any, title: str | None = None) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False, title=title, title_justify="left",
+                  expand=True)
+    table.add_column("field", style="bold cyan", no_wrap=True, ratio=1)
+    table.add_column("value", ratio=3)
+    for name, value in scalar_fields(obj):
+        table.add_row(name.replace("_", " "), fmt_value(value))
+    for name, items in child_groups(obj):
+        table.add_row(name.replace("_", " "), Text(", ".join(label_of(i) for i in items)[:200],
+                                                    style="grey62"))
+    return table
+
+
+def walk(obj: Any, depth: int = 0, max_depth: int = 6) -> Iterator[tuple[int, Any]]:
+    if depth > max_depth:
+        return
+    for _, items in child_groups(obj):
+        for item in items:
+            yield depth, item
+            yield from walk(item, depth + 1, max_depth)
+
+
+def worst_level(findings: Iterable[Finding]) -> Level | None:
+    levels = [f.level for f in findings]
+    if not levels:
+        return None
+    return min(levels, key=lambda lv: LEVEL_ORDER[lv])
+
+
+def badge(level: Level | None) -> Text:
+    if level is None:
+        return Text("")
+    return Text(f" {level.label.upper()} ", style=LEVEL_STYLE[level])
+
+
+def findings_for(findings: Iterable[Finding], subject: str) -> list[Finding]:
+    return [f for f in findings if f.subject == subject]
+
+
+def find_text(obj: Any, names: tuple[str, ...]) -> list[str]:
+    """Strings in list fields called one of `names` anywhere in obj (e.g. evidence)."""
+    out: list[str] = []
+    for name, value in fields_of(obj):
+        if name in names and isinstance(value, (list, tuple)):
+            out.extend(str(v) if not is_dc(v) else label_of(v) for v in value)
+    for _, items in child_groups(obj):
+        for item in items:
+            out.extend(find_text(item, names))
+    return out

@@ -1,0 +1,187 @@
+"""Probe runs for the TUI: a request from the form, a run in its own thread and event loop.
+
+Each probe (inspector.probes.*) is an async iterator of interval samples plus a final summary.
+A run drives it on a private asyncio loop in a daemon thread, so a memcached ramp to thousands of
+connections or a hung O_DIRECT read never competes with the UI loop; every interval reaches the
+UI as a ProbeProgress message. Stopping cancels the task from the UI thread.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable
+
+from inspector.tui.messages import ProbeFinished, ProbeProgress, ProbeUpdate
+
+KINDS = ("io", "memcached", "dns")
+KIND_TITLES = {"io": "IO latency", "memcached": "memcached", "dns": "DNS"}
+PROBE_MODULES = {"io": "inspector.probes.io_latency", "memcached": "inspector.probes.memcached",
+                 "dns": "inspector.probes.dns_failover"}
+MANY_CONNECTIONS = 100  # at or above this a memcached run needs confirming
+_ids = itertools.count(1)
+
+
+@dataclass
+class ProbeRequest:
+    kind: str
+    target: str
+    duration: float = 10.0          # seconds: the hard bound
+    count: int | None = None        # operations: the other bound
+    write: bool = False             # io: write into a private temp file in target dir
+    concurrency: int = 1            # io workers / memcached connections
+    interval: float = 0.25          # seconds between samples (4 Hz charts)
+
+    def describe(self) -> str:
+        bound = f"{self.duration:g} s" + (f" or {self.count} ops" if self.count else "")
+        extra = ""
+        if self.kind == "io":
+            extra = f", {'WRITE' if self.write else 'read'}, {self.concurrency} worker(s)"
+        elif self.kind == "memcached":
+            extra = f", {self.concurrency} connection(s)"
+        return f"{KIND_TITLES[self.kind]} on {self.target} for at most {bound}{extra}"
+
+    def needs_confirmation(self) -> str | None:
+        """Why this run must be confirmed, or None."""
+        if self.kind == "io" and self.write:
+            return (f"writes a private temporary file inside {self.target} "
+                    f"(bound: {self.duration:g} s)")
+        if self.kind == "memcached":
+            if self.write or self.concurrency >= MANY_CONNECTIONS:
+                return (f"opens {self.concurrency} connections and stores keys on {self.target} "
+                        f"(bound: {self.duration:g} s)")
+        return None
+
+
+def probe_available(kind: str) -> str | None:
+    """None when the probe module is installed, else a plain reason."""
+    try:
+        spec = importlib.util.find_spec(PROBE_MODULES[kind])
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return f"the {KIND_TITLES[kind]} probe has not landed in this build"
+    return None
+
+
+# Adapters turn a request into an async iterator of ProbeUpdate-like dicts and a summary.
+# They are filled in per probe module (inspector.tui.probe_adapters) as the probes land.
+Adapter = Callable[[ProbeRequest], AsyncIterator[dict]]
+
+
+@dataclass
+class ProbeRun:
+    request: ProbeRequest
+    post: Callable[[Any], None]            # App.post_message (thread-safe)
+    adapter: Adapter
+    run_id: int = field(default_factory=lambda: next(_ids))
+    state: str = "starting"                # running, done, stopped, failed
+    started: float = field(default_factory=time.monotonic)
+    last: ProbeUpdate | None = None
+    summary: Any = None
+    error: str | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+    _task: asyncio.Task | None = None
+    _thread: threading.Thread | None = None
+    _stop_requested: bool = False
+
+    @property
+    def title(self) -> str:
+        return f"#{self.run_id} {KIND_TITLES[self.request.kind]} {self.request.target}"
+
+    @property
+    def active(self) -> bool:
+        return self.state in ("starting", "running")
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._thread_main, daemon=True,
+                                        name=f"probe-{self.run_id}")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop_requested = True
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:
+                pass  # loop already finished
+
+    def join(self, timeout: float) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
+    def _thread_main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        error = None
+        try:
+            self._task = loop.create_task(self._drive())
+            if self._stop_requested:
+                self._task.cancel()
+            loop.run_until_complete(self._task)
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # shown in the run's panel, never a traceback on screen
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            except Exception:
+                pass
+            loop.close()
+        if error:
+            self.state, self.error = "failed", error
+        elif self._stop_requested:
+            self.state = "stopped"
+        else:
+            self.state = "done"
+        self.post(ProbeFinished(self.run_id, self.summary, self.error))
+
+    async def _drive(self) -> None:
+        self.state = "running"
+        async for item in self.adapter(self.request):
+            if "summary" in item:
+                self.summary = item["summary"]
+                continue
+            update = ProbeUpdate(run_id=self.run_id, **item)
+            self.last = update
+            self.post(ProbeProgress(update))
+
+
+class ProbeManager:
+    """All runs of this session; several may be active at once."""
+
+    def __init__(self, post: Callable[[Any], None], adapters: dict[str, Adapter]):
+        self.post = post
+        self.adapters = adapters
+        self.runs: list[ProbeRun] = []
+
+    def start(self, request: ProbeRequest) -> ProbeRun:
+        adapter = self.adapters.get(request.kind)
+        if adapter is None:
+            raise ValueError(probe_available(request.kind) or f"no adapter for {request.kind}")
+        run = ProbeRun(request=request, post=self.post, adapter=adapter)
+        self.runs.append(run)
+        run.start()
+        return run
+
+    def get(self, run_id: int) -> ProbeRun | None:
+        return next((r for r in self.runs if r.run_id == run_id), None)
+
+    def active(self) -> list[ProbeRun]:
+        return [r for r in self.runs if r.active]
+
+    def stop_all(self, timeout: float = 3.0) -> None:
+        runs = self.active()
+        for run in runs:
+            run.stop()
+        deadline = time.monotonic() + timeout
+        for run in runs:
+            run.join(max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,100 @@
+"""Overview: "what is wrong" on one 80x24 screen.
+
+Host identity, the virtualization layers in one line (evidence with `e`), the live headline
+numbers, and the findings sorted by severity (Enter shows a finding's evidence and advice).
+"""
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from inspector.model import Finding, Report
+from inspector.tui.base import InspectorScreen
+from inspector.tui.modelview import badge
+from inspector.tui.screen_help import TextScreen
+from inspector.tui.summaries import headline, virt_evidence, virt_line
+
+
+class OverviewScreen(InspectorScreen):
+    MODE = "overview"
+    BINDINGS = [Binding("e", "evidence", "Virt evidence", id="overview.evidence"),
+                Binding("enter", "finding", "Finding details", show=False, id="overview.finding")]
+
+    def compose_body(self) -> ComposeResult:
+        yield Static(id="identity", classes="line")
+        yield Static(id="virtline", classes="line")
+        yield Static(id="headline", classes="line")
+        table = DataTable(id="findings", cursor_type="row", zebra_stripes=False)
+        table.add_columns("level", "subject", "finding")
+        yield table
+
+    def on_mount(self) -> None:
+        self._findings: list[Finding] = []
+        self._findings_key = None
+        super().on_mount()
+
+    def show_report(self, report: Report | None) -> None:
+        identity = Text(no_wrap=True, overflow="ellipsis")
+        if report is None:
+            identity.append("host  ", style="bold").append("collecting...", style="grey62")
+            self.query_one("#identity", Static).update(identity)
+            self.query_one("#virtline", Static).update(Text("virt  ...", style="grey62"))
+            self._fill_findings([])
+            return
+        h = report.host
+        identity.append("host  ", style="bold")
+        identity.append(f"{h.hostname}", style="bold cyan")
+        identity.append(f"  kernel {h.kernel}  {h.machine}")
+        self.query_one("#identity", Static).update(identity)
+        self.query_one("#virtline", Static).update(virt_line(report.section("virt")))
+        self._fill_findings(report.findings)
+        self.show_live(getattr(self.app, "live_sample", None), getattr(self.app, "live_error", None))
+
+    def show_live(self, sample, error) -> None:
+        self.query_one("#headline", Static).update(headline(sample, self.live_reason()))
+
+    def _fill_findings(self, findings: list[Finding]) -> None:
+        key = tuple((f.level, f.subject, f.message) for f in findings)
+        if key == self._findings_key:
+            return  # unchanged: do not rebuild the table every refresh
+        self._findings_key = key
+        self._findings = list(findings)
+        table = self.query_one("#findings", DataTable)
+        table.clear()
+        if not findings:
+            done = getattr(self.app, "report", None) is not None
+            table.add_row(Text(" OK ", style="bold black on green") if done else "",
+                          "", "no findings: nothing wrong detected" if done else "collecting...")
+            return
+        for i, f in enumerate(findings):
+            table.add_row(badge(f.level), Text(f.subject, style="bold"), f.message, key=str(i))
+
+    def action_evidence(self) -> None:
+        report = getattr(self.app, "report", None)
+        section = report.section("virt") if report else None
+        lines = virt_evidence(section)
+        body = Group(virt_line(section), Text(""),
+                     Text("\n".join(f"• {line}" for line in lines) if lines
+                          else "no evidence recorded", style="" if lines else "grey62"))
+        self.app.push_screen(TextScreen("Virtualization evidence", body))
+
+    def action_finding(self) -> None:
+        table = self.query_one("#findings", DataTable)
+        if not self._findings or table.cursor_row is None:
+            return
+        f = self._findings[min(table.cursor_row, len(self._findings) - 1)]
+        body = Text()
+        body.append_text(badge(f.level)).append(f" {f.subject}: ", style="bold").append(f.message)
+        if f.code:
+            body.append(f"\ncode: {f.code}", style="grey62")
+        for line in f.evidence:
+            body.append(f"\nevidence: {line}", style="grey70")
+        if f.advice:
+            body.append(f"\nadvice: {f.advice}", style="italic cyan")
+        self.app.push_screen(TextScreen("Finding", body))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_finding()

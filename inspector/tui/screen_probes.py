@@ -1,0 +1,310 @@
+"""Probes: start IO / memcached / DNS probes from a form, chart them live, compare two runs.
+
+The form names the target and the bounds (seconds, operations, workers or connections); a run
+that writes or opens many connections first opens a confirmation naming target and bound.
+The runs table lists every run (several may be active); the left panel follows the highlighted
+run, `c` pins it to the right panel for before/after comparisons; `x` stops the highlighted run
+and `S` stops them all.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
+
+from inspector.tui.base import InspectorScreen
+from inspector.tui.messages import ProbeUpdate
+from inspector.tui.probe_runs import KIND_TITLES, KINDS, ProbeRequest, ProbeRun, probe_available
+from inspector.tui.screen_help import ConfirmScreen
+from inspector.widgets.chart import LiveChart
+from inspector.widgets.histogram import LatencyHistogram, format_ns
+
+DEFAULT_TARGETS = {"io": "/tmp", "memcached": "127.0.0.1:11211", "dns": "/etc/resolv.conf"}
+RUN_COLUMNS = ("run", "probe", "target", "state", "ops", "ops/s", "p50", "p99", "max")
+
+
+class RunPanel(Vertical):
+    """Live chart, percentile table and histogram of one run."""
+
+    def __init__(self, title: str, **kw):
+        super().__init__(**kw)
+        self.title = title
+        self.run_id: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield LiveChart(self.title, series=("p50", "p99", "max"), unit="ms", classes="run-chart",
+                        placeholder="no run selected")
+        with Horizontal(classes="run-stats"):
+            yield Static(classes="run-table")
+            yield LatencyHistogram("histogram", rows=6, classes="run-hist")
+
+    def attach(self, run: ProbeRun | None, history: list[ProbeUpdate]) -> None:
+        chart = self.query_one(LiveChart)
+        self.run_id = run.run_id if run else None
+        chart.clear("no run selected" if run is None else "waiting for the first interval...")
+        chart.border_title = f"{self.title}: {run.title}" if run else self.title
+        if run is not None:
+            chart.extend([_ms(u) for u in history])
+            if history:
+                self._stats(run, history[-1])
+        else:
+            self.query_one(".run-table", Static).update("")
+            self.query_one(LatencyHistogram).update("no samples yet")
+
+    def add(self, run: ProbeRun, update: ProbeUpdate) -> None:
+        if update.run_id != self.run_id:
+            return
+        self.query_one(LiveChart).push(*_ms(update))
+        self._stats(run, update)
+
+    def _stats(self, run: ProbeRun, update: ProbeUpdate) -> None:
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column(justify="right", no_wrap=True)
+        table.add_row("state", run.state)
+        table.add_row("elapsed", f"{update.elapsed:.1f} s")
+        table.add_row("ops", f"{update.ops}")
+        table.add_row("ops/s", f"{update.ops_per_s:.0f}")
+        extra = update.extra or {}
+        percentiles = extra.get("percentiles_ns") or {}
+        if percentiles:
+            for name, ns in percentiles.items():
+                table.add_row(name, format_ns(ns))
+        else:
+            table.add_row("p50", format_ns(update.p50))
+            table.add_row("p99", format_ns(update.p99))
+        table.add_row("max", format_ns(extra.get("max_ns", update.max)))
+        if update.errors:
+            table.add_row(Text("errors", style="bold red"), str(update.errors))
+        self.query_one(".run-table", Static).update(table)
+        if extra.get("buckets"):
+            self.query_one(LatencyHistogram).update_buckets(extra["buckets"])
+
+
+def _ms(u: ProbeUpdate) -> tuple:
+    return tuple(None if v is None else v / 1e6 for v in (u.p50, u.p99, u.max))
+
+
+class ProbesScreen(InspectorScreen):
+    MODE = "probes"
+    AUTO_FOCUS = "#runs"
+    BINDINGS = [Binding("escape", "leave_field", "Back", show=False, id="probes.escape"),
+                Binding("s", "start", "Start", id="probes.start"),
+                Binding("x", "stop", "Stop run", id="probes.stop"),
+                Binding("c", "compare", "Pin to right", id="probes.compare"),
+                Binding("n", "new", "New probe", id="probes.new"),
+                Binding("f2", "focus_runs", "Runs", id="probes.runs")]
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="probe-form"):
+            yield Select([(KIND_TITLES[k], k) for k in KINDS], value="io", allow_blank=False,
+                         id="probe-kind")
+            yield Input(DEFAULT_TARGETS["io"], placeholder="target", id="probe-target")
+            yield Input("10", placeholder="seconds", id="probe-seconds", type="number")
+            yield Input("1", placeholder="workers/conns", id="probe-concurrency", type="integer")
+            yield Checkbox("write", id="probe-write")
+            yield Button("Start", id="probe-start", variant="success")
+        yield Static(id="probe-hint", classes="line")
+        table = DataTable(id="runs", cursor_type="row")
+        for col in RUN_COLUMNS:
+            table.add_column(col, key=col)
+        yield table
+        with Horizontal(id="run-panels"):
+            yield RunPanel("A", id="panel-a")
+            yield RunPanel("B (c pins a run here)", id="panel-b")
+
+    def on_mount(self) -> None:
+        self._history: dict[int, list[ProbeUpdate]] = {}
+        super().on_mount()
+        self._hint()
+
+    # ------------------------------------------------------------------ form
+    def prefill(self, kind: str, target: str | None) -> None:
+        self.query_one("#probe-kind", Select).value = kind
+        self.query_one("#probe-target", Input).value = target or DEFAULT_TARGETS[kind]
+        self.query_one("#probe-target", Input).focus()
+        self._hint()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "probe-kind" and isinstance(event.value, str):
+            target = self.query_one("#probe-target", Input)
+            if target.value in DEFAULT_TARGETS.values():
+                target.value = DEFAULT_TARGETS[event.value]
+            self._hint()
+
+    def _hint(self) -> None:
+        kind = self.query_one("#probe-kind", Select).value
+        missing = probe_available(kind) if isinstance(kind, str) else None
+        if isinstance(kind, str) and kind not in self.app.probes.adapters and missing is None:
+            missing = f"the {KIND_TITLES[kind]} probe has no TUI adapter yet"
+        hint = Text(no_wrap=True, overflow="ellipsis")
+        if missing:
+            hint.append(missing, style="yellow")
+        else:
+            hint.append("target · seconds · workers/connections · write  then s or Start; "
+                        "x stops, S stops all, c pins to B", style="grey62")
+        self.query_one("#probe-hint", Static).update(hint)
+
+    def request_from_form(self) -> ProbeRequest:
+        kind = self.query_one("#probe-kind", Select).value
+        target = self.query_one("#probe-target", Input).value.strip()
+        try:
+            seconds = float(self.query_one("#probe-seconds", Input).value or "10")
+            concurrency = int(self.query_one("#probe-concurrency", Input).value or "1")
+        except ValueError:
+            raise ValueError("seconds and workers/connections must be numbers") from None
+        if not target:
+            raise ValueError("the probe needs a target")
+        if not 0 < seconds <= 24 * 3600:
+            raise ValueError("seconds must be between 0 and 86400")
+        if not 1 <= concurrency <= 100_000:
+            raise ValueError("workers/connections must be between 1 and 100000")
+        return ProbeRequest(kind=str(kind), target=target, duration=seconds,
+                            concurrency=concurrency,
+                            write=self.query_one("#probe-write", Checkbox).value)
+
+    def action_start(self) -> None:
+        try:
+            request = self.request_from_form()
+        except ValueError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if request.kind not in self.app.probes.adapters:
+            self.notify(probe_available(request.kind) or "probe not available", severity="error")
+            return
+        reason = request.needs_confirmation()
+        if reason:
+            self.app.push_screen(ConfirmScreen(f"Start {KIND_TITLES[request.kind]} probe?",
+                                               f"{request.describe()}\n\nThis {reason}."),
+                                 lambda ok: self._confirmed(ok, request))
+        else:
+            self.start_request(request)
+
+    def _confirmed(self, ok: bool | None, request: ProbeRequest) -> None:
+        if ok:
+            self.start_request(request)
+        else:
+            self.notify("probe not started")
+
+    def start_request(self, request: ProbeRequest) -> ProbeRun | None:
+        try:
+            run = self.app.probes.start(request)
+        except Exception as exc:
+            self.notify(f"cannot start: {exc}", severity="error")
+            return None
+        self._history[run.run_id] = []
+        table = self.query_one("#runs", DataTable)
+        table.add_row(*self._row(run), key=str(run.run_id))
+        table.move_cursor(row=table.row_count - 1)
+        self.query_one("#panel-a", RunPanel).attach(run, [])
+        self.show_state()
+        return run
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "probe-start":
+            self.action_start()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id and event.input.id.startswith("probe-"):
+            self.action_start()
+
+    # ------------------------------------------------------------------ runs
+    def _row(self, run: ProbeRun) -> list:
+        u = run.last
+        state_style = {"running": "bold green", "failed": "bold red", "stopped": "yellow"}.get(run.state, "")
+        return [f"#{run.run_id}", KIND_TITLES[run.request.kind], run.request.target[-28:],
+                Text(run.state, style=state_style),
+                str(u.ops) if u else "-", f"{u.ops_per_s:.0f}" if u else "-",
+                format_ns(u.p50) if u else "-", format_ns(u.p99) if u else "-",
+                format_ns(u.max) if u else "-"]
+
+    def _update_row(self, run: ProbeRun) -> None:
+        table = self.query_one("#runs", DataTable)
+        key = str(run.run_id)
+        if key not in table.rows:
+            return
+        with self.app.batch_update():
+            for col, value in zip(RUN_COLUMNS, self._row(run)):
+                table.update_cell(key, col, value)
+
+    def show_probe_update(self, update: ProbeUpdate) -> None:
+        run = self.app.probes.get(update.run_id)
+        if run is None:
+            return
+        history = self._history.setdefault(run.run_id, [])
+        history.append(update)
+        del history[:-512]
+        if not self.is_current:
+            return  # history is kept; panels repaint on resume
+        self._update_row(run)
+        for panel in self.query(RunPanel):
+            panel.add(run, update)
+
+    def show_probe_finished(self, run_id: int) -> None:
+        run = self.app.probes.get(run_id)
+        if run is not None and self.is_mounted:
+            self._update_row(run)
+            self.show_state()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        for run in self.app.probes.runs:
+            self._update_row(run)
+        for panel in self.query(RunPanel):
+            run = self.app.probes.get(panel.run_id) if panel.run_id else None
+            if run is not None:
+                panel.attach(run, self._history.get(run.run_id, []))
+
+    def _highlighted(self) -> ProbeRun | None:
+        table = self.query_one("#runs", DataTable)
+        if not table.row_count:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+        return self.app.probes.get(int(key)) if key else None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        run = self._highlighted()
+        panel = self.query_one("#panel-a", RunPanel)
+        if run is not None and panel.run_id != run.run_id:
+            panel.attach(run, self._history.get(run.run_id, []))
+
+    def action_stop(self) -> None:
+        run = self._highlighted()
+        if run is None or not run.active:
+            active = self.app.probes.active()
+            run = active[-1] if active else None
+        if run is None:
+            self.notify("no probe running")
+            return
+        run.stop()
+        self.notify(f"stopping {run.title}")
+
+    def action_compare(self) -> None:
+        run = self._highlighted()
+        if run is None:
+            self.notify("no run to pin")
+            return
+        self.query_one("#panel-b", RunPanel).attach(run, self._history.get(run.run_id, []))
+
+    def action_new(self) -> None:
+        self.query_one("#probe-target", Input).focus()
+
+    def action_leave_field(self) -> None:
+        if isinstance(self.focused, (Input, Select, Checkbox, Button)):
+            self.query_one("#runs", DataTable).focus()
+        else:
+            self.app.action_back()
+
+    def action_focus_runs(self) -> None:
+        self.query_one("#runs", DataTable).focus()
+
+    def show_report(self, report: Any) -> None:
+        pass

@@ -1,0 +1,194 @@
+"""Storage: the device tree with health badges; the selected device's details, members, health
+block and live iostat -x figures with an await chart. `/` filters the tree, `p` probes the
+selected device (opens the IO probe form)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Input, Static, Tree
+
+from inspector.model import Finding, Report
+from inspector.tui.base import InspectorScreen
+from inspector.tui.modelview import (badge, child_groups, detail_table, findings_for, label_of,
+                                     section_state, worst_level)
+from inspector.widgets.chart import LiveChart
+
+
+def build_nodes(section: Any) -> list[tuple[str, Any, list]]:
+    """[(label, item, children)] from the section's nested collections (model order)."""
+    def nodes_of(obj: Any, depth: int) -> list[tuple[str, Any, list]]:
+        out = []
+        if depth > 6:
+            return out
+        for _, items in child_groups(obj):
+            for item in items:
+                out.append((label_of(item), item, nodes_of(item, depth + 1)))
+        return out
+    return nodes_of(section, 0)
+
+
+class StorageScreen(InspectorScreen):
+    MODE = "storage"
+    AUTO_FOCUS = "#device-tree"
+    BINDINGS = [Binding("slash", "filter", "Filter", key_display="/", id="storage.filter"),
+                Binding("p", "probe", "IO probe here", id="storage.probe"),
+                Binding("escape", "clear_filter", "Clear filter", show=False,
+                        id="storage.clear_filter")]
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="storage-main"):
+            with Vertical(id="tree-pane"):
+                yield Input(placeholder="filter devices (esc clears)", id="tree-filter")
+                yield Tree("storage", id="device-tree")
+            with VerticalScroll(id="device-pane"):
+                yield Static(id="device-detail")
+                yield Static(id="device-iostat", classes="line")
+                yield LiveChart("await (ms)", series=("await",), unit="ms", id="await-chart",
+                                placeholder="no live data")
+
+    def on_mount(self) -> None:
+        self._filter = ""
+        self._tree_key = None
+        self._selected: Any = None
+        self._selected_label = ""
+        super().on_mount()
+
+    # ------------------------------------------------------------------ tree
+    def show_report(self, report: Report | None) -> None:
+        tree = self.query_one("#device-tree", Tree)
+        section = report.section("storage") if report else None
+        findings = report.findings if report else []
+        state = section_state(section, "storage") if report else "collecting..."
+        key = (id(section), self._filter, len(findings))
+        if key == self._tree_key:
+            return
+        self._tree_key = key
+        tree.clear()
+        tree.root.expand()
+        if state:
+            tree.root.set_label(Text("storage", style="bold"))
+            tree.root.add_leaf(Text(state, style="yellow"))
+            self._show_detail(None, findings, state)
+            return
+        tree.root.set_label(Text("storage", style="bold"))
+        nodes = build_nodes(section)
+        self._add(tree.root, nodes, findings)
+        if not tree.root.children:
+            tree.root.add_leaf(Text("no devices" if not self._filter else "no match", style="grey62"))
+        self._show_detail(self._selected, findings, None)
+
+    def _matches(self, label: str, children: list) -> bool:
+        if not self._filter:
+            return True
+        if self._filter.lower() in label.lower():
+            return True
+        return any(self._matches(lbl, ch) for lbl, _, ch in children)
+
+    def _add(self, parent, nodes: list, findings: list[Finding]) -> None:
+        for label, item, children in nodes:
+            if not self._matches(label, children):
+                continue
+            text = Text(label)
+            level = worst_level(findings_for(findings, label))
+            if level is not None:
+                text.append(" ").append_text(badge(level))
+            if children:
+                node = parent.add(text, data=(label, item), expand=True)
+                self._add(node, children, findings)
+            else:
+                parent.add_leaf(text, data=(label, item))
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        data = event.node.data
+        if data is None:
+            return
+        self._selected_label, self._selected = data
+        report = getattr(self.app, "report", None)
+        self._show_detail(self._selected, report.findings if report else [], None)
+        chart = self.query_one("#await-chart", LiveChart)
+        chart.clear()
+        self.show_live(getattr(self.app, "live_sample", None), None)
+
+    def _show_detail(self, item: Any, findings: list[Finding], state: str | None) -> None:
+        detail = self.query_one("#device-detail", Static)
+        if state:
+            detail.update(Text(state, style="yellow"))
+            return
+        if item is None:
+            detail.update(Text("select a device (arrows, / to filter)", style="grey62"))
+            return
+        own = findings_for(findings, self._selected_label)
+        parts: list = [Text(self._selected_label, style="bold cyan"), detail_table(item)]
+        parts.append(Text("health", style="bold"))
+        if own:
+            for f in own:
+                line = Text().append_text(badge(f.level)).append(f" {f.message}")
+                for ev in f.evidence[:4]:
+                    line.append(f"\n   {ev}", style="grey62")
+                parts.append(line)
+        else:
+            parts.append(Text("no findings for this device", style="green"))
+        detail.update(Group(*parts))
+
+    # ------------------------------------------------------------------ live
+    def show_live(self, sample, error) -> None:
+        line = self.query_one("#device-iostat", Static)
+        chart = self.query_one("#await-chart", LiveChart)
+        reason = self.live_reason()
+        if reason:
+            line.update(Text(f"iostat  {reason}", style="yellow"))
+            chart.set_placeholder(reason)
+            return
+        disk = next((d for d in sample.disks if d.name == self._selected_label), None)
+        if disk is None:
+            line.update(Text(f"iostat  no live figures for {self._selected_label or 'this node'}",
+                             style="grey62"))
+            chart.set_placeholder("select a block device")
+            return
+        text = Text("iostat  ", style="bold")
+        for label, value, fmt in (("r/s", disk.r_s, "{:.1f}"), ("w/s", disk.w_s, "{:.1f}"),
+                                  ("rkB/s", disk.rkb_s, "{:.0f}"), ("wkB/s", disk.wkb_s, "{:.0f}"),
+                                  ("await", disk.await_ms, "{:.2f}ms"), ("aqu-sz", disk.aqu_sz, "{:.2f}"),
+                                  ("%util", disk.util, "{:.1f}")):
+            text.append(f"{label} ", style="grey62").append(fmt.format(value) if value is not None else "-").append("  ")
+        line.update(text)
+        chart.push(disk.await_ms)
+
+    # ------------------------------------------------------------------ actions
+    def action_filter(self) -> None:
+        box = self.query_one("#tree-filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "tree-filter":
+            self._filter = event.value.strip()
+            self._tree_key = None
+            self.show_report(getattr(self.app, "report", None))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "tree-filter":
+            self.query_one("#device-tree", Tree).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#tree-filter", Input)
+        if box.display or self._filter:
+            box.value = ""
+            box.display = False
+            self._filter = ""
+            self._tree_key = None
+            self.show_report(getattr(self.app, "report", None))
+            self.query_one("#device-tree", Tree).focus()
+        else:
+            self.app.action_back()
+
+    def action_probe(self) -> None:
+        target = None
+        if self._selected_label:
+            target = f"/dev/{self._selected_label}"
+        self.app.open_probe_form("io", target)

@@ -1,0 +1,102 @@
+"""One-line summaries the Overview shows: virtualization layers and live headline numbers."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from inspector.model import Unknown, known
+from inspector.tui.live import LiveView
+from inspector.tui.modelview import find_text, get, is_dc, label_of, section_state
+
+EVIDENCE_FIELDS = ("evidence",)
+
+
+def virt_layers(section: Any) -> list[str]:
+    """Layer names, outermost first, from whatever shape the virt section has."""
+    layers = get(section, "layers", default=None)
+    out: list[str] = []
+    if isinstance(layers, (list, tuple)):
+        for layer in layers:
+            if isinstance(layer, str):
+                out.append(layer)
+                continue
+            parts = [str(v) for v in (get(layer, "kind", "type", "name"),
+                                      get(layer, "flavor", "product", "vendor"),
+                                      get(layer, "mode", "guest_mode"))
+                     if v and known(v)]
+            out.append(" ".join(dict.fromkeys(parts)) or label_of(layer))
+    else:
+        for name in ("summary", "hypervisor", "kind", "flavor"):
+            value = get(section, name)
+            if isinstance(value, str) and value:
+                out.append(value)
+                break
+    return out
+
+
+def virt_line(section: Any) -> Text:
+    state = section_state(section, "virtualization")
+    text = Text("virt  ", style="bold")
+    if state:
+        return text.append(state, style="yellow")
+    layers = virt_layers(section)
+    if not layers:
+        text.append("bare metal or undetermined", style="grey62")
+    else:
+        text.append(" › ".join(layers), style="bold magenta")
+    n = len(virt_evidence(section))
+    if n:
+        text.append(f"  ({n} pieces of evidence: e)", style="grey62")
+    return text
+
+
+def virt_evidence(section: Any) -> list[str]:
+    if not is_dc(section) and not isinstance(section, dict):
+        return []
+    return find_text(section, EVIDENCE_FIELDS)
+
+
+def rate(bps: float | None) -> str:
+    if bps is None:
+        return "-"
+    for div, unit in ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
+        if bps >= div:
+            return f"{bps / div:.1f} {unit}"
+    return f"{bps:.0f} B/s"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def headline(view: LiveView | None, reason: str | None) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if view is None:
+        return text.append(f"live  {reason or 'no live data'}", style="yellow")
+    disk = view.busiest_disk()
+    text.append("disk ", style="bold")
+    if disk is None:
+        text.append("-", style="grey62")
+    else:
+        style = "bold red" if (disk.util or 0) >= 90 else "bold yellow" if (disk.util or 0) >= 60 else ""
+        text.append(f"{disk.name} {pct(disk.util)} util", style=style)
+        if disk.await_ms is not None:
+            text.append(f" {disk.await_ms:.1f} ms await")
+    text.append("  cpu ", style="bold")
+    text.append(f"iowait {pct(view.iowait)}",
+                style="bold yellow" if (view.iowait or 0) >= 10 else "")
+    text.append(f" steal {pct(view.steal)}",
+                style="bold red" if (view.steal or 0) >= 10 else "bold yellow" if (view.steal or 0) >= 2 else "")
+    busy = [n for n in view.nics if (n.rx_bps or 0) + (n.tx_bps or 0) > 0 or n.stalled]
+    nics = sorted(busy or view.nics, key=lambda n: -((n.rx_bps or 0) + (n.tx_bps or 0)))[:2]
+    for nic in nics:
+        text.append(f"  {nic.name} ", style="bold")
+        text.append(f"rx {rate(nic.rx_bps)} tx {rate(nic.tx_bps)}")
+        if nic.stalled:
+            text.append(" STALLED", style="bold red")
+    return text
+
+
+def unknown_text(value: Any) -> str:
+    return str(value) if isinstance(value, Unknown) else value
