@@ -91,6 +91,8 @@ def compare(before: ServerStats, after: ServerStats,
         for name in COUNTERS:
             if name in before.values and name in after.values:
                 out.deltas[name] = after.values[name] - before.values[name]
+        if "get_hits" in out.deltas and "get_misses" in out.deltas:
+            out.deltas["get_hits+get_misses"] = out.deltas["get_hits"] + out.deltas["get_misses"]
     for name in GAUGES:
         out.gauges[name] = (before.get(name), after.get(name))
     for name in sent:

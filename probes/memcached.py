@@ -1,0 +1,548 @@
+"""memcached stress probe: memslap-class load with percentiles, server counters and samples.
+
+    probe = MemcachedProbe(MemcachedLoad(host, port, concurrency=32, execute_number=50000))
+    async for sample in probe:          # 4 Hz interval samples, for live charts
+        ...
+    summary = probe.summary             # ProbeSummary, also on error or stop()
+
+Bounded always: a hard deadline, a connect timeout and a per-request timeout; `stop()` (Ctrl-C)
+ends the run at once with partial figures; cancelling the iterating task cancels the run.
+The connection ramp lives in mc_ramp.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import resource
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from time import perf_counter_ns
+
+from inspector.probes.latency import LatencyRecorder, LatencySummary
+from inspector.probes.mc_engine import ERROR_LABELS, Engine
+from inspector.probes.mc_latency import record_array, sorted_percentiles
+from inspector.probes.mc_stats import ServerCounters, ServerStats, compare, read_stats_async
+from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange, Workload
+
+DEFAULT_PORT = 11211
+TESTS = ("set", "get", "mix")
+SAMPLE_INTERVAL_S = 0.25
+NOFILE_SLACK = 64          # descriptors beyond the connections: stats, flush, python, stdio
+MAX_SAMPLES_QUEUED = 4 * 600
+
+
+class ProbeError(Exception):
+    """The probe cannot start as configured (bad option, file-descriptor limit)."""
+
+
+@dataclass
+class MemcachedLoad:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    concurrency: int = 32
+    execute_number: int | None = None     # requests per connection (memslap's -e)
+    duration_s: float | None = None       # or run for this long
+    test: str = "set"                     # set | get | mix
+    set_ratio: float = 0.1                # for mix: fraction of sets (memaslap's 1:9)
+    key_count: int | None = None          # default: execute_number (like memcslap), else 10000
+    key_size: SizeRange = SizeRange(20, 60)       # memcslap's key lengths
+    value_size: SizeRange = SizeRange(50, 5000)   # memcslap's value lengths
+    flush: bool = False
+    rate_per_conn: float | None = None    # requests/s per connection; None = closed loop
+    connect_timeout_s: float = 3.0
+    request_timeout_s: float = 2.0
+    deadline_s: float = 600.0             # hard bound on the whole run
+    sample_interval_s: float = SAMPLE_INTERVAL_S
+
+    def validate(self) -> None:
+        if self.test not in TESTS:
+            raise ProbeError(f"test must be one of {', '.join(TESTS)}, got {self.test!r}")
+        if self.concurrency < 1:
+            raise ProbeError("concurrency must be at least 1")
+        if self.execute_number is not None and self.duration_s is not None:
+            raise ProbeError("give an execute number or a duration, not both")
+        if self.execute_number is not None and self.execute_number < 1:
+            raise ProbeError("execute number must be at least 1")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise ProbeError("duration must be positive")
+        if not 0.0 <= self.set_ratio <= 1.0:
+            raise ProbeError("set ratio must be within 0..1")
+        if self.rate_per_conn is not None and self.rate_per_conn <= 0:
+            raise ProbeError("rate must be positive")
+        if self.key_size.hi > MAX_KEY_BYTES or self.key_size.lo < 1:
+            raise ProbeError(f"key size must be within 1..{MAX_KEY_BYTES} bytes")
+        if self.value_size.hi > MAX_VALUE_BYTES or self.value_size.lo < 0:
+            raise ProbeError(f"value size must be within 0..{MAX_VALUE_BYTES} bytes")
+        if self.deadline_s <= 0 or self.request_timeout_s <= 0 or self.connect_timeout_s <= 0:
+            raise ProbeError("timeouts and deadline must be positive")
+
+    @property
+    def effective_execute_number(self) -> int | None:
+        if self.duration_s is not None:
+            return None
+        return self.execute_number if self.execute_number is not None else 10000
+
+    @property
+    def effective_key_count(self) -> int:
+        if self.key_count:
+            return self.key_count
+        return self.effective_execute_number or 10000
+
+    @property
+    def set_fraction(self) -> float:
+        return {"set": 1.0, "get": 0.0}.get(self.test, self.set_ratio)
+
+    @property
+    def target(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+# --- RLIMIT_NOFILE ---------------------------------------------------------------------------
+def nofile_needed(connections: int) -> int:
+    return connections + NOFILE_SLACK
+
+
+def ensure_nofile(connections: int) -> None:
+    """Raise the soft (and, as root, the hard) limit; ProbeError naming the number if we can't."""
+    needed = nofile_needed(connections)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        new_hard = hard if hard == resource.RLIM_INFINITY or hard >= needed else needed
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (needed, new_hard))
+        except (ValueError, OSError):
+            raise ProbeError(
+                f"{connections} connections need {needed} open files but the hard limit "
+                f"RLIMIT_NOFILE is {hard}: raise it (ulimit -Hn {needed}, LimitNOFILE=) "
+                f"or use at most {max(hard - NOFILE_SLACK, 0)} connections") from None
+
+
+# --- results ---------------------------------------------------------------------------------
+@dataclass
+class Sample:
+    """One interval (4 Hz) for live charts. Latencies are exact over the interval."""
+    t_s: float                       # end of the interval, seconds since the load started
+    interval_s: float
+    ops: dict[str, int]              # {"set": n, "get": n} replies in the interval
+    ops_per_s: float
+    latency_ns: dict[str, dict[str, int]]   # {"set": {"p50":..,"p90":..,"p99":..,"p99.9":..,"max":..}}
+    errors: dict[str, int]           # new errors in the interval, by kind
+    connections: int                 # open connections at the end of the interval
+    in_flight: int
+
+
+@dataclass
+class OpResult:
+    sent: int
+    ok: int
+    failed: int                      # answered with an error line
+    ops_per_s: float
+    latency: LatencySummary
+
+
+@dataclass
+class Preload:
+    keys: int
+    sent: int
+    stored: int
+    seconds: float
+    error: str | None = None
+
+
+@dataclass
+class ProbeSummary:
+    target: str
+    test: str
+    concurrency: int
+    execute_number: int | None
+    duration_s: float | None
+    key_count: int
+    key_size: str
+    value_size: str
+    status: str                      # completed | stopped | deadline | failed
+    reason: str                      # one line: why it ended (or what went wrong)
+    started_at: float                # unix time
+    connections_opened: int
+    open_s: float                    # time to open the connections
+    load_s: float                    # first request to last reply
+    ops_total: int
+    ops_per_s: float
+    ops: dict[str, OpResult]
+    get_hits: int
+    get_misses: int
+    errors: dict[str, int]
+    error_details: dict[str, str]    # the first message of each kind
+    flushed: bool
+    preload: Preload | None
+    server: ServerCounters | None
+    samples: int = 0
+
+    @property
+    def error_total(self) -> int:
+        return sum(self.errors.values())
+
+
+def error_label(kind: str) -> str:
+    return ERROR_LABELS.get(kind, kind)
+
+
+# --- helpers on the wire that are not the hot path -------------------------------------------
+async def _one_shot(host: str, port: int, payload: bytes, expect: bytes, timeout: float) -> None:
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    try:
+        writer.write(payload)
+        line = await asyncio.wait_for(reader.readline(), timeout)
+        if line != expect:
+            raise OSError(f"unexpected reply {line[:80]!r}" if line else
+                          "server closed the connection")
+    finally:
+        writer.close()
+
+
+async def flush_all(host: str, port: int, timeout: float = 3.0) -> None:
+    await _one_shot(host, port, b"flush_all\r\n", b"OK\r\n", timeout)
+
+
+class _PreloadProtocol(asyncio.Protocol):
+    """Pipelined sets in windows: the keys exist before a get or mix test (like memcslap)."""
+
+    def __init__(self, requests, window: int = 256):
+        self.requests, self.window = requests, window
+        self.next = 0
+        self.pending = 0
+        self.stored = 0
+        self.sent = 0
+        self.buf = b""
+        self.error: str | None = None
+        self.done = asyncio.get_running_loop().create_future()
+        self.transport = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self._send_window()
+
+    def _send_window(self) -> None:
+        end = min(self.next + self.window, len(self.requests))
+        if self.next >= end:
+            if not self.done.done():
+                self.done.set_result(None)
+            return
+        self.transport.write(b"".join(self.requests[self.next:end]))
+        self.pending = end - self.next
+        self.sent += self.pending
+        self.next = end
+
+    def data_received(self, data: bytes) -> None:
+        data = self.buf + data
+        lines = data.split(b"\r\n")
+        self.buf = lines.pop()
+        for line in lines:
+            self.pending -= 1
+            if line == b"STORED":
+                self.stored += 1
+            elif self.error is None:
+                self.error = line.decode("latin-1")[:200]
+                if line.startswith(b"ERROR Too many"):
+                    self.transport.abort()
+                    return
+        if self.pending <= 0:
+            self._send_window()
+
+    def connection_lost(self, exc) -> None:
+        if not self.done.done():
+            self.done.set_exception(ConnectionError(str(exc) if exc else "closed by server"))
+
+
+async def preload_keys(host: str, port: int, workload: Workload, timeout: float) -> Preload:
+    loop = asyncio.get_running_loop()
+    requests = [workload.set_request(i) for i in range(workload.key_count)]
+    proto = _PreloadProtocol(requests)
+    start = perf_counter_ns()
+    try:
+        transport, _ = await asyncio.wait_for(
+            loop.create_connection(lambda: proto, host, port), timeout)
+    except (OSError, asyncio.TimeoutError) as exc:
+        return Preload(workload.key_count, 0, 0, 0.0, f"preload connect: {exc or 'timed out'}")
+    error = None
+    try:
+        await asyncio.wait_for(proto.done, timeout + workload.key_count / 5000)
+    except (OSError, asyncio.TimeoutError) as exc:
+        error = f"preload: {exc or 'timed out'}"
+    finally:
+        transport.abort()
+    return Preload(workload.key_count, proto.sent, proto.stored,
+                   (perf_counter_ns() - start) / 1e9, error or proto.error)
+
+
+# --- the probe -------------------------------------------------------------------------------
+class MemcachedProbe:
+    """Async iterator of Samples; `summary` once the iteration ends (also after stop/errors)."""
+
+    def __init__(self, load: MemcachedLoad):
+        load.validate()
+        self.load = load
+        self.summary: ProbeSummary | None = None
+        self._queue: deque[Sample] = deque(maxlen=MAX_SAMPLES_QUEUED)
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._stop_requested = False
+        self._engine: Engine | None = None
+        self.total = {"set": LatencyRecorder(), "get": LatencyRecorder()}
+        self.sample_count = 0
+
+    # iteration ---------------------------------------------------------------------------------
+    def __aiter__(self) -> "MemcachedProbe":
+        return self
+
+    def _ensure_started(self) -> None:
+        if self._task is None:
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def __anext__(self) -> Sample:
+        self._ensure_started()
+        while True:
+            if self._queue:
+                return self._queue.popleft()
+            if self._task.done():
+                self._task.result()       # re-raise an unexpected failure of the run
+                raise StopAsyncIteration
+            self._wake.clear()
+            try:
+                await self._wake.wait()
+            except asyncio.CancelledError:
+                self._task.cancel()
+                raise
+
+    async def run(self) -> ProbeSummary:
+        """Drive the probe to its end, discarding samples; returns the summary."""
+        async for _ in self:
+            pass
+        return self.summary
+
+    def stop(self) -> None:
+        """End at once (Ctrl-C): abandon in-flight requests, keep the partial figures."""
+        self._stop_requested = True
+        if self._engine is not None:
+            self._engine.close()
+        if self._wake is not None:
+            self._wake.set()
+
+    async def aclose(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    def _emit(self, sample: Sample) -> None:
+        self._queue.append(sample)
+        self.sample_count += 1
+        self._wake.set()
+
+    # the run -----------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        load = self.load
+        started_at = time.time()
+        t_begin = time.monotonic()
+        hard_end = t_begin + load.deadline_s
+        state = _RunState()
+        try:
+            ensure_nofile(load.concurrency)
+            workload = Workload(load.effective_key_count, load.key_size, load.value_size)
+            state.before = await read_stats_async(load.host, load.port)
+            if load.flush:
+                try:
+                    await flush_all(load.host, load.port, load.connect_timeout_s)
+                    state.flushed = True
+                except (OSError, asyncio.TimeoutError) as exc:
+                    state.fail(f"flush_all failed: {exc or 'timed out'}")
+            if not state.failed and load.test in ("get", "mix"):
+                state.preload = await preload_keys(load.host, load.port, workload,
+                                                   load.request_timeout_s)
+                if state.preload.error and state.preload.stored == 0:
+                    state.fail(state.preload.error)
+            if not state.failed and not self._stop_requested:
+                await self._load_phase(workload, state, hard_end)
+            elif self._stop_requested:
+                state.status, state.reason = "stopped", "stopped before the load started"
+        except ProbeError as exc:
+            state.fail(str(exc))
+        except asyncio.CancelledError:
+            if self._engine is not None:
+                self._engine.close()
+            self.summary = self._summarise(state, started_at, ServerStats(None, "not read: cancelled"))
+            raise
+        after = ServerStats(None, "not read: no stats before")
+        if state.before is not None and state.before.values is not None:
+            after = await read_stats_async(load.host, load.port)
+        self.summary = self._summarise(state, started_at, after)
+        self._wake.set()
+
+    async def _load_phase(self, workload: Workload, state: "_RunState", hard_end: float) -> None:
+        load = self.load
+        engine = Engine(workload, load.set_fraction, load.effective_execute_number,
+                        load.rate_per_conn)
+        self._engine = engine
+        state.engine = engine
+        open_budget = max(0.1, hard_end - time.monotonic())
+        try:
+            state.open_s = await asyncio.wait_for(
+                engine.open(load.host, load.port, load.concurrency, load.connect_timeout_s),
+                open_budget)
+        except asyncio.TimeoutError:
+            engine.close()
+            state.status, state.reason = "deadline", "deadline reached while connecting"
+            return
+        if self._stop_requested:
+            engine.close()
+            state.status, state.reason = "stopped", "stopped while connecting"
+            return
+        if not engine.conns or engine.open_connections() == 0:
+            engine.close()
+            state.fail(_first_error_line(engine) or "no connection could be opened")
+            return
+        t0 = perf_counter_ns()
+        state.t0 = t0
+        engine.start()
+        duration_end = (time.monotonic() + load.duration_s) if load.duration_s else None
+        step = load.sample_interval_s
+        next_tick = time.monotonic() + step
+        last_tick_ns = t0
+        last_errors = dict(engine.errors)
+        while True:
+            now = time.monotonic()
+            wait = max(0.0, min(next_tick, hard_end) - now)
+            if not engine.done.is_set():
+                try:
+                    await asyncio.wait_for(engine.done.wait(), wait)
+                except asyncio.TimeoutError:
+                    pass
+            now_ns = perf_counter_ns()
+            now = time.monotonic()
+            finished = engine.done.is_set()
+            if finished and state.t_end is None:
+                state.t_end = now_ns
+            if finished or now >= next_tick - 0.002:
+                engine.check_timeouts(load.request_timeout_s)
+                last_errors = self._sample(engine, t0, last_tick_ns, now_ns, last_errors)
+                last_tick_ns = now_ns
+                next_tick = now + step
+            if finished:
+                break
+            if duration_end is not None and now >= duration_end and not engine.stopping:
+                engine.stop_sending()       # in-flight replies drain, bounded by the timeout
+            if now >= hard_end:
+                state.status = "deadline"
+                state.reason = f"deadline of {load.deadline_s:g} s reached"
+                engine.close()
+        if state.t_end is None:
+            state.t_end = perf_counter_ns()
+        if self._stop_requested and state.status == "completed":
+            state.status, state.reason = "stopped", "stopped by the user (partial figures)"
+        elif state.status == "completed":
+            self._judge_end(engine, state)
+
+    def _judge_end(self, engine: Engine, state: "_RunState") -> None:
+        dead = sum(1 for c in engine.conns if c.dead)
+        ok = engine.ok_set + engine.ok_get
+        if dead and dead == len(engine.conns):
+            state.fail(f"all {dead} connections failed: {_first_error_line(engine)}")
+        elif dead:
+            state.reason = (f"{dead} of {len(engine.conns)} connections failed: "
+                            f"{_first_error_line(engine)}")
+            state.status = "failed" if ok == 0 else "completed"
+        elif engine.errors:
+            state.reason = f"completed with errors: {_first_error_line(engine)}"
+        else:
+            state.reason = "completed"
+
+    def _sample(self, engine: Engine, t0: int, last_ns: int, now_ns: int,
+                last_errors: dict[str, int]) -> dict[str, int]:
+        s_arr, g_arr = engine.take_latencies()
+        record_array(self.total["set"], s_arr)
+        record_array(self.total["get"], g_arr)
+        interval = max((now_ns - last_ns) / 1e9, 1e-9)
+        ops = {"set": len(s_arr), "get": len(g_arr)}
+        errors_now = dict(engine.errors)
+        new_errors = {k: v - last_errors.get(k, 0) for k, v in errors_now.items()
+                      if v - last_errors.get(k, 0)}
+        self._emit(Sample(
+            t_s=(now_ns - t0) / 1e9, interval_s=interval, ops=ops,
+            ops_per_s=(ops["set"] + ops["get"]) / interval,
+            latency_ns={k: sorted_percentiles(a) for k, a in (("set", s_arr), ("get", g_arr)) if a},
+            errors=new_errors, connections=engine.open_connections(),
+            in_flight=engine.in_flight()))
+        return errors_now
+
+    def _summarise(self, state: "_RunState", started_at: float, after: ServerStats) -> ProbeSummary:
+        load = self.load
+        engine = state.engine
+        if engine is not None:
+            s_arr, g_arr = engine.take_latencies()   # anything after the last sample
+            record_array(self.total["set"], s_arr)
+            record_array(self.total["get"], g_arr)
+        load_s = ((state.t_end or perf_counter_ns()) - state.t0) / 1e9 if state.t0 else 0.0
+        ops: dict[str, OpResult] = {}
+        for name in ("set", "get"):
+            rec = self.total[name]
+            sent = getattr(engine, f"sent_{name}", 0) if engine else 0
+            failed = getattr(engine, f"failed_{name}", 0) if engine else 0
+            if sent or rec.count:
+                ops[name] = OpResult(sent, rec.count, failed,
+                                     rec.count / load_s if load_s else 0.0, rec.summary())
+        total_ok = sum(o.ok for o in ops.values())
+        server = None
+        if state.before is not None:
+            pre_sent = state.preload.sent if state.preload else 0
+            pre_ans = state.preload.stored if state.preload else 0
+            if state.preload and state.preload.error is None:
+                pre_ans = state.preload.sent
+            sent = {"cmd_set": pre_sent + (engine.sent_set if engine else 0),
+                    "cmd_get": engine.sent_get if engine else 0}
+            answered = {"cmd_set": pre_ans + (engine.ok_set + engine.failed_set if engine else 0),
+                        "cmd_get": (engine.ok_get + engine.failed_get) if engine else 0}
+            if engine is not None and engine.sent_get:
+                sent["get_hits+get_misses"] = engine.sent_get
+                answered["get_hits+get_misses"] = engine.get_hits + engine.get_misses
+            server = compare(state.before, after, sent, answered)
+        return ProbeSummary(
+            target=load.target, test=load.test, concurrency=load.concurrency,
+            execute_number=load.effective_execute_number, duration_s=load.duration_s,
+            key_count=load.effective_key_count, key_size=str(load.key_size),
+            value_size=str(load.value_size), status=state.status, reason=state.reason,
+            started_at=started_at,
+            connections_opened=len(engine.conns) if engine else 0, open_s=state.open_s,
+            load_s=load_s, ops_total=total_ok, ops_per_s=total_ok / load_s if load_s else 0.0,
+            ops=ops, get_hits=engine.get_hits if engine else 0,
+            get_misses=engine.get_misses if engine else 0,
+            errors=dict(engine.errors) if engine else {},
+            error_details=dict(engine.first_error) if engine else {},
+            flushed=state.flushed, preload=state.preload, server=server,
+            samples=self.sample_count)
+
+
+def _first_error_line(engine: Engine) -> str:
+    if not engine.errors:
+        return ""
+    kind, count = engine.errors.most_common(1)[0]
+    detail = engine.first_error.get(kind, "")
+    return f"{error_label(kind)} x{count}" + (f" ({detail})" if detail else "")
+
+
+@dataclass
+class _RunState:
+    status: str = "completed"
+    reason: str = ""
+    before: ServerStats | None = None
+    flushed: bool = False
+    preload: Preload | None = None
+    engine: Engine | None = None
+    open_s: float = 0.0
+    t0: int = 0
+    t_end: int | None = None
+    failed: bool = False
+
+    def fail(self, reason: str) -> None:
+        self.status, self.reason, self.failed = "failed", reason, True
