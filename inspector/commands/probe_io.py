@@ -1,16 +1,234 @@
-"""`inspector probe io` (placeholder until it lands)."""
+"""`inspector probe io TARGET`: ioping-class IO latency probe with percentiles, workers, ramp.
+
+TARGET is a directory or mountpoint (a private temporary file of the working-set size is
+probed and leaves nothing behind), a regular file or a block device (read-only: writes are
+refused). Human output follows ioping: one line per request with -i, one per interval sample
+otherwise, then ioping's statistics block plus a percentile line.
+
+Exit status (like ioping): 0 done, 1 usage error, 2 target could not be prepared (missing,
+permission denied, refused write), 3 a request failed mid-run (partial results printed),
+130 interrupted by Ctrl-C (partial results printed).
+"""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import sys
 
 from inspector.commands.common import CliError, add_root_argument
+from inspector.probes.io_format import fmt_int, fmt_size, fmt_time, parse_seconds, parse_size
+from inspector.probes.io_latency import (MIXED, READ, WRITE, IoConfig, IoLatencyProbe, IoRamp,
+                                         IoResult, IoSample, RampResult)
+from inspector.probes.io_target import TargetError, open_target
+
+EXIT_OK, EXIT_USAGE, EXIT_PREP, EXIT_RUNTIME, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+DEFAULT_DEADLINE = 3.0          # like `ioping -R` when neither -c nor -w is given
+DEFAULT_STEP = 2.0              # seconds per ramp step
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
-    p = kinds.add_parser("io", help="io probe")
+    p = kinds.add_parser(
+        "io", help="IO latency probe (ioping-class, percentiles, workers, ramp)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_root_argument(p)
+    p.add_argument("target", metavar="TARGET", help="directory, mountpoint, file or block device")
+    p.add_argument("-c", "--count", type=int, help="stop after COUNT requests (warm-up included)")
+    p.add_argument("-w", "--deadline", help="stop after this time (3s default without -c; "
+                                            "with --ramp: time per step, default 2s)")
+    p.add_argument("-s", "--size", default="4k", help="request size (default 4k)")
+    p.add_argument("-S", "--working-set", help="working set (default 64m for a directory, the "
+                                               "whole file or device otherwise)")
+    p.add_argument("-i", "--interval", default="0",
+                   help="pause between a worker's requests (default 0: as fast as possible); "
+                        "with an interval every request is printed")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true",
+                      help="write requests (directory targets only: a private temporary file)")
+    mode.add_argument("--mixed", action="store_true", help="half reads, half writes (directory)")
+    p.add_argument("--cached", action="store_true",
+                   help="buffered IO through the page cache (default: O_DIRECT)")
+    p.add_argument("-L", "--sequential", action="store_true", help="sequential offsets")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="concurrent workers (default 1)")
+    p.add_argument("--ramp", action="store_true",
+                   help="run 1, 2, 4 ... JOBS workers for -w each; report IOPS, p99, the knee")
+    p.add_argument("-q", "--quiet", action="store_true", help="only the final statistics")
+    p.add_argument("--json", action="store_true", help="summary, histogram and samples as JSON")
     p.set_defaults(func=run)
+
+    def usage_error(message: str) -> None:      # ioping's convention: usage errors exit 1
+        p.print_usage(sys.stderr)
+        p.exit(EXIT_USAGE, f"{p.prog}: error: {message}\n")
+    p.error = usage_error
+
+
+def _config(args: argparse.Namespace) -> tuple[IoConfig, int | None]:
+    try:
+        size = parse_size(args.size)
+        working_set = parse_size(args.working_set) if args.working_set else None
+        interval = parse_seconds(args.interval)
+        deadline = parse_seconds(args.deadline) if args.deadline else None
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if size <= 0 or (working_set is not None and working_set <= 0):
+        raise CliError("request size and working set must be positive", EXIT_USAGE)
+    if args.jobs < 1:
+        raise CliError("--jobs must be at least 1", EXIT_USAGE)
+    if args.count is not None and args.count < args.jobs:
+        raise CliError(f"-c {args.count}: at least one request per worker is needed", EXIT_USAGE)
+    if args.ramp:
+        deadline = deadline or DEFAULT_STEP
+    elif args.count is None and deadline is None:
+        deadline = DEFAULT_DEADLINE
+    mode = WRITE if args.write else MIXED if args.mixed else READ
+    cfg = IoConfig(mode=mode, request_size=size, count=args.count, deadline=deadline,
+                   interval=interval, jobs=args.jobs, sequential=args.sequential)
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    return cfg, working_set
 
 
 def run(args: argparse.Namespace) -> int:
-    raise CliError("probe io is not implemented yet")
+    if getattr(args, "root", None):
+        raise CliError("probe io measures this host; it cannot run on --root", EXIT_USAGE)
+    cfg, working_set = _config(args)
+    try:
+        target = open_target(args.target, write=cfg.mode != READ, request_size=cfg.request_size,
+                             working_set=working_set, direct=not args.cached)
+    except TargetError as exc:
+        raise CliError(str(exc), EXIT_PREP) from None
+    try:
+        out = _Printer(args, target.path, target.describe(), cfg)
+        if not args.json:
+            for note in target.notes:
+                print(f"note: {note}", file=sys.stderr)
+        if args.ramp:
+            ramp = IoRamp(target, cfg, args.jobs, cfg.deadline)
+            interrupted = asyncio.run(_drive(ramp, out))
+            return out.ramp_done(ramp.result, interrupted)
+        probe = IoLatencyProbe(target, cfg)
+        interrupted = asyncio.run(_drive(probe, out))
+        return out.done(probe.result, interrupted, target.notes)
+    finally:
+        target.close()
+
+
+async def _drive(probe, out: "_Printer") -> bool:
+    """Consume the samples; True when interrupted (Ctrl-C cancels asyncio.run's task)."""
+    try:
+        async for sample in probe:
+            out.sample(sample)
+    except asyncio.CancelledError:
+        return True
+    return False
+
+
+class _Printer:
+    def __init__(self, args: argparse.Namespace, path: str, description: str, cfg: IoConfig):
+        self.args, self.path, self.description, self.cfg = args, path, description, cfg
+        self.request_no = 0
+        self.samples: list[IoSample] = []
+
+    def sample(self, s: IoSample) -> None:
+        self.samples.append(s)
+        if self.args.json or self.args.quiet:
+            return
+        arrow = ">>>" if self.cfg.mode == WRITE else "<<<" if self.cfg.mode == READ else "<->"
+        head = f"{fmt_size(self.cfg.request_size)} {arrow} {self.path} ({self.description})"
+        for ns in s.warmups_ns if self.cfg.interval > 0 else ():
+            self.request_no += 1
+            print(f"{head}: request={self.request_no} time={fmt_time(ns)} (warmup)", flush=True)
+        for ns in s.latencies_ns:
+            self.request_no += 1
+            print(f"{head}: request={self.request_no} time={fmt_time(ns)}", flush=True)
+        if self.cfg.interval > 0 or not s.requests:
+            return
+        st = s.stats
+        jobs = f" jobs={s.jobs}" if self.args.ramp or s.jobs > 1 else ""
+        print(f"{self.path}:{jobs} t={s.t:.2f} s {fmt_int(s.requests)} requests, "
+              f"{fmt_int(round(s.iops))} iops, {fmt_size(s.bytes_per_s)}/s, "
+              f"min/avg/max = {fmt_time(st.min_ns)} / {fmt_time(st.avg_ns)} / "
+              f"{fmt_time(st.max_ns)}, p99 {fmt_time(st.p99_ns)}", flush=True)
+
+    # -- single run ---------------------------------------------------------------------------
+    def done(self, r: IoResult, interrupted: bool, notes: list[str]) -> int:
+        if self.args.json:
+            print(json.dumps({"summary": r.summary_json(), "notes": notes,
+                              "histogram": [list(b) for b in r.histogram()],
+                              "samples": [s.to_json() for s in r.samples]}, indent=1))
+        else:
+            print()
+            print("\n".join(statistics_lines(r)))
+        return self._status(r.error, interrupted)
+
+    def _status(self, error: str | None, interrupted: bool) -> int:
+        if error:
+            print(f"inspector: {error} (partial results kept)", file=sys.stderr)
+            return EXIT_RUNTIME
+        if interrupted:
+            print("inspector: interrupted (partial results kept)", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return EXIT_OK
+
+    # -- ramp ---------------------------------------------------------------------------------
+    def ramp_done(self, ramp: RampResult, interrupted: bool) -> int:
+        if self.args.json:
+            print(json.dumps({"ramp": ramp.to_json(),
+                              "samples": [s.to_json() for s in self.samples]}, indent=1))
+        else:
+            print()
+            print("\n".join(ramp_lines(self.path, self.description, ramp)))
+        return self._status(ramp.error, interrupted or ramp.interrupted)
+
+
+def statistics_lines(r: IoResult) -> list[str]:
+    """ioping's statistics block, plus percentiles (and workers when more than one)."""
+    lat = r.latency
+    verb = {WRITE: "written", READ: "read"}.get(r.mode, "read/written")
+    lines = [f"--- {r.path} ({r.description}) ioping statistics ---"]
+    if r.requests:
+        lines.append(f"{fmt_int(r.requests)} requests completed in {fmt_time(r.busy_ns)}, "
+                     f"{fmt_size(r.requests * r.request_size)} {verb}, "
+                     f"{fmt_int(round(r.iops_mean))} iops, {fmt_size(r.bytes_per_s)}/s")
+    else:
+        lines.append("0 requests completed")
+    lines.append(f"generated {fmt_int(r.total_requests)} requests in {fmt_time(r.wall_ns)}, "
+                 f"{fmt_size(r.total_requests * r.request_size)}, "
+                 f"{fmt_int(round(r.iops_wall))} iops, {fmt_size(r.wall_bytes_per_s)}/s")
+    if r.requests:
+        lines.append(f"min/avg/max/mdev = {fmt_time(lat.min_ns)} / {fmt_time(lat.avg_ns)} / "
+                     f"{fmt_time(lat.max_ns)} / {fmt_time(lat.mdev_ns)}")
+        p = lat.percentiles_ns
+        lines.append(f"p50/p90/p99/p99.9 = {fmt_time(p['p50'])} / {fmt_time(p['p90'])} / "
+                     f"{fmt_time(p['p99'])} / {fmt_time(p['p99.9'])}")
+    extra = []
+    if r.jobs > 1:
+        extra.append(f"{r.jobs} workers")
+    if r.mode == "mixed":
+        extra.append(f"{r.reads} reads, {r.writes} writes")
+    extra.append("O_DIRECT" if r.direct else "buffered")
+    lines.append(", ".join(extra))
+    return lines
+
+
+def ramp_lines(path: str, description: str, ramp: RampResult) -> list[str]:
+    lines = [f"--- {path} ({description}) ramp ---",
+             f"{'workers':>7} {'iops':>10} {'avg':>10} {'p99':>10}"]
+    for s in ramp.steps:
+        lines.append(f"{s.jobs:>7} {fmt_int(round(s.iops)):>10} "
+                     f"{fmt_time(s.avg_ns) if s.avg_ns else '-':>10} "
+                     f"{fmt_time(s.p99_ns) if s.p99_ns else '-':>10}")
+    if ramp.max_iops:
+        lines.append(f"Maximum Small IOPS={round(ramp.max_iops.iops)} @ Small={ramp.max_iops.jobs}")
+    if ramp.min_latency:
+        lines.append(f"Minimum Small Latency={ramp.min_latency.avg_ns / 1000:.2f} usecs "
+                     f"@ Small={ramp.min_latency.jobs}")
+    if ramp.knee:
+        lines.append(f"Knee: {ramp.knee.jobs} workers (IOPS={round(ramp.knee.iops)}, "
+                     f"p99={fmt_time(ramp.knee.p99_ns)}): beyond it p99 grows faster than IOPS"
+                     if ramp.knee is not ramp.steps[-1] else
+                     f"Knee: not reached up to {ramp.knee.jobs} workers "
+                     "(p99 never grew faster than IOPS)")
+    return lines
