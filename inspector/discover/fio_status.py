@@ -120,7 +120,7 @@ def parse_text(text: str) -> FioStatus:
 def _set_status(c: FioHealth, status: str, line: str) -> None:
     c.status_line = status
     c.evidence["state"] = line
-    word = status.split(":", 1)[0].split()[0].lower() if status.split() else "unknown"
+    word = _state_word(status)
     c.state = word
     if word == "failed":
         c.failed_reason = status.split(":", 1)[1].strip() if ":" in status else ""
@@ -130,6 +130,11 @@ def _set_status(c: FioHealth, status: str, line: str) -> None:
     if m:
         c.device, c.mapping = m.group(1), "fio-status (attached as)"
         c.evidence["device"] = line
+
+
+def _state_word(status: str) -> str:
+    words = status.split(":", 1)[0].split()
+    return words[0].lower() if words else "unknown"
 
 
 def _controller_line(c: FioHealth, line: str, in_vsus: bool) -> bool:
@@ -252,7 +257,7 @@ def _from_json(iom: dict, index: int) -> FioHealth:
     c = FioHealth(controller=name.rsplit("/", 1)[-1])
     state = _s(iom, "iom_state") or _s(iom, "state") or "unknown"
     c.status_line = state
-    c.state = state.split(":", 1)[0].split()[0].lower() if state.split() else "unknown"
+    c.state = _state_word(state)
     c.evidence["state"] = f"iom_state: {state}"
     if c.state == "failed":
         c.failed_reason = state.split(":", 1)[1].strip() if ":" in state else ""

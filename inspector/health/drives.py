@@ -109,8 +109,15 @@ def hio_findings(name: str, h: HioHealth) -> list[Finding]:
 
 # ------------------------------------------------------------------ Fusion-io
 def fio_findings(name: str, c: FioHealth) -> list[Finding]:
+    out = _fio_rules(name, c)
+    if name != c.controller:   # the block device is the subject; say which controller it is
+        for f in out:
+            f.message = f"{c.controller}: {f.message}"
+    return out
+
+
+def _fio_rules(subject: str, c: FioHealth) -> list[Finding]:
     out: list[Finding] = []
-    subject = name if name == c.controller else f"{name} ({c.controller})"
     if c.state == "failed" or c.offline:
         out.append(Finding(Level.CRIT, subject, f"card {c.status_line or 'failed'}",
                            _ev(c, "state"), "the card is offline: reads and writes fail", "fio.failed"))
