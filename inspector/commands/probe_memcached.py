@@ -1,16 +1,303 @@
-"""`inspector probe memcached` (placeholder until it lands)."""
+"""`inspector probe memcached HOST[:PORT]`: memslap-class load with percentiles, server counters
+and an optional connection ramp. Flags are named like memslap's where they mean the same."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import ipaddress
+import json
+import signal
+import socket
+import sys
 
 from inspector.commands.common import CliError, add_root_argument
+from inspector.model import to_jsonable
+from inspector.probes.mc_ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
+from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
+from inspector.probes.memcached import (DEFAULT_PORT, TESTS, MemcachedLoad, MemcachedProbe,
+                                        ProbeError, ProbeSummary, ensure_nofile, error_label)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
-    p = kinds.add_parser("memcached", help="memcached probe")
+    p = kinds.add_parser(
+        "memcached", help="memcached load (memslap-like) with percentiles and server counters",
+        description="Closed-loop load on N connections (one request in flight each), latency "
+                    "percentiles per operation, errors by kind, the server's counters before "
+                    "and after; --ramp steps the connection count up to find where it degrades.")
     add_root_argument(p)
+    p.add_argument("server", metavar="HOST[:PORT]", help=f"memcached server (port {DEFAULT_PORT})")
+    p.add_argument("-c", "--concurrency", type=int, default=32, help="connections (default 32)")
+    bound = p.add_mutually_exclusive_group()
+    bound.add_argument("-e", "--execute-number", type=int,
+                       help="requests per connection (default 10000, like memslap)")
+    bound.add_argument("--duration", type=float, metavar="S", help="run for S seconds instead")
+    p.add_argument("-t", "--test", choices=TESTS, default="set", help="set, get or mix (default set)")
+    p.add_argument("--ratio", type=float, default=0.1, metavar="R",
+                   help="mix: fraction of sets (default 0.1, i.e. set:get 1:9)")
+    p.add_argument("-F", "--flush", action="store_true", help="flush_all before the test")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="do not ask before flushing a server that is not on loopback")
+    p.add_argument("--key-size", default="20-60", metavar="N|MIN-MAX",
+                   help=f"key length in bytes (default 20-60 like memcslap; max {MAX_KEY_BYTES})")
+    p.add_argument("--value-size", default="50-5000", metavar="N|MIN-MAX",
+                   help="value length in bytes (default 50-5000 like memcslap)")
+    p.add_argument("--key-count", type=int, help="distinct keys (default: the execute number)")
+    p.add_argument("--rate", type=float, metavar="OPS",
+                   help="limit each connection to OPS requests/s (default: as fast as replies come)")
+    p.add_argument("--connect-timeout", type=float, default=3.0, metavar="S")
+    p.add_argument("--timeout", type=float, default=2.0, metavar="S",
+                   help="per-request timeout (default 2 s)")
+    p.add_argument("--deadline", type=float, default=600.0, metavar="S",
+                   help="hard bound on the whole run (default 600 s)")
+    p.add_argument("--ramp", action="store_true",
+                   help="step connections 32, 64, 128 ... up to --max-connections")
+    p.add_argument("--max-connections", type=int, default=4096, metavar="N")
+    p.add_argument("--start-connections", type=int, default=32, metavar="N")
+    p.add_argument("--step-seconds", type=float, default=2.0, metavar="S",
+                   help="ramp: load time per step (default 2 s)")
+    p.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     p.set_defaults(func=run)
 
 
+def parse_server(text: str) -> tuple[str, int]:
+    text = text.strip()
+    host, port = text, DEFAULT_PORT
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise CliError(f"bad server address {text!r}")
+        host, rest = text[1:end], text[end + 1:]
+        if rest:
+            if not rest.startswith(":"):
+                raise CliError(f"bad server address {text!r}")
+            port = _port(rest[1:], text)
+    elif text.count(":") == 1:
+        host, p = text.split(":")
+        port = _port(p, text)
+    if not host:
+        raise CliError(f"bad server address {text!r}")
+    return host, port
+
+
+def _port(text: str, whole: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise CliError(f"bad port in {whole!r}") from None
+    if not 0 < port < 65536:
+        raise CliError(f"port out of range in {whole!r}")
+    return port
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as exc:
+        raise CliError(f"cannot resolve {host}: {exc.strerror}") from None
+    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def confirm_flush(host: str, port: int, yes: bool) -> None:
+    if yes or is_loopback(host):
+        return
+    if not sys.stdin.isatty():
+        raise CliError(f"--flush would erase every item on {host}:{port} (not on loopback): "
+                       "add --yes to confirm")
+    answer = input(f"Flush ALL data on {host}:{port}? Type 'yes' to continue: ")
+    if answer.strip().lower() != "yes":
+        raise CliError("flush not confirmed; nothing was done")
+
+
+def _sizes(args) -> tuple[SizeRange, SizeRange]:
+    try:
+        return (SizeRange.parse(args.key_size, "--key-size", 1, MAX_KEY_BYTES),
+                SizeRange.parse(args.value_size, "--value-size", 0, MAX_VALUE_BYTES))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
 def run(args: argparse.Namespace) -> int:
-    raise CliError("probe memcached is not implemented yet")
+    host, port = parse_server(args.server)
+    key_size, value_size = _sizes(args)
+    if args.flush:
+        confirm_flush(host, port, args.yes)
+    if args.ramp:
+        if args.max_connections < 1 or args.start_connections < 1 or args.step_seconds <= 0:
+            raise CliError("--max-connections, --start-connections and --step-seconds must be positive")
+        cfg = RampConfig(host=host, port=port, start=args.start_connections,
+                         max_connections=args.max_connections, step_s=args.step_seconds,
+                         test=args.test, set_ratio=args.ratio,
+                         key_count=args.key_count or 10000, key_size=key_size,
+                         value_size=value_size, flush=args.flush, rate_per_conn=args.rate,
+                         connect_timeout_s=args.connect_timeout,
+                         request_timeout_s=args.timeout, deadline_s=args.deadline)
+        _check_nofile(args.max_connections)
+        if not args.json:
+            steps = ramp_steps(cfg.start, cfg.max_connections)
+            print(f"ramp on {cfg.target}: {' '.join(map(str, steps))} connections, "
+                  f"{cfg.step_s:g} s each, test {cfg.test}", flush=True)
+        ramp = MemcachedRamp(cfg)
+        summary = _run_async(ramp, lambda step: None if args.json else print_step(step))
+        return report_ramp(summary, args.json)
+    load = MemcachedLoad(host=host, port=port, concurrency=args.concurrency,
+                         execute_number=args.execute_number, duration_s=args.duration,
+                         test=args.test, set_ratio=args.ratio, key_count=args.key_count,
+                         key_size=key_size, value_size=value_size, flush=args.flush,
+                         rate_per_conn=args.rate, connect_timeout_s=args.connect_timeout,
+                         request_timeout_s=args.timeout, deadline_s=args.deadline)
+    try:
+        probe = MemcachedProbe(load)
+    except ProbeError as exc:
+        raise CliError(str(exc)) from None
+    _check_nofile(args.concurrency)
+    live = sys.stderr.isatty() and not args.json
+    samples: list = []
+
+    def on_sample(sample) -> None:
+        samples.append(sample)
+        if live:
+            p99 = max((v.get("p99", 0) for v in sample.latency_ns.values()), default=0)
+            sys.stderr.write(f"\r{sample.t_s:7.2f} s  {sample.ops_per_s:10.0f} ops/s  "
+                             f"p99 {p99 / 1e6:8.3f} ms  conns {sample.connections}   ")
+            sys.stderr.flush()
+
+    summary = _run_async(probe, on_sample)
+    if live:
+        sys.stderr.write("\n")
+    return report_load(summary, samples, args.json)
+
+
+def _check_nofile(connections: int) -> None:
+    try:
+        ensure_nofile(connections)
+    except ProbeError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _run_async(probe, on_item):
+    """Iterate the probe on uvloop; SIGINT stops it at once and keeps the partial figures."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        installed = False
+        try:
+            loop.add_signal_handler(signal.SIGINT, probe.stop)
+            installed = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+        try:
+            async for item in probe:
+                on_item(item)
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+        return probe.summary
+
+    try:
+        import uvloop
+        factory = uvloop.new_event_loop
+    except ImportError:   # uvloop is a Linux-only dependency
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main())
+
+
+# --- text output -----------------------------------------------------------------------------
+def _ms(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e6:.3f}"
+
+
+def status_code(status: str, clean: bool) -> int:
+    if status == "stopped":
+        return 130
+    return 0 if status == "completed" and clean else 1
+
+
+def report_load(s: ProbeSummary, samples: list, as_json: bool) -> int:
+    clean = not s.errors and not (s.server and s.server.mismatches)
+    if as_json:
+        doc = to_jsonable(s)
+        doc["samples"] = to_jsonable(samples)
+        print(json.dumps(doc, indent=1))
+    else:
+        print_load(s)
+    if s.status != "completed":
+        print(f"inspector: probe memcached {s.status}: {s.reason}", file=sys.stderr)
+    return status_code(s.status, clean)
+
+
+def print_load(s: ProbeSummary) -> None:
+    bound = f"{s.execute_number} per connection" if s.execute_number else f"{s.duration_s:g} s"
+    print(f"memcached {s.target}: test {s.test}, {s.concurrency} connections, {bound}, "
+          f"{s.key_count} keys of {s.key_size} B, values {s.value_size} B"
+          + (", flushed first" if s.flushed else ""))
+    if s.preload:
+        print(f"  preload: {s.preload.stored}/{s.preload.keys} keys stored in {s.preload.seconds:.2f} s"
+              + (f" ({s.preload.error})" if s.preload.error else ""))
+    print(f"  status: {s.status} ({s.reason})")
+    print(f"  connections opened: {s.connections_opened} in {s.open_s:.3f} s; "
+          f"load {s.load_s:.3f} s; {s.ops_total} ops, {s.ops_per_s:.0f} ops/s")
+    if s.ops:
+        print(f"  {'op':4} {'sent':>9} {'ok':>9} {'err':>6} {'ops/s':>9} "
+              f"{'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} {'max ms':>8}")
+        for name, o in s.ops.items():
+            lat = o.latency
+            print(f"  {name:4} {o.sent:>9} {o.ok:>9} {o.failed:>6} {o.ops_per_s:>9.0f} "
+                  f"{_ms(lat.p('p50')):>8} {_ms(lat.p('p90')):>8} {_ms(lat.p('p99')):>8} "
+                  f"{_ms(lat.p('p99.9')):>9} {_ms(lat.max_ns):>8}")
+    if "get" in s.ops:
+        print(f"  get hits {s.get_hits}, misses {s.get_misses}")
+    if s.errors:
+        print("  errors:")
+        for kind, n in sorted(s.errors.items(), key=lambda kv: -kv[1]):
+            print(f"    {n:>8}  {error_label(kind)}: {s.error_details.get(kind, '')}")
+    else:
+        print("  errors: none")
+    print_server(s)
+
+
+def print_server(s: ProbeSummary) -> None:
+    srv = s.server
+    if srv is None:
+        return
+    if srv.error and not srv.deltas:
+        print(f"  server counters: unknown ({srv.error})")
+    else:
+        if srv.error:
+            print(f"  server counters: {srv.error}")
+        print("  server counter deltas: " + ", ".join(f"{k} {v:+d}" for k, v in srv.deltas.items()))
+        print("  server gauges before -> after: " + ", ".join(
+            f"{k} {a if a is not None else '?'} -> {b if b is not None else '?'}"
+            for k, (a, b) in srv.gauges.items()))
+    for c in srv.checks:
+        if c.ok is None:
+            verdict = "UNKNOWN"
+        else:
+            verdict = "ok" if c.ok else "MISMATCH"
+        print(f"  check {c.counter}: server {c.server_delta if c.server_delta is not None else '?'}"
+              f", probe sent {c.probe_sent}: {verdict}" + (f" ({c.note})" if c.note else ""))
+
+
+def print_step(st) -> None:
+    errs = ", ".join(f"{error_label(k)} {v}" for k, v in sorted(st.errors.items())) or "none"
+    rej = "?" if st.server_rejected is None else st.server_rejected
+    print(f"  {st.connections:>6} conns: opened {st.opened} in {st.open_s:.3f} s, "
+          f"{st.ops_per_s:>9.0f} ops/s, p50 {_ms(st.p50_ns)} ms, p99 {_ms(st.p99_ns)} ms, "
+          f"errors: {errs}; server rejected {rej}", flush=True)
+
+
+def report_ramp(s: RampSummary, as_json: bool) -> int:
+    clean = not any(st.errors for st in s.steps)
+    if as_json:
+        print(json.dumps(to_jsonable(s), indent=1))
+    else:
+        print(f"ramp {s.status}: {s.reason}")
+        if s.max_connections_server is not None:
+            print(f"  server max_connections: {s.max_connections_server}")
+        if s.knee_connections:
+            print(f"  degrades at {s.knee_connections} connections: {s.knee_reason}")
+        elif s.steps:
+            print(f"  no knee: p99 never grew over 2x between steps and no errors "
+                  f"up to {s.steps[-1].connections} connections")
+    if s.status != "completed":
+        print(f"inspector: probe memcached ramp {s.status}: {s.reason}", file=sys.stderr)
+    return status_code(s.status, clean)
