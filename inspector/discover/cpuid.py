@@ -47,7 +47,7 @@ SIGNATURES = {
     "TCGTCGTCGTCG": "qemu",
     "VMwareVMware": "vmware",
     "Microsoft Hv": "microsoft",     # also Xen/KVM Hyper-V enlightenments: deferred to later blocks
-    "bhyve bhyve": "bhyve",
+    "bhyve bhyve ": "bhyve",
     "QNXQVMBSQG": "qnx",
     "ACRNACRNACRN": "acrn",
     "VBoxVBoxVBox": "oracle",
@@ -60,6 +60,14 @@ SIGNATURES = {
 }
 
 
+_BY_TEXT = {sig.strip(): name for sig, name in SIGNATURES.items()}
+
+
+def hypervisor_of(sig: str) -> str | None:
+    """Technology named by a signature; padding (spaces, NULs) does not matter."""
+    return _BY_TEXT.get(sig.strip(" \0"))
+
+
 def key(leaf: int, subleaf: int = 0) -> str:
     return f"0x{leaf:08x}" if subleaf == 0 else f"0x{leaf:08x}.{subleaf:x}"
 
@@ -67,7 +75,7 @@ def key(leaf: int, subleaf: int = 0) -> str:
 def signature(regs: list[int]) -> str:
     """The 12-byte vendor text of a hypervisor base leaf (EBX, ECX, EDX), NULs stripped."""
     raw = struct.pack("<3I", regs[1] & 0xFFFFFFFF, regs[2] & 0xFFFFFFFF, regs[3] & 0xFFFFFFFF)
-    return raw.rstrip(b"\0").decode("latin-1").strip("\0")
+    return raw.split(b"\0", 1)[0].decode("latin-1")     # "KVMKVMKVM\0\0\0", "bhyve bhyve " kept
 
 
 def _printable(text: str) -> bool:
@@ -293,14 +301,14 @@ class CpuidReader:
                 sub = self.leaf(leaf)
                 if known(sub):
                     leaves[leaf] = sub
-            blocks.append(HypervisorBlock(base, sig, max_leaf, SIGNATURES.get(sig), leaves))
+            blocks.append(HypervisorBlock(base, sig, max_leaf, hypervisor_of(sig), leaves))
         return CpuidView(method, vendor, True, blocks)
 
 
 def _block_present(base: int, regs: list[int]) -> bool:
     """A block exists when its signature is printable text or its max leaf lies in the block."""
     sig = signature(regs)
-    return (_printable(sig) and sig in SIGNATURES) or (base <= regs[0] < base + HV_STEP
+    return (_printable(sig) and hypervisor_of(sig) is not None) or (base <= regs[0] < base + HV_STEP
                                                        and _printable(sig))
 
 

@@ -254,7 +254,7 @@ def _hv_bit(sig: _Signals) -> tuple[bool | None, Evidence | None]:
         bit = sig.cpuid.hypervisor_bit
         return bit, Evidence(f"cpuid leaf 1 ECX bit 31 (via {sig.cpuid.method})", str(int(bit)),
                              "vm" if bit else "none", STRONG)
-    if known(sig.cpu_flags):
+    if known(sig.cpu_flags) and _is_x86(sig):     # the flag exists on x86 only
         bit = "hypervisor" in sig.cpu_flags
         return bit, Evidence("/proc/cpuinfo flags", "hypervisor" if bit else "no 'hypervisor' flag",
                              "vm" if bit else "none", MEDIUM,
@@ -382,8 +382,10 @@ def _vm_layers(root: HostRoot, sig: _Signals, roles: list[HostRole]) -> tuple[li
             layers.append(inner)
         layers.append(xen)
         # A PV guest executes CPUID natively: a non-Xen hypervisor there is the layer below.
-        below = sig.cpuid.first_hypervisor(skip=("microsoft", "xen"))
-        if below and below != "xen":
+        blocks = sig.cpuid.blocks if known(sig.cpuid.blocks) else []
+        below = next((b.hypervisor for b in blocks if b.hypervisor not in (None, "xen", "microsoft")),
+                     None)
+        if below and xen.guest_mode == "PV":
             layers.append(Layer("vm", below, confidence="medium", evidence=[Evidence(
                 "cpuid 0x40000000", below, below, MEDIUM,
                 "seen from inside a Xen guest: the hypervisor Xen itself runs on")]))
@@ -442,6 +444,10 @@ def _decide_vm(sig: _Signals, bit: bool | None, hv: str | None,
         technology = dmi_verdict
     elif hv:
         technology = hv
+    elif dmi_verdict == "qemu" and sig.clocksource == "kvm-clock":
+        ev.append(Evidence("DMI vs clocksource", "QEMU firmware with kvm-clock", "kvm", MEDIUM,
+                           "kvm-clock exists only under KVM acceleration (no CPUID to confirm)"))
+        technology = "kvm"
     elif dmi_verdict:
         technology = dmi_verdict
     elif sig.smbios_vm_bit:
@@ -585,7 +591,7 @@ def _container_layer(root: HostRoot, sig: _Signals, roles: list[HostRole]) -> La
     if isinstance(env1, str) and env1:
         claim(_ENV_NAMES.get(env1, env1), Evidence("/proc/1/environ container=", env1, env1, STRONG))
         isolated = True
-    elif isinstance(env1, Unknown):
+    elif isinstance(env1, Unknown) and not env1.reason.startswith("not recorded"):
         ev.append(Evidence("/proc/1/environ container=", str(env1), "unknown", INFO))
     own_env = root.environ("container")
     if own_env:

@@ -1,0 +1,147 @@
+"""Virtualization layers on the fixture roots: the cases of research/virtualization.md and more.
+
+Each row: root, container (verdict, flavor), VM layers innermost first as (verdict, flavor, guest
+mode), host roles, hardware flavor, summary line. Roots are built by
+tests/fixtures/build_virt_roots.py from real file layouts and CPUID leaves."""
+import json
+
+import pytest
+
+from conftest import fixture_root, run_cli
+from inspector.discover import virt
+from inspector.discover.virt import IGNORED, SUSPECT
+from inspector.health import virt as virt_rules
+from inspector.host import HostRoot
+from inspector.model import Report
+
+NONE = ("none", None)
+VM_NONE = [("none", None, None)]
+
+CASES = [
+    # root                                 container              vm layers                                  roles            hardware     summary
+    ("virt-01-baremetal-dell",             NONE, VM_NONE, [], None, "hardware"),
+    ("virt-02-kvm-qemu",                   NONE, [("kvm", None, None)], [], None, "kvm > hardware"),
+    ("virt-03-kvm-hyperv-enlightenments",  NONE, [("kvm", None, None)], [], None, "kvm > hardware"),
+    ("virt-04-azure",                      NONE, [("hyperv", "azure", None)], [], None, "hyperv (azure) > hardware"),
+    ("virt-05-surface-laptop",             NONE, VM_NONE, [], None, "hardware"),
+    ("virt-06-oracle-physical",            NONE, VM_NONE, [], None, "hardware"),
+    ("virt-07-ec2-nitro",                  NONE, [("kvm", "aws", None)], [], None, "kvm (aws) > hardware"),
+    ("virt-08-ec2-metal",                  NONE, VM_NONE, [], "aws-metal", "hardware (aws-metal)"),
+    ("virt-09-graviton",                   NONE, [("kvm", "aws", None)], [], None, "kvm (aws) > hardware"),
+    ("virt-10-aws-xen-hvm",                NONE, [("xen", "aws", "PVHVM")], [], None, "xen (PVHVM, aws) > hardware"),
+    ("virt-11-xenserver-hvm-viridian",     NONE, [("xen", "xenserver", "PVHVM")], [], None, "xen (PVHVM, xenserver) > hardware"),
+    ("virt-12-xenserver-pv-amd",           NONE, [("xen", "plain", "PV")], [], None, "xen (PV, plain) > hardware"),
+    ("virt-13-xen-dom0",                   NONE, VM_NONE, ["xen-host"], None, "hardware"),
+    ("virt-14-xen-pvh",                    NONE, [("xen", "plain", "PVH")], [], None, "xen (PVH, plain) > hardware"),
+    ("virt-15-gce",                        NONE, [("kvm", "gce", None)], [], None, "kvm (gce) > hardware"),
+    ("virt-16-firecracker",                NONE, [("kvm", "firecracker", None)], [], None, "kvm (firecracker) > hardware"),
+    ("virt-17-docker-in-kvm-cgroup2",      ("docker", None), [("kvm", None, None)], [], None, "docker > kvm > hardware"),
+    ("virt-18-stray-dockerenv",            NONE, [("kvm", "firecracker", None)], [], None, "kvm (firecracker) > hardware"),
+    ("virt-19-lxc-baremetal",              ("lxc", None), VM_NONE, [], None, "lxc > hardware"),
+    ("virt-20-podman-rootless",            ("podman", "rootless"), [("kvm", None, None)], [], None, "podman (rootless) > kvm > hardware"),
+    ("virt-21-wsl2",                       ("wsl", "wsl2"), [("hyperv", None, None)], [], None, "wsl (wsl2) > hyperv > hardware"),
+    ("virt-22-openvz-guest",               ("openvz", None), VM_NONE, [], None, "openvz > hardware"),
+    ("virt-22-openvz-host",                NONE, VM_NONE, ["openvz-host"], None, "hardware"),
+    ("virt-23-nested-kvm-in-vmware",       NONE, [("vmware", None, None)], ["kvm-host"], None, "vmware > hardware"),
+    ("virt-24-uml-in-kvm",                 NONE, [("uml", None, None), ("kvm", None, None)], [], None, "uml > kvm > hardware"),
+    ("virt-25-xen-pv-in-vmware",           NONE, [("xen", "plain", "PV"), ("vmware", None, None)], [], None, "xen (PV, plain) > vmware > hardware"),
+    ("virt-26-virtualbox",                 NONE, [("virtualbox", None, None)], [], None, "virtualbox > hardware"),
+    ("virt-27-bhyve",                      NONE, [("bhyve", None, None)], [], None, "bhyve > hardware"),
+    ("virt-28-qemu-tcg",                   NONE, [("qemu", "tcg", None)], [], None, "qemu (tcg) > hardware"),
+    ("virt-29-nspawn-in-kvm",              ("systemd-nspawn", None), [("kvm", None, None)], [], None, "systemd-nspawn > kvm > hardware"),
+    ("virt-30-kubernetes-on-ec2",          ("kubernetes", None), [("kvm", "aws", None)], [], None, "kubernetes > kvm (aws) > hardware"),
+    ("virt-31-xen-hvm-no-pv-drivers",      NONE, [("xen", "plain", "HVM")], [], None, "xen (HVM, plain) > hardware"),
+    ("virt-32-hyperv-root",                NONE, VM_NONE, ["hyperv-root"], None, "hardware"),
+    ("virt-33-docker-cgroup1-baremetal",   ("docker", None), VM_NONE, [], None, "docker > hardware"),
+    ("virt-34-vmware",                     NONE, [("vmware", None, None)], [], None, "vmware > hardware"),
+    ("virt-35-no-cpuid-cpuinfo-flag",      NONE, [("kvm", None, None)], [], None, "kvm > hardware"),
+    # The shared machine roots (block and network files come from other collectors' fixtures).
+    ("xen-pv-guest",                       NONE, [("xen", "plain", "PV")], [], None, "xen (PV, plain) > hardware"),
+    ("xenserver-hvm",                      NONE, [("xen", "xenserver", "PVHVM")], [], None, "xen (PVHVM, xenserver) > hardware"),
+    ("kvm-virtio-guest",                   NONE, [("kvm", None, None)], [], None, "kvm > hardware"),
+    ("nvme-bare-metal",                    NONE, VM_NONE, ["kvm-host"], None, "hardware"),
+]
+
+
+def collect(name: str) -> virt.VirtSection:
+    return virt.collect(HostRoot(str(fixture_root(name))))
+
+
+@pytest.mark.parametrize("name,container,vms,roles,hw_flavor,summary", CASES, ids=[c[0] for c in CASES])
+def test_layers(name, container, vms, roles, hw_flavor, summary):
+    section = collect(name)
+    kinds = [l.kind for l in section.layers]
+    assert kinds[0] == "container" and kinds[-1] == "hardware"
+    c = section.layer("container")
+    assert (c.verdict, c.flavor) == container
+    assert [(l.verdict, l.flavor, l.guest_mode) for l in section.vm_layers] == vms
+    assert [r.role for r in section.roles] == roles
+    assert section.layer("hardware").flavor == hw_flavor
+    assert section.summary == summary
+    for layer in section.layers:
+        assert layer.confidence in ("high", "medium", "low")
+        if layer.present and layer.kind != "hardware":
+            assert layer.evidence, f"{layer.kind} {layer.verdict} without evidence"
+        for e in layer.evidence:
+            if e.weight in (SUSPECT, IGNORED):
+                assert e.note, f"{e.source} {e.weight} without a reason"
+
+
+def test_enough_research_cases():
+    numbered = {c[0].split("-")[1] for c in CASES if c[0].startswith("virt-")}
+    assert len({n for n in numbered if int(n) <= 25}) >= 20
+
+
+def test_stray_dockerenv_is_suspect_with_reason():
+    c = collect("virt-18-stray-dockerenv").layer("container")
+    marker = next(e for e in c.evidence if e.source == "/.dockerenv")
+    assert marker.weight == SUSPECT and "initial" in marker.note
+    # the same file inside a real container namespace counts
+    d = collect("virt-17-docker-in-kvm-cgroup2").layer("container")
+    assert next(e for e in d.evidence if e.source == "/.dockerenv").weight != SUSPECT
+    assert any(e.source == "/proc/self/mountinfo" and "/docker/containers/" in e.value
+               for e in d.evidence)
+
+
+def test_dmi_without_hypervisor_bit_is_ignored():
+    for name in ("virt-05-surface-laptop", "virt-06-oracle-physical"):
+        vm = collect(name).vm_layers[0]
+        dmi = [e for e in vm.evidence if e.source.startswith("/sys/class/dmi/id/")]
+        assert dmi and all(e.weight == IGNORED and "hypervisor bit" in e.note for e in dmi)
+
+
+def test_hyperv_enlightenments_do_not_hide_kvm():
+    section = collect("virt-03-kvm-hyperv-enlightenments")
+    assert section.cpuid.blocks == ["0x40000000 Microsoft Hv (microsoft)",
+                                    "0x40000100 KVMKVMKVM (kvm)"]
+    assert section.vm_layers[0].verdict == "kvm"
+
+
+def test_no_cpuid_falls_back_to_cpuinfo_flag():
+    vm = collect("virt-35-no-cpuid-cpuinfo-flag").vm_layers[0]
+    flag = next(e for e in vm.evidence if e.source == "/proc/cpuinfo flags")
+    assert flag.value == "hypervisor" and "Permission denied" in flag.note
+
+
+def findings(name: str):
+    report = Report(host=None, sections={"virt": collect(name)})
+    return {f.code: f for f in virt_rules.rules(report)}
+
+
+def test_findings():
+    assert "virt.xen_hvm_no_pv_drivers" in findings("virt-31-xen-hvm-no-pv-drivers")
+    assert "virt.xen_hvm_no_pv_drivers" not in findings("virt-11-xenserver-hvm-viridian")
+    stray = findings("virt-18-stray-dockerenv")["virt.stray_container_marker"]
+    assert "/.dockerenv" in stray.message
+    assert findings("virt-02-kvm-qemu") == {}          # a plain guest is information, not a finding
+
+
+def test_report_json_and_text_on_a_root():
+    res = run_cli("report", "--json", "--section", "virt", "--root",
+                  str(fixture_root("virt-11-xenserver-hvm-viridian")))
+    assert res.status == 0, res.err
+    section = json.loads(res.out)["sections"]["virt"]
+    assert section["summary"] == "xen (PVHVM, xenserver) > hardware"
+    text = run_cli("report", "--section", "virt", "--root", str(fixture_root("virt-17-docker-in-kvm-cgroup2")))
+    assert text.status == 0 and "docker > kvm > hardware" in text.out
+    assert "/proc/self/ns/pid" in text.out
