@@ -17,6 +17,9 @@ from inspector.model import Unknown, known
 
 SECTOR_BYTES = 512  # /sys/block/*/size is always in 512-byte sectors, whatever the block size
 
+# PCIe flash cards sit on their PCI function, whose `vendor` is a PCI id, not a name.
+_PCI_VENDORS = {"0x19e5": "Huawei", "0x1aed": "Fusion-io"}
+
 # Families that never set the removable flag (the kernel hard-codes it off for them).
 _NEVER_REMOVABLE = ("dm", "md", "loop", "zram")
 
@@ -296,7 +299,8 @@ def _read_identity(root: HostRoot, dev: BlockDevice, base: str) -> None:
         dev.serial = _optional(root.try_line(f"{base}/serial"))
     elif family in ("flash-hio", "flash-fio", "mmc"):
         dev.model = _optional(root.try_line(f"{base}/device/model"))
-        dev.vendor = _optional(root.try_line(f"{base}/device/vendor"))
+        vendor = _optional(root.try_line(f"{base}/device/vendor"))
+        dev.vendor = _PCI_VENDORS.get(vendor, vendor) if isinstance(vendor, str) else vendor
         dev.serial = _optional(root.try_line(f"{base}/device/serial"))
     elif family == "loop":
         dev.type = "loop"

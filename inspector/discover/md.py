@@ -15,7 +15,7 @@ from inspector.model import Unknown, known
 
 # ----------------------------------------------------------------------------- /proc/mdstat
 _HEADER = re.compile(r"^(?P<name>[^\s:]+)\s*:\s*(?P<state>active|inactive)\b(?P<rest>.*)$")
-_MEMBER = re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<slot>\d+)\](?P<flags>(?:\([A-Za-z]\))*)$")
+_MEMBER = re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<number>\d+)\](?P<flags>(?:\([A-Za-z]\))*)$")
 _LEVEL = re.compile(r"^(raid\d+|linear|multipath|faulty|container)$")
 _BLOCKS = re.compile(r"^(\d+) blocks\b")
 _SUPER = re.compile(r"\bsuper (\S+)")
@@ -34,7 +34,7 @@ _FLAG_NAMES = {"F": "faulty", "S": "spare", "W": "write_mostly", "R": "replaceme
 @dataclass
 class MdstatMember:
     name: str
-    slot: int
+    number: int          # the [N] of mdstat: the superblock's device number, not the raid slot
     flags: list[str] = field(default_factory=list)   # faulty, spare, write_mostly, replacement ...
 
 
@@ -123,7 +123,7 @@ def _parse_header(match: re.Match, number: int, problems: list[str]) -> MdstatAr
                 problems.append(f"line {number}: unrecognised member {token[:40]!r} of {array.name}")
                 continue
             flags = [_FLAG_NAMES.get(f, f"flag-{f}") for f in re.findall(r"\(([A-Za-z])\)", member["flags"])]
-            array.members.append(MdstatMember(member["name"], int(member["slot"]), flags))
+            array.members.append(MdstatMember(member["name"], int(member["number"]), flags))
     return array
 
 
@@ -307,6 +307,9 @@ def cross_check(array: MdArray, mdstat: Mdstat) -> list[str]:
     if isinstance(array.sync_action, str):
         sys_action = _ACTION_WORDS.get(array.sync_action)
         md_action = entry.progress.action if entry.progress else None
+        if entry.progress and entry.progress.state != "running":
+            # A waiting sync is always printed "resync=DELAYED/PENDING", whatever its kind.
+            md_action = sys_action if sys_action else md_action
         if sys_action != md_action:
             out.append(f"sync_action {array.sync_action} in sysfs, mdstat shows "
                        f"{md_action or 'no sync running'}")

@@ -21,7 +21,7 @@ def human_size(value: Any) -> str:
         return "?"
     size = float(value)
     for unit in _UNITS:
-        if size < 1024 or unit == _UNITS[-1]:
+        if round(size, 1) < 1024 or unit == _UNITS[-1]:
             return f"{size:.0f}{unit}" if unit == "B" or size >= 100 or size == int(size) else f"{size:.1f}{unit}"
         size /= 1024
     return "?"
@@ -65,8 +65,6 @@ def _identity(dev: BlockDevice) -> str:
         parts.append(f"SN {dev.serial}")
     if known(dev.loop_backing_file) and dev.loop_backing_file:
         parts.append(dev.loop_backing_file)
-    if dev.state and known(dev.state) and dev.state != "running":
-        parts.append(f"[{dev.state}]")
     return " ".join(p for p in parts if p)
 
 
@@ -85,59 +83,89 @@ def _mounts(dev: BlockDevice) -> Text:
 
 
 def _flags(dev: BlockDevice) -> Text:
-    """ro/rm and the medium in a few letters, so the table fits an 80-column SSH window."""
     text = Text()
     if dev.read_only is True:
-        text.append("ro ", style="bold red")
+        text.append("ro", style="bold red")
     if dev.removable is True:
-        text.append("rm ")
-    if dev.parent is None:
-        text.append({True: "hdd", False: "ssd"}.get(dev.rotational, "?"), style="dim")
+        text.append(" rm" if text else "rm")
     return text
 
 
-def _details(dev: BlockDevice) -> str:
-    parts = [_identity(dev)]
+def _details(dev: BlockDevice) -> Text:
+    """family, medium, scheduler, identity, IO limits: the wrapping column of the table."""
+    text = Text()
+    if dev.state and known(dev.state) and dev.state != "running":
+        text.append(f"{dev.state.upper()} ", style="bold red")
+    if dev.parent is None:
+        if dev.family not in (dev.type, "md", "dm", "loop", "rom", "other"):
+            text.append(f"{dev.family} ")
+        text.append({True: "hdd", False: "ssd"}.get(dev.rotational, "?"), style="dim")
+        if dev.scheduler and known(dev.scheduler) and dev.scheduler != "none":
+            text.append(f" {dev.scheduler}", style="dim")
+    identity = _identity(dev)
+    if identity:
+        text.append(f" {identity}" if text else identity)
     if dev.parent is None and known(dev.queue.optimal_io_size) and dev.queue.optimal_io_size:
-        parts.append(f"io {human_size(dev.queue.minimum_io_size)}/{human_size(dev.queue.optimal_io_size)}")
-    return " ".join(p for p in parts if p)
+        text.append(f" io {human_size(dev.queue.minimum_io_size)}/{human_size(dev.queue.optimal_io_size)}",
+                    style="dim")
+    return text
+
+
+def _label(section: StorageSection, name: str) -> str:
+    mapped = section.dm.get(name)
+    return mapped.dm_name if mapped is not None and known(mapped.dm_name) else name
 
 
 def device_table(section: StorageSection) -> Table:
     rows = list(tree_rows(section))
-    width = max((len(p) + len(n) for p, n in rows), default=4)
+    width = max((len(p) + len(_label(section, n)) for p, n in rows), default=4)
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("NAME", no_wrap=True, min_width=min(width, 40))
     table.add_column("TYPE", no_wrap=True)
     table.add_column("SIZE", justify="right", no_wrap=True)
     table.add_column("MAJ:MIN", no_wrap=True)
-    table.add_column("FLAGS", no_wrap=True)
-    table.add_column("SCHED", no_wrap=True)
-    table.add_column("MOUNTPOINTS")
+    table.add_column("RO", no_wrap=True)
+    table.add_column("MOUNTPOINTS", no_wrap=True)
     table.add_column("DETAILS", ratio=1)
     for prefix, name in rows:
         dev = section.devices.get(name)
         if dev is None:
             table.add_row(prefix + name, "?")
             continue
-        kind = dev.type if dev.family in (dev.type, "md", "dm", "loop", "rom", "scsi", "other") \
-            or dev.parent else f"{dev.type} {dev.family}"
-        table.add_row(Text(prefix, style="dim") + Text(name, style="bold" if not prefix else ""),
-                      kind, human_size(dev.size_bytes), _text(dev.maj_min), _flags(dev),
-                      _text(dev.scheduler) if dev.parent is None else "", _mounts(dev), _details(dev))
+        label, details = name, _details(dev)
+        mapped = section.dm.get(name)
+        if mapped is not None and known(mapped.dm_name):  # lsblk shows /dev/mapper names
+            label, details = mapped.dm_name, Text(f"{name} ") + details
+        table.add_row(Text(prefix, style="dim") + Text(label, style="bold" if not prefix else ""),
+                      dev.type, human_size(dev.size_bytes), _text(dev.maj_min), _flags(dev),
+                      _mounts(dev), details)
     return table
 
 
-def md_table(section: StorageSection) -> Table:
-    table = Table(title="md arrays", title_justify="left", show_edge=False, header_style="bold")
-    for column in ("array", "level", "state", "disks", "sync", "mismatch", "chunk", "metadata", "members"):
-        table.add_column(column, no_wrap=column != "members")
+def md_block(section: StorageSection) -> Text:
+    """One paragraph per array: wraps cleanly in an 80-column SSH window, unlike a wide table."""
+    text = Text()
+    text.append("md arrays", style="bold underline")
     for array in section.md.values():
-        table.add_row(array.name, _text(array.level), _state_text(array), _disks(array), _sync(array),
-                      _text(array.mismatch_cnt), human_size(array.chunk_size_bytes)
-                      if known(array.chunk_size_bytes) and array.chunk_size_bytes else "",
-                      _text(array.metadata_version), _members(array))
-    return table
+        text.append(f"\n{array.name} ", style="bold")
+        text.append(f"{_text(array.level)} ")
+        text.append_text(_state_text(array))
+        text.append(f"  disks {_disks(array)}")
+        sync = _sync(array)
+        if sync.plain:
+            text.append("  ")
+            text.append_text(sync)
+        if known(array.mismatch_cnt) and array.mismatch_cnt is not None:
+            text.append(f"  mismatch_cnt {array.mismatch_cnt}",
+                        style="yellow" if array.mismatch_cnt else "")
+        if known(array.chunk_size_bytes) and array.chunk_size_bytes:
+            text.append(f"  chunk {human_size(array.chunk_size_bytes)}")
+        text.append(f"  metadata {_text(array.metadata_version)}")
+        text.append("\n  members: ")
+        text.append_text(_members(array))
+        for line in array.disagreements:
+            text.append(f"\n  mdstat/sysfs disagree: {line}", style="yellow")
+    return text
 
 
 def _state_text(array: MdArray) -> Text:
@@ -184,28 +212,32 @@ def _members(array: MdArray) -> Text:
     return text
 
 
-def dm_table(section: StorageSection) -> Table:
-    table = Table(title="device-mapper", title_justify="left", show_edge=False, header_style="bold")
-    for column in ("dm", "name", "kind", "suspended", "slaves", "striping", "uuid"):
-        table.add_column(column, no_wrap=column != "uuid")
+def dm_block(section: StorageSection) -> Text:
+    text = Text()
+    text.append("device-mapper", style="bold underline")
     for device in section.dm.values():
-        kind = device.kind + (f" ({device.detail})" if device.detail else "")
-        striping = ""
+        text.append(f"\n{device.name} ", style="bold")
+        text.append(f"{_text(device.dm_name)}  {device.kind}")
+        if device.detail:
+            text.append(f" ({device.detail})")
+        if device.suspended is True:
+            text.append("  SUSPENDED", style="bold red")
+        elif not known(device.suspended):
+            text.append(f"  suspended {device.suspended}", style="yellow")
+        text.append(f"  on {', '.join(device.slaves) or '-'}")
         if device.striping:
-            striping = f"{device.striping.stripes} x {human_size(device.striping.stripe_bytes)}"
-        suspended = Text(_flag(device.suspended), style="bold red" if device.suspended is True else "")
-        table.add_row(device.name, _text(device.dm_name), kind, suspended, ", ".join(device.slaves),
-                      striping, _text(device.uuid))
-    return table
+            text.append(f"  striped {device.striping.stripes} x {human_size(device.striping.stripe_bytes)}")
+        text.append(f"\n  uuid {_text(device.uuid)}", style="dim")
+    return text
 
 
 def render(section: StorageSection) -> RenderableType:
     parts: list[RenderableType] = [device_table(section)]
     if section.md:
-        parts.append(md_table(section))
+        parts.append(md_block(section))
     if section.dm:
-        # Thousands of multipath maps would drown the tree; the table shows the first 200.
-        parts.append(dm_table(section) if len(section.dm) <= 200 else
+        # Thousands of multipath maps would drown the report; past 200 only the count.
+        parts.append(dm_block(section) if len(section.dm) <= 200 else
                      Text(f"{len(section.dm)} device-mapper devices (see --json)"))
     if isinstance(section.mdstat, Unknown) and section.md:
         parts.append(Text(f"/proc/mdstat: {section.mdstat}", style="yellow"))
