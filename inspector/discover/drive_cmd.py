@@ -22,11 +22,12 @@ def failure(result: CommandResult, *, nonzero_ok: bool = False) -> Unknown | Non
     tool = result.argv[0] if result.argv else "command"
     if result.error:
         return Unknown(result.error)
-    if result.returncode != 0 and not nonzero_ok:
+    empty = not result.stdout.strip()
+    if result.returncode != 0 and (empty or not nonzero_ok):
         detail = first_line(result.stderr) or first_line(result.stdout)
         return Unknown(f"{tool} exited with status {result.returncode}"
                        + (f": {detail}" if detail else ""))
-    if not result.stdout.strip():
+    if empty:
         return Unknown(f"{tool} printed nothing")
     return None
 

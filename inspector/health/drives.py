@@ -119,7 +119,9 @@ def fio_findings(name: str, c: FioHealth) -> list[Finding]:
 def _fio_rules(subject: str, c: FioHealth) -> list[Finding]:
     out: list[Finding] = []
     if c.state == "failed" or c.offline:
-        out.append(Finding(Level.CRIT, subject, f"card {c.status_line or 'failed'}",
+        message = (f"card failed: {c.failed_reason}" if c.state == "failed" and c.failed_reason
+                   else f"card {c.state}: {c.status_line}")
+        out.append(Finding(Level.CRIT, subject, message,
                            _ev(c, "state"), "the card is offline: reads and writes fail", "fio.failed"))
     elif c.state == "detached":
         out.append(Finding(Level.WARN, subject, "card detached (no block device)", _ev(c, "state"),

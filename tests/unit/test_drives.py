@@ -1,0 +1,86 @@
+"""drives.collect on the flash-mixed fixture root, the rules' handling of the storage section,
+and the per-device health render."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from inspector.discover import drives
+from inspector.discover.fio_status import FioHealth
+from inspector.discover.hio import HioHealth
+from inspector.discover.nvme_health import NvmeHealth
+from inspector.discover.smart import SmartHealth
+from inspector.health import drives as rules_mod
+from inspector.model import HostIdentity, Level, Report, Unknown
+from inspector.render.drives import render_health
+
+FLASH_MIXED = Path(__file__).parents[1] / "fixtures/roots/flash-mixed"
+
+
+def collect_fixture():
+    from inspector.host import HostRoot
+    root = HostRoot(str(FLASH_MIXED))
+    return drives.collect(root, root.listdir("sys/block"))
+
+
+@dataclass
+class FakeStorage:
+    health: dict = field(default_factory=dict)
+
+
+def report_with(storage) -> Report:
+    return Report(host=HostIdentity("h", "k", "m", "test", 0.0), sections={"storage": storage})
+
+
+def test_kind_of():
+    assert [drives.kind_of(n) for n in ("hioa", "fiob", "nvme0n1", "sdc", "vda", "xvdb", "loop0",
+                                        "dm-0", "md0", "nvme0c0n1", "hioa1")] == \
+        ["hio", "fio", "nvme", "smart", "virtual", "virtual", None, None, None, None, None]
+
+
+def test_collect_flash_mixed_types():
+    health = collect_fixture()
+    assert list(health) == ["fioa", "hioa", "hiob", "nvme0n1", "sda", "fct1"]
+    assert isinstance(health["hioa"], HioHealth)
+    assert health["hiob"] == Unknown("hio_info timed out after 5 s")
+    assert isinstance(health["fioa"], FioHealth) and health["fioa"].controller == "fct0"
+    assert isinstance(health["fct1"], FioHealth) and health["fct1"].state == "failed"
+    assert isinstance(health["nvme0n1"], NvmeHealth) and health["nvme0n1"].source == "nvme smart-log"
+    assert isinstance(health["sda"], SmartHealth)
+
+
+def test_rules_each_device_state():
+    findings = list(rules_mod.rules(report_with(FakeStorage(collect_fixture()))))
+    worst = {}
+    for f in findings:
+        worst[f.subject] = max(worst.get(f.subject, Level.OK), f.level)
+    assert worst == {"hioa": Level.CRIT, "hiob": Level.UNKNOWN, "fioa": Level.WARN,
+                     "fct1": Level.CRIT, "sda": Level.WARN}      # nvme0n1 healthy: no finding
+    by_code = {(f.subject, f.code) for f in findings}
+    assert {("hioa", "hio.battery"), ("hioa", "hio.io_timeout"), ("hioa", "hio.bad_block_rising"),
+            ("fioa", "fio.reserves_low"), ("fioa", "fio.hot"), ("fct1", "fio.failed"),
+            ("fct1", "fio.read_only"), ("sda", "smart.current_pending_sector"),
+            ("sda", "smart.crc_errors"), ("hiob", "drive.health_unknown")} == by_code
+    assert all(f.evidence for f in findings)
+
+
+def test_rules_tolerate_missing_or_unknown_storage():
+    assert list(rules_mod.rules(report_with(Unknown("timed out after 15 s")))) == []
+    assert list(rules_mod.rules(Report(host=HostIdentity("h", "k", "m", "t", 0.0), sections={}))) == []
+    assert list(rules_mod.rules(report_with(object()))) == []     # a section without health
+    assert list(rules_mod.rules(report_with(FakeStorage({"vda": Unknown("virtual disk")})))) == []
+
+
+def test_render_health_blocks():
+    console = Console(width=200, record=True)
+    for value in collect_fixture().values():
+        console.print(render_health(value))
+    text = console.export_text()
+    assert "health CRIT [hio_info -d /dev/hioa]" in text
+    assert "rose from 0.112% to 0.135%" in text
+    assert "health: unknown (hio_info timed out after 5 s)" in text
+    assert "health OK [nvme smart-log]" in text
+    assert "health WARN [smartctl --json -a]" in text
+    assert "fct1 Failed: DEVICE IS OFFLINE" in text
