@@ -178,7 +178,7 @@ class MemcachedRamp:
             summary.status, summary.reason = "failed", str(exc)
             return
         workload = Workload(cfg.key_count, cfg.key_size, cfg.value_size)
-        stats = await read_stats_async(cfg.host, cfg.port)
+        stats = await read_stats_async(cfg.host, cfg.port, cfg.connect_timeout_s)
         if stats.values:
             summary.max_connections_server = stats.values.get("max_connections")
         try:
@@ -256,7 +256,7 @@ class MemcachedRamp:
         record_array(rec, s_arr)
         record_array(rec, g_arr)
         await asyncio.sleep(0.05)   # let the server see the closes before counting connections
-        after = await read_stats_async(cfg.host, cfg.port)
+        after = await read_stats_async(cfg.host, cfg.port, cfg.connect_timeout_s)
         summ = rec.summary()
 
         def delta(name: str) -> int | None:

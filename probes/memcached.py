@@ -351,7 +351,7 @@ class MemcachedProbe:
         try:
             ensure_nofile(load.concurrency)
             workload = Workload(load.effective_key_count, load.key_size, load.value_size)
-            state.before = await read_stats_async(load.host, load.port)
+            state.before = await read_stats_async(load.host, load.port, load.connect_timeout_s)
             if load.flush:
                 try:
                     await flush_all(load.host, load.port, load.connect_timeout_s)
@@ -376,7 +376,7 @@ class MemcachedProbe:
             raise
         after = ServerStats(None, "not read: no stats before")
         if state.before is not None and state.before.values is not None:
-            after = await read_stats_async(load.host, load.port)
+            after = await read_stats_async(load.host, load.port, load.connect_timeout_s)
         self.summary = self._summarise(state, started_at, after)
         self._wake.set()
 

@@ -1,0 +1,207 @@
+"""The memcached probe against a real memcached on a free loopback port (and against broken
+servers): counts match the server's counters, percentiles match the recorded latencies, errors
+are classified and every run is bounded."""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import pytest
+
+from memcached_server import memcached, silent_server  # noqa: F401 (pytest fixtures)
+
+import inspector.probes.memcached as mc_module
+from inspector.probes.mc_workload import SizeRange
+from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
+
+SMALL = dict(key_size=SizeRange(10, 30), value_size=SizeRange(10, 300))
+
+
+def run_probe(load: MemcachedLoad, during=None):
+    """Run the probe on a fresh loop; `during(probe)` is awaited alongside (kill, stop...)."""
+    async def main():
+        probe = MemcachedProbe(load)
+        samples = []
+        side = asyncio.ensure_future(during(probe)) if during else None
+        async for sample in probe:
+            samples.append(sample)
+        if side:
+            await side
+        return probe.summary, samples
+    start = time.monotonic()
+    summary, samples = asyncio.run(main())
+    return summary, samples, time.monotonic() - start
+
+
+def check(summary, counter):
+    return next(c for c in summary.server.checks if c.counter == counter)
+
+
+@pytest.mark.parametrize("test", ["set", "get", "mix"])
+def test_counts_match_server_counters(memcached, test):
+    server = memcached()
+    before = server.stats()
+    load = MemcachedLoad(server.host, server.port, concurrency=8, execute_number=400,
+                         test=test, set_ratio=0.3, key_count=500, flush=True, **SMALL)
+    summary, samples, _ = run_probe(load)
+    after = server.stats()
+    assert summary.status == "completed", summary.reason
+    assert summary.errors == {}
+    assert summary.ops_total == 8 * 400
+    sets = summary.ops.get("set").ok if "set" in summary.ops else 0
+    gets = summary.ops.get("get").ok if "get" in summary.ops else 0
+    preload = summary.preload.stored if summary.preload else 0
+    assert (test == "set") == (summary.preload is None)
+    if test != "set":
+        assert preload == 500
+    # independent of the probe's own stats reading: the server saw exactly what was sent
+    assert after["cmd_set"] - before["cmd_set"] == sets + preload
+    assert after["cmd_get"] - before["cmd_get"] == gets
+    if test == "set":
+        assert gets == 0
+    elif test == "get":
+        assert sets == 0 and summary.get_hits == gets and summary.get_misses == 0
+    else:
+        assert 0.15 < sets / (sets + gets) < 0.45
+    # and the probe's own check agrees and says so
+    for counter in ("cmd_set", "cmd_get"):
+        c = check(summary, counter)
+        assert c.ok is True and c.server_delta == c.probe_sent
+    assert check(summary, "cmd_set").probe_sent == sets + preload
+    # samples add up to the totals
+    assert sum(s.ops["set"] + s.ops["get"] for s in samples) == summary.ops_total
+    assert all(0 < s.interval_s < 1.0 for s in samples)
+
+
+def test_percentiles_match_recorded_latencies(memcached, monkeypatch):
+    server = memcached()
+    recorded = {"set": [], "get": []}
+    real = mc_module.record_array
+
+    def spy(rec, values):
+        name = "set" if rec is spy.probe.total["set"] else "get"
+        recorded[name].extend(values)
+        real(rec, values)
+
+    monkeypatch.setattr(mc_module, "record_array", spy)
+
+    async def grab(probe):
+        spy.probe = probe
+    load = MemcachedLoad(server.host, server.port, concurrency=4, execute_number=1000,
+                         test="mix", set_ratio=0.5, key_count=200, **SMALL)
+    summary, samples, _ = run_probe(load, during=grab)
+    assert summary.status == "completed"
+    for name in ("set", "get"):
+        values = sorted(recorded[name])
+        lat = summary.ops[name].latency
+        assert lat.count == len(values) == summary.ops[name].ok
+        assert lat.max_ns == values[-1] and lat.min_ns == values[0]
+        for q in (50, 90, 99, 99.9):
+            exact = values[max(1, math.ceil(q / 100 * len(values))) - 1]
+            got = lat.p(f"p{q:g}")
+            assert abs(got - exact) <= exact * 0.001 + 1, (name, q, got, exact)
+    # interval samples carry exact interval percentiles, never above the run's max
+    for s in samples:
+        for name, pct in s.latency_ns.items():
+            assert pct["p50"] <= pct["p99"] <= pct["max"] <= summary.ops[name].latency.max_ns
+
+
+def test_server_killed_mid_run_ends_with_error_and_partial_figures(memcached):
+    server = memcached()
+
+    async def kill_soon(probe):
+        await asyncio.sleep(0.5)
+        server.kill()
+    load = MemcachedLoad(server.host, server.port, concurrency=8, duration_s=20,
+                         key_count=100, connect_timeout_s=1, **SMALL)
+    summary, _, elapsed = run_probe(load, during=kill_soon)
+    assert summary.status == "failed"
+    assert "closed by server" in summary.reason
+    assert summary.errors.get("closed_by_server", 0) >= 1
+    assert summary.ops_total > 0                     # partial figures are kept
+    assert summary.ops["set"].latency.p("p99") is not None
+    assert elapsed < 5                               # far from the 20 s asked for
+    c = check(summary, "cmd_set")
+    assert c.ok is None and "unknown" in c.note      # counters after: server gone, said so
+
+
+def test_nothing_listening_is_refused_quickly():
+    from memcached_server import free_port
+    load = MemcachedLoad("127.0.0.1", free_port(), concurrency=4, execute_number=10, **SMALL)
+    summary, _, elapsed = run_probe(load)
+    assert summary.status == "failed"
+    assert summary.errors == {"connect_refused": 4}
+    assert "connection refused" in summary.reason
+    assert summary.ops_total == 0 and elapsed < 3
+
+
+def test_server_that_never_answers_times_out(silent_server):
+    load = MemcachedLoad(silent_server.host, silent_server.port, concurrency=3,
+                         execute_number=10, request_timeout_s=0.5, connect_timeout_s=0.5,
+                         **SMALL)
+    summary, _, elapsed = run_probe(load)
+    assert summary.status == "failed"
+    assert summary.errors == {"timeout": 3}
+    assert "timed out" in summary.reason
+    assert summary.server.error and "stats" in summary.server.error
+    assert elapsed < 3.5      # 0.5 s stats + 0.5 s request timeout + sampling slack
+
+
+def test_stop_ends_at_once_with_partial_figures(memcached):
+    server = memcached()
+
+    async def stop_soon(probe):
+        await asyncio.sleep(0.4)
+        probe.stop()
+    load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=30,
+                         key_count=100, **SMALL)
+    summary, _, elapsed = run_probe(load, during=stop_soon)
+    assert summary.status == "stopped"
+    assert summary.ops_total > 0 and 0.2 < summary.load_s < 1.5
+    assert elapsed < 3
+    c = check(summary, "cmd_set")
+    # abandoned in-flight requests may or may not have been counted: the range is checked
+    assert c.ok is True and c.probe_answered <= c.server_delta <= c.probe_sent
+
+
+def test_cancelling_the_iterating_task_cancels_the_run(memcached):
+    server = memcached()
+
+    async def main():
+        probe = MemcachedProbe(MemcachedLoad(server.host, server.port, concurrency=2,
+                                             duration_s=30, key_count=50, **SMALL))
+
+        async def consume():
+            async for _ in probe:
+                pass
+        task = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.4)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(probe.aclose(), 2)
+        return probe
+    start = time.monotonic()
+    probe = asyncio.run(main())
+    assert time.monotonic() - start < 3
+    assert probe._task.done()
+    assert probe.summary is not None and probe.summary.ops_total > 0
+
+
+def test_deadline_bounds_a_run(memcached):
+    server = memcached()
+    load = MemcachedLoad(server.host, server.port, concurrency=2, execute_number=10**7,
+                         key_count=50, deadline_s=0.6, **SMALL)
+    summary, _, elapsed = run_probe(load)
+    assert summary.status == "deadline"
+    assert summary.ops_total > 0 and elapsed < 3
+
+
+def test_rate_limit_per_connection(memcached):
+    server = memcached()
+    load = MemcachedLoad(server.host, server.port, concurrency=2, duration_s=1.0,
+                         rate_per_conn=100, key_count=50, **SMALL)
+    summary, _, _ = run_probe(load)
+    assert summary.status == "completed"
+    assert 150 <= summary.ops_total <= 220    # 2 x 100/s for ~1 s
