@@ -33,7 +33,7 @@ def rose(before: float | None, after: float | None) -> bool:
 @dataclass
 class Trend:
     value: float                 # last value seen
-    seen_at: float               # when it was seen (unix time)
+    seen_at: float               # when this value was first seen (unix time)
     rose_from: float | None = None   # the value before the last rise
     rose_at: float | None = None     # when that rise was first seen
 
@@ -100,8 +100,10 @@ class TrendStore:
             data = self._load()
             before = Trend.from_json(data.get(key))
             after = next_trend(before, value, now)
-            data[key] = after.to_json()
-            self._save(data)
+            if before is None or (before.value, before.rose_from, before.rose_at) != \
+                    (after.value, after.rose_from, after.rose_at):
+                data[key] = after.to_json()   # unchanged values are not rewritten every refresh
+                self._save(data)
         return before, after
 
     def _save(self, data: dict) -> None:

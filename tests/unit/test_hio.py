@@ -156,3 +156,15 @@ def test_capture_uses_recorded_trend_and_never_writes(tmp_path, monkeypatch):
     assert "rose from 0.112% to 0.2%" in h.bad_block_trend
     assert isinstance(h.temperature_c, Unknown)       # hio_temperature not recorded
     assert not (tmp_path / "state").exists()
+
+
+def test_store_does_not_rewrite_unchanged_values(tmp_path, monkeypatch):
+    store = TrendStore(str(tmp_path))
+    saves = []
+    real_save = store._save
+    monkeypatch.setattr(store, "_save", lambda data: (saves.append(1), real_save(data)))
+    store.update("k", 0.1, now=1)
+    store.update("k", 0.1, now=2)      # a TUI refresh: same value, no write
+    store.update("k", 0.2, now=3)      # a rise: written
+    assert len(saves) == 2
+    assert store.get("k").rose_from == 0.1
