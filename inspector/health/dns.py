@@ -1,10 +1,106 @@
-"""Health rules for the dns section."""
+"""Health rules for the resolver (dns) section.
+
+- dns.unreadable (warn): /etc/resolv.conf could not be read.
+- dns.single_nameserver (warn): one nameserver (for the systemd-resolved stub: one upstream).
+- dns.too_many_nameservers (warn): more than three; glibc ignores the rest.
+- dns.failover_delay (warn): a blackholed first server costs each lookup more than 2 s.
+- dns.use_vc_no_timeout (warn): use-vc makes lookups TCP, which has no resolver timeout.
+- dns.no_attempts (crit): attempts:0 (or negative): glibc sends no query at all.
+- dns.unknown_option (warn): an options token glibc does not know (silently ignored).
+- dns.invalid_nameserver (warn): a nameserver line glibc cannot parse (silently ignored).
+"""
 from __future__ import annotations
 
 from typing import Iterable
 
-from inspector.model import Finding, Report
+from inspector.discover.resolver import ResolverSection
+from inspector.model import Finding, Level, Report
+
+FAILOVER_WARN_S = 2.0
 
 
 def rules(report: Report) -> Iterable[Finding]:
-    return []
+    s = report.section("dns")
+    if not isinstance(s, ResolverSection):
+        return []
+    cfg = s.config
+    if not hasattr(cfg, "nameservers"):
+        return [Finding(Level.WARN, "resolver", f"resolver configuration unreadable: {cfg}",
+                        [s.path], "Every lookup through glibc falls back to 127.0.0.1.",
+                        code="dns.unreadable")]
+    out: list[Finding] = []
+    out.extend(_count_rules(s))
+    if cfg.attempts <= 0:
+        out.append(Finding(
+            Level.CRIT, "resolver", f"attempts:{cfg.attempts}: glibc sends no DNS query at all",
+            [f"options {' '.join(cfg.option_words())}"],
+            "Remove the attempts option or set attempts:2.", code="dns.no_attempts"))
+    loss = s.first_server_loss
+    if (not s.stub and len(s.used_nameservers) > 1 and hasattr(loss, "seconds")
+            and cfg.attempts > 0 and not cfg.use_vc and loss.seconds is not None
+            and loss.seconds > FAILOVER_WARN_S):
+        out.append(Finding(
+            Level.WARN, "resolver", f"a blackholed first nameserver adds {loss.seconds:g} s to "
+            f"every lookup" + (f" (1 in {len(s.used_nameservers)} with rotate)" if cfg.rotate
+                               else ""),
+            [loss.explanation, f"nameservers {', '.join(s.used_nameservers)}",
+             f"options {' '.join(cfg.option_words())}"],
+            "Set options timeout:1 attempts:2 (or run a local caching resolver); glibc fails "
+            "over at once only when the dead server's host answers with ICMP refused.",
+            code="dns.failover_delay"))
+    if cfg.use_vc:
+        out.append(Finding(
+            Level.WARN, "resolver", "use-vc: lookups go over TCP, which glibc does not time out",
+            [f"options {' '.join(cfg.option_words())}", f"blackholed server: about "
+             f"{loss.seconds if hasattr(loss, 'seconds') else '?'} s of SYN retries; a server "
+             "that accepts and never answers hangs the lookup for ever"],
+            "Drop use-vc unless answers are truncated on UDP; if TCP is needed, put a local "
+            "resolver with its own timeouts in front.", code="dns.use_vc_no_timeout"))
+    if cfg.unknown_options:
+        out.append(Finding(
+            Level.WARN, "resolver", "resolv.conf options glibc does not know (ignored): " +
+            " ".join(cfg.unknown_options),
+            [f"unknown: {w}" for w in cfg.unknown_options],
+            "Spell options as name:value (timeout:2, not timeout=2).", code="dns.unknown_option"))
+    if cfg.invalid_nameservers:
+        out.append(Finding(
+            Level.WARN, "resolver", "nameserver lines glibc cannot parse (ignored): " +
+            " ".join(repr(v) for v in cfg.invalid_nameservers),
+            [f"nameserver {v}" for v in cfg.invalid_nameservers],
+            "A nameserver line takes one IPv4 or IPv6 address (no port, no comment glued on).",
+            code="dns.invalid_nameserver"))
+    return out
+
+
+def _count_rules(s: ResolverSection) -> list[Finding]:
+    cfg = s.config
+    out: list[Finding] = []
+    if s.ignored_nameservers:
+        out.append(Finding(
+            Level.WARN, "resolver", f"{len(cfg.nameservers)} nameservers: glibc uses only the "
+            f"first 3 and ignores {', '.join(s.ignored_nameservers)}",
+            [f"used {', '.join(s.used_nameservers)}",
+             f"ignored {', '.join(s.ignored_nameservers)}"],
+            "Keep the three best servers in resolv.conf; the others are never queried.",
+            code="dns.too_many_nameservers"))
+    if s.stub:
+        ups = s.upstreams
+        if isinstance(ups, list) and len(ups) == 1:
+            out.append(Finding(
+                Level.WARN, "resolver", f"systemd-resolved has a single upstream server {ups[0]}",
+                [f"stub {', '.join(s.used_nameservers)}", f"upstreams {ups[0]}"],
+                "Configure a second DNS server (resolved.conf DNS= or the network config).",
+                code="dns.single_nameserver"))
+        return out
+    if len(cfg.nameservers) == 1:
+        ns = cfg.nameservers[0]
+        what = "no nameserver configured: glibc uses 127.0.0.1" if cfg.nameserver_defaulted \
+            else f"a single nameserver {ns}"
+        out.append(Finding(
+            Level.WARN, "resolver", what,
+            [f"{s.path}: nameserver {ns}"] + ([s.first_server_loss.explanation]
+                                               if hasattr(s.first_server_loss, "explanation")
+                                               else []),
+            "Add a second nameserver so a dead server costs one timeout instead of failing "
+            "every lookup.", code="dns.single_nameserver"))
+    return out

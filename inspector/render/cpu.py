@@ -1,9 +1,97 @@
-"""Rich renderer for the cpu section (placeholder until its collector lands)."""
+"""Rich renderer for the cpu section: model and topology, frequency policies, load and steal."""
 from __future__ import annotations
 
-from rich.console import RenderableType
-from rich.pretty import Pretty
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from inspector.discover.cpu import CpuFreqPolicy, CpuSection
+from inspector.model import Unknown
+
+
+def _v(value: object) -> str:
+    return "?" if isinstance(value, Unknown) or value is None else str(value)
+
+
+def _mhz(khz: object) -> str:
+    return f"{khz / 1000:.0f}" if isinstance(khz, int) else "?"
+
+
+def _cpus(cpus: list[int]) -> str:
+    """[0,1,2,3,6] -> "0-3,6"."""
+    out, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            out.append(f"{start}" if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(out) or "?"
+
+
+def policy_table(policies: list[CpuFreqPolicy]) -> Table:
+    table = Table(show_edge=False, pad_edge=False, title="cpufreq", title_justify="left",
+                  title_style="bold")
+    for name in ("policy", "cpus", "driver", "governor", "epp", "cur MHz", "min-max MHz",
+                 "hw range MHz"):
+        table.add_column(name, no_wrap=True)
+    # identical policies collapse into one row: 128 rows of "performance" help nobody
+    rows: dict[tuple, list[CpuFreqPolicy]] = {}
+    for p in policies:
+        key = (_v(p.driver), _v(p.governor), _v(p.energy_performance_preference),
+               _mhz(p.min_khz), _mhz(p.max_khz), _mhz(p.hw_min_khz), _mhz(p.hw_max_khz))
+        rows.setdefault(key, []).append(p)
+    for key, group in rows.items():
+        driver, governor, epp, lo, hi, hw_lo, hw_hi = key
+        curs = [p.cur_khz for p in group if isinstance(p.cur_khz, int)]
+        cur = f"{min(curs) / 1000:.0f}-{max(curs) / 1000:.0f}" if len(set(curs)) > 1 else \
+            _mhz(curs[0]) if curs else "?"
+        name = group[0].name if len(group) == 1 else f"{len(group)} policies"
+        cpus = sorted(c for p in group for c in p.cpus)
+        table.add_row(Text(name), Text(_cpus(cpus)), Text(driver),
+                      Text(governor, style="bold yellow" if governor == "powersave" else ""),
+                      Text(epp if epp != "?" or group[0].energy_performance_preference is not None
+                           else "-"), Text(cur), Text(f"{lo}-{hi}"), Text(f"{hw_lo}-{hw_hi}"))
+    return table
+
+
+def _row(grid: Table, label: str, value: str | Text) -> None:
+    """Host-provided strings are plain text, never Rich markup ("[fixed]", "[from ...]")."""
+    grid.add_row(label, value if isinstance(value, Text) else Text(value))
 
 
 def render(section: object) -> RenderableType:
-    return Pretty(section)
+    if not isinstance(section, CpuSection):
+        return Text(str(section), style="yellow")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    _row(grid, "model", f"{_v(section.model)}  ({_v(section.vendor)})")
+    _row(grid, "topology", f"{_v(section.sockets)} socket(s), {_v(section.cores)} cores, "
+                 f"{_v(section.threads)} threads ({_v(section.threads_per_core)} per core), "
+                 f"online {_v(section.online)}  [from {section.topology_source}]")
+    la = section.loadavg
+    if isinstance(la, Unknown):
+        _row(grid, "load", Text(str(la), style="yellow"))
+    else:
+        per_cpu = f"  ({la.one / section.threads:.2f} per CPU)" \
+            if isinstance(section.threads, int) and section.threads else ""
+        _row(grid, "load", f"{la.one:.2f} {la.five:.2f} {la.fifteen:.2f}{per_cpu}  "
+                     f"runnable {la.running}/{la.total}")
+    steal = section.steal_percent
+    if isinstance(steal, float):
+        _row(grid, "steal", Text(f"{steal:.2f}% of CPU time since boot",
+                                   style="bold yellow" if steal > 10 else ""))
+    else:
+        _row(grid, "steal", Text(str(steal), style="dim"))
+    power = [f"role {section.role} ({', '.join(section.role_evidence)})"]
+    if section.intel_pstate:
+        power.append(f"intel_pstate {section.intel_pstate}")
+    power.append(f"cpuidle {_v(section.cpuidle_driver)}")
+    _row(grid, "power", "; ".join(power))
+    parts: list[RenderableType] = [grid]
+    if isinstance(section.cpufreq, Unknown):
+        _row(grid, "cpufreq", Text(str(section.cpufreq), style="dim"))
+    else:
+        parts.append(policy_table(section.cpufreq))
+    return Group(*parts)
