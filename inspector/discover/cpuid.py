@@ -239,11 +239,17 @@ class CpuidReader:
         self._live = _LiveCpuid() if root.live else None
 
     def method(self) -> str | Unknown:
-        return self.root.fact("cpuid", "method", lambda: self._live.choose())
+        value = self.root.fact("cpuid", "method", lambda: self._live.choose())
+        if isinstance(value, Unknown) or isinstance(value, str):
+            return value
+        return Unknown("malformed CPUID method record")
 
     def leaf(self, leaf: int, subleaf: int = 0) -> list[int] | Unknown:
         value = self.root.fact("cpuid", key(leaf, subleaf), lambda: self._live.leaf(leaf, subleaf))
-        if known(value) and not (isinstance(value, list) and len(value) == 4):
+        if isinstance(value, Unknown):
+            return value
+        if not (isinstance(value, list) and len(value) == 4 and all(
+                isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**32 for r in value)):
             return Unknown(f"malformed CPUID record for {key(leaf, subleaf)}")
         return value
 
@@ -266,7 +272,7 @@ class CpuidReader:
             return value
         try:
             return [int(v, 16) for v in value]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, AttributeError):
             return Unknown("malformed CPUID scan record")
 
     def view(self) -> CpuidView:

@@ -291,6 +291,8 @@ def _xen_layer(sig: _Signals, ev: list[Evidence], roles: list[HostRole]) -> Laye
 
     mode, mode_ev = _xen_mode(sig)
     ev.extend(mode_ev)
+    if mode != "PV":        # a PV guest runs CPUID natively: its blocks describe the layer below
+        _cpuid_evidence(sig, ev)
     pv_drivers = [d for d in sig.xen_devices if re.match(r"(vbd|vif)-", d)]
     if mode == "HVM" and pv_drivers:
         mode = "PVHVM"
@@ -351,8 +353,10 @@ def _cpuid_evidence(sig: _Signals, ev: list[Evidence]) -> str | None:
     if not known(blocks):
         return None
     for block in blocks:
+        deferred = block.hypervisor == "microsoft" and len(blocks) > 1
         ev.append(Evidence(f"cpuid {block.label}", block.signature or "(empty signature)",
-                           block.hypervisor or "vm-other", STRONG))
+                           block.hypervisor or "vm-other", INFO if deferred else STRONG,
+                           "Hyper-V interface; a later block names the hypervisor" if deferred else ""))
     first = sig.cpuid.first_hypervisor()
     if len(blocks) > 1 and blocks[0].hypervisor == "microsoft" and first != "microsoft":
         ev.append(Evidence("cpuid hypervisor blocks", "Microsoft Hv first, then " + first, first, INFO,
@@ -365,9 +369,6 @@ def _vm_layers(root: HostRoot, sig: _Signals, roles: list[HostRole]) -> tuple[li
     """VM layers (innermost first) and the hardware layer."""
     ev: list[Evidence] = []
     hardware = Layer("hardware", "hardware", confidence="high")
-    if sig.dmi.get("sys_vendor") or sig.dmi.get("product_name"):
-        hardware.evidence.append(Evidence("/sys/class/dmi/id", f"{sig.dmi.get('sys_vendor', '?')} "
-                                          f"{sig.dmi.get('product_name', '')}".strip(), "hardware", INFO))
     layers: list[Layer] = []
     inner: Layer | None = None
 
@@ -764,6 +765,11 @@ def collect(root: HostRoot) -> VirtSection:
     container = _container_layer(root, sig, roles)
     in_vm = any(l.present for l in vm_layers)
     _kvm_host(root, sig, in_vm, roles)
+    if not in_vm and (sig.dmi.get("sys_vendor") or sig.dmi.get("product_name")):
+        # Inside a guest DMI describes the virtual machine, not the hardware below.
+        hardware.evidence.insert(0, Evidence(
+            "/sys/class/dmi/id", f"{sig.dmi.get('sys_vendor', '?')} "
+            f"{sig.dmi.get('product_name', '')}".strip(), "hardware", INFO))
     layers = [container, *vm_layers, hardware]
     blocks = sig.cpuid.blocks
     cpuid = CpuidSummary(

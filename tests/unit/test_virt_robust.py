@@ -1,0 +1,37 @@
+"""Garbage, truncated or oddly shaped inputs never make the virt collector raise."""
+import json
+import os
+import shutil
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import fixture_root
+from inspector.discover import virt
+from inspector.host import HostRoot
+
+FILES = ["proc/cpuinfo", "proc/self/cgroup", "proc/self/mountinfo", "sys/hypervisor/type",
+         "sys/hypervisor/guest_type", "sys/hypervisor/properties/features", "proc/xen/capabilities",
+         "sys/firmware/dmi/entries/0-0/raw", "sys/firmware/acpi/tables/FACP", "run/.containerenv",
+         "run/systemd/container", "proc/sys/kernel/osrelease", "sys/devices/virtual/dmi/id/sys_vendor"]
+CPUID_VALUES = st.one_of(st.none(), st.integers(), st.text(max_size=12),
+                         st.lists(st.integers(min_value=0, max_value=2**32 - 1), max_size=5),
+                         st.lists(st.text(max_size=10), max_size=3))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(contents=st.dictionaries(st.sampled_from(FILES), st.binary(max_size=300), max_size=6),
+       facts=st.dictionaries(st.sampled_from(["method", "0x00000000", "0x00000001", "scan", "0x40000000"]),
+                             CPUID_VALUES, max_size=5))
+def test_garbage_never_raises(tmp_path_factory, contents, facts):
+    root = tmp_path_factory.mktemp("garbage")
+    shutil.copytree(fixture_root("virt-11-xenserver-hvm-viridian"), root, symlinks=True, dirs_exist_ok=True)
+    for rel, data in contents.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    side = json.loads((root / "inspector-sidecar.json").read_text())
+    side["facts"]["cpuid"].update(facts)
+    (root / "inspector-sidecar.json").write_text(json.dumps(side))
+    section = virt.collect(HostRoot(str(root)))
+    assert section.layers[0].kind == "container" and section.layers[-1].kind == "hardware"
+    assert isinstance(section.summary, str)
