@@ -106,7 +106,8 @@ class _Signals:
     xen_devices: list[str]
     acpi_oem: dict[str, str]
     pci: set[str]
-    clocksource: str | None
+    clocksources: list[str]           # available, current first
+    cmdline: str | None
     osrelease: str | None
     dt_hypervisor: str | None
 
@@ -182,6 +183,13 @@ def _pci_ids(root: HostRoot) -> set[str]:
     return ids
 
 
+def _clocksources(root: HostRoot) -> list[str]:
+    base = "sys/devices/system/clocksource/clocksource0/"
+    current = _line(root, base + "current_clocksource")
+    available = (_line(root, base + "available_clocksource") or "").split()
+    return ([current] if current else []) + [c for c in available if c != current]
+
+
 def _gather(root: HostRoot) -> _Signals:
     uname = root.uname()
     arch = uname["machine"] if known(uname) else ""
@@ -206,7 +214,7 @@ def _gather(root: HostRoot) -> _Signals:
         proc_xen=root.exists("proc/xen"),
         xen_devices=root.try_listdir("sys/bus/xen/devices"), acpi_oem=_acpi_oem(root),
         pci=_pci_ids(root),
-        clocksource=_line(root, "sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        clocksources=_clocksources(root), cmdline=_line(root, "proc/cmdline"),
         osrelease=_line(root, "proc/sys/kernel/osrelease"),
         dt_hypervisor=dt.replace("\0", " ").strip() if known(dt) else None)
 
@@ -410,8 +418,12 @@ def _vm_layers(root: HostRoot, sig: _Signals, roles: list[HostRole]) -> tuple[li
     if sig.smbios_vm_bit is not None:
         ev.append(Evidence("/sys/firmware/dmi/entries/0-0/raw byte 0x13 bit 4",
                            str(int(sig.smbios_vm_bit)), "vm" if sig.smbios_vm_bit else "none", STRONG))
-    if sig.clocksource in _CLOCKSOURCES:
-        ev.append(Evidence("clocksource", sig.clocksource, _CLOCKSOURCES[sig.clocksource], WEAK))
+    clock_hint = next((c for c in sig.clocksources if c in _CLOCKSOURCES), None)
+    if clock_hint:
+        current = sig.clocksources[0] == clock_hint
+        ev.append(Evidence("clocksource" if current else "available clocksources", clock_hint,
+                           _CLOCKSOURCES[clock_hint], WEAK,
+                           "" if current else "registered only by that hypervisor's guest support"))
     for pci_id in sorted(sig.pci):
         if pci_id in _PCI_HINTS:
             ev.append(Evidence(f"PCI {pci_id}", _PCI_HINTS[pci_id][1], _PCI_HINTS[pci_id][0], WEAK))
@@ -445,12 +457,14 @@ def _decide_vm(sig: _Signals, bit: bool | None, hv: str | None,
         technology = dmi_verdict
     elif hv:
         technology = hv
-    elif dmi_verdict == "qemu" and sig.clocksource == "kvm-clock":
+    elif dmi_verdict == "qemu" and "kvm-clock" in sig.clocksources:
         ev.append(Evidence("DMI vs clocksource", "QEMU firmware with kvm-clock", "kvm", MEDIUM,
                            "kvm-clock exists only under KVM acceleration (no CPUID to confirm)"))
         technology = "kvm"
     elif dmi_verdict:
         technology = dmi_verdict
+    elif bit and clock_hint(sig):
+        technology = clock_hint(sig)
     elif sig.smbios_vm_bit:
         technology = "vm-other"
     elif bit:
@@ -488,6 +502,10 @@ def _decide_vm(sig: _Signals, bit: bool | None, hv: str | None,
     return _VERDICT_NAMES.get(technology, technology), flavor, confidence
 
 
+def clock_hint(sig: _Signals) -> str | None:
+    return next((_CLOCKSOURCES[c] for c in sig.clocksources if c in _CLOCKSOURCES), None)
+
+
 def _firecracker(sig: _Signals, ev: list[Evidence]) -> bool:
     oem = sig.acpi_oem
     if oem.get("oem_id") == "FIRECK" or oem.get("creator_id") == "FCAT":
@@ -498,9 +516,20 @@ def _firecracker(sig: _Signals, ev: list[Evidence]) -> bool:
             ev.append(Evidence("/sys/class/dmi/id", "not present", "firecracker", WEAK,
                                "Firecracker provides no SMBIOS"))
         return True
-    if not sig.dmi_present and not oem:
+    if sig.dmi_present or oem:
+        return False
+    # Not root (ACPI tables unreadable) and no SMBIOS: Firecracker's boot arguments.
+    cmdline = sig.cmdline or ""
+    hints = [h for h in ("virtio_mmio.device=", "reboot=k", "panic=1", "pci=off")
+             if re.search(r"(^|\s)" + re.escape(h), cmdline)]
+    if "virtio_mmio.device=" in hints or {"reboot=k", "panic=1"} <= set(hints):
         ev.append(Evidence("/sys/class/dmi/id", "not present (ACPI tables unreadable)",
-                           "firecracker", WEAK, "KVM without SMBIOS: Firecracker-like microVM"))
+                           "firecracker", WEAK, "Firecracker provides no SMBIOS"))
+        ev.append(Evidence("/proc/cmdline", " ".join(hints), "firecracker", MEDIUM,
+                           "Firecracker's default boot arguments"))
+        return True
+    ev.append(Evidence("/sys/class/dmi/id", "not present (ACPI tables unreadable)",
+                       "microvm", WEAK, "KVM without SMBIOS: a microVM (Firecracker, kvmtool ...)"))
     return False
 
 

@@ -55,6 +55,7 @@ CASES = [
     ("virt-33-docker-cgroup1-baremetal",   ("docker", None), VM_NONE, [], None, "docker > hardware"),
     ("virt-34-vmware",                     NONE, [("vmware", None, None)], [], None, "vmware > hardware"),
     ("virt-35-no-cpuid-cpuinfo-flag",      NONE, [("kvm", None, None)], [], None, "kvm > hardware"),
+    ("virt-36-firecracker-unprivileged",   NONE, [("kvm", "firecracker", None)], [], None, "kvm (firecracker) > hardware"),
     # The shared machine roots (block and network files come from other collectors' fixtures).
     ("xen-pv-guest",                       NONE, [("xen", "plain", "PV")], [], None, "xen (PV, plain) > hardware"),
     ("xenserver-hvm",                      NONE, [("xen", "xenserver", "PVHVM")], [], None, "xen (PVHVM, xenserver) > hardware"),
