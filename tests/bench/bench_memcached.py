@@ -1,0 +1,109 @@
+"""Benchmark: `inspector probe memcached` against memcslap, same load, same memcached.
+
+    make bench            (or: .venv/bin/python tests/bench/bench_memcached.py [N] [PAIRS])
+
+Five alternating pairs of
+    memcslap --servers=127.0.0.1:PORT --concurrency=32 --flush --test=set --execute-number=N
+    inspector probe memcached 127.0.0.1:PORT --concurrency 32 --flush --test set --execute-number N
+against one memcached; prints each pair's ops/s and the median ratio (goal >= 1.0x), and the
+time a 3,000-connection ramp step takes to open and run. memcslap's keys are 20-60 B and its
+values 50-5000 B with N distinct keys: the probe's defaults are the same.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+from conftest import inspector_bin                     # noqa: E402
+from memcached_server import start_memcached           # noqa: E402
+
+CONCURRENCY = 32
+MEMCSLAP_TIME = re.compile(r"Time to set\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds")
+
+
+def run_memcslap(port: int, n: int) -> float:
+    out = subprocess.run(
+        ["memcslap", f"--servers=127.0.0.1:{port}", f"--concurrency={CONCURRENCY}", "--flush",
+         "--test=set", f"--execute-number={n}"],
+        capture_output=True, text=True, timeout=600, check=True).stdout
+    m = MEMCSLAP_TIME.search(out)
+    assert m, out
+    return int(m.group(1)) / float(m.group(3))
+
+
+def run_inspector(port: int, n: int) -> dict:
+    p = subprocess.run(
+        [inspector_bin(), "probe", "memcached", f"127.0.0.1:{port}", "--concurrency",
+         str(CONCURRENCY), "--flush", "--test", "set", "--execute-number", str(n), "--json"],
+        capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def bench_pairs(n: int, pairs: int) -> float:
+    server = start_memcached()
+    ratios = []
+    try:
+        for i in range(pairs):
+            theirs = run_memcslap(server.port, n)
+            t0 = time.monotonic()
+            doc = run_inspector(server.port, n)
+            wall = time.monotonic() - t0
+            ours = doc["ops_per_s"]
+            lat = doc["ops"]["set"]["latency"]["percentiles_ns"]
+            assert doc["ops_total"] == CONCURRENCY * n
+            assert all(c["ok"] for c in doc["server"]["checks"]), doc["server"]["checks"]
+            ratios.append(ours / theirs)
+            print(f"pair {i + 1}: memcslap {theirs:9.0f} ops/s   inspector {ours:9.0f} ops/s "
+                  f"(process wall {wall:.2f} s; p50 {lat['p50'] / 1e6:.3f} ms, "
+                  f"p99 {lat['p99'] / 1e6:.3f} ms, p99.9 {lat['p99.9'] / 1e6:.3f} ms)   "
+                  f"ratio {ours / theirs:.2f}x", flush=True)
+    finally:
+        server.kill()
+    median = statistics.median(ratios)
+    print(f"median ratio inspector/memcslap ops/s over {pairs} pairs: {median:.2f}x "
+          f"(goal >= 1.0x)")
+    return median
+
+
+def bench_big_step(connections: int = 3000, step_s: float = 2.0) -> dict:
+    server = start_memcached("-c", str(connections + 1024))
+    try:
+        p = subprocess.run(
+            [inspector_bin(), "probe", "memcached", server.address, "--ramp",
+             "--start-connections", str(connections), "--max-connections", str(connections),
+             "--step-seconds", str(step_s), "--json"],
+            capture_output=True, text=True, timeout=120)
+        doc = json.loads(p.stdout)
+    finally:
+        server.kill()
+    step = doc["steps"][0]
+    print(f"{connections}-connection step: opened {step['opened']} in {step['open_s']:.3f} s, "
+          f"ran {step['run_s']:.2f} s at {step['ops_per_s']:.0f} ops/s, "
+          f"p50 {step['p50_ns'] / 1e6:.2f} ms, p99 {step['p99_ns'] / 1e6:.2f} ms, "
+          f"errors {step['errors'] or 'none'}")
+    return step
+
+
+def test_bench_memcached():
+    n = int(os.environ.get("BENCH_MC_N", "20000"))
+    pairs = int(os.environ.get("BENCH_MC_PAIRS", "5"))
+    bench_pairs(n, pairs)
+    step = bench_big_step()
+    assert step["opened"] == 3000 and not step["errors"]
+
+
+if __name__ == "__main__":
+    n_arg = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    pairs_arg = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    bench_pairs(n_arg, pairs_arg)
+    bench_big_step()
