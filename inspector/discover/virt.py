@@ -44,13 +44,14 @@ class Layer:
     guest_mode: str | None = None    # Xen: PV, HVM, PVHVM, PVH
     confidence: str = "high"         # high | medium | low
     evidence: list[Evidence] = field(default_factory=list)
+    confidential: str | None = None  # VM memory encryption: "AMD SEV-SNP", "Intel TDX" ...
 
     @property
     def present(self) -> bool:
         return self.verdict != "none"
 
     def label(self) -> str:
-        extra = [x for x in (self.guest_mode, self.flavor) if x]
+        extra = [x for x in (self.guest_mode, self.flavor, self.confidential) if x]
         return f"{self.verdict} ({', '.join(extra)})" if extra else self.verdict
 
 
@@ -764,6 +765,27 @@ def _hyperv_root(sig: _Signals, roles: list[HostRole]) -> bool:
     return False
 
 
+_CC_FLAGS = (("tdx_guest", "Intel TDX"), ("sev_snp", "AMD SEV-SNP"), ("sev_es", "AMD SEV-ES"),
+             ("sev", "AMD SEV"))
+_HV_ISOLATION = {1: "Hyper-V VBS", 2: "AMD SEV-SNP", 3: "Intel TDX"}
+
+
+def _confidential(sig: _Signals, layer: Layer) -> None:
+    """Confidential guest: the kernel's flags, or Hyper-V's isolation type (leaf 0x4000000C)."""
+    flags = sig.cpu_flags if known(sig.cpu_flags) else set()
+    for flag, name in _CC_FLAGS:
+        if flag in flags:
+            layer.confidential = name
+            layer.evidence.append(Evidence("/proc/cpuinfo flags", flag, "confidential", STRONG))
+            return
+    block = sig.cpuid.block("microsoft")
+    isolation = block.leaves.get(block.base + 0x0C) if block else None
+    if isolation and isolation[1] & 0xF in _HV_ISOLATION:
+        layer.confidential = _HV_ISOLATION[isolation[1] & 0xF]
+        layer.evidence.append(Evidence(f"cpuid 0x{block.base + 0x0C:08x} EBX[3:0]",
+                                       str(isolation[1] & 0xF), "confidential", STRONG))
+
+
 def _summary(layers: list[Layer]) -> str:
     return " > ".join(l.label() for l in layers if l.present)
 
@@ -791,6 +813,9 @@ def collect(root: HostRoot) -> VirtSection:
                 layer.flavor = None
                 layer.evidence.append(Evidence("Hyper-V root partition", "yes", "none", INFO,
                                                "the root partition is the Hyper-V host"))
+    innermost_vm = next((l for l in vm_layers if l.present and l.verdict != "uml"), None)
+    if innermost_vm is not None:
+        _confidential(sig, innermost_vm)
     container = _container_layer(root, sig, roles)
     in_vm = any(l.present for l in vm_layers)
     _kvm_host(root, sig, in_vm, roles)

@@ -56,6 +56,7 @@ CASES = [
     ("virt-34-vmware",                     NONE, [("vmware", None, None)], [], None, "vmware > hardware"),
     ("virt-35-no-cpuid-cpuinfo-flag",      NONE, [("kvm", None, None)], [], None, "kvm > hardware"),
     ("virt-36-firecracker-unprivileged",   NONE, [("kvm", "firecracker", None)], [], None, "kvm (firecracker) > hardware"),
+    ("virt-37-azure-confidential-snp",     NONE, [("hyperv", "azure", None)], [], None, "hyperv (azure, AMD SEV-SNP) > hardware"),
     # The shared machine roots (block and network files come from other collectors' fixtures).
     ("xen-pv-guest",                       NONE, [("xen", "plain", "PV")], [], None, "xen (PV, plain) > hardware"),
     ("xenserver-hvm",                      NONE, [("xen", "xenserver", "PVHVM")], [], None, "xen (PVHVM, xenserver) > hardware"),
