@@ -393,12 +393,12 @@ def _vm_layers(root: HostRoot, sig: _Signals, roles: list[HostRole]) -> tuple[li
         layers.append(xen)
         # A PV guest executes CPUID natively: a non-Xen hypervisor there is the layer below.
         blocks = sig.cpuid.blocks if known(sig.cpuid.blocks) else []
-        below = next((b.hypervisor for b in blocks if b.hypervisor not in (None, "xen", "microsoft")),
-                     None)
+        below = next((b for b in blocks if b.hypervisor not in (None, "xen", "microsoft")), None)
         if below and xen.guest_mode == "PV":
-            layers.append(Layer("vm", below, confidence="medium", evidence=[Evidence(
-                "cpuid 0x40000000", below, below, MEDIUM,
-                "seen from inside a Xen guest: the hypervisor Xen itself runs on")]))
+            name = _VERDICT_NAMES.get(below.hypervisor, below.hypervisor)
+            layers.append(Layer("vm", name, confidence="medium", evidence=[Evidence(
+                f"cpuid {below.label}", below.signature, below.hypervisor, MEDIUM,
+                "CPUID runs natively in a PV guest: this is the hypervisor Xen itself runs on")]))
         return layers, _hardware_aws(sig, hardware, layers)
     if xen is not None:            # dom0: Xen host role, no VM layer (unless nested below)
         ev = xen.evidence
