@@ -79,3 +79,20 @@ def test_live_reader_records_what_captures_need():
     facts = root.sidecar()["facts"]["cpuid"]
     assert view.method in ("dev-cpu", "probe")
     assert facts["scan"] == ["0x40000000"] and facts["0x40000000"][1:] == regs_for("KVMKVMKVM", 0)[1:]
+
+
+def test_probe_is_used_when_dev_cpu_is_unreadable(monkeypatch, tmp_path):
+    monkeypatch.setattr(cpuid, "_DEV", str(tmp_path / "no-cpuid-driver"))
+    root = HostRoot("/", record=True)
+    view = cpuid.read(root)
+    assert view.method == "probe"
+    assert view.hypervisor_bit is True and view.first_hypervisor() == "kvm"
+    assert root.sidecar()["facts"]["cpuid"]["method"] == "probe"
+
+
+def test_no_method_gives_reasons(monkeypatch, tmp_path):
+    monkeypatch.setattr(cpuid, "_DEV", str(tmp_path / "no-cpuid-driver"))
+    monkeypatch.setattr(cpuid, "_STUB", bytes.fromhex("0f0b"))
+    view = cpuid.read(HostRoot("/"))
+    assert isinstance(view.method, Unknown)
+    assert "no-cpuid-driver" in view.method.reason and "signal" in view.method.reason
