@@ -87,7 +87,7 @@ def _ifindex(root: HostRoot, name: str) -> int:
 def collect_nic(root: HostRoot, name: str) -> Nic:
     base = f"sys/class/net/{name}"
     dev = f"{base}/device"
-    device = root.link_name(dev)
+    device = _device_name(root, dev)
     driver: str | Unknown = Unknown("no device (virtual interface)")
     bus: str | Unknown = "virtual"
     transport = None
@@ -137,6 +137,16 @@ def classify(name: str, arptype: int | Unknown, driver: str | Unknown, bus: str 
     if device is None:
         return devtype or "virtual", ["no device link: a software interface"]
     return "physical", [f"driver {drv or 'unbound'} on bus {bus}"]
+
+
+def _device_name(root: HostRoot, dev: str) -> str | None:
+    """Name of the device directory behind the `device` link (0000:00:03.0, virtio2, vif-0)."""
+    if root.readlink(dev) is None:
+        return None
+    try:
+        return root.resolve(dev).rsplit("/", 1)[-1] or None
+    except Exception:
+        return root.link_name(dev)
 
 
 def _offloads(root: HostRoot, name: str) -> list[Offload] | Unknown:

@@ -41,8 +41,8 @@ def rules(report: Report) -> Iterable[Finding]:
             and loss.seconds > FAILOVER_WARN_S):
         out.append(Finding(
             Level.WARN, "resolver", f"a blackholed first nameserver adds {loss.seconds:g} s to "
-            f"every lookup" + (f" (1 in {len(s.used_nameservers)} with rotate)" if cfg.rotate
-                               else ""),
+            + (f"1 lookup in {len(s.used_nameservers)} (rotate; {loss.average:.3g} s on average)"
+               if cfg.rotate else "every lookup"),
             [loss.explanation, f"nameservers {', '.join(s.used_nameservers)}",
              f"options {' '.join(cfg.option_words())}"],
             "Set options timeout:1 attempts:2 (or run a local caching resolver); glibc fails "
