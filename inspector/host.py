@@ -158,8 +158,13 @@ class HostRoot:
     def read_bytes(self, rel: str, limit: int = MAX_READ_BYTES) -> bytes:
         rel = self._rel(rel)
         try:
-            with open(self.host_path(rel), "rb", buffering=0) as f:
-                data = f.read(limit)
+            # os.open/os.read: a third cheaper than a file object, which the live samplers
+            # (hundreds of small /proc reads per sample) feel
+            fd = os.open(self.host_path(rel), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                data = os.read(fd, limit)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise Unavailable(_reason(exc)) from None
         if self._recording is not None:

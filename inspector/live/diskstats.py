@@ -127,17 +127,27 @@ def read_topology(root: HostRoot, names) -> dict[str, DiskInfo]:
     info: dict[str, DiskInfo] = {}
     parents: dict[str, str] = {}
     for disk in whole:
-        for entry in root.try_listdir(f"sys/block/{disk}"):
+        base = _resolve(root, f"sys/block/{disk}")
+        for entry in root.try_listdir(base):
             # partitions are named after their disk: sda1, nvme0n1p1, mmcblk0p2
-            if entry.startswith(disk) and root.exists(f"sys/block/{disk}/{entry}/partition"):
+            if entry.startswith(disk) and root.exists(f"{base}/{entry}/partition"):
                 parents[entry] = disk
     for name in names:
         if name in parents:
             info[name] = DiskInfo(name, "part", parent=parents[name])
             continue
-        members = root.try_listdir(f"sys/block/{name}/slaves") if name in whole else []
+        members = (root.try_listdir(_resolve(root, f"sys/block/{name}/slaves"))
+                   if name in whole else [])
         info[name] = DiskInfo(name, _kind(name), members=members)
     return info
+
+
+def _resolve(root: HostRoot, rel: str) -> str:
+    """sysfs is symlinks all the way down; resolve them inside the root (captures too)."""
+    try:
+        return root.resolve(rel)
+    except Unavailable:
+        return rel
 
 
 def _kind(name: str) -> str:

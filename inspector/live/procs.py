@@ -49,9 +49,11 @@ class ProcIoRate:
     write_bytes_s: float
 
 
-def parse_proc_stat(pid: int, text: str) -> ProcStat | None:
+def parse_proc_stat(pid: int, text: str | bytes) -> ProcStat | None:
+    if isinstance(text, str):
+        text = text.encode("utf-8", "surrogateescape")
     # comm may hold spaces and parentheses: it ends at the LAST ')'
-    open_at, close_at = text.find("("), text.rfind(")")
+    open_at, close_at = text.find(b"("), text.rfind(b")")
     if open_at < 0 or close_at < open_at:
         return None
     rest = text[close_at + 2:].split()
@@ -61,7 +63,8 @@ def parse_proc_stat(pid: int, text: str) -> ProcStat | None:
         starttime = int(rest[19])
     except ValueError:
         return None
-    return ProcStat(pid, text[open_at + 1:close_at], rest[0], starttime)
+    return ProcStat(pid, text[open_at + 1:close_at].decode("utf-8", "replace"),
+                    rest[0].decode("ascii", "replace"), starttime)
 
 
 def list_pids(root: HostRoot) -> list[int] | Unknown:
@@ -75,7 +78,7 @@ def read_stats(root: HostRoot, pids: list[int]) -> dict[int, ProcStat]:
     out: dict[int, ProcStat] = {}
     for pid in pids:
         try:
-            text = root.read_text(f"proc/{pid}/stat", STAT_LIMIT)
+            text = root.read_bytes(f"proc/{pid}/stat", STAT_LIMIT)
         except Unavailable:
             continue            # exited between the listing and the read
         st = parse_proc_stat(pid, text)
@@ -120,27 +123,19 @@ def read_io(root: HostRoot, pids) -> dict[int, ProcIo] | Unknown:
     denied = 0
     for pid in pids:
         try:
-            text = root.read_text(f"proc/{pid}/io", STAT_LIMIT)
+            fields = root.read_bytes(f"proc/{pid}/io", STAT_LIMIT).split()
         except Unavailable as exc:
             denied += exc.reason == "permission denied"
             continue
-        rb, wb = _io_field(text, "\nread_bytes: "), _io_field(text, "\nwrite_bytes: ")
-        if rb is not None and wb is not None:
-            out[pid] = ProcIo(rb, wb)
+        # rchar wchar syscr syscw read_bytes write_bytes cancelled_write_bytes, "label: value"
+        if fields[8:9] == [b"read_bytes:"] and fields[10:11] == [b"write_bytes:"]:
+            try:
+                out[pid] = ProcIo(int(fields[9]), int(fields[11]))
+            except ValueError:
+                pass
     if not out and denied:
         return Unknown("permission denied reading /proc/[pid]/io (needs root)")
     return out
-
-
-def _io_field(text: str, label: str) -> int | None:
-    at = text.find(label)
-    if at < 0:
-        return None
-    end = text.find("\n", at + len(label))
-    try:
-        return int(text[at + len(label):end if end >= 0 else None])
-    except ValueError:
-        return None
 
 
 def top_io(prev: dict[int, ProcIo], cur: dict[int, ProcIo], prev_stats: dict[int, ProcStat],

@@ -69,6 +69,8 @@ class LiveSampler:
     def sample(self) -> Snapshot:
         root = self.root
         mono, wall = time.monotonic(), time.time()
+        if not root.live:     # a capture's moment, not ours (unknown for a plain tree: now)
+            wall = float(getattr(root, "sidecar_meta", {}).get("captured_at", wall))
         disks = read_diskstats(root)
         if known(disks):
             key = tuple(disks)
@@ -114,7 +116,7 @@ def since_boot(snap: Snapshot, top: int = TOP_IO) -> Rates | Unknown:
                     topology=snap.topology, nics=_zero_nics(snap.nics), cpu=_zero_cpu(snap.cpu),
                     load=snap.load, dstate=snap.dstate, procs={}, proc_io={})
     out = _rates(zero, snap, snap.uptime, top)
-    out.top_io = Unknown("rates need two samples")
+    out.top_io = snap.proc_io if not known(snap.proc_io) else Unknown("rates need two samples")
     out.since_boot = True
     return out
 

@@ -128,7 +128,9 @@ def _dstate_lines(r: Rates) -> list[str]:
     out = ["D state:     pid  seconds  command          wchan"]
     for d in r.dstate:
         wchan = d.wchan if known(d.wchan) else "?"
-        out.append(f"         {d.pid:>7}  {d.seconds:7.1f}  {d.comm:<16} {wchan}")
+        # one sample (a capture) cannot tell how long: only that it was in D then
+        secs = "      -" if r.since_boot else f"{d.seconds:7.1f}"
+        out.append(f"         {d.pid:>7}  {secs}  {d.comm:<16} {wchan}")
     return out
 
 
