@@ -96,7 +96,9 @@ class InspectorApp(App):
         self.last_collected: float | None = None
         self.live_sample: Any = None
         self.live_error: str | None = None
-        self.sampler = sampler if sampler is not None else live_source.make_sampler(root)
+        # sampler=False turns live sampling off (tests); None builds the real one
+        self.sampler = (None if sampler is False else
+                        sampler if sampler is not None else live_source.make_sampler(root))
         if adapters is None:
             from inspector.tui.probe_adapters import ADAPTERS
             adapters = ADAPTERS

@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import importlib.util
 import itertools
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ class ProbeRequest:
         if self.kind == "io":
             extra = f", {'WRITE' if self.write else 'read'}, {self.concurrency} worker(s)"
         elif self.kind == "memcached":
-            extra = f", {self.concurrency} connection(s)"
+            extra = f", {'set' if self.write else 'get'} test, {self.concurrency} connection(s)"
         return f"{KIND_TITLES[self.kind]} on {self.target} for at most {bound}{extra}"
 
     def needs_confirmation(self) -> str | None:
@@ -50,10 +51,13 @@ class ProbeRequest:
         if self.kind == "io" and self.write:
             return (f"writes a private temporary file inside {self.target} "
                     f"(bound: {self.duration:g} s)")
+        if self.kind == "io" and os.path.isdir(self.target):
+            return (f"writes a private 64 MiB temporary file inside {self.target} to read from "
+                    f"(bound: {self.duration:g} s)")
         if self.kind == "memcached":
-            if self.write or self.concurrency >= MANY_CONNECTIONS:
-                return (f"opens {self.concurrency} connections and stores keys on {self.target} "
-                        f"(bound: {self.duration:g} s)")
+            many = " (many connections)" if self.concurrency >= MANY_CONNECTIONS else ""
+            return (f"opens {self.concurrency} connections{many} to {self.target} and stores "
+                    f"keys in its cache, which may evict real data (bound: {self.duration:g} s)")
         return None
 
 
@@ -70,7 +74,7 @@ def probe_available(kind: str) -> str | None:
 
 # Adapters turn a request into an async iterator of ProbeUpdate-like dicts and a summary.
 # They are filled in per probe module (inspector.tui.probe_adapters) as the probes land.
-Adapter = Callable[[ProbeRequest], AsyncIterator[dict]]
+Adapter = Callable[[Any], AsyncIterator[dict]]
 
 
 @dataclass
@@ -88,6 +92,7 @@ class ProbeRun:
     _task: asyncio.Task | None = None
     _thread: threading.Thread | None = None
     _stop_requested: bool = False
+    stop_hook: Callable[[], None] | None = None   # the probe's graceful stop, run on its loop
 
     @property
     def title(self) -> str:
@@ -105,11 +110,18 @@ class ProbeRun:
     def stop(self) -> None:
         self._stop_requested = True
         loop, task = self._loop, self._task
-        if loop is not None and task is not None and not loop.is_closed():
-            try:
+        if loop is None or task is None or loop.is_closed():
+            return
+        try:
+            if self.stop_hook is not None:
+                # graceful: the probe ends its iteration with partial figures; cancel if it
+                # has not finished a few seconds later
+                loop.call_soon_threadsafe(self.stop_hook)
+                loop.call_soon_threadsafe(loop.call_later, 5.0, task.cancel)
+            else:
                 loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:
-                pass  # loop already finished
+        except RuntimeError:
+            pass  # loop already finished
 
     def join(self, timeout: float) -> bool:
         if self._thread is not None:
@@ -124,7 +136,7 @@ class ProbeRun:
         try:
             self._task = loop.create_task(self._drive())
             if self._stop_requested:
-                self._task.cancel()
+                self._task.cancel()  # stopped before it started
             loop.run_until_complete(self._task)
         except asyncio.CancelledError:
             pass
@@ -146,7 +158,7 @@ class ProbeRun:
 
     async def _drive(self) -> None:
         self.state = "running"
-        async for item in self.adapter(self.request):
+        async for item in self.adapter(self):
             if "summary" in item:
                 self.summary = item["summary"]
                 continue

@@ -49,7 +49,7 @@ class RunPanel(Vertical):
         chart.clear("no run selected" if run is None else "waiting for the first interval...")
         chart.border_title = f"{self.title}: {run.title}" if run else self.title
         if run is not None:
-            chart.extend([_ms(u) for u in history])
+            chart.extend([_ms(u) for u in history if not (u.extra or {}).get("final")])
             if history:
                 self._stats(run, history[-1])
         else:
@@ -59,7 +59,8 @@ class RunPanel(Vertical):
     def add(self, run: ProbeRun, update: ProbeUpdate) -> None:
         if update.run_id != self.run_id:
             return
-        self.query_one(LiveChart).push(*_ms(update))
+        if not (update.extra or {}).get("final"):
+            self.query_one(LiveChart).push(*_ms(update))
         self._stats(run, update)
 
     def _stats(self, run: ProbeRun, update: ProbeUpdate) -> None:
@@ -84,6 +85,10 @@ class RunPanel(Vertical):
         self.query_one(".run-table", Static).update(table)
         if extra.get("buckets"):
             self.query_one(LatencyHistogram).update_buckets(extra["buckets"])
+        elif run.active:
+            self.query_one(LatencyHistogram).update(
+                Text("per-interval p50/p99/max in the chart;\nhistogram when the run ends",
+                     style="grey62"))
 
 
 def _ms(u: ProbeUpdate) -> tuple:

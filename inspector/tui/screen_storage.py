@@ -14,22 +14,54 @@ from textual.widgets import Input, Static, Tree
 
 from inspector.model import Finding, Report
 from inspector.tui.base import InspectorScreen
-from inspector.tui.modelview import (badge, child_groups, detail_table, findings_for, label_of,
-                                     section_state, worst_level)
+from inspector.tui.modelview import (badge, child_groups, detail_table, findings_for, get,
+                                     label_of, section_state, worst_level)
 from inspector.widgets.chart import LiveChart
 
 
 def build_nodes(section: Any) -> list[tuple[str, Any, list]]:
-    """[(label, item, children)] from the section's nested collections (model order)."""
+    """[(label, item, children)]: the lsblk-like tree when the section has `devices` and
+    `roots` (names, children by name), else the section's nested collections in model order."""
+    devices, roots = get(section, "devices"), get(section, "roots")
+    if isinstance(devices, dict) and isinstance(roots, list):
+        def node(name: str, depth: int, seen: frozenset) -> tuple[str, Any, list]:
+            dev = devices.get(name)
+            kids = [k for k in (get(dev, "children", default=[]) or []) if k in devices]
+            if depth > 12 or name in seen:
+                kids = []
+            return (name, dev, [node(k, depth + 1, seen | {name}) for k in kids])
+        return [node(r, 0, frozenset()) for r in roots if r in devices]
+
     def nodes_of(obj: Any, depth: int) -> list[tuple[str, Any, list]]:
         out = []
         if depth > 6:
             return out
         for _, items in child_groups(obj):
+            if len(items) == 1 and not isinstance(get(obj, _), (list, dict)):
+                continue  # a single nested record (queue limits ...) is a detail, not a child
             for item in items:
                 out.append((label_of(item), item, nodes_of(item, depth + 1)))
         return out
     return nodes_of(section, 0)
+
+
+def extra_blocks(section: Any, name: str) -> list:
+    """md/dm records and the drive health block of one device, when the section has them."""
+    parts: list = []
+    for field_name, title in (("md", "md array"), ("dm", "device-mapper")):
+        table = get(section, field_name)
+        if isinstance(table, dict) and name in table:
+            parts.append(Text(title, style="bold"))
+            parts.append(detail_table(table[name]))
+    health = get(section, "health")
+    if isinstance(health, dict) and name in health:
+        parts.append(Text("drive health", style="bold"))
+        try:
+            from inspector.render.drives import render_health
+            parts.append(render_health(health[name]))
+        except Exception:
+            parts.append(detail_table(health[name]))
+    return parts
 
 
 class StorageScreen(InspectorScreen):
@@ -124,6 +156,8 @@ class StorageScreen(InspectorScreen):
             return
         own = findings_for(findings, self._selected_label)
         parts: list = [Text(self._selected_label, style="bold cyan"), detail_table(item)]
+        report = getattr(self.app, "report", None)
+        parts += extra_blocks(report.section("storage") if report else None, self._selected_label)
         parts.append(Text("health", style="bold"))
         if own:
             for f in own:

@@ -1,0 +1,229 @@
+"""Pilot tests of the TUI: navigation, help, filter, hung collector, probes and confirmation."""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+from textual.widgets import DataTable, Static, Tree
+
+from conftest import fixture_root
+from inspector.collect import build_report
+from inspector.host import HostRoot
+from inspector.model import HostIdentity, Report
+from inspector.tui.app import InspectorApp
+from inspector.tui.screen_help import ConfirmScreen, HelpScreen
+from inspector.widgets.chart import LiveChart
+from memcached_server import memcached  # noqa: F401  (fixture)
+
+SCREEN_CLASSES = {"1": "OverviewScreen", "2": "StorageScreen", "3": "VirtScreen",
+                  "4": "NetScreen", "5": "DnsScreen", "6": "ProbesScreen"}
+
+
+_REPORTS: dict[str, Report] = {}
+
+
+def capture_app(name: str = "kvm-virtio-guest", **kw) -> InspectorApp:
+    """The app on a fixture root; discovery runs once per root per session (it is the same
+    capture every time) so the tests spend their time on the UI."""
+    root = HostRoot(str(fixture_root(name)))
+    if name not in _REPORTS:
+        _REPORTS[name] = build_report(root)
+    kw.setdefault("collector", lambda r: _REPORTS[name])
+    return InspectorApp(root, sampler=False, **kw)
+
+
+async def wait_for(pilot, predicate, timeout: float = 10.0, step: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(step)
+
+
+def text_of(app, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+async def test_navigate_every_screen_on_a_capture():
+    app = capture_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.report is not None)
+        await pilot.pause()
+        assert "capture kvm-virtio-guest" in text_of(app, "#statusline")
+        for key, name in SCREEN_CLASSES.items():
+            await pilot.press(key)
+            await wait_for(pilot, lambda: type(app.screen).__name__ == name)
+        await pilot.press("1")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
+        # the live pane says plainly that a capture has no live data
+        await pilot.pause()
+        assert "capture: no live data" in text_of(app, "#headline")
+        assert "kvm-virtio-guest" in text_of(app, "#identity")
+        # esc goes back to the overview from another screen
+        await pilot.press("3")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "VirtScreen")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
+
+        # `?` help comes from the bindings: app-wide ones and the storage screen's own
+        await pilot.press("2")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        descriptions = {d for _, d, _ in app.screen.rows}
+        assert {"Overview", "Probes", "Quit", "Filter", "IO probe here"} <= descriptions
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
+
+        # `/` filters the device tree; esc clears the filter
+        tree = app.screen.query_one("#device-tree", Tree)
+
+        def labels() -> list[str]:
+            out, stack = [], list(tree.root.children)
+            while stack:
+                node = stack.pop()
+                out.append(str(node.label))
+                stack.extend(node.children)
+            return out
+
+        all_labels = labels()
+        assert any(lbl.startswith("vda") for lbl in all_labels), all_labels
+        await pilot.press("slash")
+        await pilot.pause()
+        for ch in "vda":
+            await pilot.press(ch)
+        await pilot.pause(0.2)
+        filtered = labels()
+        assert filtered and len(filtered) < len(all_labels)
+        assert all(lbl.startswith("vda") for lbl in filtered), filtered
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert len(labels()) == len(all_labels)
+
+
+async def test_hung_collector_shows_timed_out_and_keys_still_work():
+    release = threading.Event()
+
+    def hung(root):
+        release.wait(30)
+        return build_report(root)
+
+    app = InspectorApp(HostRoot(str(fixture_root("kvm-virtio-guest"))), collector=hung,
+                       collect_timeout=0.5, sampler=False)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            started = time.monotonic()
+            for key, name in SCREEN_CLASSES.items():
+                await pilot.press(key)
+                await wait_for(pilot, lambda: type(app.screen).__name__ == name, timeout=2)
+            # all six screens answered while the collector was still hanging
+            assert time.monotonic() - started < 0.5 or app.collect_error is not None
+            await wait_for(pilot, lambda: app.collect_error is not None, timeout=3)
+            assert "timed out after 0.5 s" in app.collect_error
+            assert "timed out" in text_of(app, "#statusline")
+            await pilot.press("1")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
+    finally:
+        release.set()
+
+
+async def test_collections_never_overlap():
+    active = [0]
+    peak = [0]
+    calls = [0]
+    lock = threading.Lock()
+
+    def slow(root):
+        with lock:
+            active[0] += 1
+            calls[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.15)
+        with lock:
+            active[0] -= 1
+        return Report(host=HostIdentity("h", "k", "m", "live", 0.0), sections={})
+
+    app = InspectorApp(HostRoot("/"), collector=slow, refresh=0.01, sampler=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")  # a manual refresh while one runs must not start a second
+        await wait_for(pilot, lambda: calls[0] >= 4, timeout=5)
+    assert peak[0] == 1
+
+
+async def start_probe(app, pilot, kind: str, target: str, seconds: str = "5",
+                      concurrency: str = "1", write: bool = False) -> None:
+    await pilot.press("6")
+    await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
+    screen = app.screen
+    screen.prefill(kind, target)
+    screen.query_one("#probe-seconds").value = seconds
+    screen.query_one("#probe-concurrency").value = concurrency
+    screen.query_one("#probe-write").value = write
+    await pilot.pause()
+    await pilot.press("escape")  # leave the form field: keys go to the screen again
+    await pilot.pause()
+    await pilot.press("s")
+
+
+async def test_io_probes_chart_stop_and_quit_stops_the_rest(tmp_path):
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(4 << 20))
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await start_probe(app, pilot, "io", str(target), seconds="60")
+        await wait_for(pilot, lambda: app.probes.runs and app.probes.runs[0].last is not None)
+        first = app.probes.runs[0]
+        await wait_for(pilot, lambda: app.screen.query_one("#panel-a LiveChart", LiveChart).points >= 2)
+        assert first.active and first.last.ops > 0
+        # a second run at the same time (several probes at once)
+        await start_probe(app, pilot, "io", str(target), seconds="60")
+        await wait_for(pilot, lambda: len(app.probes.runs) == 2 and app.probes.runs[1].last)
+        second = app.probes.runs[1]
+        assert len(app.probes.active()) == 2
+        await pilot.press("x")  # stops the highlighted (newest) run
+        await wait_for(pilot, lambda: not second.active, timeout=8)
+        assert second.state == "stopped" and first.active
+        assert second.last.extra and second.last.extra.get("final")  # partial figures kept
+        table = app.screen.query_one("#runs", DataTable)
+        assert "stopped" in str(table.get_row_at(1)[3])
+        await pilot.press("q")
+    assert app.probes.active() == []
+    assert not first._thread.is_alive() and first.state == "stopped"
+
+
+async def test_confirmation_refused_then_accepted(tmp_path):
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await start_probe(app, pilot, "io", str(tmp_path), seconds="1", write=True)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = str(app.screen.query_one("#confirm-body", Static).render())
+        assert str(tmp_path) in body and "1 s" in body  # names the target and the bound
+        await pilot.press("n")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
+        assert app.probes.runs == []
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
+        run = app.probes.runs[0]
+        assert run.state == "done", run.error
+        assert run.request.write and run.last.ops > 0
+    assert list(tmp_path.iterdir()) == []  # the private file is gone
+
+
+async def test_memcached_probe_against_real_server(memcached):
+    server = memcached()
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await start_probe(app, pilot, "memcached", f"{server.host}:{server.port}", seconds="1.5",
+                          concurrency="4")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
+        run = app.probes.runs[0]
+        assert run.state == "done", run.error
+        assert run.last.ops > 100
+    assert server.stats()["cmd_get"] > 100
