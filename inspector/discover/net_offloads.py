@@ -115,7 +115,8 @@ def read_feature_bits(root: HostRoot, ifname: str) -> list[dict[str, Any]] | Unk
     value = root.fact(FACT_KIND, ifname, lambda: _ioctl_feature_rows(ifname))
     if isinstance(value, Unknown):
         return value
-    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+    if not isinstance(value, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str)
+                                              for r in value):
         return Unknown(f"malformed {FACT_KIND} fact for {ifname}")
     return value
 
