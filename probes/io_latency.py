@@ -29,16 +29,19 @@ import threading
 import time
 from array import array
 from dataclasses import asdict, dataclass, field, replace
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, Sequence
 
-from inspector.probes.io_stats import BatchStats, record_batch
+from inspector.probes.io_stats import BatchStats, IntervalPart, record_batch
 from inspector.probes.io_target import IoTarget
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 
 READ, WRITE, MIXED = "read", "write", "mixed"
 OFFSET_CHUNK = 4096            # offsets drawn per refill, outside the timed loop
-LATENCY_SLOTS = 1 << 16        # preallocated per worker; flushed when full or at a tick
-RAW_LIMIT = 1 << 21            # raw latencies kept before folding into the histogram
+LATENCY_SLOTS = 1 << 16        # latencies per hand-off at most (besides the 4 Hz ticks)
+BURST_NS = 5_000_000           # requests run in bursts of ~5 ms between tick/deadline checks
+MAX_BURST = 1024
+RAW_LIMIT = 1 << 22            # raw latencies kept (all workers) before folding into the
+                               # histogram mid-run; below it, folding waits for the end
 JOIN_TIMEOUT = 2.0
 TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged             # a request stuck in the kernel does not hang the caller
 
@@ -167,8 +170,8 @@ class IoError(Exception):
 
 @dataclass
 class _Batch:
-    """What a worker hands to the async side at a flush: sorted latencies of the interval."""
-    ordered: list[int]
+    """What a worker hands to the async side at a flush: aggregates of the interval."""
+    part: IntervalPart
     in_order: list[int]            # ping mode only
     warmups: list[int]
     writes: int
@@ -184,25 +187,47 @@ class _Worker(threading.Thread):
         self.out: collections.deque[_Batch] = collections.deque()
         self.recorder = LatencyRecorder()
         self.raw = array("q")
-        self.writes = 0
+        self.raw_limit = max(LATENCY_SLOTS, RAW_LIMIT // cfg.jobs)
         self.end_ns = 0
         self.start_ns = 0              # set by the probe just before start()
         self.rng = random.Random(None if cfg.seed is None else cfg.seed * 1009 + index)
         blocks = target.working_set // cfg.request_size
         self.population = range(0, blocks * cfg.request_size, cfg.request_size)
         self.next_seq = self.rng.randrange(blocks) if cfg.sequential else 0
+        span = blocks * cfg.request_size
+        pow2 = span & (span - 1) == 0 and cfg.request_size & (cfg.request_size - 1) == 0
+        self.lane_mask = (span - 1) & ~(cfg.request_size - 1) if pow2 and span < 1 << 63 else 0
+        self.masks: dict[int, int] = {}
         self.buf = mmap.mmap(-1, max(cfg.request_size, mmap.PAGESIZE))   # page aligned
         if cfg.mode != READ:
             self.buf.write(os.urandom(len(self.buf)))   # not zeros: no shortcut for the device
 
     # -- offsets -------------------------------------------------------------------------------
-    def _offsets(self, n: int) -> list[int]:
-        if not self.cfg.sequential:
-            return self.rng.choices(self.population, k=n)
+    def _offsets(self, n: int) -> Sequence[int]:
         blocks = len(self.population)
-        start = self.next_seq
-        self.next_seq = (start + n) % blocks
-        return [self.population[(start + i) % blocks] for i in range(n)]
+        size = self.cfg.request_size
+        if self.cfg.sequential:
+            start = self.next_seq
+            self.next_seq = (start + n) % blocks
+            return [self.population[(start + i) % blocks] for i in range(n)]
+        if self.lane_mask:
+            # power-of-two working set and request size: one big-int AND masks every 64-bit
+            # lane of random bytes down to an aligned offset (~50 ns per offset, no bias)
+            raw = int.from_bytes(self.rng.randbytes(8 * n), "little") & self._mask_for(n)
+            return array("Q", raw.to_bytes(8 * n, "little"))
+        # general sizes: ~2x cheaper than rng.choices; modulo bias <= blocks / 2**32 (2**64)
+        if blocks <= 1 << 24:
+            draws = array("I", self.rng.randbytes(4 * n))
+        else:
+            draws = array("Q", self.rng.randbytes(8 * n))
+        return [x % blocks * size for x in draws]
+
+    def _mask_for(self, n: int) -> int:
+        mask = self.masks.get(n)
+        if mask is None:
+            mask = self.masks[n] = int.from_bytes(
+                self.lane_mask.to_bytes(8, "little") * n, "little")
+        return mask
 
     def _ops(self, n: int) -> list[bool] | None:
         if self.cfg.mode == MIXED:
@@ -216,12 +241,12 @@ class _Worker(threading.Thread):
         try:
             self._run()
         except IoError as exc:           # the warm-up request failed
-            self.out.append(_Batch([], [], [], 0, str(exc)))
+            self.out.append(_Batch(IntervalPart(), [], [], 0, str(exc)))
         except OSError as exc:
-            self.out.append(_Batch([], [], [], 0, _os_error(self.cfg.mode, exc, 0, 1,
+            self.out.append(_Batch(IntervalPart(), [], [], 0, _os_error(self.cfg.mode, exc, 0, 1,
                                                             self.cfg.mode == WRITE)))
         except BaseException as exc:     # never die silently: the async side reports it
-            self.out.append(_Batch([], [], [], 0, f"worker failed: {exc!r}"))
+            self.out.append(_Batch(IntervalPart(), [], [], 0, f"worker failed: {exc!r}"))
         finally:
             self.end_ns = time.monotonic_ns()
             self._fold()
@@ -232,13 +257,12 @@ class _Worker(threading.Thread):
         record_batch(self.recorder, self.raw)
         self.raw = array("q")
 
-    def _publish(self, lat: array, j: int, in_order: bool, warmups: list[int],
+    def _publish(self, chunk: array, in_order: bool, warmups: list[int],
                  writes: int, error: str | None = None) -> None:
-        chunk = lat[:j]
         self.raw.extend(chunk)
-        self.out.append(_Batch(sorted(chunk), chunk.tolist() if in_order else [],
+        self.out.append(_Batch(IntervalPart.of(chunk), chunk.tolist() if in_order else [],
                                warmups, writes, error))
-        if len(self.raw) >= RAW_LIMIT:
+        if len(self.raw) >= self.raw_limit:
             self._fold()
 
     def _run(self) -> None:
@@ -268,48 +292,38 @@ class _Worker(threading.Thread):
         deadline = base + self.deadline_ns if self.deadline_ns is not None else 1 << 62
         warmups = [t1 - t0]
         if ping:
-            self.out.append(_Batch([], [], warmups, 0))
+            self.out.append(_Batch(IntervalPart(), [], warmups, 0))
             warmups = []
             if not self._pause(cfg.interval, clock, deadline):
                 return
 
-        lat = array("q", bytes(8 * LATENCY_SLOTS))
-        cap = LATENCY_SLOTS
-        j = 0                # requests since the last flush
+        lat = array("q")
+        append = lat.append
         done = 1             # requests handed over, warm-up included
         writes = 0
         next_flush = base + period
         next_event = 0 if ping else min(next_flush, deadline)
-        it: object = iter(())
-        exhausted = True
+        offsets: Sequence[int] = ()
+        pos = 0              # next unused entry of `offsets`
+        ops: list[bool] = []
+        burst = 1            # requests per burst, sized to last about BURST_NS
+        off = 0
         is_write = cfg.mode == WRITE
         try:
             while not stop.is_set() and t1 < deadline:
-                if exhausted:
-                    left = None if self.quota is None else self.quota - done - j
+                if pos >= len(offsets):
+                    left = None if self.quota is None else self.quota - done - len(lat)
                     if left is not None and left <= 0:
                         break
                     chunk = OFFSET_CHUNK if left is None else min(OFFSET_CHUNK, left)
-                    offsets = self._offsets(chunk)
-                    it = iter(offsets) if not mixed else zip(offsets, self._ops(chunk))
-                exhausted = True
-                if not mixed:
-                    # the hot loop: keep it free of allocation and of anything not needed
-                    for off in it:
-                        if fadvise:
-                            fadvise(fd, off, size, dontneed)
-                        t0 = clock()
-                        n = single_op(fd, bufs, off)
-                        t1 = clock()
-                        if n != size:
-                            raise IoError(_short(cfg.mode, off, n, size, done + j + 1))
-                        lat[j] = t1 - t0
-                        j += 1
-                        if t1 >= next_event or j == cap:
-                            exhausted = False
-                            break
-                else:
-                    for off, is_write in it:
+                    offsets, pos = self._offsets(chunk), 0
+                    ops = self._ops(chunk) if mixed else []
+                todo = offsets[pos:pos + burst]
+                start_t = t1
+                # The hot loops: only the request, its two clock reads, the short-IO check
+                # and the append. Ticks, the deadline and stop are checked between bursts.
+                if mixed:
+                    for off, is_write in zip(todo, ops[pos:pos + burst]):
                         if fadvise:
                             fadvise(fd, off, size, dontneed)
                         t0 = clock()
@@ -317,31 +331,50 @@ class _Worker(threading.Thread):
                         t1 = clock()
                         if n != size:
                             raise IoError(_short(WRITE if is_write else READ, off, n, size,
-                                                 done + j + 1))
-                        lat[j] = t1 - t0
-                        j += 1
+                                                 done + len(lat) + 1))
+                        append(t1 - t0)
                         writes += is_write
-                        if t1 >= next_event or j == cap:
-                            exhausted = False
-                            break
-                if not exhausted:
-                    # a tick, the deadline, or a full buffer: hand the interval over
-                    done += j
-                    self._publish(lat, j, ping, warmups, writes)
-                    warmups, writes, j = [], 0, 0
+                elif fadvise:
+                    for off in todo:
+                        fadvise(fd, off, size, dontneed)
+                        t0 = clock()
+                        n = single_op(fd, bufs, off)
+                        t1 = clock()
+                        if n != size:
+                            raise IoError(_short(cfg.mode, off, n, size, done + len(lat) + 1))
+                        append(t1 - t0)
+                else:
+                    for off in todo:
+                        t0 = clock()
+                        n = single_op(fd, bufs, off)
+                        t1 = clock()
+                        if n != size:
+                            raise IoError(_short(cfg.mode, off, n, size, done + len(lat) + 1))
+                        append(t1 - t0)
+                pos += len(todo)
+                if not ping:
+                    per_request = (t1 - start_t) / len(todo) if t1 > start_t else 1
+                    burst = max(1, min(MAX_BURST, int(BURST_NS / per_request)))
+                if t1 >= next_event or len(lat) >= LATENCY_SLOTS:
+                    # a tick, the deadline or a full buffer: hand the interval over
+                    done += len(lat)
+                    self._publish(lat, ping, warmups, writes)
+                    lat = array("q")
+                    append = lat.append
+                    warmups, writes = [], 0
                     next_flush = t1 - (t1 - base) % period + period
                     if ping and not self._pause(cfg.interval, clock, deadline):
                         return
                     next_event = 0 if ping else min(next_flush, deadline)
         except OSError as exc:
-            self._publish(lat, j, ping, warmups, writes,
-                          _os_error(cfg.mode, exc, off, done + j + 1, is_write))
+            self._publish(lat, ping, warmups, writes,
+                          _os_error(cfg.mode, exc, off, done + len(lat) + 1, is_write))
             return
         except IoError as exc:
-            self._publish(lat, j, ping, warmups, writes, str(exc))
+            self._publish(lat, ping, warmups, writes, str(exc))
             return
-        if j or warmups:
-            self._publish(lat, j, ping, warmups, writes)
+        if lat or warmups:
+            self._publish(lat, ping, warmups, writes)
 
     def _pause(self, seconds: float, clock, deadline: int) -> bool:
         """Wait between pings; False when the run should end (stop or deadline)."""
@@ -463,31 +496,28 @@ class IoLatencyProbe:
                 batches.append(out.popleft())
         if not batches:
             return None
-        ordered: list[int] = []
         in_order: list[int] = []
         warmups: list[int] = []
         writes = 0
         error = None
         for b in batches:
-            ordered += b.ordered
             in_order += b.in_order
             warmups += b.warmups
             writes += b.writes
             error = error or b.error
-        if len(batches) > 1:
-            ordered.sort()               # sorted runs: timsort merges them in linear time
+        stats = BatchStats.combine([b.part for b in batches])
+        n = stats.count
         if error and not self._error:
             self._error = error
         if self.cfg.mode == WRITE:
-            writes = len(ordered)
+            writes = n
         self._writes += writes
-        self._reads += len(ordered) - writes
+        self._reads += n - writes
         duration = (now - since) / 1e9
-        n = len(ordered)
         return IoSample(t=(now - self._start) / 1e9, duration=duration, jobs=self.cfg.jobs,
                         requests=n, iops=n / duration if duration > 0 else 0.0,
                         bytes_per_s=n * self.cfg.request_size / duration if duration > 0
-                        else 0.0, stats=BatchStats.of_sorted(ordered),
+                        else 0.0, stats=stats,
                         latencies_ns=in_order, warmups_ns=warmups, error=error)
 
     def _finish(self, start: int) -> None:

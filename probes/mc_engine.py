@@ -35,6 +35,7 @@ ERROR_LABELS = {
     "error": "ERROR reply",
     "not_stored": "NOT_STORED reply",
     "protocol": "unexpected reply",
+    "worker_failed": "load worker process failed",
 }
 TOO_MANY = b"ERROR Too many open connections"
 
@@ -266,14 +267,16 @@ class Engine:
             self.done.set()
 
     async def open(self, host: str, port: int, count: int, connect_timeout: float,
-                   parallel: int = 256) -> float:
-        """Open `count` connections (at most `parallel` handshakes at once); seconds taken."""
+                   parallel: int = 256, first_index: int = 0, total: int | None = None) -> float:
+        """Open `count` connections (at most `parallel` handshakes at once); seconds taken.
+        Connection i starts at key (first_index + i) * key_count / total, spreading the keys
+        over all connections (of every worker process)."""
         gate = asyncio.Semaphore(parallel)
         start = perf_counter_ns()
-        stride = max(1, self.key_count // max(count, 1))
+        stride = max(1, self.key_count // max(total or count, 1))
 
         async def one(index: int) -> None:
-            conn = LoadConnection(self, (index * stride) % self.key_count, self.limit)
+            conn = LoadConnection(self, ((first_index + index) * stride) % self.key_count, self.limit)
             async with gate:
                 if self.closing:
                     return
@@ -329,6 +332,12 @@ class Engine:
             conn.finished = True
         self.active = 0
         self.done.set()
+
+    def opened_count(self) -> int:
+        return len(self.conns)
+
+    def dead_count(self) -> int:
+        return sum(1 for c in self.conns if c.dead)
 
     def in_flight(self) -> int:
         return sum(1 for c in self.conns if c.op != IDLE and not c.dead)

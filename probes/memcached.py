@@ -22,6 +22,7 @@ from inspector.probes.latency import LatencyRecorder, LatencySummary
 from inspector.probes.mc_engine import ERROR_LABELS, Engine
 from inspector.probes.mc_latency import record_array, sorted_percentiles
 from inspector.probes.mc_stats import ServerCounters, ServerStats, compare, read_stats_async
+from inspector.probes.mc_workers import EnginePool, default_workers
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange, Workload
 
 DEFAULT_PORT = 11211
@@ -53,6 +54,7 @@ class MemcachedLoad:
     request_timeout_s: float = 2.0
     deadline_s: float = 600.0             # hard bound on the whole run
     sample_interval_s: float = SAMPLE_INTERVAL_S
+    workers: int | None = None            # load processes; None: one per core (>= 16 conns each)
 
     def validate(self) -> None:
         if self.test not in TESTS:
@@ -73,6 +75,8 @@ class MemcachedLoad:
             raise ProbeError(f"key size must be within 1..{MAX_KEY_BYTES} bytes")
         if self.value_size.hi > MAX_VALUE_BYTES or self.value_size.lo < 0:
             raise ProbeError(f"value size must be within 0..{MAX_VALUE_BYTES} bytes")
+        if self.workers is not None and not 1 <= self.workers <= self.concurrency:
+            raise ProbeError("workers must be within 1..concurrency")
         if self.deadline_s <= 0 or self.request_timeout_s <= 0 or self.connect_timeout_s <= 0:
             raise ProbeError("timeouts and deadline must be positive")
 
@@ -81,6 +85,10 @@ class MemcachedLoad:
         if self.duration_s is not None:
             return None
         return self.execute_number if self.execute_number is not None else 10000
+
+    @property
+    def effective_workers(self) -> int:
+        return self.workers or default_workers(self.concurrency)
 
     @property
     def effective_key_count(self) -> int:
@@ -154,6 +162,7 @@ class ProbeSummary:
     target: str
     test: str
     concurrency: int
+    workers: int
     execute_number: int | None
     duration_s: float | None
     key_count: int
@@ -364,7 +373,11 @@ class MemcachedProbe:
                 if state.preload.error and state.preload.stored == 0:
                     state.fail(state.preload.error)
             if not state.failed and not self._stop_requested:
-                await self._load_phase(workload, state, hard_end)
+                try:
+                    await self._load_phase(workload, state, hard_end)
+                finally:
+                    if isinstance(state.engine, EnginePool):
+                        await state.engine.shutdown()
             elif self._stop_requested:
                 state.status, state.reason = "stopped", "stopped before the load started"
         except ProbeError as exc:
@@ -372,6 +385,8 @@ class MemcachedProbe:
         except asyncio.CancelledError:
             if self._engine is not None:
                 self._engine.close()
+                if isinstance(self._engine, EnginePool):
+                    asyncio.ensure_future(self._engine.shutdown())
             self.summary = self._summarise(state, started_at, ServerStats(None, "not read: cancelled"))
             raise
         after = ServerStats(None, "not read: no stats before")
@@ -382,8 +397,12 @@ class MemcachedProbe:
 
     async def _load_phase(self, workload: Workload, state: "_RunState", hard_end: float) -> None:
         load = self.load
-        engine = Engine(workload, load.set_fraction, load.effective_execute_number,
-                        load.rate_per_conn)
+        workers = load.effective_workers
+        if workers > 1:
+            engine = EnginePool(load, workers)
+        else:
+            engine = Engine(workload, load.set_fraction, load.effective_execute_number,
+                            load.rate_per_conn)
         self._engine = engine
         state.engine = engine
         open_budget = max(0.1, hard_end - time.monotonic())
@@ -399,7 +418,7 @@ class MemcachedProbe:
             engine.close()
             state.status, state.reason = "stopped", "stopped while connecting"
             return
-        if not engine.conns or engine.open_connections() == 0:
+        if not engine.opened_count() or engine.open_connections() == 0:
             engine.close()
             state.fail(_first_error_line(engine) or "no connection could be opened")
             return
@@ -411,6 +430,7 @@ class MemcachedProbe:
         next_tick = time.monotonic() + step
         last_tick_ns = t0
         last_errors = dict(engine.errors)
+        closed_at = None
         while True:
             now = time.monotonic()
             wait = max(0.0, min(next_tick, hard_end) - now)
@@ -433,10 +453,18 @@ class MemcachedProbe:
                 break
             if duration_end is not None and now >= duration_end and not engine.stopping:
                 engine.stop_sending()       # in-flight replies drain, bounded by the timeout
-            if now >= hard_end:
+            if self._stop_requested and closed_at is None:
+                closed_at = now
+            if now >= hard_end and closed_at is None:
                 state.status = "deadline"
                 state.reason = f"deadline of {load.deadline_s:g} s reached"
                 engine.close()
+                closed_at = now
+            if closed_at is not None:
+                # closed: only the final reports of worker processes are awaited, briefly
+                hard_end = max(hard_end, closed_at + 0.5)
+                if now >= closed_at + 3.0:
+                    break
         if state.t_end is None:
             state.t_end = perf_counter_ns()
         if self._stop_requested and state.status == "completed":
@@ -445,12 +473,13 @@ class MemcachedProbe:
             self._judge_end(engine, state)
 
     def _judge_end(self, engine: Engine, state: "_RunState") -> None:
-        dead = sum(1 for c in engine.conns if c.dead)
+        dead = engine.dead_count()
+        opened = engine.opened_count()
         ok = engine.ok_set + engine.ok_get
-        if dead and dead == len(engine.conns):
+        if dead and dead == opened:
             state.fail(f"all {dead} connections failed: {_first_error_line(engine)}")
         elif dead:
-            state.reason = (f"{dead} of {len(engine.conns)} connections failed: "
+            state.reason = (f"{dead} of {opened} connections failed: "
                             f"{_first_error_line(engine)}")
             state.status = "failed" if ok == 0 else "completed"
         elif engine.errors:
@@ -509,11 +538,12 @@ class MemcachedProbe:
             server = compare(state.before, after, sent, answered)
         return ProbeSummary(
             target=load.target, test=load.test, concurrency=load.concurrency,
+            workers=load.effective_workers,
             execute_number=load.effective_execute_number, duration_s=load.duration_s,
             key_count=load.effective_key_count, key_size=str(load.key_size),
             value_size=str(load.value_size), status=state.status, reason=state.reason,
             started_at=started_at,
-            connections_opened=len(engine.conns) if engine else 0, open_s=state.open_s,
+            connections_opened=engine.opened_count() if engine else 0, open_s=state.open_s,
             load_s=load_s, ops_total=total_ok, ops_per_s=total_ok / load_s if load_s else 0.0,
             ops=ops, get_hits=engine.get_hits if engine else 0,
             get_misses=engine.get_misses if engine else 0,
