@@ -1,0 +1,133 @@
+"""`inspector top`: text blocks, JSON lines, a capture's single sample, errors, Ctrl-C, and a
+real load seen on its device and attributed to its process."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from conftest import fixture_root, inspector_bin, require_root, run_bin, run_cli
+from inspector.capture import write_capture
+from inspector.host import HostRoot
+from inspector.live import capture_sample
+
+
+def test_text_blocks_like_iostat_and_vmstat():
+    res = run_cli("top", "--interval", "0.2", "--count", "2")
+    assert res.status == 0, res.err
+    blocks = res.out.strip().split("\n\n")
+    assert len(blocks) == 2
+    for block in blocks:
+        lines = block.splitlines()
+        assert "interval 0.2" in lines[0] and "load " in lines[0] and "cs/s " in lines[0]
+        assert lines[1].split() == ["CPU", "%usr", "%nice", "%sys", "%iowait", "%irq", "%soft",
+                                    "%steal", "%idle"]
+        assert any(ln.startswith("all ") for ln in lines)
+        assert any(ln.startswith("Device ") and "r_await" in ln and "%util" in ln for ln in lines)
+        assert any(ln.startswith("eth0 ") for ln in lines)
+        assert any(ln.startswith("D state") for ln in lines)
+        assert any(ln.startswith("Top IO") for ln in lines)
+
+
+def test_all_shows_idle_devices_too():
+    res = run_cli("top", "--interval", "0.1", "--count", "1", "--all")
+    assert res.status == 0
+    names = {ln.split()[0] for ln in res.out.splitlines() if ln.split()}
+    with open("/proc/diskstats") as f:
+        assert {ln.split()[2] for ln in f if ln.strip()} <= names
+
+
+def test_json_lines_one_object_per_interval():
+    res = run_cli("top", "--interval", "0.15", "--count", "3", "--json")
+    assert res.status == 0, res.err
+    docs = [json.loads(ln) for ln in res.out.splitlines()]
+    assert len(docs) == 3
+    for doc in docs:
+        assert 0.1 < doc["interval"] < 1.0
+        assert {d["name"] for d in doc["disks"]} >= {"vda"}
+        assert {"r_s", "w_s", "d_s", "f_s", "rkB_s", "aqu_sz", "util", "members"} <= set(doc["disks"][0])
+        assert "eth0" in {n["name"] for n in doc["nics"]}
+        cpu = doc["cpu"]
+        assert len(cpu["per_cpu"]) == os.cpu_count() and "steal" in cpu["overall"]
+        assert isinstance(doc["top_io"], list) and isinstance(doc["dstate"], list)
+
+
+def test_root_fixture_prints_its_single_sample_and_says_rates_need_two():
+    res = run_cli("top", "--root", str(fixture_root("live-md-busy-member")))
+    assert res.status == 0, res.err
+    assert "rates need two samples" in res.out
+    assert "averages since boot" in res.out
+    assert "md members: sda1 sdb1" in res.out
+    assert "jbd2/md0-8" in res.out and "jbd2_journal_commit_transaction" in res.out
+    assert "Top IO: unknown (capture: no live data)" in res.out
+    js = run_cli("top", "--json", "--root", str(fixture_root("live-md-busy-member")))
+    doc = json.loads(js.out)
+    assert doc["samples"] == 1 and "two samples" in doc["note"]
+    assert doc["since_boot"]["since_boot"] is True
+    assert {p["pid"] for p in doc["snapshot"]["dstate"]} == {2417, 18901}
+
+
+def test_top_on_a_real_capture(tmp_path):
+    live = HostRoot("/", record=True)
+    capture_sample(live)
+    cap = write_capture(live, str(tmp_path / "cap.tar.gz"))["path"]
+    res = run_bin("top", "--root", cap, "--count", "5")
+    assert res.returncode == 0, res.stderr
+    assert "rates need two samples" in res.stdout and "vda" in res.stdout
+    assert res.stdout.count("Device") == 1              # one sample: one block, not five
+
+
+def test_bad_arguments_are_one_line_errors():
+    for args, text in ((["--interval", "0"], "--interval"), (["--count", "-1"], "--count"),
+                       (["--root", "/nonexistent/x"], "no such file")):
+        res = run_cli("top", *args)
+        assert res.status == 2 and text in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_ctrl_c_ends_cleanly():
+    proc = subprocess.Popen([inspector_bin(), "top", "--interval", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()          # the first block has begun
+        assert "interval" in first
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    assert "Traceback" not in err and err == ""
+
+
+def test_load_on_a_loop_device_shows_on_the_device_and_its_process(tmp_path):
+    require_root()
+    backing = tmp_path / "backing.img"
+    with open(backing, "wb") as f:
+        f.truncate(32 * 1024 * 1024)
+    dev = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    fio = None
+    try:
+        fio = subprocess.Popen(["fio", "--name=toptest", f"--filename={dev}", "--rw=randread",
+                                "--bs=4k", "--direct=1", "--ioengine=psync", "--time_based",
+                                "--runtime=4", "--output-format=terse"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        res = run_bin("top", "--interval", "1", "--count", "1", "--json", timeout=30)
+    finally:
+        if fio is not None:
+            fio.kill()
+            fio.wait()
+        subprocess.run(["losetup", "-d", dev], check=False)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    loop = next(d for d in doc["disks"] if d["name"] == os.path.basename(dev))
+    assert loop["r_s"] > 100 and loop["rareq_sz"] == 4.0 and loop["util"] > 10
+    fio_rows = [p for p in doc["top_io"] if p["comm"] == "fio"]
+    assert fio_rows, doc["top_io"]
+    # the fio job's block-layer reads match the device's within 10 % (same interval)
+    fio_kb = max(p["read_bytes_s"] for p in fio_rows) / 1024
+    assert abs(fio_kb - loop["rkB_s"]) <= 0.1 * loop["rkB_s"], (fio_kb, loop["rkB_s"])
