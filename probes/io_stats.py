@@ -68,7 +68,7 @@ class BatchStats:
         if not n:
             return cls()
         top = sorted((v for p in parts for v in p.top), reverse=True)
-        rank_from_top = n - nearest_rank_index(n, 99)          # 0-based position in `top`
+        rank_from_top = n - 1 - nearest_rank_index(n, 99)      # 0-based position in `top`
         return cls(n, min(p.min_ns for p in parts), sum(p.total for p in parts) / n,
                    max(p.max_ns for p in parts), top[rank_from_top])
 

@@ -14,7 +14,7 @@ import os
 import socket
 import subprocess
 import sys
-from multiprocessing.connection import Connection
+import pickle
 from array import array
 from collections import Counter
 from time import perf_counter_ns
@@ -36,14 +36,50 @@ def split(count: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
+class Channel(asyncio.Protocol):
+    """Length-prefixed pickled messages over a socketpair, on the event loop (never blocks)."""
+
+    def __init__(self, on_message, on_closed):
+        self.on_message, self.on_closed = on_message, on_closed
+        self.transport = None
+        self.buf = bytearray()
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while len(self.buf) >= 4:
+            size = int.from_bytes(self.buf[:4], "big")
+            if len(self.buf) < 4 + size:
+                break
+            msg = pickle.loads(bytes(self.buf[4:4 + size]))
+            del self.buf[:4 + size]
+            self.on_message(msg)
+
+    def connection_lost(self, exc) -> None:
+        self.on_closed()
+
+    def send(self, msg) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            payload = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+            self.transport.write(len(payload).to_bytes(4, "big") + payload)
+
+
+async def open_channel(sock: socket.socket, on_message, on_closed) -> Channel:
+    loop = asyncio.get_running_loop()
+    _, channel = await loop.connect_accepted_socket(
+        lambda: Channel(on_message, on_closed), sock=sock)
+    return channel
+
+
 # --- worker side -------------------------------------------------------------------------------
-def worker_main(pipe) -> None:
-    params = pipe.recv()
+def worker_main(fd: int) -> None:
     try:
         import uvloop
-        uvloop.run(_serve(pipe, params))
+        uvloop.run(_serve(fd))
     except ImportError:
-        asyncio.run(_serve(pipe, params))
+        asyncio.run(_serve(fd))
     except KeyboardInterrupt:   # Ctrl-C reaches the whole process group: the parent decides
         pass
 
@@ -61,20 +97,16 @@ def _report(engine: Engine, kind: str) -> tuple:
     return (kind, s.tobytes(), g.tobytes(), counters)
 
 
-async def _serve(pipe, p: dict) -> None:
+async def _serve(fd: int) -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    loop = asyncio.get_running_loop()
     inbox: asyncio.Queue = asyncio.Queue()
-
-    def readable() -> None:
-        try:
-            inbox.put_nowait(pipe.recv())
-        except (EOFError, OSError):           # the parent is gone: stop
-            loop.remove_reader(pipe.fileno())
-            inbox.put_nowait(("close",))
-
-    loop.add_reader(pipe.fileno(), readable)
+    sock = socket.socket(fileno=fd)
+    chan = await open_channel(sock, inbox.put_nowait, lambda: inbox.put_nowait(("close",)))
+    msg = await inbox.get()
+    if msg[0] != "params":
+        return
+    p = msg[1]
     workload = Workload(p["key_count"], SizeRange(*p["key_size"]), SizeRange(*p["value_size"]))
     engine = Engine(workload, p["set_ratio"], p["limit"], p["rate"], seed=11 + p["index"])
     msg = await inbox.get()
@@ -82,7 +114,7 @@ async def _serve(pipe, p: dict) -> None:
         return
     open_s = await engine.open(p["host"], p["port"], p["count"], p["connect_timeout"],
                                first_index=p["first_index"], total=p["total"])
-    pipe.send(("opened", open_s) + _report(engine, "tick")[1:])
+    chan.send(("opened", open_s) + _report(engine, "tick")[1:])
     msg = await inbox.get()
     if msg[0] == "start":
         engine.start()
@@ -101,11 +133,16 @@ async def _serve(pipe, p: dict) -> None:
             engine.check_timeouts(p["request_timeout"])
             if engine.done.is_set():
                 break
-            pipe.send(_report(engine, "tick"))
+            chan.send(_report(engine, "tick"))
         getter.cancel()
         done_wait.cancel()
     engine.close()
-    pipe.send(_report(engine, "done"))
+    chan.send(_report(engine, "done"))
+    chan.transport.close()       # flushes what is buffered, then closes
+    for _ in range(100):
+        if chan.transport.get_write_buffer_size() == 0:
+            break
+        await asyncio.sleep(0.01)
 
 
 # --- parent side -------------------------------------------------------------------------------
@@ -123,7 +160,7 @@ class EnginePool:
         self.lat_get = array("q")
         self.ok_set = self.ok_get = 0
         self._procs: list = []
-        self._pipes: list = []
+        self._chans: list[Channel] = []
         self._state: list[dict] = []
         self._opened: list[asyncio.Future] = []
         self._finished: list[bool] = []
@@ -182,18 +219,14 @@ class EnginePool:
         return s, g
 
     # messages from the workers
-    def _on_readable(self, i: int) -> None:
-        pipe = self._pipes[i]
-        try:
-            msg = pipe.recv()
-        except (EOFError, OSError):
-            self.loop.remove_reader(pipe.fileno())
-            if not self._finished[i]:
-                self._died.append(f"worker {i} exited without a result")
-                self._worker_finished(i)
-            if not self._opened[i].done():
-                self._opened[i].set_result(0.0)
-            return
+    def _on_closed(self, i: int) -> None:
+        if not self._finished[i]:
+            self._died.append(f"worker {i} exited without a result")
+            self._worker_finished(i)
+        if not self._opened[i].done():
+            self._opened[i].set_result(0.0)
+
+    def _on_message(self, i: int, msg: tuple) -> None:
         kind = msg[0]
         if kind == "opened":
             _, open_s, s_bytes, g_bytes, counters = msg
@@ -204,7 +237,6 @@ class EnginePool:
         _, s_bytes, g_bytes, counters = msg
         self._absorb(i, s_bytes, g_bytes, counters)
         if kind == "done":
-            self.loop.remove_reader(pipe.fileno())
             self._worker_finished(i)
 
     def _absorb(self, i: int, s_bytes: bytes, g_bytes: bytes, counters: dict) -> None:
@@ -221,12 +253,9 @@ class EnginePool:
                 self.done.set()
 
     def _send(self, msg: tuple) -> None:
-        for i, pipe in enumerate(self._pipes):
+        for i, chan in enumerate(self._chans):
             if not self._finished[i]:
-                try:
-                    pipe.send(msg)
-                except (BrokenPipeError, OSError):
-                    pass
+                chan.send(msg)
 
     async def open(self, host: str, port: int, count: int, connect_timeout: float) -> float:
         load = self.load
@@ -234,7 +263,6 @@ class EnginePool:
         first = 0
         for i, n in enumerate(sizes):
             parent_sock, child_sock = socket.socketpair()
-            parent_end = Connection(parent_sock.detach())
             params = dict(index=i, host=host, port=port, count=n, first_index=first,
                           total=count, connect_timeout=connect_timeout,
                           request_timeout=load.request_timeout_s,
@@ -249,13 +277,14 @@ class EnginePool:
                                      str(child_fd)], pass_fds=[child_fd],
                                     stdin=subprocess.DEVNULL, start_new_session=True)
             child_sock.close()
-            parent_end.send(params)
             self._procs.append(proc)
-            self._pipes.append(parent_end)
             self._state.append({})
             self._finished.append(False)
             self._opened.append(self.loop.create_future())
-            self.loop.add_reader(parent_end.fileno(), self._on_readable, i)
+            chan = await open_channel(parent_sock, lambda m, i=i: self._on_message(i, m),
+                                      lambda i=i: self._on_closed(i))
+            self._chans.append(chan)
+            chan.send(("params", params))
         self._send(("open",))
         try:
             times = await asyncio.wait_for(asyncio.gather(*self._opened),
@@ -288,11 +317,6 @@ class EnginePool:
                 await asyncio.wait_for(self.done.wait(), timeout)
             except asyncio.TimeoutError:
                 self._died.append("worker did not report its end in time")
-        for pipe in self._pipes:
-            try:
-                self.loop.remove_reader(pipe.fileno())
-            except (ValueError, OSError):
-                pass
         end = perf_counter_ns() + int(timeout * 1e9)
         for proc in self._procs:
             left = max(0.0, (end - perf_counter_ns()) / 1e9)
@@ -301,10 +325,11 @@ class EnginePool:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 await asyncio.to_thread(proc.wait, 2.0)
-        for pipe in self._pipes:
-            pipe.close()
+        for chan in self._chans:
+            if chan.transport is not None:
+                chan.transport.abort()
         self.done.set()
 
 
 if __name__ == "__main__":
-    worker_main(Connection(int(sys.argv[1])))
+    worker_main(int(sys.argv[1]))
