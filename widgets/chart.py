@@ -184,7 +184,9 @@ class LiveChart(Widget):
                 if ch == " " or ch in EIGHTHS[1:4]:
                     for k, series in enumerate(others):
                         w = series[x]
-                        if w is not None and lo <= w < hi or (w is not None and row == 0 and w >= hi):
+                        if w is None or w <= 0:
+                            continue  # nothing to mark at zero: keeps idle charts clean
+                        if lo <= w < hi or (row == 0 and w >= hi):
                             ch = MARKERS[k % len(MARKERS)]
                             break
                 cells[offset + x] = ch

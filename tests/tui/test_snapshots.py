@@ -1,0 +1,50 @@
+"""SVG snapshots of every screen on fixture roots at 80x24 and 120x40.
+
+Deterministic: a capture root (no live data, no sampler), discovery done once per root, no
+clock on screen. Regenerate after an intended change with
+`.venv/bin/pytest tests/tui/test_snapshots.py --snapshot-update` and review the SVGs."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import fixture_root
+from inspector.collect import build_report
+from inspector.host import HostRoot
+from inspector.tui.app import InspectorApp
+
+_REPORTS: dict = {}
+SIZES = [(80, 24), (120, 40)]
+# screen key, extra keys pressed there (storage: highlight the first device to show details)
+SCREENS = {"overview": ("1",), "storage": ("2", "down"), "virt": ("3",), "net": ("4",),
+           "dns": ("5",), "probes": ("6",)}
+
+
+def make_app(name: str) -> InspectorApp:
+    root = HostRoot(str(fixture_root(name)))
+    if name not in _REPORTS:
+        _REPORTS[name] = build_report(root)
+    return InspectorApp(root, sampler=False, collector=lambda r: _REPORTS[name])
+
+
+async def wait_report(pilot) -> None:
+    for _ in range(200):
+        if pilot.app.report is not None:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("screen", list(SCREENS))
+def test_screen_kvm_guest(snap_compare, screen, size):
+    assert snap_compare(make_app("kvm-virtio-guest"), press=list(SCREENS[screen]),
+                        terminal_size=size, run_before=wait_report)
+
+
+@pytest.mark.parametrize("root,screen", [("xen-pv-guest", "overview"), ("xen-pv-guest", "virt"),
+                                         ("xen-pv-guest", "net"),
+                                         ("storage-raid1-faulty", "overview"),
+                                         ("storage-raid1-faulty", "storage")])
+def test_screen_problem_roots(snap_compare, root, screen):
+    assert snap_compare(make_app(root), press=list(SCREENS[screen]), terminal_size=(80, 24),
+                        run_before=wait_report)
