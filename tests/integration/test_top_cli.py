@@ -125,7 +125,8 @@ def test_load_on_a_loop_device_shows_on_the_device_and_its_process(tmp_path):
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     loop = next(d for d in doc["disks"] if d["name"] == os.path.basename(dev))
-    assert loop["r_s"] > 100 and loop["rareq_sz"] == 4.0 and loop["util"] > 10
+    assert loop["r_s"] > 100 and loop["util"] > 10
+    assert abs(loop["rareq_sz"] - 4.0) < 0.1        # fio's 4k reads
     fio_rows = [p for p in doc["top_io"] if p["comm"] == "fio"]
     assert fio_rows, doc["top_io"]
     # the fio job's block-layer reads match the device's within 10 % (same interval)

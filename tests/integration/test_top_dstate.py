@@ -143,7 +143,7 @@ def test_reader_blocked_on_a_stalled_fuse_backed_loop_device_is_in_d_state(tmp_p
     try:
         loop = subprocess.run(["losetup", "--find", "--show", "--read-only",
                                str(mnt / "disk.img")], capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
+                              check=True, timeout=30).stdout.strip()
         fuse.stall()
         dd = subprocess.Popen(["dd", f"if={loop}", "of=/dev/null", "bs=4096", "count=1",
                                "skip=1000", "iflag=direct"],
