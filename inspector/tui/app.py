@@ -105,6 +105,7 @@ class InspectorApp(App):
         self.probes = ProbeManager(self.post_message, adapters)
         self._collect_timer = None
         self._live_timer = None
+        self.pending_probe_form: tuple[str, str | None] | None = None
 
     # ------------------------------------------------------------------ modes
     def _screen_classes(self) -> dict:
@@ -211,10 +212,10 @@ class InspectorApp(App):
                 screen.show_probe_finished(message.run_id)
 
     def open_probe_form(self, kind: str, target: str | None = None) -> None:
+        # the probes screen may not be composed yet (first visit): it applies the pending
+        # prefill when it mounts or resumes
+        self.pending_probe_form = (kind, target)
         self.switch_mode("probes")
-        screen = self.screen
-        if hasattr(screen, "prefill"):
-            screen.prefill(kind, target)
 
     def action_stop_all_probes(self) -> None:
         active = self.probes.active()

@@ -127,6 +127,13 @@ class ProbesScreen(InspectorScreen):
         self._history: dict[int, list[ProbeUpdate]] = {}
         super().on_mount()
         self._hint()
+        self._apply_pending()
+
+    def _apply_pending(self) -> None:
+        pending = getattr(self.app, "pending_probe_form", None)
+        if pending is not None:
+            self.app.pending_probe_form = None
+            self.prefill(*pending)
 
     # ------------------------------------------------------------------ form
     def prefill(self, kind: str, target: str | None) -> None:
@@ -206,6 +213,7 @@ class ProbesScreen(InspectorScreen):
         table = self.query_one("#runs", DataTable)
         table.add_row(*self._row(run), key=str(run.run_id))
         table.move_cursor(row=table.row_count - 1)
+        table.focus()  # keys (x stop, c pin, q quit) act on runs again, not on the form
         self.query_one("#panel-a", RunPanel).attach(run, [])
         self.show_state()
         return run
@@ -258,6 +266,7 @@ class ProbesScreen(InspectorScreen):
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
+        self._apply_pending()
         for run in self.app.probes.runs:
             self._update_row(run)
         for panel in self.query(RunPanel):
