@@ -20,6 +20,9 @@ SECTOR_BYTES = 512  # /sys/block/*/size is always in 512-byte sectors, whatever 
 # PCIe flash cards sit on their PCI function, whose `vendor` is a PCI id, not a name.
 _PCI_VENDORS = {"0x19e5": "Huawei", "0x1aed": "Fusion-io"}
 
+# Only stacked devices have slaves (dm, md, and the unrecognised: bcache, drbd ...).
+_MAY_HAVE_SLAVES = ("dm", "md", "other")
+
 # Families that never set the removable flag (the kernel hard-codes it off for them).
 _NEVER_REMOVABLE = ("dm", "md", "loop", "zram")
 
@@ -98,18 +101,40 @@ def _optional(value: Any) -> Any:
     return value
 
 
+def _line(root: HostRoot, rel: str) -> str | Unknown:
+    """First line of a sysfs attribute. HostRoot.try_line without its layers: this runs ~15
+    times per device, and a multipath host has thousands of devices."""
+    try:
+        data = root.read_bytes(rel, 4096)
+    except Unavailable as exc:
+        return Unknown(exc.reason)
+    return data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+
+
+def _int(root: HostRoot, rel: str) -> int | Unknown:
+    try:
+        data = root.read_bytes(rel, 4096)
+    except Unavailable as exc:
+        return Unknown(exc.reason)
+    try:
+        return int(data)  # int() takes bytes and ignores the trailing newline
+    except ValueError:
+        text = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+        return Unknown(f"unparsable value {text[:40]!r} in /{rel}")
+
+
 def _bool(root: HostRoot, rel: str) -> bool | Unknown:
-    value = root.try_int(rel)
+    value = _int(root, rel)
+    if value == 0 or value == 1:
+        return value == 1
     if isinstance(value, Unknown):
         return value
-    if value not in (0, 1):
-        return Unknown(f"unexpected value {value} in /{rel}")
-    return bool(value)
+    return Unknown(f"unexpected value {value} in /{rel}")
 
 
 def _positive_int(root: HostRoot, rel: str) -> int | Unknown:
-    value = root.try_int(rel)
-    if known(value) and value < 0:
+    value = _int(root, rel)
+    if isinstance(value, int) and value < 0:
         return Unknown(f"negative value {value} in /{rel}")
     return value
 
@@ -189,7 +214,7 @@ def _whole_device_path(root: HostRoot, name: str, devmap: dict) -> tuple[str | U
     target = root.readlink(f"sys/block/{name}")
     path: str | Unknown = (_normalise(f"sys/block/{target}" if not target.startswith("/") else target)
                            if target else Unknown("sys/block entry is not a link"))
-    majmin = root.try_line(f"sys/block/{name}/dev")
+    majmin = _line(root, f"sys/block/{name}/dev")
     return majmin, path
 
 
@@ -253,7 +278,7 @@ def _read_queue(root: HostRoot, base: str) -> tuple[QueueLimits, bool | Unknown,
         minimum_io_size=_positive_int(root, f"{q}/minimum_io_size"),
         optimal_io_size=_positive_int(root, f"{q}/optimal_io_size"))
     rotational = _bool(root, f"{q}/rotational")
-    sched_text = root.try_line(f"{q}/scheduler")
+    sched_text = _line(root, f"{q}/scheduler")
     if isinstance(sched_text, Unknown):
         return limits, rotational, _optional(sched_text), []
     selected, names = parse_scheduler(sched_text)
@@ -268,8 +293,9 @@ def _size(root: HostRoot, rel: str) -> int | Unknown:
 
 
 def _read_whole(root: HostRoot, name: str, devmap: dict) -> BlockDevice:
-    base = f"sys/block/{name}"
     majmin, path = _whole_device_path(root, name, devmap)
+    # Read through the real directory: the kernel then skips the sys/block link on every open.
+    base = path if isinstance(path, str) else f"sys/block/{name}"
     family = family_of(name, path)
     limits, rotational, scheduler, schedulers = _read_queue(root, base)
     removable = False if family in _NEVER_REMOVABLE else _bool(root, f"{base}/removable")
@@ -277,7 +303,8 @@ def _read_whole(root: HostRoot, name: str, devmap: dict) -> BlockDevice:
                       size_bytes=_size(root, f"{base}/size"), read_only=_bool(root, f"{base}/ro"),
                       removable=removable, rotational=rotational, scheduler=scheduler,
                       schedulers=schedulers, queue=limits)
-    dev.slaves = sorted(root.try_listdir(f"{base}/slaves"), key=_natural_key)
+    if family in _MAY_HAVE_SLAVES:  # disks and flash cards sit at the bottom of every stack
+        dev.slaves = sorted(root.try_listdir(f"{base}/slaves"), key=_natural_key)
     _read_identity(root, dev, base)
     return dev
 
@@ -286,33 +313,34 @@ def _read_identity(root: HostRoot, dev: BlockDevice, base: str) -> None:
     """Model/vendor/serial/wwn and the lsblk TYPE, reading only what this family has."""
     family = dev.family
     if family in ("scsi", "ata", "usb", "rom"):
-        dev.model = _optional(root.try_line(f"{base}/device/model"))
-        dev.vendor = _optional(root.try_line(f"{base}/device/vendor"))
-        dev.wwn = _optional(root.try_line(f"{base}/device/wwid"))
-        dev.state = _optional(root.try_line(f"{base}/device/state"))
+        dev.model = _optional(_line(root, f"{base}/device/model"))
+        dev.vendor = _optional(_line(root, f"{base}/device/vendor"))
+        dev.wwn = _optional(_line(root, f"{base}/device/wwid"))
+        dev.state = _optional(_line(root, f"{base}/device/state"))
         dev.type = "rom" if family == "rom" else "disk"
     elif family == "nvme":
-        dev.model = _optional(root.try_line(f"{base}/device/model"))
-        dev.serial = _optional(root.try_line(f"{base}/device/serial"))
-        dev.wwn = _optional(root.try_line(f"{base}/wwid"))
+        dev.model = _optional(_line(root, f"{base}/device/model"))
+        dev.serial = _optional(_line(root, f"{base}/device/serial"))
+        dev.wwn = _optional(_line(root, f"{base}/wwid"))
     elif family == "virtio":
-        dev.serial = _optional(root.try_line(f"{base}/serial"))
+        dev.serial = _optional(_line(root, f"{base}/serial"))
     elif family in ("flash-hio", "flash-fio", "mmc"):
-        dev.model = _optional(root.try_line(f"{base}/device/model"))
-        vendor = _optional(root.try_line(f"{base}/device/vendor"))
+        dev.model = _optional(_line(root, f"{base}/device/model"))
+        vendor = _optional(_line(root, f"{base}/device/vendor"))
         dev.vendor = _PCI_VENDORS.get(vendor, vendor) if isinstance(vendor, str) else vendor
-        dev.serial = _optional(root.try_line(f"{base}/device/serial"))
+        dev.serial = _optional(_line(root, f"{base}/device/serial"))
     elif family == "loop":
         dev.type = "loop"
-        dev.loop_backing_file = _optional(root.try_line(f"{base}/loop/backing_file"))
+        dev.loop_backing_file = _optional(_line(root, f"{base}/loop/backing_file"))
     # md and dm types are set by md.py / dm.py, which read md/level and dm/uuid anyway.
 
 
 def _read_partition(root: HostRoot, disk: BlockDevice, name: str, devmap: dict) -> BlockDevice:
-    base = f"sys/block/{disk.name}/{name}"
+    disk_base = disk.sysfs_path if isinstance(disk.sysfs_path, str) else f"sys/block/{disk.name}"
+    base = f"{disk_base}/{name}"
     majmin, path = devmap.get(name, (None, None))
     if majmin is None:
-        majmin = root.try_line(f"{base}/dev")
+        majmin = _line(root, f"{base}/dev")
         path = (f"{disk.sysfs_path}/{name}" if isinstance(disk.sysfs_path, str)
                 else Unknown("parent path unknown"))
     # A partition shares its disk's request queue: sysfs has no queue/ under it.
@@ -320,8 +348,8 @@ def _read_partition(root: HostRoot, disk: BlockDevice, name: str, devmap: dict) 
                        size_bytes=_size(root, f"{base}/size"), read_only=_bool(root, f"{base}/ro"),
                        removable=disk.removable, rotational=disk.rotational,
                        scheduler=disk.scheduler, schedulers=list(disk.schedulers), queue=disk.queue,
-                       parent=disk.name, partition_number=_optional(root.try_int(f"{base}/partition")),
-                       start_sector=_optional(root.try_int(f"{base}/start")))
+                       parent=disk.name, partition_number=_optional(_int(root, f"{base}/partition")),
+                       start_sector=_optional(_int(root, f"{base}/start")))
 
 
 def _link_holders(devices: dict[str, BlockDevice], problems: list[str]) -> None:
