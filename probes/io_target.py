@@ -171,7 +171,7 @@ def _open_directory(path: str, request_size: int, working_set: int, direct: bool
     try:
         vfs = os.fstatvfs(fd)
         free = vfs.f_bavail * vfs.f_frsize
-        if free < working_set:
+        if vfs.f_blocks and free < working_set:     # ramfs and the like report no sizes
             raise TargetError(f"{path}: {free} bytes free, the working set needs {working_set}")
         _fill(fd, working_set, path)
         direct_ok = False
