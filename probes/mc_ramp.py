@@ -229,14 +229,15 @@ class MemcachedRamp:
             engine.close()
         if not engine.closing and engine.conns:
             t0 = time.perf_counter()
-            engine.start()
             end = min(time.monotonic() + cfg.step_s, hard_end)
+            engine.stop_at_ns = time.perf_counter_ns() + int((end - time.monotonic()) * 1e9)
+            engine.start()
             drain_end = None
             while not engine.done.is_set():
                 now = time.monotonic()
-                if drain_end is None and now >= end:
+                if drain_end is None and (now >= end or engine.stopping):
                     engine.stop_sending()
-                    drain_end = now + cfg.request_timeout_s + 0.25
+                    drain_end = max(now, end) + cfg.request_timeout_s + 0.25
                 if drain_end is not None and now >= drain_end:
                     engine.close()
                     break

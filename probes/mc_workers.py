@@ -117,6 +117,8 @@ async def _serve(fd: int) -> None:
     chan.send(("opened", open_s) + _report(engine, "tick")[1:])
     msg = await inbox.get()
     if msg[0] == "start":
+        if p["duration"]:
+            engine.stop_at_ns = perf_counter_ns() + int(p["duration"] * 1e9)
         engine.start()
         getter = asyncio.ensure_future(inbox.get())
         done_wait = asyncio.ensure_future(engine.done.wait())
@@ -270,7 +272,7 @@ class EnginePool:
                           key_size=(load.key_size.lo, load.key_size.hi),
                           value_size=(load.value_size.lo, load.value_size.hi),
                           set_ratio=load.set_fraction, limit=load.effective_execute_number,
-                          rate=load.rate_per_conn)
+                          rate=load.rate_per_conn, duration=load.duration_s)
             first += n
             child_fd = child_sock.fileno()
             proc = subprocess.Popen([sys.executable, "-m", "inspector.probes.mc_workers",

@@ -295,6 +295,7 @@ class MemcachedProbe:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._stop_requested = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._engine: Engine | None = None
         self.total = {"set": LatencyRecorder(), "get": LatencyRecorder()}
         self.sample_count = 0
@@ -305,6 +306,7 @@ class MemcachedProbe:
 
     def _ensure_started(self) -> None:
         if self._task is None:
+            self._loop = asyncio.get_running_loop()
             self._wake = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -330,7 +332,20 @@ class MemcachedProbe:
         return self.summary
 
     def stop(self) -> None:
-        """End at once (Ctrl-C): abandon in-flight requests, keep the partial figures."""
+        """End at once (Ctrl-C): abandon in-flight requests, keep the partial figures.
+        Safe to call from another thread (a TUI's UI thread)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not loop:
+                loop.call_soon_threadsafe(self._stop_now)
+                return
+        self._stop_now()
+
+    def _stop_now(self) -> None:
         self._stop_requested = True
         if self._engine is not None:
             self._engine.close()
@@ -424,6 +439,8 @@ class MemcachedProbe:
             return
         t0 = perf_counter_ns()
         state.t0 = t0
+        if load.duration_s and isinstance(engine, Engine):
+            engine.stop_at_ns = t0 + int(load.duration_s * 1e9)
         engine.start()
         duration_end = (time.monotonic() + load.duration_s) if load.duration_s else None
         step = load.sample_interval_s

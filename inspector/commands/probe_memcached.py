@@ -44,6 +44,8 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--key-count", type=int, help="distinct keys (default: the execute number)")
     p.add_argument("--rate", type=float, metavar="OPS",
                    help="limit each connection to OPS requests/s (default: as fast as replies come)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="load processes (default: one per core, at least 16 connections each)")
     p.add_argument("--connect-timeout", type=float, default=3.0, metavar="S")
     p.add_argument("--timeout", type=float, default=2.0, metavar="S",
                    help="per-request timeout (default 2 s)")
@@ -144,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
                          test=args.test, set_ratio=args.ratio, key_count=args.key_count,
                          key_size=key_size, value_size=value_size, flush=args.flush,
                          rate_per_conn=args.rate, connect_timeout_s=args.connect_timeout,
-                         request_timeout_s=args.timeout, deadline_s=args.deadline)
+                         request_timeout_s=args.timeout, deadline_s=args.deadline,
+                         workers=args.workers)
     try:
         probe = MemcachedProbe(load)
     except ProbeError as exc:
