@@ -323,8 +323,8 @@ def run_fio_status(root: HostRoot, timeout: float) -> FioStatus | Unknown:
             return status
         except ParseError:
             pass  # older VSL prints usage text or ignores -fj: use the text form
-    if result.error and "not installed" in result.error:
-        return Unknown(result.error)
+    if result.error and "not recorded" not in result.error:
+        return Unknown(result.error)   # not installed or hung: -a would fare no better
     result = root.run(["fio-status", "-a"], timeout=timeout)
     problem = failure(result)
     if problem is not None:

@@ -26,7 +26,8 @@ NVME = (SAMPLES / "nvme/nvme-cli-smart-log-healthy.json").read_text()
 SMART_NVME = (SAMPLES / "nvme/smartctl-nvme-healthy.json").read_text()
 SATA = (SAMPLES / "smartctl/sata-healthy.json").read_text()
 TOOLS = ("hio_info", "hio_temperature", "fio-status", "smartctl", "nvme")
-SHORT = 0.5   # seconds: the hang cases must cost this, not the 5 s default
+SHORT = 1.5   # seconds: the hang cases must cost this, not the 5 s default
+ROOMY = 10.0  # for calls that should succeed even on a loaded machine
 
 
 @pytest.fixture
@@ -59,13 +60,13 @@ def out(stdout: str, rc: int = 0) -> dict:
 def test_hio_output_trend_and_recording(fake, tmp_path):
     fake({"hio_info -d /dev/hioa": out(HIO), "hio_temperature -d hioa": out("temperature: 51 C\n")})
     store = TrendStore(str(tmp_path / "state"))
-    first = hio.collect(HostRoot("/"), "hioa", SHORT, store)
+    first = hio.collect(HostRoot("/"), "hioa", ROOMY, store)
     assert first.health == "OK" and first.temperature_c == 51
     assert first.source == "hio_info -d /dev/hioa"
     assert first.bad_block_trend.startswith("first reading")
     fake({"hio_info -d /dev/hioa": out(HIO.replace("0.112%", "0.150%"))})
     root = HostRoot("/", record=True)
-    second = hio.collect(root, "hioa", SHORT, store)
+    second = hio.collect(root, "hioa", ROOMY, store)
     assert second.bad_block_rate_rose_from == 0.112
     assert [f.code for f in device_findings("hioa", second)] == ["hio.bad_block_rising"]
     # The run is recorded: the same health comes back from the sidecar facts.
@@ -75,7 +76,7 @@ def test_hio_output_trend_and_recording(fake, tmp_path):
     capture = tmp_path / "capture"
     capture.mkdir()
     (capture / "inspector-sidecar.json").write_text(json.dumps(sidecar))
-    replay = hio.collect(HostRoot(str(capture)), "hioa", SHORT, None)
+    replay = hio.collect(HostRoot(str(capture)), "hioa", ROOMY, None)
     assert replay.max_bad_block_rate_pct == 0.15 and replay.bad_block_rate_rose_from == 0.112
     # hio_temperature "fails" here (not in the script: usage error), which is only a detail
     assert isinstance(second.temperature_c, Unknown) and "exited with status 1" in second.temperature_c.reason
@@ -96,50 +97,52 @@ def test_hio_not_installed(tmp_path, monkeypatch):
 def test_nonzero_garbage_and_hang_are_unknown_with_reason(fake):
     fake({"hio_info -d /dev/hioa": {"stdout": "", "stderr": "open /dev/hioa failed\n", "rc": 2},
           "hio_info -d /dev/hiob": out("\x1b[31m%%%% segfault ####\n"),
-          "hio_info -d /dev/hioc": {"hang": True},
+          "hio_info -d /dev/hioc": {"hang": True}, "hio_info -d /dev/hiod": {"hang": True},
           "smartctl --json -a /dev/sda": out(SATA)})
     start = time.monotonic()
-    health = drives.collect(HostRoot("/"), ["hioa", "hiob", "hioc", "sda"], timeout=SHORT)
+    health = drives.collect(HostRoot("/"), ["hioa", "hiob", "hioc", "hiod", "sda"], timeout=SHORT)
     elapsed = time.monotonic() - start
     assert health["hioa"] == Unknown("hio_info exited with status 2: open /dev/hioa failed")
     assert health["hiob"].reason.startswith("hio_info printed unrecognised output")
-    assert health["hioc"] == Unknown(f"hio_info timed out after {SHORT:g} s")
+    assert health["hioc"] == health["hiod"] == Unknown(f"hio_info timed out after {SHORT:g} s")
     assert isinstance(health["sda"], smart.SmartHealth)      # the rest is unaffected
-    assert elapsed < 3 * SHORT + 1.5                         # concurrent: one timeout, not many
+    assert elapsed < 2 * SHORT                # concurrent: two hung tools cost one timeout
 
 
 def test_fio_json_first_then_text(fake):
     fake({"fio-status -fj": out(FJ)})
-    status = fio_status.run_fio_status(HostRoot("/"), SHORT)
+    status = fio_status.run_fio_status(HostRoot("/"), ROOMY)
     assert status.controllers[0].source == "fio-status -fj"
     # An older VSL rejects -fj: the text form is used.
     fake({"fio-status -a": out(VSL3.replace("Reserves: 100.00%", "Reserves: 4.00%"))})
-    health = drives.collect(HostRoot("/"), ["fioa"], timeout=SHORT)
+    health = drives.collect(HostRoot("/"), ["fioa"], timeout=ROOMY)
     assert health["fioa"].source == "fio-status -a"
     assert [f.code for f in device_findings("fioa", health["fioa"])] == ["fio.reserves_low"]
 
 
 def test_fio_failures(fake):
     fake({"fio-status -fj": {"hang": True}, "fio-status -a": {"hang": True}})
+    start = time.monotonic()
     health = drives.collect(HostRoot("/"), ["fioa"], timeout=SHORT)
     assert health == {"fioa": Unknown(f"fio-status timed out after {SHORT:g} s")}
+    assert time.monotonic() - start < 2 * SHORT   # a hung -fj is not followed by a hung -a
     fake({"fio-status -a": out("Segmentation fault\n")})
-    health = drives.collect(HostRoot("/"), ["fioa"], timeout=SHORT)
+    health = drives.collect(HostRoot("/"), ["fioa"], timeout=ROOMY)
     assert health["fioa"].reason.startswith("fio-status printed unrecognised output")
     fake({"fio-status -a": out(VSL3.replace("fioa", "fiob"))})
-    health = drives.collect(HostRoot("/"), ["fioa"], timeout=SHORT)
+    health = drives.collect(HostRoot("/"), ["fioa"], timeout=ROOMY)
     assert health["fioa"] == Unknown("fio-status does not list fioa")
     assert health["fiob"].controller == "fct0"
 
 
-def test_nvme_cli_then_smartctl_then_sysfs_only(fake, tmp_path, monkeypatch):
+def test_nvme_cli_then_smartctl_fallback(fake):
     fake({"nvme smart-log /dev/nvme0n1 -o json": out(NVME.replace('"percent_used":3', '"percent_used":95'))})
-    h = nvme_health.collect(HostRoot("/"), "nvme0n1", SHORT)
+    h = nvme_health.collect(HostRoot("/"), "nvme0n1", ROOMY)
     assert h.source == "nvme smart-log" and h.percent_used == 95
     assert [f.code for f in device_findings("nvme0n1", h)] == ["nvme.wear"]
     fake({"nvme smart-log /dev/nvme0n1 -o json": out("garbage"),
           "smartctl --json -a /dev/nvme0n1": out(SMART_NVME)})
-    h = nvme_health.collect(HostRoot("/"), "nvme0n1", SHORT)
+    h = nvme_health.collect(HostRoot("/"), "nvme0n1", ROOMY)
     assert h.source == "smartctl" and h.temperature_c == 37
     fake({"nvme smart-log /dev/nvme0n1 -o json": {"hang": True}})
     h = nvme_health.collect(HostRoot("/"), "nvme0n1", SHORT)
@@ -153,7 +156,7 @@ def test_smartctl_exit_bits_are_output_not_failure(fake):
     doc["smartctl"]["exit_status"] = 0x40 | 0x08
     doc["smart_status"]["passed"] = False
     fake({"smartctl --json -a /dev/sda": out(json.dumps(doc), rc=0x48)})
-    h = smart.collect(HostRoot("/"), "sda", SHORT)
+    h = smart.collect(HostRoot("/"), "sda", ROOMY)
     assert h.exit_status == 0x48
     assert {f.code for f in device_findings("sda", h)} == {"smart.failed", "smart.logged_errors"}
 

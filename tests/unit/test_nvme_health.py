@@ -120,3 +120,25 @@ def test_parsers_never_crash_on_text(text):
             parse(text, NvmeHealth(device="x"))
         except ParseError:
             pass
+
+
+def test_sysfs_only_when_neither_tool_is_installed(tmp_path):
+    facts = {" ".join(argv): {"argv": argv, "returncode": None, "stdout": "", "stderr": "",
+                              "error": f"{argv[0]} not installed", "duration": 0}
+             for argv in (["nvme", "smart-log", "/dev/nvme0n1", "-o", "json"],
+                          ["smartctl", "--json", "-a", "/dev/nvme0n1"])}
+    (tmp_path / "inspector-sidecar.json").write_text(json.dumps({"version": 1, "facts": {"command": facts}}))
+    (tmp_path / "sys").symlink_to(FLASH_MIXED / "sys")
+    h = nvme_health.collect(HostRoot(str(tmp_path)), "nvme0n1", 1)
+    assert (h.source, h.model, h.controller_state) == ("sysfs", "SAMSUNG MZQLB1T9HAJR-00007", "live")
+    assert h.critical_warning == Unknown("neither nvme nor smartctl installed")
+    assert nvme_findings("nvme0n1", h) == []
+
+
+def test_tool_failures_are_reasons_on_every_smart_field(tmp_path):
+    facts = {"nvme smart-log /dev/nvme0n1 -o json": {"argv": ["nvme"], "returncode": 1, "stdout": "",
+                                                     "stderr": "Permission denied\n", "error": None}}
+    (tmp_path / "inspector-sidecar.json").write_text(json.dumps({"version": 1, "facts": {"command": facts}}))
+    h = nvme_health.collect(HostRoot(str(tmp_path)), "nvme0n1", 1)
+    assert h.percent_used.reason == ("nvme exited with status 1: Permission denied; "
+                                     "not recorded in capture (command smartctl --json -a /dev/nvme0n1)")
