@@ -35,7 +35,7 @@ test: test-deps system-deps
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 bench: test-deps system-deps
-	$(VENV)/bin/python -m pytest -q -s tests/bench -p no:cacheprovider -o addopts=""
+	$(VENV)/bin/python -m pytest -q -s tests/bench -p no:cacheprovider -o addopts="" -o python_files="bench_*.py"
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
