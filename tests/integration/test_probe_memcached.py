@@ -205,3 +205,54 @@ def test_rate_limit_per_connection(memcached):
     summary, _, _ = run_probe(load)
     assert summary.status == "completed"
     assert 150 <= summary.ops_total <= 220    # 2 x 100/s for ~1 s
+
+
+def test_worker_processes_counts_match_and_samples_add_up(memcached):
+    server = memcached()
+    before = server.stats()
+    load = MemcachedLoad(server.host, server.port, concurrency=6, execute_number=300,
+                         test="mix", set_ratio=0.5, key_count=300, workers=2, **SMALL)
+    summary, samples, elapsed = run_probe(load)
+    after = server.stats()
+    assert summary.status == "completed", summary.reason
+    assert summary.workers == 2 and summary.connections_opened == 6
+    assert summary.ops_total == 6 * 300 and summary.errors == {}
+    sets, gets = summary.ops["set"].ok, summary.ops["get"].ok
+    assert after["cmd_set"] - before["cmd_set"] == sets + 300        # + preload
+    assert after["cmd_get"] - before["cmd_get"] == gets
+    assert all(c.ok for c in summary.server.checks)
+    assert sum(s.ops["set"] + s.ops["get"] for s in samples) == summary.ops_total
+    assert summary.ops["get"].latency.count == gets
+    assert elapsed < 10
+
+
+def test_worker_processes_stop_at_once_and_are_reaped(memcached):
+    server = memcached()
+    probe_ref = {}
+
+    async def stop_soon(probe):
+        probe_ref["probe"] = probe
+        await asyncio.sleep(1.0)
+        probe.stop()
+    load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=30,
+                         key_count=100, workers=2, **SMALL)
+    summary, _, elapsed = run_probe(load, during=stop_soon)
+    assert summary.status == "stopped" and summary.ops_total > 0
+    assert elapsed < 6
+    pool = probe_ref["probe"]._engine
+    assert all(proc.poll() is not None for proc in pool._procs)     # no process left behind
+    c = check(summary, "cmd_set")
+    assert c.ok is True
+
+
+def test_worker_processes_server_killed(memcached):
+    server = memcached()
+
+    async def kill_soon(probe):
+        await asyncio.sleep(1.0)
+        server.kill()
+    load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=30,
+                         key_count=100, workers=2, connect_timeout_s=1, **SMALL)
+    summary, _, elapsed = run_probe(load, during=kill_soon)
+    assert summary.status == "failed" and "closed by server" in summary.reason
+    assert summary.ops_total > 0 and elapsed < 6
