@@ -250,7 +250,10 @@ class _Worker(threading.Thread):
         finally:
             self.end_ns = time.monotonic_ns()
             self._fold()
-            self.buf.close()
+            try:
+                self.buf.close()
+            except BufferError:          # a traceback still holds the loop's memoryview
+                pass
             self.on_done()
 
     def _fold(self) -> None:
