@@ -176,10 +176,12 @@ def _add_trend(root: HostRoot, health: HioHealth, store: TrendStore | None) -> N
         return {**after.to_json(), "first": before is None}
 
     recorded = root.fact("drive_trend", key, produce)
-    trend = Trend.from_json(recorded) if known(recorded) else None
+    if isinstance(recorded, Unknown):
+        health.bad_block_trend = f"no trend ({recorded.reason})"
+        return
+    trend = Trend.from_json(recorded)
     if trend is None:
-        health.bad_block_trend = ("no earlier value" if known(recorded)
-                                  else f"no trend ({recorded.reason})")
+        health.bad_block_trend = "no earlier value"
         return
     if trend.rose_from is not None:
         health.bad_block_rate_rose_from = trend.rose_from

@@ -168,3 +168,16 @@ def test_store_does_not_rewrite_unchanged_values(tmp_path, monkeypatch):
     store.update("k", 0.2, now=3)      # a rise: written
     assert len(saves) == 2
     assert store.get("k").rose_from == 0.1
+
+
+def test_live_collect_without_store_has_no_trend(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "hio_info"
+    tool.write_text(f"#!/bin/sh\ncat '{tmp_path}/out.txt'\n")
+    tool.chmod(0o755)
+    (tmp_path / "out.txt").write_text(SAMPLE)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    h = hio.collect(HostRoot("/"), "hioa", timeout=5, store=None)
+    assert h.health == "OK" and h.bad_block_trend == "no earlier value"
+    assert h.bad_block_rate_rose_from is None
