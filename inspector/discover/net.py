@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from inspector.discover.net_offloads import Offload, ethtool_offloads, read_feature_bits
 from inspector.discover.net_sysctl import NetSysctl, collect_sysctls
-from inspector.host import HostRoot
+from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
 
 IFF_UP = 0x1
@@ -85,20 +85,20 @@ def _ifindex(root: HostRoot, name: str) -> int:
 
 
 def collect_nic(root: HostRoot, name: str) -> Nic:
-    base = f"sys/class/net/{name}"
+    # Links are read at their real location (devices/...): a capture then holds the
+    # class/net link and the device tree, never a path through a link.
+    base = _real(root, f"sys/class/net/{name}")
     dev = f"{base}/device"
-    device = _device_name(root, dev)
+    devdir = _real(root, dev) if root.readlink(dev) is not None else None
+    device = devdir.rsplit("/", 1)[-1] if devdir else None
     driver: str | Unknown = Unknown("no device (virtual interface)")
     bus: str | Unknown = "virtual"
     transport = None
-    if device is not None:
-        driver = root.link_name(f"{dev}/driver") or Unknown("no driver bound")
-        bus = root.link_name(f"{dev}/subsystem") or Unknown("device has no subsystem link")
-        try:
-            parent = root.resolve(f"{dev}/..")
-            transport = root.link_name(f"{parent}/subsystem")
-        except Exception:
-            transport = None
+    if devdir is not None:
+        driver = root.link_name(f"{devdir}/driver") or Unknown("no driver bound")
+        bus = root.link_name(f"{devdir}/subsystem") or Unknown("device has no subsystem link")
+        parent = devdir.rsplit("/", 1)[0] if "/" in devdir else ""
+        transport = root.link_name(f"{parent}/subsystem") if parent else None
     devtype = _uevent(root, base).get("DEVTYPE")
     kind, evidence = classify(name, root.try_int(f"{base}/type"), driver, bus, device, devtype)
     flags = root.try_int(f"{base}/flags", 16)
@@ -139,14 +139,11 @@ def classify(name: str, arptype: int | Unknown, driver: str | Unknown, bus: str 
     return "physical", [f"driver {drv or 'unbound'} on bus {bus}"]
 
 
-def _device_name(root: HostRoot, dev: str) -> str | None:
-    """Name of the device directory behind the `device` link (0000:00:03.0, virtio2, vif-0)."""
-    if root.readlink(dev) is None:
-        return None
+def _real(root: HostRoot, rel: str) -> str:
     try:
-        return root.resolve(dev).rsplit("/", 1)[-1] or None
-    except Exception:
-        return root.link_name(dev)
+        return root.resolve(rel)
+    except Unavailable:  # a link loop: read through the path as given
+        return rel
 
 
 def _offloads(root: HostRoot, name: str) -> list[Offload] | Unknown:

@@ -1,0 +1,120 @@
+"""Live NIC discovery against the real tools on this machine: ethtool -k, ethtool -i, ip, sysctl."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import require_root
+
+from inspector.capture import open_root, write_capture
+from inspector.discover import net
+from inspector.host import HostRoot
+
+
+def ethtool_k(ifname: str) -> list[str]:
+    out = subprocess.run(["ethtool", "-k", ifname], capture_output=True, text=True, timeout=10,
+                         check=True).stdout.splitlines()
+    assert out[0] == f"Features for {ifname}:"
+    return out[1:]
+
+
+@pytest.fixture(scope="module")
+def live() -> net.NetSection:
+    return net.collect(HostRoot("/"))
+
+
+def test_every_nic_offloads_equal_ethtool_k_line_by_line(live):
+    names = [n.name for n in live.nics]
+    assert "eth0" in names and "lo" in names
+    for nic in live.nics:
+        ours = [o.ethtool_line() for o in nic.offloads]
+        assert ours == ethtool_k(nic.name), nic.name
+
+
+def test_link_attributes_equal_ip_link(live):
+    links = {d["ifname"]: d for d in json.loads(subprocess.run(
+        ["ip", "-j", "link", "show"], capture_output=True, text=True, timeout=10,
+        check=True).stdout)}
+    assert set(links) == {n.name for n in live.nics}
+    for nic in live.nics:
+        link = links[nic.name]
+        assert nic.mtu == link["mtu"], nic.name
+        assert nic.tx_queue_len == link.get("txqlen", nic.tx_queue_len), nic.name
+        assert nic.admin_up == ("UP" in link["flags"]), nic.name
+        assert nic.operstate.upper() == link["operstate"], nic.name
+        if nic.kind != "loopback":
+            assert nic.mac == link["address"], nic.name
+
+
+def test_eth0_driver_and_bus_equal_ethtool_i(live):
+    eth0 = next(n for n in live.nics if n.name == "eth0")
+    info = dict(line.split(": ", 1) for line in subprocess.run(
+        ["ethtool", "-i", "eth0"], capture_output=True, text=True, timeout=10,
+        check=True).stdout.splitlines() if ": " in line)
+    assert eth0.driver == info["driver"]
+    assert eth0.kind == "virtio-net" and eth0.bus == "virtio"   # Firecracker/KVM guest
+    assert eth0.carrier is True and eth0.admin_up is True
+
+
+def test_sysctls_equal_sysctl_n(live):
+    for sc in live.sysctls:
+        value = subprocess.run(["sysctl", "-n", sc.name], capture_output=True, text=True,
+                               timeout=10, check=True).stdout
+        assert sc.value == " ".join(value.split()), sc.name
+
+
+def test_capture_carries_offloads(tmp_path):
+    recording = HostRoot("/", record=True)
+    before = net.collect(recording)
+    write_capture(recording, str(tmp_path / "cap.tar.gz"))
+    replay = net.collect(open_root(str(tmp_path / "cap.tar.gz")))
+    assert [(n.name, n.kind, n.driver, n.mtu) for n in replay.nics] == \
+        [(n.name, n.kind, n.driver, n.mtu) for n in before.nics]
+    assert [n.offloads for n in replay.nics] == [n.offloads for n in before.nics]
+
+
+NETNS_SCRIPT = textwrap.dedent("""
+    import json, subprocess, sys
+    sys.path.insert(0, {repo!r})
+    from inspector.discover import net
+    from inspector.host import HostRoot
+    sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
+    sh("ip", "link", "add", "va", "type", "veth", "peer", "name", "vb")
+    sh("ip", "link", "set", "va", "up")
+    # sg off drags TSO down while it stays wanted: ethtool prints "[requested on]"
+    sh("ethtool", "-K", "va", "sg", "off", "gro", "off", "rx-gro-list", "on")
+    sh("ip", "link", "add", "d0", "type", "ifb")
+    out = {{}}
+    for nic in net.collect(HostRoot("/")).nics:
+        out[nic.name] = {{"ours": [o.ethtool_line() for o in nic.offloads],
+                         "ethtool": subprocess.run(["ethtool", "-k", nic.name], check=True,
+                             capture_output=True, text=True).stdout.splitlines()[1:],
+                         "kind": nic.kind, "carrier": str(nic.carrier)}}
+    print(json.dumps(out))
+""")
+
+
+def test_changed_features_in_a_private_netns():
+    """veth and ifb in a throwaway network namespace: [requested on], off, fixed states match."""
+    require_root()
+    import inspector
+    repo = str(__import__("pathlib").Path(inspector.__file__).resolve().parent.parent)
+    # a private mount namespace too: /sys must be remounted to show the new netns' NICs
+    proc = subprocess.run(["unshare", "-nm", "sh", "-c", 'mount -t sysfs sysfs /sys && '
+                           'exec "$0" -c "$1"', sys.executable, NETNS_SCRIPT.format(repo=repo)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert set(result) == {"lo", "va", "vb", "d0"}
+    for name, item in result.items():
+        assert item["ours"] == item["ethtool"], name
+    va = result["va"]["ours"]
+    assert "\ttx-tcp-segmentation: off [requested on]" in va
+    assert "generic-receive-offload: off" in va and "rx-gro-list: on" in va
+    # va is up but its peer is down: no carrier; vb is down: carrier unreadable
+    assert result["va"]["carrier"] == "False"
+    assert result["vb"]["carrier"].startswith("unknown")
+    assert result["va"]["kind"] == "virtual" and result["lo"]["kind"] == "loopback"
