@@ -174,7 +174,7 @@ def test_live_collect_without_store_has_no_trend(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     tool = bin_dir / "hio_info"
-    tool.write_text(f"#!/bin/sh\ncat '{tmp_path}/out.txt'\n")
+    tool.write_text(f"#!/bin/sh\nexec /bin/cat '{tmp_path}/out.txt'\n")
     tool.chmod(0o755)
     (tmp_path / "out.txt").write_text(SAMPLE)
     monkeypatch.setenv("PATH", str(bin_dir))
