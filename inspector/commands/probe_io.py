@@ -5,7 +5,8 @@ probed and leaves nothing behind), a regular file or a block device (read-only: 
 refused). Human output follows ioping: one line per request with -i, one per interval sample
 otherwise, then ioping's statistics block plus a percentile line.
 
-Exit status (like ioping): 0 done, 1 usage error, 2 target could not be prepared (missing,
+Exit status (like ioping): 0 done, 1 usage error in the values given to probe io (an unknown
+option is rejected by the main parser with 2), 2 target could not be prepared (missing,
 permission denied, refused write), 3 a request failed mid-run (partial results printed),
 130 interrupted by Ctrl-C (partial results printed).
 """
