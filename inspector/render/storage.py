@@ -116,8 +116,41 @@ def _label(section: StorageSection, name: str) -> str:
     return mapped.dm_name if mapped is not None and known(mapped.dm_name) else name
 
 
-def device_table(section: StorageSection) -> Table:
+# Past this many rows a rich Table (which measures every cell) takes seconds: plain lines then.
+_TABLE_ROWS_MAX = 300
+
+
+def _plain_lines(section: StorageSection, rows: list[tuple[str, str]]) -> Text:
+    """The device tree as fixed-width lines: a multipath host with thousands of rows."""
+    cells = []
+    for prefix, name in rows:
+        dev = section.devices.get(name)
+        if dev is None:
+            cells.append((prefix + name, "?", "", "", "", "", ""))
+            continue
+        mounts = " ".join(f"{m.mountpoint} {m.fstype}" for m in dev.mounts) + (" [SWAP]" if dev.swap else "")
+        details = _details(dev).plain
+        if name in section.dm:
+            details = f"{name} {details}"
+        cells.append((prefix + _label(section, name), dev.type, human_size(dev.size_bytes),
+                      _text(dev.maj_min), _flags(dev).plain, mounts.strip(), details))
+    headers = ("NAME", "TYPE", "SIZE", "MAJ:MIN", "RO", "MOUNTPOINTS", "DETAILS")
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(headers[:-1])]
+    text = Text(no_wrap=True, overflow="ellipsis")
+    def line(values, style=""):
+        parts = [v.rjust(w) if i == 2 else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths))]
+        text.append("  ".join(parts + [values[-1]]).rstrip() + "\n", style=style)
+    line(headers, "bold")
+    for values in cells:
+        line(values)
+    text.rstrip()
+    return text
+
+
+def device_table(section: StorageSection) -> Table | Text:
     rows = list(tree_rows(section))
+    if len(rows) > _TABLE_ROWS_MAX:
+        return _plain_lines(section, rows)
     width = max((len(p) + len(_label(section, n)) for p, n in rows), default=4)
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("NAME", no_wrap=True, min_width=min(width, 40))
@@ -250,7 +283,14 @@ def render(section: StorageSection) -> RenderableType:
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column()
         parts.append(grid)
+        unknown = {n: h for n, h in section.health.items() if isinstance(h, Unknown)}
+        if len(unknown) > 10:  # thousands of paths without SMART: one line, not thousands
+            first = next(iter(unknown))
+            grid.add_row(f"{len(unknown)} devices", Text(f"health unknown, e.g. {first}: "
+                                                         f"{unknown[first]}", style="magenta"))
         for name, health in section.health.items():
+            if len(unknown) > 10 and name in unknown:
+                continue
             try:
                 grid.add_row(name, render_health(health))
             except Exception as exc:  # another module's renderer must not hide the tree
