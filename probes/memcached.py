@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import time
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from time import perf_counter_ns
@@ -30,6 +31,7 @@ TESTS = ("set", "get", "mix")
 SAMPLE_INTERVAL_S = 0.25
 NOFILE_SLACK = 64          # descriptors beyond the connections: stats, flush, python, stdio
 MAX_SAMPLES_QUEUED = 4 * 600
+DEFER_MAX_VALUES = 2_000_000   # 16 MB of raw latencies at most before they are recorded
 
 
 class ProbeError(Exception):
@@ -298,6 +300,10 @@ class MemcachedProbe:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._engine: Engine | None = None
         self.total = {"set": LatencyRecorder(), "get": LatencyRecorder()}
+        # raw latencies waiting to enter `total`: recorded after the load (or when the backlog
+        # passes DEFER_MAX_VALUES), so the histogram's cost does not compete with the load
+        self._deferred: dict[str, list[array]] = {"set": [], "get": []}
+        self._deferred_count = 0
         self.sample_count = 0
 
     # iteration ---------------------------------------------------------------------------------
@@ -507,8 +513,7 @@ class MemcachedProbe:
     def _sample(self, engine: Engine, t0: int, last_ns: int, now_ns: int,
                 last_errors: dict[str, int]) -> dict[str, int]:
         s_arr, g_arr = engine.take_latencies()
-        record_array(self.total["set"], s_arr)
-        record_array(self.total["get"], g_arr)
+        self._defer(s_arr, g_arr)
         interval = max((now_ns - last_ns) / 1e9, 1e-9)
         ops = {"set": len(s_arr), "get": len(g_arr)}
         errors_now = dict(engine.errors)
@@ -522,13 +527,28 @@ class MemcachedProbe:
             in_flight=engine.in_flight()))
         return errors_now
 
+    def _defer(self, s_arr: array, g_arr: array) -> None:
+        for name, arr in (("set", s_arr), ("get", g_arr)):
+            if arr:
+                self._deferred[name].append(arr)
+                self._deferred_count += len(arr)
+        if self._deferred_count > DEFER_MAX_VALUES:
+            self._record_deferred()
+
+    def _record_deferred(self) -> None:
+        for name, arrays in self._deferred.items():
+            for arr in arrays:
+                record_array(self.total[name], arr)
+            arrays.clear()
+        self._deferred_count = 0
+
     def _summarise(self, state: "_RunState", started_at: float, after: ServerStats) -> ProbeSummary:
         load = self.load
         engine = state.engine
         if engine is not None:
             s_arr, g_arr = engine.take_latencies()   # anything after the last sample
-            record_array(self.total["set"], s_arr)
-            record_array(self.total["get"], g_arr)
+            self._defer(s_arr, g_arr)
+        self._record_deferred()
         load_s = ((state.t_end or perf_counter_ns()) - state.t0) / 1e9 if state.t0 else 0.0
         ops: dict[str, OpResult] = {}
         for name in ("set", "get"):
