@@ -214,6 +214,10 @@ def statistics_lines(r: IoResult) -> list[str]:
     return lines
 
 
+def _workers(n: int) -> str:
+    return f"{n} worker" if n == 1 else f"{n} workers"
+
+
 def ramp_lines(path: str, description: str, ramp: RampResult) -> list[str]:
     lines = [f"--- {path} ({description}) ramp ---",
              f"{'workers':>7} {'iops':>10} {'avg':>10} {'p99':>10}"]
@@ -227,9 +231,9 @@ def ramp_lines(path: str, description: str, ramp: RampResult) -> list[str]:
         lines.append(f"Minimum Small Latency={ramp.min_latency.avg_ns / 1000:.2f} usecs "
                      f"@ Small={ramp.min_latency.jobs}")
     if ramp.knee:
-        lines.append(f"Knee: {ramp.knee.jobs} workers (IOPS={round(ramp.knee.iops)}, "
+        lines.append(f"Knee: {_workers(ramp.knee.jobs)} (IOPS={round(ramp.knee.iops)}, "
                      f"p99={fmt_time(ramp.knee.p99_ns)}): beyond it p99 grows faster than IOPS"
                      if ramp.knee is not ramp.steps[-1] else
-                     f"Knee: not reached up to {ramp.knee.jobs} workers "
+                     f"Knee: not reached up to {_workers(ramp.knee.jobs)} "
                      "(p99 never grew faster than IOPS)")
     return lines
