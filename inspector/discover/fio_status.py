@@ -23,6 +23,7 @@ class FioHealth:
     controller: str                       # fct0
     device: str | Unknown = Unknown("fio-status names no block device")  # fioa
     kind: str = "fio"
+    level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
     source: str = ""
     state: str = "unknown"                # attached, detached, failed, ... (first word, lower)
     status_line: str = ""                 # the controller's status as printed

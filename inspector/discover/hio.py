@@ -47,6 +47,7 @@ LABELS: dict[str, tuple[str, str]] = {
 class HioHealth:
     device: str
     kind: str = "hio"
+    level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
     source: str = ""
     size_gb: int | Unknown = MISSING
     max_size_gb: int | Unknown = MISSING

@@ -28,6 +28,7 @@ NO_TOOL = Unknown("neither nvme nor smartctl installed")
 class NvmeHealth:
     device: str
     kind: str = "nvme"
+    level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
     source: str = "sysfs"
     controller: str | Unknown = Unknown("not present")
     model: str | Unknown = Unknown("not present")

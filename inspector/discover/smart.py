@@ -44,6 +44,7 @@ class SmartAttribute:
 class SmartHealth:
     device: str
     kind: str = "smart"
+    level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
     source: str = "smartctl --json -a"
     protocol: str | Unknown = MISSING          # ATA, SCSI
     model: str | Unknown = MISSING

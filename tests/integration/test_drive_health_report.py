@@ -22,6 +22,8 @@ def test_report_json_health_and_findings():
     assert health["fct1"]["state"] == "failed" and health["fct1"]["read_only"] is True
     assert health["nvme0n1"]["temperature_c"] == 37 and health["nvme0n1"]["critical_warning"] == 0
     assert health["sda"]["attributes"]["199"]["raw"] == 12
+    assert {n: h.get("level") for n, h in health.items()} == {
+        "hioa": "crit", "hiob": None, "fioa": "warn", "fct1": "crit", "nvme0n1": "ok", "sda": "warn"}
     found = {(f["subject"], f["level"], f["code"]): f for f in doc["findings"]
              if f["code"].split(".")[0] in ("hio", "fio", "smart", "nvme", "drive")}
     assert set(found) == {
@@ -52,3 +54,11 @@ def test_check_exit_code_is_critical():
     result = run_cli("check", "--root", ROOT)
     assert result.status == 2
     assert "hioa: Battery status: warning" in result.out
+
+
+def test_export_carries_drive_health_levels():
+    result = run_cli("export", "--prometheus", "--root", ROOT)
+    assert result.status == 0, result.err
+    levels = {line.split('device="')[1].split('"')[0]: line.rsplit(" ", 1)[1]
+              for line in result.out.splitlines() if line.startswith("inspector_drive_health_level{")}
+    assert levels == {"hioa": "2", "fioa": "1", "fct1": "2", "nvme0n1": "0", "sda": "1"}
