@@ -121,9 +121,11 @@ class InspectorApp(App):
             self.add_mode(mode, screen)
         self.switch_mode("overview")
         self._install_signal_handlers()
-        self.collect_now()
+        # first paint first: discovery and sampling start once the first frame is out, so
+        # their threads do not compete with it for the GIL
+        self.call_after_refresh(self.collect_now)
         if self.sampler is not None:
-            self.sample_live()
+            self.call_after_refresh(self.sample_live)
 
     def _install_signal_handlers(self) -> None:
         # SIGHUP (ssh dropped, terminal closed) and SIGTERM: stop probes and leave cleanly.

@@ -21,7 +21,7 @@ from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
 from inspector.tui.modelview import (badge, child_groups, findings_for, fmt_value, label_of,
                                      scalar_fields, section_state, worst_level)
-from inspector.tui.summaries import rate, virt_evidence, virt_line
+from inspector.tui.summaries import rate, virt_line
 from inspector.widgets.chart import LiveChart
 
 
@@ -56,18 +56,12 @@ class VirtScreen(SectionScreen):
             yield Static(id="virt-summary", classes="line")
             yield LiveChart("CPU steal (%)", series=("steal", "iowait"), unit="%", id="steal-chart",
                             placeholder="no live data")
-            yield Static(id="virt-evidence")
             yield Static(id="virt-body")
 
     def show_report(self, report: Report | None) -> None:
         section = self._section(report)
         self.query_one("#virt-summary", Static).update(
             virt_line(section) if report else Text("collecting...", style="grey62"))
-        lines = virt_evidence(section) if report else []
-        ev = Text("evidence\n", style="bold")
-        ev.append("\n".join(f"• {line}" for line in lines) if lines else "none recorded",
-                  style="" if lines else "grey62")
-        self.query_one("#virt-evidence", Static).update(ev)
         self.query_one("#virt-body", Static).update(self._body(report))
 
     def show_live(self, sample, error) -> None:

@@ -13,7 +13,11 @@ EVIDENCE_FIELDS = ("evidence",)
 
 
 def virt_layers(section: Any) -> list[str]:
-    """Layer names, outermost first, from whatever shape the virt section has."""
+    """Layer names, outermost first, from whatever shape the virt section has (its own
+    one-line `summary` when it has one)."""
+    summary = get(section, "summary", default=None)
+    if isinstance(summary, str) and summary:
+        return [summary]
     layers = get(section, "layers", default=None)
     out: list[str] = []
     if isinstance(layers, (list, tuple)):
@@ -51,9 +55,39 @@ def virt_line(section: Any) -> Text:
     return text
 
 
+def evidence_text(item: Any) -> str:
+    """One evidence record as a line: "source: value -> verdict [weight] (note)"."""
+    if isinstance(item, str):
+        return item
+    source, value = get(item, "source"), get(item, "value")
+    if source is None:
+        return label_of(item)
+    line = f"{source}: {value}"
+    points, weight, note = get(item, "points_to"), get(item, "weight"), get(item, "note")
+    if points:
+        line += f" -> {points}"
+    if weight:
+        line += f" [{weight}]"
+    if note:
+        line += f" ({note})"
+    return line
+
+
 def virt_evidence(section: Any) -> list[str]:
+    """Every evidence line of the section, prefixed by the layer it supports."""
     if not is_dc(section) and not isinstance(section, dict):
         return []
+    out: list[str] = []
+    layers = get(section, "layers", default=None)
+    if isinstance(layers, list):
+        for layer in layers:
+            name = " ".join(str(v) for v in (get(layer, "kind"), get(layer, "verdict")) if v)
+            for ev in get(layer, "evidence", default=[]) or []:
+                out.append(f"{name}: {evidence_text(ev)}")
+        for role in get(section, "roles", default=[]) or []:
+            for ev in get(role, "evidence", default=[]) or []:
+                out.append(f"{get(role, 'role')}: {evidence_text(ev)}")
+        return out
     return find_text(section, EVIDENCE_FIELDS)
 
 

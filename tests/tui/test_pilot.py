@@ -103,6 +103,15 @@ async def test_navigate_every_screen_on_a_capture():
         await pilot.pause(0.2)
         assert len(labels()) == len(all_labels)
 
+        # the command palette reaches every screen (and the probes)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        for ch in "Screen: Network":
+            await pilot.press(ch if ch != " " else "space")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "NetScreen")
+
 
 async def test_hung_collector_shows_timed_out_and_keys_still_work():
     release = threading.Event()
