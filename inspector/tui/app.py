@@ -247,7 +247,7 @@ class InspectorApp(App):
         source = "live" if self.root.live else f"capture {os.path.basename(self.root.label.rstrip('/'))}"
         if self.collect_error:
             state = self.collect_error
-        elif self.collecting and self.report is None:
+        elif self.report is None and (self.collecting or self.collections == 0):
             state = "collecting..."
         elif self.report is None:
             state = "no data"

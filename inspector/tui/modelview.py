@@ -121,13 +121,31 @@ def scalar_fields(obj: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def field_value(name: str, value: Any) -> Text:
+    """fmt_value, with sizes in bytes shown the way people read them."""
+    if isinstance(value, int) and not isinstance(value, bool) and name.endswith(("_bytes", "size_b")):
+        return Text(f"{human_bytes(value)} ({value})")
+    if isinstance(value, int) and not isinstance(value, bool) and name.endswith("_kib"):
+        return Text(human_bytes(value * 1024))
+    return fmt_value(value)
+
+
 def detail_table(obj: Any, title: str | None = None) -> Table:
     table = Table(show_header=False, box=None, pad_edge=False, title=title, title_justify="left",
                   expand=True)
     table.add_column("field", style="bold cyan", no_wrap=True, ratio=1)
     table.add_column("value", ratio=3)
     for name, value in scalar_fields(obj):
-        table.add_row(name.replace("_", " "), fmt_value(value))
+        table.add_row(name.replace("_", " "), field_value(name, value))
     for name, items in child_groups(obj):
         table.add_row(name.replace("_", " "), Text(", ".join(label_of(i) for i in items)[:200],
                                                     style="grey62"))

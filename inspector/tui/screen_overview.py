@@ -50,11 +50,24 @@ class OverviewScreen(InspectorScreen):
         identity.append(f"  kernel {h.kernel}  {h.machine}")
         self.query_one("#identity", Static).update(identity)
         self.query_one("#virtline", Static).update(virt_line(report.section("virt")))
-        self._fill_findings(report.findings)
+        self._fill_findings(self._merged(report))
         self.show_live(getattr(self.app, "live_sample", None), getattr(self.app, "live_error", None))
+
+    def _merged(self, report: Report | None) -> list[Finding]:
+        """Discovery findings plus the live ones (NIC stall, processes stuck in D state)."""
+        findings = list(report.findings) if report else []
+        sample = getattr(self.app, "live_sample", None)
+        live = list(getattr(sample, "findings", []) or [])
+        if live:
+            from inspector.health import sort_findings
+            findings = sort_findings(findings + live)
+        return findings
 
     def show_live(self, sample, error) -> None:
         self.query_one("#headline", Static).update(headline(sample, self.live_reason()))
+        report = getattr(self.app, "report", None)
+        if report is not None:
+            self._fill_findings(self._merged(report))  # no-op unless the findings changed
 
     def _fill_findings(self, findings: list[Finding]) -> None:
         key = tuple((f.level, f.subject, f.message) for f in findings)

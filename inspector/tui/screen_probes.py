@@ -160,6 +160,8 @@ class ProbesScreen(InspectorScreen):
         else:
             hint.append("target · seconds · workers/connections · write  then s or Start; "
                         "x stops, S stops all, c pins to B", style="grey62")
+        if not self.app.root.live:
+            hint.append("  (probes act on this machine, not on the capture)", style="yellow")
         self.query_one("#probe-hint", Static).update(hint)
 
     def request_from_form(self) -> ProbeRequest:
