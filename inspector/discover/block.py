@@ -195,8 +195,11 @@ def _device_map(root: HostRoot, problems: list[str]) -> dict[str, tuple[str, str
         target = root.readlink(f"sys/dev/block/{majmin}")
         if not target:
             continue
-        path = _normalise(f"sys/dev/block/{target}" if not target.startswith("/") else target)
-        out[posixpath.basename(path)] = (majmin, path)
+        if target.startswith("../../devices/") and "/." not in target:
+            path = "sys/" + target[6:]  # the kernel's own shape: no normpath needed
+        else:
+            path = _normalise(f"sys/dev/block/{target}" if not target.startswith("/") else target)
+        out[path.rpartition("/")[2]] = (majmin, path)
     return out
 
 
@@ -497,3 +500,9 @@ def _attach_udev(root: HostRoot, devices: dict[str, BlockDevice]) -> None:
             dev.udev = root.fact("udev", name, producer(name))
         except Exception as exc:
             dev.udev = Unknown(f"udev: {type(exc).__name__}: {exc}")
+        if not root.live and isinstance(dev.udev, Unknown):
+            # a capture without udev facts (or a plain sysroot tree): none of the others has one
+            missing = Unknown("udev properties not recorded in this capture")
+            for other in devices.values():
+                other.udev = missing
+            return
