@@ -1,20 +1,21 @@
 """Several load processes behind the Engine interface.
 
-One Python process doing memcslap's load is CPU-bound on the client side, and on a small box it
-also competes with memcached's threads for the cores (memcslap runs 32 threads). `EnginePool`
-splits the connections over worker processes (`python -m inspector.probes.mc_workers FD`: a
-fresh interpreter, safe from a threaded TUI and independent of the caller's __main__), each running
+One Python process carries about memcslap's load per core. When the client has idle cores (the
+usual case: load generator and server on different hosts), `--workers N` spreads the
+connections over worker processes (`python -m inspector.probes.mc_workers FD`: a fresh
+interpreter, safe from a threaded TUI and independent of the caller's __main__), each running
 its own uvloop Engine; the parent receives every latency (as array bytes, ~10 times a second)
-and the counters, so percentiles and samples are computed exactly as in one process.
+and the counters, so percentiles and samples are computed exactly as in one process. It costs
+more CPU per request (the parent re-reads every latency), so on a box that also runs the server
+one process is the better default (measured: see tests/bench/bench_memcached.py).
 """
 from __future__ import annotations
 
 import asyncio
-import os
+import pickle
 import socket
 import subprocess
 import sys
-import pickle
 from array import array
 from collections import Counter
 from time import perf_counter_ns
@@ -24,11 +25,6 @@ from inspector.probes.mc_workload import SizeRange, Workload
 
 WORKER_TICK_S = 0.1
 SPAWN_TIMEOUT_S = 20.0
-
-
-def default_workers(concurrency: int) -> int:
-    """One process per core, at least 16 connections each (fewer gain nothing), at most 8."""
-    return max(1, min(os.cpu_count() or 1, 8, concurrency // 16))
 
 
 def split(count: int, parts: int) -> list[int]:

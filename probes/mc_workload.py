@@ -16,6 +16,9 @@ MAX_VALUE_BYTES = 1024 * 1024        # memcached's default item size limit (-I 1
 PREENCODE_BUDGET = 64 * 1024 * 1024  # above this, set requests are joined per send instead
 _KEY_ALPHABET = string.ascii_lowercase + string.digits
 _VALUE_ALPHABET = (string.ascii_letters + string.digits).encode()
+# random bytes -> key/value characters in one C-level translate (uniform enough for padding)
+_KEY_TABLE = bytes(_KEY_ALPHABET.encode()[b % 36] for b in range(256))
+_VALUE_TABLE = bytes(_VALUE_ALPHABET[b % len(_VALUE_ALPHABET)] for b in range(256))
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class SizeRange:
         return cls(lo, hi)
 
     def pick(self, rng: random.Random) -> int:
-        return self.lo if self.lo == self.hi else rng.randint(self.lo, self.hi)
+        # uniform like randint, at a third of its cost (this runs once per key)
+        return self.lo if self.lo == self.hi else self.lo + int(rng.random() * (self.hi - self.lo + 1))
 
     def __str__(self) -> str:
         return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
@@ -50,18 +54,19 @@ class SizeRange:
 
 def make_key(index: int, size: int, rng: random.Random) -> bytes:
     """A unique key: the index in base 36 (unique), padded with random letters to `size`."""
+    head = (_base36(index) + "_").encode()
+    if len(head) > size:
+        raise ValueError(f"key size {size} is too small for {index + 1} distinct keys")
+    return head + rng.randbytes(size - len(head)).translate(_KEY_TABLE)
+
+
+def _base36(n: int) -> str:
     digits = ""
-    n = index
     while True:
         n, r = divmod(n, 36)
         digits = _KEY_ALPHABET[r] + digits
         if not n:
-            break
-    head = digits + "_"
-    if len(head) > size:
-        raise ValueError(f"key size {size} is too small for {index + 1} distinct keys")
-    pad = "".join(rng.choice(_KEY_ALPHABET) for _ in range(size - len(head)))
-    return (head + pad).encode()
+            return digits
 
 
 class Workload:
@@ -77,9 +82,7 @@ class Workload:
         self.value_sizes = [value_size.pick(rng) for _ in range(key_count)]
         blob_len = value_size.hi
         # one random blob; each value is a prefix of it (values need not differ per key)
-        self._blob = bytes(rng.choice(_VALUE_ALPHABET) for _ in range(min(blob_len, 4096)))
-        while len(self._blob) < blob_len:
-            self._blob += self._blob[: blob_len - len(self._blob)]
+        self._blob = rng.randbytes(blob_len).translate(_VALUE_TABLE)
         self.get_requests = [b"get " + k + b"\r\n" for k in self.keys]
         self._set_heads = [b"set %s 0 0 %d\r\n" % (k, n) for k, n in zip(self.keys, self.value_sizes)]
         total = sum(len(h) for h in self._set_heads) + sum(self.value_sizes) + 2 * key_count

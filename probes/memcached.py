@@ -16,14 +16,14 @@ import resource
 import time
 from array import array
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from time import perf_counter_ns
 
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 from inspector.probes.mc_engine import ERROR_LABELS, Engine
 from inspector.probes.mc_latency import record_array, sorted_percentiles
 from inspector.probes.mc_stats import ServerCounters, ServerStats, compare, read_stats_async
-from inspector.probes.mc_workers import EnginePool, default_workers
+from inspector.probes.mc_workers import EnginePool
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange, Workload
 
 DEFAULT_PORT = 11211
@@ -56,7 +56,7 @@ class MemcachedLoad:
     request_timeout_s: float = 2.0
     deadline_s: float = 600.0             # hard bound on the whole run
     sample_interval_s: float = SAMPLE_INTERVAL_S
-    workers: int | None = None            # load processes; None: one per core (>= 16 conns each)
+    workers: int = 1                      # load processes (see mc_workers: more CPU, more share)
 
     def validate(self) -> None:
         if self.test not in TESTS:
@@ -77,7 +77,7 @@ class MemcachedLoad:
             raise ProbeError(f"key size must be within 1..{MAX_KEY_BYTES} bytes")
         if self.value_size.hi > MAX_VALUE_BYTES or self.value_size.lo < 0:
             raise ProbeError(f"value size must be within 0..{MAX_VALUE_BYTES} bytes")
-        if self.workers is not None and not 1 <= self.workers <= self.concurrency:
+        if not 1 <= self.workers <= self.concurrency:
             raise ProbeError("workers must be within 1..concurrency")
         if self.deadline_s <= 0 or self.request_timeout_s <= 0 or self.connect_timeout_s <= 0:
             raise ProbeError("timeouts and deadline must be positive")
@@ -90,7 +90,7 @@ class MemcachedLoad:
 
     @property
     def effective_workers(self) -> int:
-        return self.workers or default_workers(self.concurrency)
+        return self.workers
 
     @property
     def effective_key_count(self) -> int:

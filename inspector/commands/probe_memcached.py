@@ -44,8 +44,9 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--key-count", type=int, help="distinct keys (default: the execute number)")
     p.add_argument("--rate", type=float, metavar="OPS",
                    help="limit each connection to OPS requests/s (default: as fast as replies come)")
-    p.add_argument("--workers", type=int, metavar="N",
-                   help="load processes (default: one per core, at least 16 connections each)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="load processes sharing the connections (default 1; more when the "
+                        "client host has idle cores)")
     p.add_argument("--connect-timeout", type=float, default=3.0, metavar="S")
     p.add_argument("--timeout", type=float, default=2.0, metavar="S",
                    help="per-request timeout (default 2 s)")
