@@ -55,7 +55,7 @@ class InspectorScreen(Screen):
         report: Report | None = getattr(app, "report", None)
         host = "..."
         if report is not None:
-            host = str(report.host.hostname) if report.host.hostname else "unknown host"
+            host = str(report.host.hostname) if report.host.hostname else "?"
         self.query_one("#tabbar", Static).update(tab_bar(self.MODE, host))
         status = app.status_line() if hasattr(app, "status_line") else ""
         style = "yellow" if getattr(app, "collect_error", None) else "grey70"

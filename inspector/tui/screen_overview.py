@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from inspector.model import Finding, Report
+from inspector.model import Finding, Report, known
 from inspector.tui.base import InspectorScreen
 from inspector.tui.modelview import badge
 from inspector.tui.screen_help import TextScreen
@@ -45,9 +45,12 @@ class OverviewScreen(InspectorScreen):
             self._fill_findings([])
             return
         h = report.host
+
+        def show(value: object) -> str:  # the reason is one keypress away in the report
+            return str(value) if known(value) else "?"
         identity.append("host  ", style="bold")
-        identity.append(f"{h.hostname}", style="bold cyan")
-        identity.append(f"  kernel {h.kernel}  {h.machine}")
+        identity.append(show(h.hostname), style="bold cyan")
+        identity.append(f"  kernel {show(h.kernel)}  {show(h.machine)}")
         self.query_one("#identity", Static).update(identity)
         self.query_one("#virtline", Static).update(virt_line(report.section("virt")))
         self._fill_findings(self._merged(report))
