@@ -102,7 +102,11 @@ def _iter_metrics(doc: dict) -> Iterator[Sample]:
 def _storage(s: Any) -> Iterator[Sample]:
     if not isinstance(s, dict):
         return
-    for dev in s.get("devices", []) or []:
+    devices = s.get("devices", []) or []
+    if isinstance(devices, dict):  # the storage section: devices, md and dm keyed by kernel name
+        devices = [{**d, "md": (s.get("md") or {}).get(n), "dm": (s.get("dm") or {}).get(n)}
+                   for n, d in devices.items() if isinstance(d, dict)]
+    for dev in devices:
         if not isinstance(dev, dict) or not isinstance(dev.get("name"), str):
             continue
         labels = {"device": dev["name"]}
@@ -114,7 +118,7 @@ def _storage(s: Any) -> Iterator[Sample]:
         if isinstance(md, dict):
             if (deg := _num(md.get("degraded"))) is not None:
                 yield Sample("md_degraded", deg, labels)
-            progress = _num(_first(md, "sync_progress", "progress"))
+            progress = _num(_first(md, "sync_progress", "progress", "progress_percent"))
             if progress is not None:
                 yield Sample("md_sync_progress_ratio", progress if progress <= 1 else progress / 100, labels)
         dm = dev.get("dm")
