@@ -40,7 +40,7 @@ class CpuFreqPolicy:
     governor: str | Unknown                 # performance, powersave, schedutil, ondemand ...
     available_governors: list[str] | Unknown
     energy_performance_preference: str | Unknown | None   # None: the driver has no EPP
-    cur_khz: int | Unknown
+    cur_freq_khz: int | Unknown
     min_khz: int | Unknown                  # scaling_min_freq
     max_khz: int | Unknown                  # scaling_max_freq
     hw_min_khz: int | Unknown               # cpuinfo_min_freq
@@ -48,12 +48,9 @@ class CpuFreqPolicy:
 
 
 @dataclass
-class LoadAverage:
-    one: float
-    five: float
-    fifteen: float
-    running: int
-    total: int
+class TaskCounts:
+    runnable: int | Unknown                 # tasks running or runnable now (/proc/loadavg)
+    tasks: int | Unknown                    # all tasks (/proc/loadavg)
 
 
 @dataclass
@@ -69,8 +66,9 @@ class CpuSection:
     cpufreq: list[CpuFreqPolicy] | Unknown
     intel_pstate: str | None                # active | passive | off, when the driver exists
     cpuidle_driver: str | Unknown
-    loadavg: LoadAverage | Unknown
-    stat_cpu: dict[str, int] | Unknown      # aggregate jiffies since boot, by field
+    load_average: list[float] | Unknown     # 1, 5 and 15 minutes
+    volatile: TaskCounts                    # changes every moment: diffs and capture checks skip it
+    cpu_times: dict[str, int] | Unknown     # aggregate jiffies since boot, by field
     steal_percent: float | Unknown          # steal / all jiffies since boot
     role: str                               # server | laptop | desktop
     role_evidence: list[str] = field(default_factory=list)
@@ -84,6 +82,7 @@ def collect(root: HostRoot) -> CpuSection:
     tpc = threads // cores if isinstance(threads, int) and isinstance(cores, int) and cores \
         else Unknown("topology unknown")
     stat = _stat_cpu(root)
+    load, runnable, tasks = _loadavg(root)
     role, role_evidence = _role(root)
     intel = root.try_line(f"{CPU_SYS}/intel_pstate/status")
     return CpuSection(
@@ -92,7 +91,8 @@ def collect(root: HostRoot) -> CpuSection:
         online=online_text, topology_source=source, cpufreq=_cpufreq(root),
         intel_pstate=intel if isinstance(intel, str) else None,
         cpuidle_driver=root.try_line(f"{CPU_SYS}/cpuidle/current_driver"),
-        loadavg=_loadavg(root), stat_cpu=stat, steal_percent=steal_percent(stat),
+        load_average=load, volatile=TaskCounts(runnable, tasks), cpu_times=stat,
+        steal_percent=steal_percent(stat),
         role=role, role_evidence=role_evidence)
 
 
@@ -198,22 +198,22 @@ def _policy(root: HostRoot, name: str, path: str) -> CpuFreqPolicy:
         governor=root.try_line(f"{path}/scaling_governor"),
         available_governors=governors.split() if isinstance(governors, str) else governors,
         energy_performance_preference=epp,
-        cur_khz=root.try_int(f"{path}/scaling_cur_freq"),
+        cur_freq_khz=root.try_int(f"{path}/scaling_cur_freq"),
         min_khz=root.try_int(f"{path}/scaling_min_freq"),
         max_khz=root.try_int(f"{path}/scaling_max_freq"),
         hw_min_khz=root.try_int(f"{path}/cpuinfo_min_freq"),
         hw_max_khz=root.try_int(f"{path}/cpuinfo_max_freq"))
 
 
-def _loadavg(root: HostRoot) -> LoadAverage | Unknown:
+def _loadavg(root: HostRoot) -> tuple[list[float] | Unknown, int | Unknown, int | Unknown]:
     line = root.try_line("proc/loadavg")
     if isinstance(line, Unknown):
-        return line
-    m = re.match(r"\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)/(\d+)", line)
+        return line, line, line
+    m = re.match(r"\s*(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+)/(\d+)", line)
     if not m:
-        return Unknown(f"unparsable /proc/loadavg {line[:40]!r}")
-    return LoadAverage(float(m.group(1)), float(m.group(2)), float(m.group(3)),
-                       int(m.group(4)), int(m.group(5)))
+        bad = Unknown(f"unparsable /proc/loadavg {line[:40]!r}")
+        return bad, bad, bad
+    return [float(m.group(i)) for i in (1, 2, 3)], int(m.group(4)), int(m.group(5))
 
 
 def _stat_cpu(root: HostRoot) -> dict[str, int] | Unknown:

@@ -57,7 +57,7 @@ class Nic:
     carrier_changes: int | Unknown
     rx_queues: int
     tx_queues: int
-    stats: NicStats
+    statistics: NicStats
     offloads: list[Offload] | Unknown
     evidence: list[str] = field(default_factory=list)   # why `kind` says what it says
 
@@ -103,6 +103,10 @@ def collect_nic(root: HostRoot, name: str) -> Nic:
     kind, evidence = classify(name, root.try_int(f"{base}/type"), driver, bus, device, devtype)
     flags = root.try_int(f"{base}/flags", 16)
     carrier = root.try_int(f"{base}/carrier")
+    if isinstance(flags, int) and not flags & IFF_UP:
+        # the kernel refuses the read (EINVAL) on a down interface; a capture cannot record
+        # a refusal, so say why directly and live and capture agree
+        carrier = Unknown("interface is down")
     return Nic(
         name=name, kind=kind, driver=driver, bus=bus, transport=transport, devtype=devtype,
         device=device, mac=root.try_line(f"{base}/address"),
@@ -115,7 +119,7 @@ def collect_nic(root: HostRoot, name: str) -> Nic:
         carrier_changes=root.try_int(f"{base}/carrier_changes"),
         rx_queues=_count(root, f"{base}/queues", "rx-"),
         tx_queues=_count(root, f"{base}/queues", "tx-"),
-        stats=NicStats(*(root.try_int(f"{base}/statistics/{s}") for s in STAT_NAMES)),
+        statistics=NicStats(*(root.try_int(f"{base}/statistics/{s}") for s in STAT_NAMES)),
         offloads=_offloads(root, name),
         evidence=evidence)
 
@@ -164,25 +168,23 @@ def _uevent(root: HostRoot, base: str) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in pairs}
 
 
-def _not_reported(value: object, link_up: bool) -> Unknown | None:
-    """EINVAL on speed/duplex means "no link" on a NIC without carrier, "no such attribute"
-    on software devices (lo, ifb) that have one."""
-    if isinstance(value, Unknown) and "invalid argument" in value.reason:
-        return Unknown("not reported by the driver" if link_up else "not available (no carrier)")
-    return None
+def _not_reported(link_up: bool) -> Unknown:
+    """An unreadable speed/duplex (EINVAL live, absent in a capture) means "no link" on a NIC
+    without carrier and "the driver has none" on the others (lo, ifb, netfront)."""
+    return Unknown("not reported by the driver" if link_up else "not available (no carrier)")
 
 
 def _speed(value: int | Unknown, link_up: bool) -> int | Unknown:
     # -1 (SPEED_UNKNOWN) and 0xffffffff come from drivers that do not know (virtio, Xen)
     if isinstance(value, int) and (value <= 0 or value >= 0xFFFFFFFF):
         return Unknown("not reported by the driver")
-    return _not_reported(value, link_up) or value
+    return _not_reported(link_up) if isinstance(value, Unknown) else value
 
 
 def _duplex(value: str | Unknown, link_up: bool) -> str | Unknown:
     if value == "unknown":
         return Unknown("not reported by the driver")
-    return _not_reported(value, link_up) or value
+    return _not_reported(link_up) if isinstance(value, Unknown) else value
 
 
 def _count(root: HostRoot, rel: str, prefix: str) -> int:

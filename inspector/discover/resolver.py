@@ -64,6 +64,9 @@ class ResolverSection:
     tcp_syn_retries: int | Unknown = 6
     first_server_loss: DelayEstimate | Unknown = Unknown("not computed")
     all_servers_down: DelayEstimate | Unknown = Unknown("not computed")
+    # the two headline numbers, flat for scripts and exporters (None: unbounded or unknown)
+    first_server_loss_delay_s: float | None = None
+    all_servers_loss_delay_s: float | None = None
 
 
 def collect(root: HostRoot) -> ResolverSection:
@@ -102,6 +105,8 @@ def collect(root: HostRoot) -> ResolverSection:
     retries = syn if isinstance(syn, int) else 6
     section.first_server_loss = first_server_loss(config, retries)
     section.all_servers_down = all_servers_down(config, "host", retries)
+    section.first_server_loss_delay_s = section.first_server_loss.seconds
+    section.all_servers_loss_delay_s = section.all_servers_down.seconds
     return section
 
 

@@ -24,7 +24,7 @@ def rules(report: Report) -> Iterable[Finding]:
     out: list[Finding] = []
     out.extend(_powersave(s))
     if isinstance(s.steal_percent, float) and s.steal_percent > STEAL_WARN_PERCENT:
-        stat = s.stat_cpu if isinstance(s.stat_cpu, dict) else {}
+        stat = s.cpu_times if isinstance(s.cpu_times, dict) else {}
         out.append(Finding(
             Level.WARN, "cpu", f"steal time {s.steal_percent:.1f}% since boot "
             f"(above {STEAL_WARN_PERCENT:g}%)",

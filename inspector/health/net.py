@@ -60,7 +60,7 @@ def _carrier(nic: Nic) -> list[Finding]:
 
 
 def _errors(nic: Nic) -> list[Finding]:
-    s = nic.stats
+    s = nic.statistics
     errors = {k: v for k, v in (("rx_errors", s.rx_errors), ("tx_errors", s.tx_errors))
               if isinstance(v, int) and v > 0}
     if not errors:
@@ -74,7 +74,7 @@ def _errors(nic: Nic) -> list[Finding]:
 
 
 def _drops(nic: Nic) -> list[Finding]:
-    s = nic.stats
+    s = nic.statistics
     out = []
     for direction, dropped, packets in (("rx", s.rx_dropped, s.rx_packets),
                                         ("tx", s.tx_dropped, s.tx_packets)):

@@ -43,7 +43,7 @@ def policy_table(policies: list[CpuFreqPolicy]) -> Table:
         rows.setdefault(key, []).append(p)
     for key, group in rows.items():
         driver, governor, epp, lo, hi, hw_lo, hw_hi = key
-        curs = [p.cur_khz for p in group if isinstance(p.cur_khz, int)]
+        curs = [p.cur_freq_khz for p in group if isinstance(p.cur_freq_khz, int)]
         cur = f"{min(curs) / 1000:.0f}-{max(curs) / 1000:.0f}" if len(set(curs)) > 1 else \
             _mhz(curs[0]) if curs else "?"
         name = group[0].name if len(group) == 1 else f"{len(group)} policies"
@@ -70,14 +70,14 @@ def render(section: object) -> RenderableType:
     _row(grid, "topology", f"{_v(section.sockets)} socket(s), {_v(section.cores)} cores, "
                  f"{_v(section.threads)} threads ({_v(section.threads_per_core)} per core), "
                  f"online {_v(section.online)}  [from {section.topology_source}]")
-    la = section.loadavg
+    la = section.load_average
     if isinstance(la, Unknown):
         _row(grid, "load", Text(str(la), style="yellow"))
     else:
-        per_cpu = f"  ({la.one / section.threads:.2f} per CPU)" \
+        per_cpu = f"  ({la[0] / section.threads:.2f} per CPU)" \
             if isinstance(section.threads, int) and section.threads else ""
-        _row(grid, "load", f"{la.one:.2f} {la.five:.2f} {la.fifteen:.2f}{per_cpu}  "
-                     f"runnable {la.running}/{la.total}")
+        _row(grid, "load", f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}{per_cpu}  "
+                     f"runnable {_v(section.volatile.runnable)}/{_v(section.volatile.tasks)}")
     steal = section.steal_percent
     if isinstance(steal, float):
         _row(grid, "steal", Text(f"{steal:.2f}% of CPU time since boot",

@@ -69,7 +69,7 @@ def nic_table(nics: list[Nic]) -> Table:
 
 
 def counters_line(nic: Nic) -> Text:
-    s = nic.stats
+    s = nic.statistics
     return Text.assemble("carrier changes ", _counter(nic.carrier_changes) if
                          nic.kind != "loopback" else cell(nic.carrier_changes),
                          "  errors rx ", _counter(s.rx_errors), " tx ", _counter(s.tx_errors),

@@ -29,10 +29,10 @@ def test_powersave_server_with_steal():
     assert s.topology_source == "sysfs" and s.model.startswith("Intel(R) Xeon(R) Gold 6248")
     assert len(s.cpufreq) == 16
     p0 = s.cpufreq[0]
-    assert (p0.driver, p0.governor, p0.cur_khz, p0.max_khz, p0.cpus) == (
+    assert (p0.driver, p0.governor, p0.cur_freq_khz, p0.max_khz, p0.cpus) == (
         "acpi-cpufreq", "powersave", 1000000, 2500000, [0])
     assert p0.energy_performance_preference is None
-    assert s.loadavg.one == 12.5 and s.loadavg.total == 904
+    assert s.load_average == [12.5, 11.8, 10.02] and (s.volatile.runnable, s.volatile.tasks) == (17, 904)
     assert s.steal_percent == 12.15
     assert s.role == "server" and "Rack Mount" in s.role_evidence[0]
     got = {f.code: f for f in findings("cpu-powersave-server")}
@@ -65,8 +65,8 @@ def test_arm_cpuinfo_without_topology_and_garbage_loadavg():
     s = collect("cpu-arm-cpuinfo")
     assert s.model == "ARM implementer 0x41 part 0xd0c"
     assert s.threads == 4 and isinstance(s.cores, Unknown) and s.topology_source == "cpuinfo"
-    assert isinstance(s.loadavg, Unknown) and "unparsable" in s.loadavg.reason
-    assert s.steal_percent == 0.0 and "guest" not in s.stat_cpu
+    assert isinstance(s.load_average, Unknown) and "unparsable" in s.load_average.reason
+    assert s.steal_percent == 0.0 and "guest" not in s.cpu_times
     assert isinstance(s.cpufreq, Unknown)
 
 
@@ -80,7 +80,7 @@ def test_shared_machine_roots():
 
 def test_empty_root_never_raises(tmp_path):
     s = cpu.collect(HostRoot(str(tmp_path)))
-    assert isinstance(s.model, Unknown) and isinstance(s.loadavg, Unknown)
+    assert isinstance(s.model, Unknown) and isinstance(s.load_average, Unknown)
     assert isinstance(s.steal_percent, Unknown) and isinstance(s.cpufreq, Unknown)
     assert cpu.parse_cpu_list("0-3,8,x,10-11") == [0, 1, 2, 3, 8, 10, 11]
 

@@ -75,7 +75,7 @@ def test_physical_nics_counters_carrier_and_findings():
     assert (eno1.kind, eno1.driver, eno1.bus, eno1.speed_mbps, eno1.duplex) == (
         "physical", "igb", "pci", 1000, "full")
     assert (eno1.rx_queues, eno1.tx_queues, eno1.carrier_changes) == (4, 4, 57)
-    assert eno1.stats.rx_errors == 12 and eno1.stats.rx_dropped == 25000
+    assert eno1.statistics.rx_errors == 12 and eno1.statistics.rx_dropped == 25000
     assert (eno2.admin_up, eno2.carrier, eno2.operstate) == (True, False, "down")
     assert eno3.admin_up is False and isinstance(eno3.carrier, Unknown)
     assert nic(section, "br0").kind == "bridge" and nic(section, "br0").devtype == "bridge"
@@ -110,7 +110,7 @@ def test_garbage_and_missing_files_never_raise(tmp_path):
     section = net.collect(HostRoot(str(root)))
     eno1 = nic(section, "eno1")
     assert isinstance(eno1.mtu, Unknown) and "unparsable" in eno1.mtu.reason
-    assert isinstance(eno1.stats.rx_errors, Unknown)
+    assert isinstance(eno1.statistics.rx_errors, Unknown)
     assert isinstance(eno1.offloads, Unknown) and "malformed" in eno1.offloads.reason
     assert isinstance(nic(section, "eno2").offloads, Unknown)
     assert isinstance(nic(section, "eno3").offloads, Unknown)     # not recorded
