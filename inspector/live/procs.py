@@ -20,15 +20,18 @@ TOP_IO = 5
 
 @dataclass(slots=True)
 class ProcStat:
-    pid: int
+    pid: int           # the task id (a thread's tid for threads)
     comm: str
     state: str
     starttime: int     # clock ticks after boot: tells a reused pid apart
+    threads: int = 1
+    tgid: int = 0      # the process a thread belongs to (0: the task is the process)
 
 
 @dataclass(slots=True)
 class DStateProc:
-    pid: int
+    pid: int                 # task id: the process, or the thread when tgid differs
+    tgid: int                # the process it belongs to
     comm: str
     wchan: str | Unknown
     seconds: float           # in D for at least this long (0 the first time it is seen)
@@ -60,11 +63,11 @@ def parse_proc_stat(pid: int, text: str | bytes) -> ProcStat | None:
     if len(rest) < 20:
         return None
     try:
-        starttime = int(rest[19])
+        starttime, threads = int(rest[19]), int(rest[17])
     except ValueError:
         return None
     return ProcStat(pid, text[open_at + 1:close_at].decode("utf-8", "replace"),
-                    rest[0].decode("ascii", "replace"), starttime)
+                    rest[0].decode("ascii", "replace"), starttime, threads)
 
 
 def list_pids(root: HostRoot) -> list[int] | Unknown:
@@ -87,27 +90,50 @@ def read_stats(root: HostRoot, pids: list[int]) -> dict[int, ProcStat]:
     return out
 
 
+def read_blocked_threads(root: HostRoot, stats: dict[int, ProcStat]) -> list[ProcStat]:
+    """Threads in D inside multi-threaded processes (a database's IO thread stuck while its
+    main thread sleeps). /proc lists processes only, so this walks proc/PID/task/."""
+    out: list[ProcStat] = []
+    for st in list(stats.values()):
+        if st.threads <= 1:
+            continue
+        for entry in root.try_listdir(f"proc/{st.pid}/task"):
+            if not entry.isdigit() or int(entry) == st.pid:
+                continue
+            try:
+                text = root.read_bytes(f"proc/{st.pid}/task/{entry}/stat", STAT_LIMIT)
+            except Unavailable:
+                continue
+            task = parse_proc_stat(int(entry), text)
+            if task is not None and task.state == "D":
+                task.tgid = st.pid
+                out.append(task)
+    return out
+
+
 @dataclass
 class DStateTracker:
     """Remembers since when each process has been seen in D."""
     _first_seen: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
 
     def update(self, root: HostRoot, stats: dict[int, ProcStat], mono: float | None = None,
-               wall: float | None = None) -> list[DStateProc]:
+               wall: float | None = None, threads: list[ProcStat] = ()) -> list[DStateProc]:
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
         out: list[DStateProc] = []
         seen: set[tuple[int, int]] = set()
-        for st in stats.values():
+        for st in [*stats.values(), *threads]:
             if st.state != "D":
                 continue
             key = (st.pid, st.starttime)
             seen.add(key)
             first = self._first_seen.setdefault(key, (mono, wall))
-            wchan = root.try_line(f"proc/{st.pid}/wchan")
+            task_dir = f"proc/{st.tgid}/task/{st.pid}" if st.tgid else f"proc/{st.pid}"
+            wchan = root.try_line(f"{task_dir}/wchan")
             if wchan == "0" or wchan == "":
                 wchan = Unknown("kernel hides wchan (kallsyms restricted)")
-            out.append(DStateProc(st.pid, st.comm, wchan, mono - first[0], first[1]))
+            out.append(DStateProc(st.pid, st.tgid or st.pid, st.comm, wchan, mono - first[0],
+                                  first[1]))
         for key in [k for k in self._first_seen if k not in seen]:
             del self._first_seen[key]
         out.sort(key=lambda d: (-d.seconds, d.pid))

@@ -14,7 +14,8 @@ from inspector.live.diskstats import (DiskChanges, DiskCounters, DiskInfo, DiskR
 from inspector.live.netstats import (STALL_SECONDS, NicCounters, NicRates, StallDetector,
                                      all_nic_rates, read_nics)
 from inspector.live.procs import (TOP_IO, DStateProc, DStateTracker, ProcIo, ProcIoRate,
-                                  ProcStat, list_pids, read_io, read_stats, top_io)
+                                  ProcStat, list_pids, read_blocked_threads, read_io,
+                                  read_stats, top_io)
 from inspector.model import Finding, Unknown, known
 
 _SKIP = {"json_skip": True}
@@ -79,15 +80,20 @@ class LiveSampler:
                 self._topology_key = key
         nics = read_nics(root)
         findings = self.stall.update(nics, mono, wall) if known(nics) else []
+        cpu = read_cpu(root)
         pids = list_pids(root)
         if known(pids):
             procs = read_stats(root, pids)
-            dstate = self.dstate.update(root, procs, mono, wall)
+            # Threads are walked only while the kernel counts tasks blocked on IO: the stuck
+            # IO thread of a database shows, without a thread walk on every quiet sample.
+            blocked = known(cpu) and bool(cpu.procs_blocked)
+            threads = read_blocked_threads(root, procs) if blocked else []
+            dstate = self.dstate.update(root, procs, mono, wall, threads)
             proc_io = read_io(root, pids) if self.process_io else Unknown("not sampled")
         else:
             procs, dstate, proc_io = pids, pids, pids
         return Snapshot(mono=mono, wall=wall, source=root.label, uptime=read_uptime(root),
-                        disks=disks, topology=self._topology, nics=nics, cpu=read_cpu(root),
+                        disks=disks, topology=self._topology, nics=nics, cpu=cpu,
                         load=read_loadavg(root), dstate=dstate, findings=findings,
                         procs=procs, proc_io=proc_io)
 

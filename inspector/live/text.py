@@ -130,7 +130,8 @@ def _dstate_lines(r: Rates) -> list[str]:
         wchan = d.wchan if known(d.wchan) else "?"
         # one sample (a capture) cannot tell how long: only that it was in D then
         secs = "      -" if r.since_boot else f"{d.seconds:7.1f}"
-        out.append(f"         {d.pid:>7}  {secs}  {d.comm:<16} {wchan}")
+        comm = d.comm if d.tgid == d.pid else f"{d.comm} (thread of {d.tgid})"
+        out.append(f"         {d.pid:>7}  {secs}  {comm:<16} {wchan}")
     return out
 
 

@@ -49,9 +49,10 @@ def test_busy_member_under_idle_md0_via_sysfs_slaves(busy_root):
 
 def test_fixture_dstate_wchan_and_capture_has_no_process_io(busy_root):
     _, first, second = two_samples(busy_root)
-    assert {(d.pid, d.comm, d.wchan) for d in second.dstate} == {
-        (2417, "jbd2/md0-8", "jbd2_journal_commit_transaction"),
-        (18901, "mysqld (io)", "io_schedule")}
+    # the mysqld IO thread is found in proc/18833/task/ (procs_blocked > 0 in /proc/stat)
+    assert {(d.pid, d.tgid, d.comm, d.wchan) for d in second.dstate} == {
+        (2417, 2417, "jbd2/md0-8", "jbd2_journal_commit_transaction"),
+        (18901, 18833, "mysqld (io)", "io_schedule")}
     r = rates(first, second)
     assert isinstance(r.top_io, Unknown) and "capture" in r.top_io.reason
     assert [n.name for n in r.nics] == ["eth0"] and r.nics[0].carrier is True
@@ -62,18 +63,18 @@ def test_dstate_time_tracks_first_sighting_and_forgets_on_exit(busy_root):
     sampler = LiveSampler(HostRoot(str(busy_root)))
     t0 = sampler.dstate.update(sampler.root, {}, 0, 0)
     assert t0 == []
-    from inspector.live.procs import read_stats
-    stats = read_stats(sampler.root, [1, 2417, 18901])
-    assert [d.seconds for d in sampler.dstate.update(sampler.root, stats, 100.0, 1000.0)] == [0, 0]
-    later = sampler.dstate.update(sampler.root, stats, 130.0, 1030.0)
-    assert {d.pid: (d.seconds, d.since) for d in later} == {2417: (30.0, 1000.0),
-                                                             18901: (30.0, 1000.0)}
+    from inspector.live.procs import read_blocked_threads, read_stats
+    stats = read_stats(sampler.root, [1, 2417, 18833])
+    threads = read_blocked_threads(sampler.root, stats)
+    assert [(t.pid, t.tgid) for t in threads] == [(18901, 18833)]
+    update = lambda mono: sampler.dstate.update(sampler.root, stats, mono, 900.0 + mono, threads)
+    assert [d.seconds for d in update(100.0)] == [0, 0]
+    assert {d.pid: (d.seconds, d.since) for d in update(130.0)} == {2417: (30.0, 1000.0),
+                                                                    18901: (30.0, 1000.0)}
     stats[2417] = dataclasses.replace(stats[2417], state="S")        # it woke up
-    again = sampler.dstate.update(sampler.root, stats, 140.0, 1040.0)
-    assert [d.pid for d in again] == [18901]
+    assert [d.pid for d in update(140.0)] == [18901]
     stats[2417] = dataclasses.replace(stats[2417], state="D")        # and is stuck again
-    back = {d.pid: d.seconds for d in sampler.dstate.update(sampler.root, stats, 150.0, 1050.0)}
-    assert back == {18901: 50.0, 2417: 0.0}
+    assert {d.pid: d.seconds for d in update(150.0)} == {18901: 50.0, 2417: 0.0}
 
 
 def test_since_boot_from_one_sample(busy_root):
@@ -160,3 +161,10 @@ def test_memory_stays_flat_over_many_samples():
     growth = sum(s.size_diff for s in after.compare_to(base, "filename"))
     print(f"traced memory growth from sample 30 to sample 90: {growth} bytes")
     assert growth < 16 * 1024, after.compare_to(base, "lineno")[:5]
+
+
+def test_threads_are_walked_only_while_tasks_are_blocked(busy_root):
+    stat = busy_root / "proc" / "stat"
+    stat.write_text(stat.read_text().replace("procs_blocked 2", "procs_blocked 0"))
+    snap = LiveSampler(HostRoot(str(busy_root))).sample()
+    assert [d.pid for d in snap.dstate] == [2417]       # the process-level scan only
