@@ -8,7 +8,8 @@ wall second), of IOPS as 1/mean latency, and of mean latency.
 Goal: achieved IOPS >= 0.95x ioping's and mean latency within 5%.
 
 As root both tools run under the same real-time priority (`chrt -f 10`) so that other load on
-a shared machine disturbs neither; BENCH_CHRT=0 turns that off.
+a shared machine disturbs neither; BENCH_CHRT=0 turns that off. BENCH_PAIRS and BENCH_COUNT
+override the five pairs of 20000 requests.
 
 Also runnable directly: `.venv/bin/python tests/bench/bench_io_latency.py`.
 """
@@ -23,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-PAIRS = 5
-COUNT = 20000
+PAIRS = int(os.environ.get("BENCH_PAIRS", 5))
+COUNT = int(os.environ.get("BENCH_COUNT", 20000))
 FILE_SIZE = 64 << 20
 VENV_BIN = Path(sys.executable).parent
 
