@@ -9,6 +9,7 @@ Nothing here raises: unreadable or garbage values become Unknown(reason).
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -229,7 +230,7 @@ def _partitions_by_scan(root: HostRoot, name: str) -> list[str]:
 def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
     problems: list[str] = []
     try:
-        names = root.listdir("sys/block")
+        names = sorted(root.listdir("sys/block"), key=device_order)
     except Unavailable as exc:
         return BlockInventory({}, [], [], [f"/sys/block: {exc.reason}"])
     devmap = _device_map(root, problems)
@@ -241,8 +242,8 @@ def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
         parent = posixpath.basename(posixpath.dirname(path))
         if pname not in whole and parent in parts_of:
             parts_of[parent].append(pname)
-    if not devmap:
-        for n in names:
+    for n in names:
+        if n not in devmap:  # no /sys/dev/block (or this device is missing from it)
             parts_of[n] = _partitions_by_scan(root, n)
 
     devices: dict[str, BlockDevice] = {}
@@ -262,15 +263,27 @@ def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
         problems.append(swap_problem)
     _attach_mounts(devices, mounts_by_devno, mounts_by_source)
     _attach_swaps(devices, swaps, {})  # /dev/mapper names: attach_mapper_names
-    if with_udev and root is not None:
+    if with_udev:
         _attach_udev(root, devices)
     roots = [n for n in names if not devices[n].slaves]
     return BlockInventory(devices=devices, roots=roots, swaps=swaps, problems=problems)
 
 
+_LETTER_NAMED = re.compile(r"(sd|vd|xvd|hd|hio|fio)([a-z]+)")
+
+
+def device_order(name: str) -> tuple:
+    """The kernel's order: sdz before sdaa, nvme2n1 before nvme10n1."""
+    m = _LETTER_NAMED.fullmatch(name)
+    if m:
+        return (m[1], len(m[2]), m[2])
+    return _natural_key(name)
+
+
 def _natural_key(name: str) -> tuple:
-    digits = "".join(ch for ch in reversed(name) if ch.isdigit())[::-1]
-    return (name[: len(name) - len(digits)], int(digits) if digits else -1, name)
+    """Digit runs compare as numbers: nvme2n1 < nvme10n1, sda2 < sda10."""
+    parts = re.split(r"(\d+)", name)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
 
 
 def _read_queue(root: HostRoot, base: str) -> tuple[QueueLimits, bool | Unknown, str | None | Unknown, list[str]]:
