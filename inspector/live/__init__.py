@@ -14,8 +14,10 @@ API (what `inspector top` and the TUI use)::
 - `Snapshot` (sampler.py): mono/wall time, uptime, `disks` (name -> DiskCounters, one
   /proc/diskstats line), `topology` (name -> DiskInfo: kind, parent disk, md/dm members),
   `nics` (name -> NicCounters), `cpu` (CpuCounters from /proc/stat), `load` (LoadAvg),
-  `dstate` (DStateProc list: pid, comm, wchan, seconds in D, since), `findings`
-  (Finding list, e.g. code "net.stall"). Any part may be `Unknown(reason)`.
+  `dstate` (DStateProc list: pid, tgid, comm, wchan, seconds in D, since; threads of
+  multi-threaded processes are walked while /proc/stat counts blocked tasks), `findings`
+  (Finding list: "net.stall" for a NIC that stopped receiving while transmitting,
+  "proc.dstate" for a task in D for 30 s or more). Any part may be `Unknown(reason)`.
 - `Rates` (sampler.py): `interval`, `disks` (DiskRates: r_s w_s d_s f_s rkB_s wkB_s dkB_s
   rrqm_s wrqm_s drqm_s r_await w_await d_await f_await aqu_sz rareq_sz wareq_sz dareq_sz util
   in_flight, plus `members` and `busy_members` on md/dm arrays), `disk_changes` (devices that

@@ -12,10 +12,11 @@ import time
 from dataclasses import dataclass, field
 
 from inspector.host import HostRoot, Unavailable
-from inspector.model import Unknown
+from inspector.model import Finding, Level, Unknown
 
 STAT_LIMIT = 4096
 TOP_IO = 5
+DSTATE_WARN_SECONDS = 30.0    # short D waits are normal IO; half a minute is a stuck task
 
 
 @dataclass(slots=True)
@@ -138,6 +139,27 @@ class DStateTracker:
             del self._first_seen[key]
         out.sort(key=lambda d: (-d.seconds, d.pid))
         return out
+
+
+def dstate_findings(dstate: list[DStateProc],
+                    threshold: float = DSTATE_WARN_SECONDS) -> list[Finding]:
+    out = []
+    for d in dstate:
+        if d.seconds < threshold:
+            continue
+        started = time.strftime("%H:%M:%S", time.localtime(d.since))
+        who = f"{d.comm} (pid {d.pid})" if d.tgid == d.pid else \
+            f"{d.comm} (thread {d.pid} of pid {d.tgid})"
+        wchan = d.wchan if isinstance(d.wchan, str) else "unknown"
+        out.append(Finding(
+            level=Level.WARN, subject=f"pid {d.tgid}", code="proc.dstate",
+            message=f"{who} has been in D state (uninterruptible) for {d.seconds:.0f} s, "
+                    f"since {started}",
+            evidence=[f"state D in every sample since {started}", f"wchan {wchan}"],
+            advice="A task stuck in D waits on IO or a kernel lock it cannot be interrupted "
+                   "from: look at the device under it (%util, await), hung NFS/FUSE mounts, "
+                   "and the kernel log for 'blocked for more than' messages."))
+    return out
 
 
 def read_io(root: HostRoot, pids) -> dict[int, ProcIo] | Unknown:

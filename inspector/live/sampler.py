@@ -14,8 +14,8 @@ from inspector.live.diskstats import (DiskChanges, DiskCounters, DiskInfo, DiskR
 from inspector.live.netstats import (STALL_SECONDS, NicCounters, NicRates, StallDetector,
                                      all_nic_rates, read_nics)
 from inspector.live.procs import (TOP_IO, DStateProc, DStateTracker, ProcIo, ProcIoRate,
-                                  ProcStat, list_pids, read_blocked_threads, read_io,
-                                  read_stats, top_io)
+                                  ProcStat, dstate_findings, list_pids, read_blocked_threads,
+                                  read_io, read_stats, top_io)
 from inspector.model import Finding, Unknown, known
 
 _SKIP = {"json_skip": True}
@@ -89,6 +89,7 @@ class LiveSampler:
             blocked = known(cpu) and bool(cpu.procs_blocked)
             threads = read_blocked_threads(root, procs) if blocked else []
             dstate = self.dstate.update(root, procs, mono, wall, threads)
+            findings += dstate_findings(dstate)
             proc_io = read_io(root, pids) if self.process_io else Unknown("not sampled")
         else:
             procs, dstate, proc_io = pids, pids, pids

@@ -168,3 +168,16 @@ def test_threads_are_walked_only_while_tasks_are_blocked(busy_root):
     stat.write_text(stat.read_text().replace("procs_blocked 2", "procs_blocked 0"))
     snap = LiveSampler(HostRoot(str(busy_root))).sample()
     assert [d.pid for d in snap.dstate] == [2417]       # the process-level scan only
+
+
+def test_task_stuck_in_d_for_half_a_minute_is_a_finding():
+    from inspector.live.procs import DStateProc, dstate_findings
+    from inspector.model import Level
+    short = DStateProc(10, 10, "dd", "io_schedule", 2.0, 1_700_000_000.0)
+    stuck = DStateProc(18901, 18833, "mysqld (io)", "io_schedule", 45.0, 1_700_000_000.0)
+    findings = dstate_findings([short, stuck])
+    assert len(findings) == 1
+    f = findings[0]
+    assert (f.code, f.level, f.subject) == ("proc.dstate", Level.WARN, "pid 18833")
+    assert "thread 18901 of pid 18833" in f.message and "45 s" in f.message
+    assert "wchan io_schedule" in f.evidence
