@@ -39,11 +39,12 @@ def _serious(problems: list[str]) -> bool:
                "Error" in p for p in problems)
 
 
-def _md_evidence(array: MdArray, *attrs: str) -> list[str]:
+def _md_evidence(array: MdArray, *attrs: str, mdstat: str = "") -> list[str]:
+    """The sysfs values, then the /proc/mdstat lines containing `mdstat` (all when empty)."""
     base = f"/sys/block/{array.name}/md"
     lines = [f"{base}/{attr}: {getattr(array, attr)}" for attr in attrs]
     if array.mdstat:
-        lines.extend(f"/proc/mdstat: {line}" for line in array.mdstat.lines)
+        lines.extend(f"/proc/mdstat: {line}" for line in array.mdstat.lines if mdstat in line)
     return lines
 
 
@@ -63,7 +64,7 @@ def md_findings(array: MdArray) -> list[Finding]:
         count = degraded if known(degraded) and degraded else mdstat_missing
         out.append(Finding(Level.CRIT, name, f"md array {name} ({_level(array)}) is degraded: "
                            f"{count} of {array.raid_disks if known(array.raid_disks) else '?'} devices missing",
-                           _md_evidence(array, "degraded", "raid_disks"),
+                           _md_evidence(array, "degraded", "raid_disks", mdstat=" blocks"),
                            "replace or re-add the missing member (mdadm --manage --add); "
                            "check the failed disk's health first", code="md.degraded"))
     faulty = [m for m in array.members if isinstance(m.state, list) and "faulty" in m.state]
@@ -82,7 +83,7 @@ def md_findings(array: MdArray) -> list[Finding]:
             and _level(array) != "raid0"):
         out.append(Finding(Level.WARN, name, f"md array {name}: mismatch_cnt {array.mismatch_cnt} "
                            "after the last check (members differ)",
-                           _md_evidence(array, "mismatch_cnt", "sync_action"),
+                           _md_evidence(array, "mismatch_cnt", "sync_action", mdstat=" : "),
                            "on raid1/10 with swap or O_DIRECT writers small counts can be benign; "
                            "otherwise run a repair (echo repair > sync_action) and check the disks",
                            code="md.mismatch"))
@@ -104,7 +105,7 @@ def _sync_findings(array: MdArray) -> list[Finding]:
     if word is None:
         return []
     waiting = array.sync_completed == "delayed" or (progress is not None and progress.state != "running")
-    evidence = _md_evidence(array, "sync_action", "sync_completed")
+    evidence = _md_evidence(array, "sync_action", "sync_completed", mdstat="=")
     if waiting:
         return [Finding(Level.WARN, array.name, f"md array {array.name}: {word} is waiting "
                         f"({progress.state if progress else 'delayed'}; another array on the same "
