@@ -71,7 +71,8 @@ class LiveSampler:
         root = self.root
         mono, wall = time.monotonic(), time.time()
         if not root.live:     # a capture's moment, not ours (unknown for a plain tree: now)
-            wall = float(getattr(root, "sidecar_meta", {}).get("captured_at", wall))
+            stamp = getattr(root, "sidecar_meta", {}).get("captured_at")
+            wall = float(stamp) if isinstance(stamp, (int, float)) else wall
         disks = read_diskstats(root)
         if known(disks):
             key = tuple(disks)
