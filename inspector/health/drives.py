@@ -2,7 +2,8 @@
 
 Thresholds (see design/research/storage.md):
 - Huawei ES3000 (hio): CRIT when Health, Event log or Battery status is not OK, or R/W error > 0;
-  WARN when IO timeout > 0 or the max bad block rate rose since the last reading.
+  WARN when IO timeout > 0 or the max bad block rate rose since the last reading (kept for 7
+  days after the rise, see drive_state.py); CRIT when hio_temperature reports >= 90 C.
 - Fusion-io (fio): CRIT failed/offline, read-only, reduced-write, reserves at 0 %;
   WARN reserves at or below the card's warn level, rated PBW remaining below 10 % (the card is
   past 90 % of its rated endurance: plan replacement), internal temperature at or above the
@@ -25,6 +26,7 @@ from inspector.discover.nvme_health import NvmeHealth
 from inspector.discover.smart import WATCHED_ATTRIBUTES, SmartHealth
 from inspector.model import Finding, Level, Report, Unknown, known
 
+HIO_OVER_TEMP_C = 90   # hio driver's controller over-temperature point
 FIO_THROTTLE_C = 78.0
 FIO_ALARM_C = 85.0
 FIO_PBW_WARN_PCT = 10.0
@@ -96,6 +98,10 @@ def hio_findings(name: str, h: HioHealth) -> list[Finding]:
         out.append(Finding(Level.WARN, name, f"{h.io_timeout} IO timeouts", _ev(h, "io_timeout"),
                            "the card timed out IO: check dmesg and the card's slot/cooling",
                            "hio.io_timeout"))
+    if known(h.temperature_c) and h.temperature_c >= HIO_OVER_TEMP_C:
+        out.append(Finding(Level.CRIT, name, f"controller temperature {h.temperature_c:g} C "
+                           f"(over-temperature at {HIO_OVER_TEMP_C} C)", _ev(h, "temperature_c"),
+                           "check airflow: the driver flags the card over temperature", "hio.hot"))
     if known(h.max_bad_block_rate_pct) and rose(h.bad_block_rate_rose_from, h.max_bad_block_rate_pct):
         out.append(Finding(Level.WARN, name,
                            f"bad block rate rising: {h.bad_block_rate_rose_from:g}% -> "

@@ -65,6 +65,13 @@ def test_rising_bad_block_rate_finding_carries_both_readings():
     assert finding.evidence == ["Max bad block rate: 0.140%", "previous reading: 0.112%"]
 
 
+def test_hot_controller():
+    h = hio.parse_hio_info(SAMPLE, "hioa")
+    h.temperature_c, h.evidence["temperature_c"] = 91.0, "temperature: 91 C"
+    (finding,) = hio_findings("hioa", h)
+    assert (finding.level, finding.code, finding.evidence) == (Level.CRIT, "hio.hot", ["temperature: 91 C"])
+
+
 def test_unparsable_value_is_unknown_not_zero():
     h = hio.parse_hio_info(SAMPLE.replace("IO timeout: 0", "IO timeout: n/a"), "hioa")
     assert isinstance(h.io_timeout, Unknown)
