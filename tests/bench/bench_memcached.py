@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,11 @@ CONCURRENCY = 32
 MEMCSLAP_TIME = re.compile(r"Time to set\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds")
 
 
+def child_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_memcslap(port: int, n: int) -> float:
     out = subprocess.run(
         ["memcslap", f"--servers=127.0.0.1:{port}", f"--concurrency={CONCURRENCY}", "--flush",
@@ -43,7 +49,8 @@ def run_memcslap(port: int, n: int) -> float:
 def run_inspector(port: int, n: int) -> dict:
     p = subprocess.run(
         [inspector_bin(), "probe", "memcached", f"127.0.0.1:{port}", "--concurrency",
-         str(CONCURRENCY), "--flush", "--test", "set", "--execute-number", str(n), "--json"],
+         str(CONCURRENCY), "--flush", "--test", "set", "--execute-number", str(n), "--json",
+         "--workers", os.environ.get("BENCH_MC_WORKERS", "1")],
         capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
@@ -54,17 +61,22 @@ def bench_pairs(n: int, pairs: int) -> float:
     ratios = []
     try:
         for i in range(pairs):
+            c0 = child_cpu_s()
             theirs = run_memcslap(server.port, n)
+            c1 = child_cpu_s()
             t0 = time.monotonic()
             doc = run_inspector(server.port, n)
             wall = time.monotonic() - t0
+            c2 = child_cpu_s()
+            ops = CONCURRENCY * n
             ours = doc["ops_per_s"]
             lat = doc["ops"]["set"]["latency"]["percentiles_ns"]
             assert doc["ops_total"] == CONCURRENCY * n
             assert all(c["ok"] for c in doc["server"]["checks"]), doc["server"]["checks"]
             ratios.append(ours / theirs)
-            print(f"pair {i + 1}: memcslap {theirs:9.0f} ops/s   inspector {ours:9.0f} ops/s "
-                  f"(process wall {wall:.2f} s; p50 {lat['p50'] / 1e6:.3f} ms, "
+            print(f"pair {i + 1}: memcslap {theirs:9.0f} ops/s ({(c1 - c0) / ops * 1e6:.1f} us CPU/op)"
+                  f"   inspector {ours:9.0f} ops/s ({(c2 - c1) / ops * 1e6:.1f} us CPU/op "
+                  f"incl. startup; process wall {wall:.2f} s; p50 {lat['p50'] / 1e6:.3f} ms, "
                   f"p99 {lat['p99'] / 1e6:.3f} ms, p99.9 {lat['p99.9'] / 1e6:.3f} ms)   "
                   f"ratio {ours / theirs:.2f}x", flush=True)
     finally:
