@@ -5,8 +5,9 @@ Two steps, so a capture can replay the first:
 1. `read_feature_bits(root, ifname)`: the kernel's raw feature state, one row per bit of the
    ETH_SS_FEATURES string set in kernel order: name, available (hw_features), requested
    (wanted_features), active (features), never_changed (NETIF_F_NEVER_CHANGE). Live it comes
-   from ETHTOOL_GSTRINGS + ETHTOOL_GFEATURES through pyroute2's ioctl wrapper; it is a
-   `root.fact("ethtool_features", ifname, ...)`, so captures and fixture roots carry it.
+   from the ETHTOOL_GSTRINGS + ETHTOOL_GFEATURES ioctls (the ones pyroute2's IoctlEthtool
+   issues); it is a `root.fact("ethtool_features", ifname, ...)`, so captures and fixture
+   roots carry it.
 2. `ethtool_offloads(rows)`: ethtool's own presentation (netlink/features.c dump_features): the
    legacy groups first (rx-checksumming, tcp-segmentation-offload ...) with their matching
    kernel features indented below when more than one matches, then every other named feature.
@@ -17,6 +18,10 @@ Two steps, so a capture can replay the first:
 """
 from __future__ import annotations
 
+import ctypes
+import fcntl
+import socket
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,28 +127,65 @@ def read_feature_bits(root: HostRoot, ifname: str) -> list[dict[str, Any]] | Unk
 
 
 def _ioctl_feature_rows(ifname: str) -> list[dict[str, Any]] | Unknown:
-    """ETHTOOL_GSTRINGS(ETH_SS_FEATURES) + ETHTOOL_GFEATURES via pyroute2 (SIOCETHTOOL ioctl).
+    """ETHTOOL_GSSET_INFO + ETHTOOL_GSTRINGS(ETH_SS_FEATURES) + ETHTOOL_GFEATURES over SIOCETHTOOL.
 
-    pyroute2 gives the raw bits by feature name; ethtool's grouping is ours (above)."""
+    pyroute2's IoctlEthtool reads the same bits (tests/integration/test_net_live.py compares
+    them row for row), but `import pyroute2` runs its package __init__, which loads every
+    netlink family: 0.3 s on an idle host and seconds on a busy one, for three ioctls."""
     try:
-        from pyroute2.ethtool.ioctl import IoctlEthtool
-    except Exception as exc:  # pragma: no cover - pyroute2 is a dependency
-        return Unknown(f"pyroute2 unavailable: {exc}")
-    try:
-        eth = IoctlEthtool(ifname)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     except OSError as exc:
         return Unknown(f"socket for ethtool ioctl: {exc.strerror or exc}")
     try:
-        bits = eth.get_features()
-        rows = []
-        for name in bits.keys():  # ETH_SS_FEATURES names in bit order
-            if not name:  # unnamed bits: ethtool skips them too
-                continue
-            rows.append({"name": name, "available": bits.is_available(name),
-                         "requested": bits.is_requested(name), "active": bits.is_active(name),
-                         "never_changed": bits.is_never_changed(name)})
-        return rows
-    except Exception as exc:  # NotSupportedError, NoSuchDevice, EPERM ...
-        return Unknown(f"ethtool ioctl failed: {type(exc).__name__}: {exc}")
-    finally:
-        eth.close()
+        with sock:
+            count = _sset_count(sock, ifname)
+            names = _feature_names(sock, ifname, count)
+            blocks = (count + 31) // 32
+            buf = ctypes.create_string_buffer(struct.pack("=II", ETHTOOL_GFEATURES, blocks)
+                                              + bytes(16 * blocks))
+            _ethtool(sock, ifname, buf)
+            words = struct.unpack_from(f"={4 * blocks}I", buf, 8)
+    except OSError as exc:
+        return Unknown(f"ethtool ioctl on {ifname}: {exc.strerror or exc}")
+    rows = []
+    for i, name in enumerate(names):
+        if not name:  # unnamed bits: ethtool skips them too
+            continue
+        block, bit = divmod(i, 32)
+        available, requested, active, never = (words[4 * block + k] >> bit & 1 for k in range(4))
+        rows.append({"name": name, "available": bool(available), "requested": bool(requested),
+                     "active": bool(active), "never_changed": bool(never)})
+    return rows
+
+
+SIOCETHTOOL = 0x8946
+ETHTOOL_GSTRINGS = 0x1B
+ETHTOOL_GSSET_INFO = 0x37
+ETHTOOL_GFEATURES = 0x3A
+ETH_SS_FEATURES = 4
+ETH_GSTRING_LEN = 32
+
+
+def _ethtool(sock: socket.socket, ifname: str, buf: ctypes.Array) -> None:
+    # struct ifreq: 16-byte name, then the ifr_data pointer inside a 24-byte union
+    ifreq = struct.pack("16sP", ifname.encode()[:15], ctypes.addressof(buf)).ljust(40, b"\0")
+    fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
+
+
+def _sset_count(sock: socket.socket, ifname: str) -> int:
+    buf = ctypes.create_string_buffer(struct.pack("=IIQI", ETHTOOL_GSSET_INFO, 0,
+                                                  1 << ETH_SS_FEATURES, 0))
+    _ethtool(sock, ifname, buf)
+    mask, count = struct.unpack_from("=QI", buf, 8)
+    if not mask & (1 << ETH_SS_FEATURES):
+        raise OSError(0, "no feature string set")
+    return count
+
+
+def _feature_names(sock: socket.socket, ifname: str, count: int) -> list[str]:
+    buf = ctypes.create_string_buffer(struct.pack("=III", ETHTOOL_GSTRINGS, ETH_SS_FEATURES,
+                                                  count) + bytes(ETH_GSTRING_LEN * count))
+    _ethtool(sock, ifname, buf)
+    raw = buf.raw[12:12 + ETH_GSTRING_LEN * count]
+    return [raw[i:i + ETH_GSTRING_LEN].split(b"\0", 1)[0].decode("ascii", "replace")
+            for i in range(0, len(raw), ETH_GSTRING_LEN)]

@@ -118,3 +118,20 @@ def test_changed_features_in_a_private_netns():
     assert result["va"]["carrier"] == "False"
     assert result["vb"]["carrier"].startswith("unknown")
     assert result["va"]["kind"] == "virtual" and result["lo"]["kind"] == "loopback"
+
+
+def test_feature_bits_equal_pyroute2(live):
+    """Our three ioctls read the same bits as pyroute2's IoctlEthtool, row for row."""
+    from pyroute2.ethtool.ioctl import IoctlEthtool
+
+    from inspector.discover.net_offloads import _ioctl_feature_rows
+    for nic in live.nics:
+        eth = IoctlEthtool(nic.name)
+        try:
+            bits = eth.get_features()
+            theirs = [{"name": n, "available": bits.is_available(n),
+                       "requested": bits.is_requested(n), "active": bits.is_active(n),
+                       "never_changed": bits.is_never_changed(n)} for n in bits.keys() if n]
+        finally:
+            eth.close()
+        assert _ioctl_feature_rows(nic.name) == theirs, nic.name
