@@ -39,6 +39,8 @@ def _state(nic: Nic) -> Text:
     oper = nic.operstate if isinstance(nic.operstate, str) else "?"
     if nic.admin_up is False:
         return Text("down", style="dim")
+    if nic.kind == "loopback" and nic.admin_up is True:
+        return Text("up", style="green")       # lo's operstate is always "unknown"
     if nic.carrier is False:
         return Text(f"{oper}, no carrier", style="bold red")
     return Text(oper, style="green" if oper == "up" else "")
