@@ -119,6 +119,7 @@ class DiskInfo:
     kind: str                       # disk, part, md, dm, loop, ...
     parent: str | None = None       # partitions: their disk
     members: list[str] = field(default_factory=list)  # md/dm: slaves
+    alias: str | None = None        # dm: the mapper name (vg0-data), what `iostat -N` prints
 
 
 def read_topology(root: HostRoot, names) -> dict[str, DiskInfo]:
@@ -138,7 +139,9 @@ def read_topology(root: HostRoot, names) -> dict[str, DiskInfo]:
             continue
         members = (root.try_listdir(_resolve(root, f"sys/block/{name}/slaves"))
                    if name in whole else [])
-        info[name] = DiskInfo(name, _kind(name), members=members)
+        kind = _kind(name)
+        alias = root.try_line(f"sys/block/{name}/dm/name") if kind == "dm" else None
+        info[name] = DiskInfo(name, kind, members=members, alias=alias or None)
     return info
 
 
@@ -187,6 +190,7 @@ class DiskRates:
     in_flight: int
     members: list[str] = field(default_factory=list)
     busy_members: list[str] = field(default_factory=list)   # much busier than this array
+    alias: str | None = None                                # dm mapper name
 
 
 _NO_DISCARD = Unknown("kernel before 4.18 has no discard counters")
@@ -234,6 +238,7 @@ def device_rates(p: DiskCounters, c: DiskCounters, interval: float,
         d_s=d_s, dkB_s=dkB_s, drqm_s=drqm_s, d_await=d_await, dareq_sz=dareq_sz,
         f_s=f_s, f_await=f_await, in_flight=c.in_flight,
         members=list(info.members) if info else [],
+        alias=info.alias if info else None,
     )
 
 

@@ -79,7 +79,8 @@ def _disk_lines(r: Rates, show_idle: bool) -> list[str]:
         name = ("  " + d.name) if d.parent else d.name
         out.append(name.ljust(width) + "".join(_num(getattr(d, a), 9) for a in _DISK_ATTRS))
         if d.members:
-            note = f"{'':{width}}  {d.kind} members: {' '.join(d.members)}"
+            kind = f"{d.kind} {d.alias}" if d.alias else d.kind
+            note = f"{'':{width}}  {kind} members: {' '.join(d.members)}"
             if d.busy_members:
                 note += (f"  !! much busier than {d.name} ({d.util:.0f}% util): "
                          + ", ".join(_member_util(r.disks, m) for m in d.busy_members))

@@ -45,6 +45,10 @@ def test_busy_member_under_idle_md0_via_sysfs_slaves(busy_root):
     assert by["sdb1"].parent == "sdb" and by["sdb1"].kind == "part"
     assert md0.busy_members == ["sdb1"]
     assert by["sda1"].util == pytest.approx(3.0)
+    dm0 = by["dm-0"]
+    assert (dm0.kind, dm0.alias, dm0.members, dm0.busy_members) == ("dm", "vg0-scratch",
+                                                                     ["sdb2"], [])
+    assert dm0.r_s == by["sdb2"].r_s == 5.0
 
 
 def test_fixture_dstate_wchan_and_capture_has_no_process_io(busy_root):
