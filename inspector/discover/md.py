@@ -79,35 +79,41 @@ def parse_mdstat(text: str) -> Mdstat:
     result = Mdstat()
     current: MdstatArray | None = None
     for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
-        stripped = line.strip()
-        if not stripped:
+        try:
+            current = _parse_line(result, current, number, raw)
+        except ValueError as exc:  # int() of a number longer than Python accepts (4300 digits)
+            result.problems.append(f"line {number}: unparsable number: {exc}"[:120])
             current = None
-            continue
-        if stripped.startswith("Personalities"):
-            result.personalities = re.findall(r"\[([^\]]+)\]", stripped)
-            current = None
-            continue
-        if stripped.startswith("unused devices"):
-            current = None
-            continue
-        if not line[0].isspace():
-            header = _HEADER.match(stripped)
-            if header is None:
-                result.problems.append(f"line {number}: unrecognised: {stripped[:80]!r}")
-                current = None
-                continue
-            current = _parse_header(header, number, result.problems)
-            current.lines.append(stripped)
-            result.arrays[current.name] = current
-            continue
-        if current is None:
-            result.problems.append(f"line {number}: detail line outside an array: {stripped[:80]!r}")
-            continue
-        current.lines.append(stripped)
-        if not _parse_detail(current, stripped):
-            result.problems.append(f"line {number}: unrecognised detail of {current.name}: {stripped[:80]!r}")
     return result
+
+
+def _parse_line(result: Mdstat, current: MdstatArray | None, number: int, raw: str) -> MdstatArray | None:
+    """One line of /proc/mdstat into `result`; returns the array later detail lines belong to."""
+    line = raw.rstrip()
+    stripped = line.strip()
+    if not stripped:
+        return None
+    if stripped.startswith("Personalities"):
+        result.personalities = re.findall(r"\[([^\]]+)\]", stripped)
+        return None
+    if stripped.startswith("unused devices"):
+        return None
+    if not line[0].isspace():
+        header = _HEADER.match(stripped)
+        if header is None:
+            result.problems.append(f"line {number}: unrecognised: {stripped[:80]!r}")
+            return None
+        current = _parse_header(header, number, result.problems)
+        current.lines.append(stripped)
+        result.arrays[current.name] = current
+        return current
+    if current is None:
+        result.problems.append(f"line {number}: detail line outside an array: {stripped[:80]!r}")
+        return None
+    current.lines.append(stripped)
+    if not _parse_detail(current, stripped):
+        result.problems.append(f"line {number}: unrecognised detail of {current.name}: {stripped[:80]!r}")
+    return current
 
 
 def _parse_header(match: re.Match, number: int, problems: list[str]) -> MdstatArray:

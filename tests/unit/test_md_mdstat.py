@@ -166,3 +166,10 @@ def test_generated_mdstat_round_trips(arrays):
             assert (array.progress.action, array.progress.percent, array.progress.speed_kib_s) == (action, pct, speed)
         else:
             assert array.progress is None
+
+
+def test_numbers_too_long_for_int_are_a_problem_not_a_crash():
+    huge = "9" * 5000
+    result = parse_mdstat(f"md0 : active raid1 sda[0]\n      {huge} blocks super 1.2 [2/2] [UU]\n"
+                          f"md1 : active raid1 sdb[{huge}]\n")
+    assert "md0" in result.arrays and any("unparsable number" in p for p in result.problems)
