@@ -46,18 +46,19 @@ def log_bins(buckets: Sequence[tuple[int, int]], rows: int) -> list[tuple[float,
 
 class LatencyHistogram(Static):
     DEFAULT_CSS = """
-    LatencyHistogram { height: auto; min-height: 3; border: round $primary 50%; }
+    LatencyHistogram { height: 8; border: round $primary 50%; }
     """
 
     def __init__(self, title: str = "histogram", rows: int = 8, **kw):
         super().__init__("no samples yet", **kw)
         self.rows = rows
+        self.styles.height = rows + 2  # fixed: updates repaint without a layout pass
         self.border_title = title
 
     def update_buckets(self, buckets: Sequence[tuple[int, int]]) -> None:
         bins = log_bins(buckets, self.rows)
         if not bins:
-            self.update("no samples yet")
+            self.update("no samples yet", layout=False)
             return
         total = sum(c for _, c in bins) or 1
         peak = max(c for _, c in bins) or 1
@@ -69,4 +70,4 @@ class LatencyHistogram(Static):
             text.append("█" * n, style="cyan")
             text.append(f" {100 * count / total:5.1f}%\n", style="grey62")
         text.rstrip()
-        self.update(text)
+        self.update(text, layout=False)

@@ -198,9 +198,12 @@ class InspectorApp(App):
 
     # ------------------------------------------------------------------ probes
     def on_probe_progress(self, message: ProbeProgress) -> None:
-        for screen in self._inspector_screens():
-            if hasattr(screen, "show_probe_update"):
-                screen.show_probe_update(message.update)
+        run = self.probes.get(message.update.run_id)
+        if run is not None:
+            run.history.append(message.update)
+        screen = self.screen  # other screens repaint from run.history when they resume
+        if hasattr(screen, "show_probe_update"):
+            screen.show_probe_update(message.update)
 
     def on_probe_finished(self, message: ProbeFinished) -> None:
         run = self.probes.get(message.run_id)
@@ -209,9 +212,10 @@ class InspectorApp(App):
                 self.notify(f"{run.title} failed: {run.error}", severity="error")
             else:
                 self.notify(f"{run.title} {run.state}")
-        for screen in self._inspector_screens():
-            if hasattr(screen, "show_probe_finished"):
-                screen.show_probe_finished(message.run_id)
+        screen = self.screen
+        if hasattr(screen, "show_probe_finished"):
+            screen.show_probe_finished(message.run_id)
+        self._refresh_screen()  # the status line counts running probes
 
     def open_probe_form(self, kind: str, target: str | None = None) -> None:
         # the probes screen may not be composed yet (first visit): it applies the pending
@@ -227,17 +231,6 @@ class InspectorApp(App):
             self.notify(f"stopping {len(active)} probe(s)")
 
     # ------------------------------------------------------------------ screens
-    def _inspector_screens(self) -> list:
-        # probe updates go to the probes screen even when it is not visible (it keeps history)
-        out = [self.screen]
-        try:
-            probes = self.get_screen("probes") if self.current_mode != "probes" else None
-        except Exception:
-            probes = None
-        if probes is not None and probes.is_mounted:
-            out.append(probes)
-        return out
-
     def _refresh_screen(self) -> None:
         screen = self.screen
         if hasattr(screen, "show_state"):

@@ -56,11 +56,12 @@ class InspectorScreen(Screen):
         host = "..."
         if report is not None:
             host = str(report.host.hostname) if report.host.hostname else "?"
-        self.query_one("#tabbar", Static).update(tab_bar(self.MODE, host))
+        self.query_one("#tabbar", Static).update(tab_bar(self.MODE, host), layout=False)
         status = app.status_line() if hasattr(app, "status_line") else ""
         style = "yellow" if getattr(app, "collect_error", None) else "grey70"
         self.query_one("#statusline", Static).update(Text(f" {status}", style=style,
-                                                          no_wrap=True, overflow="ellipsis"))
+                                                          no_wrap=True, overflow="ellipsis"),
+                                                     layout=False)
         self.show_report(report)
 
     def show_report(self, report: Report | None) -> None:

@@ -14,6 +14,7 @@ import itertools
 import os
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
@@ -23,6 +24,7 @@ KINDS = ("io", "memcached", "dns")
 KIND_TITLES = {"io": "IO latency", "memcached": "memcached", "dns": "DNS"}
 PROBE_MODULES = {"io": "inspector.probes.io_latency", "memcached": "inspector.probes.memcached",
                  "dns": "inspector.probes.dns_failover"}
+HISTORY = 1024           # interval updates kept per run (4 min at 4 Hz)
 MANY_CONNECTIONS = 100  # at or above this a memcached run needs confirming
 _ids = itertools.count(1)
 
@@ -93,6 +95,9 @@ class ProbeRun:
     _thread: threading.Thread | None = None
     _stop_requested: bool = False
     stop_hook: Callable[[], None] | None = None   # the probe's graceful stop, run on its loop
+    # interval updates as received by the UI (appended on the UI thread only), for charts that
+    # are (re)drawn later: a screen opened mid-run, the pinned comparison panel
+    history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
 
     @property
     def title(self) -> str:

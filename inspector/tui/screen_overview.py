@@ -67,7 +67,7 @@ class OverviewScreen(InspectorScreen):
         return findings
 
     def show_live(self, sample, error) -> None:
-        self.query_one("#headline", Static).update(headline(sample, self.live_reason()))
+        self.query_one("#headline", Static).update(headline(sample, self.live_reason()), layout=False)
         report = getattr(self.app, "report", None)
         if report is not None:
             self._fill_findings(self._merged(report))  # no-op unless the findings changed

@@ -8,6 +8,7 @@ and `S` stops them all.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.table import Table
@@ -25,6 +26,7 @@ from inspector.widgets.chart import LiveChart
 from inspector.widgets.histogram import LatencyHistogram, format_ns
 
 DEFAULT_TARGETS = {"io": "/tmp", "memcached": "127.0.0.1:11211", "dns": "/etc/resolv.conf"}
+ROW_REFRESH_S = 1.0
 RUN_COLUMNS = ("run", "probe", "target", "state", "ops", "ops/s", "p50", "p99", "max")
 
 
@@ -35,6 +37,7 @@ class RunPanel(Vertical):
         super().__init__(**kw)
         self.title = title
         self.run_id: int | None = None
+        self._hist_state: object = None
 
     def compose(self) -> ComposeResult:
         yield LiveChart(self.title, series=("p50", "p99", "max"), unit="ms", classes="run-chart",
@@ -43,12 +46,13 @@ class RunPanel(Vertical):
             yield Static(classes="run-table")
             yield LatencyHistogram("histogram", rows=6, classes="run-hist")
 
-    def attach(self, run: ProbeRun | None, history: list[ProbeUpdate]) -> None:
+    def attach(self, run: ProbeRun | None) -> None:
         chart = self.query_one(LiveChart)
         self.run_id = run.run_id if run else None
         chart.clear("no run selected" if run is None else "waiting for the first interval...")
         chart.border_title = f"{self.title}: {run.title}" if run else self.title
         if run is not None:
+            history = list(run.history)
             chart.extend([_ms(u) for u in history if not (u.extra or {}).get("final")])
             if history:
                 self._stats(run, history[-1])
@@ -82,13 +86,16 @@ class RunPanel(Vertical):
         table.add_row("max", format_ns(extra.get("max_ns", update.max)))
         if update.errors:
             table.add_row(Text("errors", style="bold red"), str(update.errors))
-        self.query_one(".run-table", Static).update(table)
+        # fixed-size panes: repaint without a layout pass (4 Hz)
+        self.query_one(".run-table", Static).update(table, layout=False)
+        hist = self.query_one(LatencyHistogram)
         if extra.get("buckets"):
-            self.query_one(LatencyHistogram).update_buckets(extra["buckets"])
-        elif run.active:
-            self.query_one(LatencyHistogram).update(
-                Text("per-interval p50/p99/max in the chart;\nhistogram when the run ends",
-                     style="grey62"))
+            hist.update_buckets(extra["buckets"])
+            self._hist_state = "final"
+        elif run.active and self._hist_state != ("waiting", run.run_id):
+            self._hist_state = ("waiting", run.run_id)
+            hist.update(Text("per-interval p50/p99/max in the chart;\nhistogram when the run ends",
+                             style="grey62"), layout=False)
 
 
 def _ms(u: ProbeUpdate) -> tuple:
@@ -124,7 +131,7 @@ class ProbesScreen(InspectorScreen):
             yield RunPanel("B (c pins a run here)", id="panel-b")
 
     def on_mount(self) -> None:
-        self._history: dict[int, list[ProbeUpdate]] = {}
+        self._row_updated: dict[int, float] = {}
         super().on_mount()
         self._hint()
         self._apply_pending()
@@ -211,12 +218,11 @@ class ProbesScreen(InspectorScreen):
         except Exception as exc:
             self.notify(f"cannot start: {exc}", severity="error")
             return None
-        self._history[run.run_id] = []
         table = self.query_one("#runs", DataTable)
         table.add_row(*self._row(run), key=str(run.run_id))
         table.move_cursor(row=table.row_count - 1)
         table.focus()  # keys (x stop, c pin, q quit) act on runs again, not on the form
-        self.query_one("#panel-a", RunPanel).attach(run, [])
+        self.query_one("#panel-a", RunPanel).attach(run)
         self.show_state()
         return run
 
@@ -238,11 +244,15 @@ class ProbesScreen(InspectorScreen):
                 format_ns(u.p50) if u else "-", format_ns(u.p99) if u else "-",
                 format_ns(u.max) if u else "-"]
 
-    def _update_row(self, run: ProbeRun) -> None:
+    def _update_row(self, run: ProbeRun, throttle: bool = False) -> None:
         table = self.query_one("#runs", DataTable)
         key = str(run.run_id)
         if key not in table.rows:
             return
+        now = time.monotonic()
+        if throttle and now - self._row_updated.get(run.run_id, 0.0) < ROW_REFRESH_S:
+            return  # the table needs no 4 Hz: its cells re-render the whole table
+        self._row_updated[run.run_id] = now
         with self.app.batch_update():
             for col, value in zip(RUN_COLUMNS, self._row(run)):
                 table.update_cell(key, col, value)
@@ -251,12 +261,7 @@ class ProbesScreen(InspectorScreen):
         run = self.app.probes.get(update.run_id)
         if run is None:
             return
-        history = self._history.setdefault(run.run_id, [])
-        history.append(update)
-        del history[:-512]
-        if not self.is_current:
-            return  # history is kept; panels repaint on resume
-        self._update_row(run)
+        self._update_row(run, throttle=not (update.extra or {}).get("final"))
         for panel in self.query(RunPanel):
             panel.add(run, update)
 
@@ -269,12 +274,15 @@ class ProbesScreen(InspectorScreen):
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
         self._apply_pending()
+        table = self.query_one("#runs", DataTable)
         for run in self.app.probes.runs:
+            if str(run.run_id) not in table.rows:  # started elsewhere (palette, DNS screen)
+                table.add_row(*self._row(run), key=str(run.run_id))
             self._update_row(run)
         for panel in self.query(RunPanel):
             run = self.app.probes.get(panel.run_id) if panel.run_id else None
             if run is not None:
-                panel.attach(run, self._history.get(run.run_id, []))
+                panel.attach(run)
 
     def _highlighted(self) -> ProbeRun | None:
         table = self.query_one("#runs", DataTable)
@@ -290,7 +298,7 @@ class ProbesScreen(InspectorScreen):
         run = self._highlighted()
         panel = self.query_one("#panel-a", RunPanel)
         if run is not None and panel.run_id != run.run_id:
-            panel.attach(run, self._history.get(run.run_id, []))
+            panel.attach(run)
 
     def action_stop(self) -> None:
         run = self._highlighted()
@@ -308,7 +316,7 @@ class ProbesScreen(InspectorScreen):
         if run is None:
             self.notify("no run to pin")
             return
-        self.query_one("#panel-b", RunPanel).attach(run, self._history.get(run.run_id, []))
+        self.query_one("#panel-b", RunPanel).attach(run)
 
     def action_new(self) -> None:
         self.query_one("#probe-target", Input).focus()

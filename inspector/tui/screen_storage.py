@@ -175,7 +175,7 @@ class StorageScreen(InspectorScreen):
         chart = self.query_one("#await-chart", LiveChart)
         reason = self.live_reason()
         if reason:
-            line.update(Text(f"iostat  {reason}", style="yellow"))
+            line.update(Text(f"iostat  {reason}", style="yellow"), layout=False)
             chart.set_placeholder(reason)
             return
         disk = next((d for d in sample.disks if d.name == self._selected_label), None)
@@ -190,7 +190,7 @@ class StorageScreen(InspectorScreen):
                                   ("await", disk.await_ms, "{:.2f}ms"), ("aqu-sz", disk.aqu_sz, "{:.2f}"),
                                   ("%util", disk.util, "{:.1f}")):
             text.append(f"{label} ", style="grey62").append(fmt.format(value) if value is not None else "-").append("  ")
-        line.update(text)
+        line.update(text, layout=False)
         chart.push(disk.await_ms)
 
     # ------------------------------------------------------------------ actions

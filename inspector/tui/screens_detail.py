@@ -195,6 +195,15 @@ class DnsScreen(SectionScreen):
         self.query_one("#dns-body", Static).update(self._body(report))
         self._probe_line()
 
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        runs = [r for r in self.app.probes.runs if r.request.kind == "dns"]
+        if runs:  # redraw the latest DNS run's chart from its history
+            chart = self.query_one("#dns-chart", LiveChart)
+            chart.clear()
+            chart.extend([tuple(None if v is None else v / 1e6 for v in (u.p50, u.p99, u.max))
+                          for u in runs[-1].history if not (u.extra or {}).get("final")])
+
     def _probe_line(self) -> None:
         app: Any = self.app
         runs = [r for r in app.probes.runs if r.request.kind == "dns"]
