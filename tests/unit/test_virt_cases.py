@@ -147,3 +147,17 @@ def test_report_json_and_text_on_a_root():
     text = run_cli("report", "--section", "virt", "--root", str(fixture_root("virt-17-docker-in-kvm-cgroup2")))
     assert text.status == 0 and "docker > kvm > hardware" in text.out
     assert "/proc/self/ns/pid" in text.out
+
+
+def test_conflicting_container_signals_warn(tmp_path):
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("virt-33-docker-cgroup1-baremetal"), root, symlinks=True)
+    (root / "run/systemd").mkdir(parents=True)
+    (root / "run/systemd/container").write_text("lxc\n")
+    section = virt.collect(HostRoot(str(root)))
+    assert section.layer("container").present and section.layer("container").confidence != "high"
+    report = Report(host=None, sections={"virt": section})
+    codes = [f.code for f in virt_rules.rules(report)]
+    assert "virt.container_conflict" in codes
+    assert any("disagree" in c for c in section.conflicts)
