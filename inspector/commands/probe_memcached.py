@@ -231,13 +231,14 @@ def report_load(s: ProbeSummary, samples: list, as_json: bool) -> int:
 
 def print_load(s: ProbeSummary) -> None:
     bound = f"{s.execute_number} per connection" if s.execute_number else f"{s.duration_s:g} s"
-    print(f"memcached {s.target}: test {s.test}, {s.concurrency} connections, {bound}, "
+    procs = f" in {s.workers} processes" if s.workers > 1 else ""
+    print(f"memcached {s.target}: test {s.test}, {s.concurrency} connections{procs}, {bound}, "
           f"{s.key_count} keys of {s.key_size} B, values {s.value_size} B"
           + (", flushed first" if s.flushed else ""))
     if s.preload:
         print(f"  preload: {s.preload.stored}/{s.preload.keys} keys stored in {s.preload.seconds:.2f} s"
               + (f" ({s.preload.error})" if s.preload.error else ""))
-    print(f"  status: {s.status} ({s.reason})")
+    print(f"  status: {s.status}" + (f" ({s.reason})" if s.reason and s.reason != s.status else ""))
     print(f"  connections opened: {s.connections_opened} in {s.open_s:.3f} s; "
           f"load {s.load_s:.3f} s; {s.ops_total} ops, {s.ops_per_s:.0f} ops/s")
     if s.ops:

@@ -256,3 +256,32 @@ def test_worker_processes_server_killed(memcached):
     summary, _, elapsed = run_probe(load, during=kill_soon)
     assert summary.status == "failed" and "closed by server" in summary.reason
     assert summary.ops_total > 0 and elapsed < 6
+
+
+def test_latency_backlog_is_recorded_during_the_run_when_large(memcached, monkeypatch):
+    """Raw latencies wait for the end of the load, but never more than DEFER_MAX_VALUES."""
+    server = memcached()
+    real = mc_module.record_array
+    during_load = []
+
+    def spy(rec, values):
+        engine = spy.probe._engine
+        during_load.append(engine is not None and not engine.done.is_set())
+        real(rec, values)
+
+    async def grab(probe):
+        spy.probe = probe
+    monkeypatch.setattr(mc_module, "record_array", spy)
+    load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=0.7,
+                         key_count=100, **SMALL)
+    # first a run with the default bound: nothing is recorded while the load runs
+    summary, _, _ = run_probe(load, during=grab)
+    assert summary.ops["set"].latency.count == summary.ops_total > 0
+    assert during_load and not any(during_load)
+    # then with a tiny bound: the backlog is recorded during the load, nothing is lost
+    monkeypatch.setattr(mc_module, "DEFER_MAX_VALUES", 50)
+    during_load.clear()
+    summary, _, _ = run_probe(load, during=grab)
+    assert summary.status == "completed"
+    assert summary.ops["set"].latency.count == summary.ops_total > 0
+    assert any(during_load)
