@@ -111,3 +111,25 @@ def test_cli_ramp_beyond_the_hard_fd_limit_says_so_before_starting():
     assert str(want + 64) in r.err and "RLIMIT_NOFILE" in r.err
     assert "ramp on" not in r.out          # nothing started
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[1] == hard
+
+
+def test_ctrl_c_stops_at_once_with_partial_results(memcached):
+    import os
+    import signal
+    import subprocess
+    from conftest import inspector_bin
+    server = memcached()
+    proc = subprocess.Popen([inspector_bin(), "probe", "memcached", server.address, "-c", "4",
+                             "--duration", "60", "--key-count", "100", *SMALL],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 15      # wait for the load to be running (busy CI boxes)
+    while server.stats()["cmd_set"] < 1000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = time.monotonic()
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - start < 3
+    assert proc.returncode == 130, err
+    assert "status: stopped" in out and "partial" in out
+    assert "check cmd_set" in out and "MISMATCH" not in out
+    assert "stopped" in err
