@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 
@@ -135,6 +136,9 @@ async def test_hung_collector_shows_timed_out_and_keys_still_work():
             assert "timed out" in text_of(app, "#statusline")
             await pilot.press("1")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
+            await pilot.press("ctrl+c")  # quits (no "press ctrl+q" hint), even mid-hang
+            await wait_for(pilot, lambda: app.return_code is not None, timeout=3)
+        assert app.return_code == 0
     finally:
         release.set()
 
@@ -177,7 +181,7 @@ async def start_probe(app, pilot, kind: str, target: str, seconds: str = "5",
     await pilot.press("s")
 
 
-async def test_io_probes_chart_stop_and_quit_stops_the_rest(tmp_path):
+async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
     target = tmp_path / "probe.bin"
     target.write_bytes(os.urandom(4 << 20))
     app = capture_app()
@@ -198,7 +202,9 @@ async def test_io_probes_chart_stop_and_quit_stops_the_rest(tmp_path):
         assert second.last.extra and second.last.extra.get("final")  # partial figures kept
         table = app.screen.query_one("#runs", DataTable)
         assert "stopped" in str(table.get_row_at(1)[3])
-        await pilot.press("q")
+        # SIGHUP (the ssh session went away) stops the remaining probe and exits
+        os.kill(os.getpid(), signal.SIGHUP)
+        await wait_for(pilot, lambda: app.return_code is not None, timeout=8)
     assert app.probes.active() == []
     assert not first._thread.is_alive() and first.state == "stopped"
 
