@@ -81,6 +81,11 @@ def nic_items(section: Any) -> list[Any]:
     return groups[0][1] if groups else []
 
 
+# what an operator scans first; other fields are in the detail pane
+NIC_COLUMNS = ("name", "kind", "driver", "mtu", "tx_queue_len", "operstate", "speed_mbps",
+               "carrier")
+
+
 class NetScreen(SectionScreen):
     MODE = "net"
     SECTION = "net"
@@ -120,8 +125,10 @@ class NetScreen(SectionScreen):
                 table.add_column("network")
                 table.add_row(Text(state or "no interfaces", style="yellow"))
             else:
-                cols = [n for n, v in scalar_fields(nics[0])
-                        if not isinstance(v, (list, tuple, dict))][:7]
+                available = [n for n, v in scalar_fields(nics[0])
+                             if not isinstance(v, (list, tuple, dict))]
+                preferred = [c for c in NIC_COLUMNS if c in available]
+                cols = (preferred or available)[:7]
                 self._columns = cols
                 table.add_column("")
                 for c in cols:
