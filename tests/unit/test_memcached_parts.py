@@ -74,7 +74,7 @@ def test_load_validation():
 
 
 # --- latency bookkeeping -----------------------------------------------------------------------
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=10**11), min_size=1, max_size=300))
 def test_record_array_equals_record_many(values):
     a, b = LatencyRecorder(), LatencyRecorder()
