@@ -118,7 +118,7 @@ def since_boot(snap: Snapshot, top: int = TOP_IO) -> Rates | Unknown:
     """Averages since boot from one snapshot (what iostat's first report shows): the only
     rates a single-sample capture can give."""
     if not known(snap.uptime) or snap.uptime <= 0:
-        return Unknown("uptime unknown: rates need two samples")
+        return Unknown("uptime unknown, so no averages since boot")
     zero = Snapshot(mono=snap.mono - snap.uptime, wall=snap.wall - snap.uptime,
                     source=snap.source, uptime=0.0, disks=_zero_disks(snap.disks),
                     topology=snap.topology, nics=_zero_nics(snap.nics), cpu=_zero_cpu(snap.cpu),

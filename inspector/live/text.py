@@ -154,5 +154,12 @@ def format_single(snap: Snapshot, since: Rates | Unknown) -> str:
     note = (f"capture {snap.source}: one sample taken {taken}; rates need two samples, "
             "so below are averages since boot (like iostat's first report).")
     if not known(since):
-        return note.split(";")[0] + f"; rates need two samples ({since.reason}).\n"
+        lines = [note.split(";")[0] + f"; rates need two samples ({since.reason})."]
+        if known(snap.load):
+            lines.append(f"load {snap.load.load1:.2f} {snap.load.load5:.2f} "
+                         f"{snap.load.load15:.2f}")
+        if known(snap.dstate):
+            lines += [f"in D state: {d.comm} (pid {d.pid}, wchan "
+                      f"{d.wchan if known(d.wchan) else '?'})" for d in snap.dstate]
+        return "\n".join(lines) + "\n"
     return note + "\n" + format_block(since)

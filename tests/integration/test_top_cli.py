@@ -132,3 +132,13 @@ def test_load_on_a_loop_device_shows_on_the_device_and_its_process(tmp_path):
     # the fio job's block-layer reads match the device's within 10 % (same interval)
     fio_kb = max(p["read_bytes_s"] for p in fio_rows) / 1024
     assert abs(fio_kb - loop["rkB_s"]) <= 0.1 * loop["rkB_s"], (fio_kb, loop["rkB_s"])
+
+
+def test_root_without_uptime_still_lists_what_it_has(tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("live-md-busy-member"), root, symlinks=True)
+    (root / "proc" / "uptime").unlink()
+    res = run_cli("top", "--root", str(root))
+    assert res.status == 0
+    assert "rates need two samples (uptime unknown, so no averages since boot)" in res.out
+    assert "in D state: jbd2/md0-8 (pid 2417, wchan jbd2_journal_commit_transaction)" in res.out
