@@ -23,7 +23,9 @@ LEVEL_ORDER = {Level.CRIT: 0, Level.UNKNOWN: 1, Level.WARN: 2, Level.OK: 3}
 
 
 def is_dc(obj: Any) -> bool:
-    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+    """A structured record (Unknown is a dataclass too, but it is a value)."""
+    return (dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+            and not isinstance(obj, Unknown))
 
 
 def fields_of(obj: Any) -> list[tuple[str, Any]]:
@@ -52,7 +54,8 @@ def section_state(section: Any, name: str) -> str | None:
 
 def fmt_value(value: Any, limit: int = 200) -> Text:
     if isinstance(value, Unknown):
-        return Text(str(value), style="yellow")
+        # narrow cells show "?"; the reason is in the detail pane
+        return Text(str(value) if limit > 40 else "?", style="yellow")
     if value is None:
         return Text("-", style="grey50")
     if isinstance(value, bool):
