@@ -490,12 +490,12 @@ class MemcachedProbe:
                     break
         if state.t_end is None:
             state.t_end = perf_counter_ns()
-        engine.close()          # the run is over: release the connections (and their fds)
-        await asyncio.sleep(0.05)   # let the closes reach the server before its counters are read
         if self._stop_requested and state.status == "completed":
             state.status, state.reason = "stopped", "stopped by the user (partial figures)"
         elif state.status == "completed":
             self._judge_end(engine, state)
+        engine.close()          # the run is over: release the connections (and their fds)
+        await asyncio.sleep(0.05)   # let the closes reach the server before its counters are read
 
     def _judge_end(self, engine: Engine, state: "_RunState") -> None:
         dead = engine.dead_count()
