@@ -1,16 +1,164 @@
-"""`inspector probe dns` (placeholder until it lands)."""
+"""`inspector probe dns [NAME]`: each nameserver checked as glibc uses it, the failover delay
+predicted (and measured with --measure-getaddrinfo).
+
+Exit status: 0 all servers answered, 1 a server is down or misbehaving (findings), 2 usage or
+input error, 130 interrupted (partial results printed)."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import os
+import sys
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.discover.resolver_conf import parse_resolv_conf
+from inspector.model import Level, Unknown, to_jsonable
+from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeResult, DnsProbeSettings
+from inspector.probes.dns_query import parse_server
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
-    p = kinds.add_parser("dns", help="dns probe")
+    p = kinds.add_parser("dns", help="check each nameserver as glibc uses it; predict failover delay")
     add_root_argument(p)
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="name to look up (default: the host's domain, else '.' NS)")
+    p.add_argument("--resolv-conf", metavar="FILE", help="read this file instead of /etc/resolv.conf")
+    p.add_argument("--server", action="append", default=[], metavar="ADDR[:PORT]",
+                   help="probe these servers instead of resolv.conf's (repeatable)")
+    p.add_argument("--count", type=int, default=1, metavar="N", help="rounds (default 1)")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between rounds")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="per-server wait (default: glibc's wait for that server)")
+    p.add_argument("--tcp-timeout", type=float, default=3.0, metavar="S",
+                   help="bound on the TCP retry after truncation (glibc has none)")
+    p.add_argument("--measure-getaddrinfo", action="store_true",
+                   help="also time the real getaddrinfo (uses /etc/resolv.conf)")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
+def settings_from_args(args: argparse.Namespace) -> tuple[DnsProbeSettings, list[str]]:
+    notes: list[str] = []
+    root = root_from_args(args)
+    env = {k: v for k in ("RES_OPTIONS", "LOCALDOMAIN") if (v := root.environ(k)) is not None}
+    hostname = root.try_line("proc/sys/kernel/hostname")
+    hostname = hostname if isinstance(hostname, str) else None
+    resolver_kind = "glibc"
+    if args.resolv_conf:
+        try:
+            with open(args.resolv_conf, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError as exc:
+            raise CliError(f"--resolv-conf {args.resolv_conf}: {exc.strerror or exc}") from None
+    else:
+        from inspector.discover.resolver import collect
+        section = collect(root)
+        if isinstance(section.config, Unknown):
+            if not args.server:
+                raise CliError(f"cannot read the resolver configuration: {section.config.reason}")
+            text = ""
+        else:
+            text = root.read_text(root.resolve("etc/resolv.conf"))
+        if section.stub:
+            resolver_kind = "systemd-resolved"
+            notes.append("resolv.conf points at the systemd-resolved stub; its upstreams: "
+                         + (", ".join(section.upstreams) if isinstance(section.upstreams, list)
+                            else "unknown"))
+    if _uses_musl(root):
+        resolver_kind = "musl"
+    cfg = parse_resolv_conf(text, env, hostname)
+    if args.server:
+        try:
+            servers = [parse_server(s) for s in args.server]
+        except ValueError as exc:
+            raise CliError(f"--server: {exc}") from None
+    else:
+        servers = [parse_server(s) for s in cfg.used_nameservers]
+        if cfg.ignored_nameservers:
+            notes.append(f"glibc ignores nameservers past the third: {', '.join(cfg.ignored_nameservers)}")
+    if args.count < 1 or args.count > 10000:
+        raise CliError("--count must be between 1 and 10000")
+    if args.interval < 0 or (args.timeout is not None and args.timeout <= 0):
+        raise CliError("--interval and --timeout must be positive")
+    name = args.name or (cfg.search[0] if cfg.search else ".")
+    rdtypes = ["A", "AAAA"] if name != "." else ["NS"]
+    if cfg.no_aaaa:
+        rdtypes = [t for t in rdtypes if t != "AAAA"]
+    if args.measure_getaddrinfo and (args.server or args.resolv_conf or not root.live):
+        notes.append("getaddrinfo reads /etc/resolv.conf of this host, not --server/--resolv-conf/--root")
+    return DnsProbeSettings(servers=servers, resolver=cfg, name=name, rdtypes=rdtypes,
+                            timeout=args.timeout, tcp_timeout=args.tcp_timeout, count=args.count,
+                            interval=args.interval, measure_getaddrinfo=args.measure_getaddrinfo,
+                            resolver_kind=resolver_kind), notes
+
+
+def _uses_musl(root) -> bool:
+    return any(n.startswith("ld-musl-") for n in root.try_listdir("lib"))
+
+
 def run(args: argparse.Namespace) -> int:
-    raise CliError("probe dns is not implemented yet")
+    settings, notes = settings_from_args(args)
+    probe = DnsFailoverProbe(settings)
+    interrupted = False
+
+    async def drive() -> None:
+        async for sample in probe.samples():
+            if not args.json and settings.count > 1:
+                lat = "-" if sample.latency_ms is None else f"{sample.latency_ms:.1f} ms"
+                print(f"round {sample.round + 1} {sample.server:<22} {sample.kind:<13} {lat}", flush=True)
+
+    try:
+        asyncio.run(drive())
+    except KeyboardInterrupt:
+        interrupted = True
+        probe.stop()
+    if probe._rounds == 0:
+        eprint("inspector: interrupted before any server answered")
+        return 130
+    result = probe.result()
+    if args.json:
+        doc = to_jsonable(result)
+        doc["notes"] = notes
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_human(result, notes, settings)
+    if interrupted:
+        return 130
+    return 1 if any(f.level >= Level.WARN for f in result.findings if f.code != "dns.failover_delay") else 0
+
+
+def print_human(result: DnsProbeResult, notes: list[str], settings: DnsProbeSettings) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    from inspector.render.findings import render_findings
+    console = Console()
+    console.print(Text.assemble(("DNS probe ", "bold"), f"{result.name} "
+                                f"({'+'.join(settings.rdtypes)}), options: {' '.join(result.options)}"))
+    table = Table(show_edge=False, title="servers (as glibc queries them)", title_justify="left")
+    for col in ("#", "server", "state", "latency", "detail"):
+        table.add_column(col, no_wrap=col != "detail")
+    style = {"answered": "green", "timeout": "bold red", "refused": "red", "a-only": "yellow",
+             "truncated": "yellow"}
+    for i, r in enumerate(result.servers):
+        lat = "-" if r.latency_s is None else f"{r.latency_s * 1000:.1f} ms"
+        idx = str(i + 1) if i < 3 else "ignored"
+        table.add_row(idx, r.server, Text(r.kind, style=style.get(r.kind, "yellow")), lat, r.detail)
+    console.print(table)
+    pred = Table(show_edge=False, title="predicted lookup time (glibc)", title_justify="left")
+    for col in ("case", "lookup"):
+        pred.add_column(col)
+    pred.add_row("now", result.prediction.text())
+    if result.getaddrinfo is not None:
+        m = result.getaddrinfo
+        pred.add_row("measured getaddrinfo", f"{m.seconds:.3f} s: {m.result}" if m.seconds is not None
+                     else m.result)
+    for w in result.what_ifs:
+        pred.add_row(f"if {w.server} refuses", w.refused.text())
+        pred.add_row(f"if {w.server} is blackholed", w.blackholed.text())
+    console.print(pred)
+    for note in notes + ([result.other_resolver_note] if result.other_resolver_note else []):
+        console.print(Text(f"note: {note}", style="cyan"))
+    console.print(render_findings(result.findings))

@@ -1,0 +1,230 @@
+"""DNS failover probe: each nameserver checked the way glibc uses it, the failover delay
+predicted from what the servers do now, and optionally measured with the real getaddrinfo.
+
+Use:
+    probe = DnsFailoverProbe(DnsProbeSettings(servers=[("127.0.0.1", 53)], name="example.com",
+                                               resolver=parse_resolv_conf(text)))
+    async for sample in probe.samples():      # one DnsSample per server per round
+        ...
+    result = probe.result()                    # DnsProbeResult: servers, prediction, what-ifs, findings
+or `probe.run_once()` for a single synchronous round (snapshots, the recorder).
+
+Every server is queried concurrently in its own thread with its own bound, so one silent
+server never delays the verdict on the others; a round takes at most max(timeout, tcp_timeout).
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from inspector.discover.resolver_conf import ResolverConfig
+from inspector.discover.resolver_delay import server_wait
+from inspector.model import Finding, Level
+from inspector.probes.dns_predict import (MUSL_NOTE, RESOLVED_NOTE, Prediction, ServerState,
+                                          WhatIf, predict, what_ifs)
+from inspector.probes.dns_query import ServerResult, query_server
+
+MAX_ROUNDS = 10_000
+MAX_TIMEOUT_S = 30.0
+
+
+@dataclass
+class DnsProbeSettings:
+    servers: list[tuple[str, int]]
+    resolver: ResolverConfig
+    name: str = "."
+    rdtypes: list[str] = field(default_factory=lambda: ["A", "AAAA"])
+    timeout: float | None = None        # per-server wait; default: glibc's wait for that server
+    tcp_timeout: float = 3.0
+    count: int = 1                      # rounds
+    interval: float = 1.0
+    measure_getaddrinfo: bool = False
+    getaddrinfo_bound: float = 60.0
+    tcp_syn_retries: int = 6
+    resolver_kind: str = "glibc"        # glibc | musl | systemd-resolved (what the host uses)
+
+
+@dataclass
+class DnsSample:
+    t: float                            # seconds since the probe started
+    round: int
+    server: str
+    kind: str
+    latency_ms: float | None
+
+
+@dataclass
+class Measured:
+    seconds: float | None
+    result: str                         # addresses or the gaierror text
+    bounded_out: bool = False
+
+
+@dataclass
+class DnsProbeResult:
+    name: str
+    servers: list[ServerResult]
+    prediction: Prediction
+    what_ifs: list[WhatIf]
+    findings: list[Finding]
+    getaddrinfo: Measured | None = None
+    rounds: int = 0
+    history: dict[str, list[str]] = field(default_factory=dict)   # server -> kinds per round
+    other_resolver_note: str | None = None
+    options: list[str] = field(default_factory=list)
+
+
+def server_label(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+class DnsFailoverProbe:
+    def __init__(self, settings: DnsProbeSettings):
+        if not settings.servers:
+            raise ValueError("no nameservers to probe")
+        settings.count = max(1, min(settings.count, MAX_ROUNDS))
+        self.s = settings
+        self._stop = threading.Event()
+        self._last: list[ServerResult] = []
+        self._history: dict[str, list[str]] = {server_label(a, p): [] for a, p in settings.servers}
+        self._rounds = 0
+        self._measured: Measured | None = None
+        self._start = time.monotonic()
+
+    # ------------------------------------------------------------------ probing
+    def _wait_for(self, index: int) -> float:
+        if self.s.timeout is not None:
+            return min(max(self.s.timeout, 0.05), MAX_TIMEOUT_S)
+        n = len(self.s.servers)
+        return float(min(server_wait(self.s.resolver.timeout, min(index, 2), min(n, 3)), MAX_TIMEOUT_S))
+
+    def probe_round(self) -> list[ServerResult]:
+        with ThreadPoolExecutor(max_workers=len(self.s.servers), thread_name_prefix="dns") as pool:
+            futures = [pool.submit(query_server, addr, port, self.s.name, self.s.rdtypes,
+                                   self._wait_for(i), self.s.tcp_timeout, self.s.resolver.edns0)
+                       for i, (addr, port) in enumerate(self.s.servers)]
+            results = [f.result() for f in futures]
+        self._last = results
+        self._rounds += 1
+        for r in results:
+            self._history[r.server].append(r.kind)
+        return results
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def samples(self):
+        """Async iterator of DnsSample, one per server per round, `count` rounds `interval` apart."""
+        loop = asyncio.get_running_loop()
+        for round_no in range(self.s.count):
+            if self._stop.is_set():
+                return
+            started = time.monotonic()
+            results = await loop.run_in_executor(None, self.probe_round)
+            for r in results:
+                yield DnsSample(time.monotonic() - self._start, round_no, r.server, r.kind,
+                                None if r.latency_s is None else r.latency_s * 1000)
+            if round_no + 1 < self.s.count:
+                delay = self.s.interval - (time.monotonic() - started)
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(loop.run_in_executor(None, self._stop.wait, delay), delay + 1)
+                    except asyncio.TimeoutError:
+                        pass
+        if self.s.measure_getaddrinfo:
+            self._measured = await loop.run_in_executor(None, self.measure_getaddrinfo)
+
+    def run_once(self) -> DnsProbeResult:
+        self.probe_round()
+        if self.s.measure_getaddrinfo:
+            self._measured = self.measure_getaddrinfo()
+        return self.result()
+
+    def measure_getaddrinfo(self) -> Measured:
+        """The real thing, in a worker thread with its own bound (glibc can hang on TCP)."""
+        box: dict = {}
+
+        def lookup() -> None:
+            start = time.monotonic()
+            try:
+                infos = socket.getaddrinfo(self.s.name, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
+                box["result"] = ", ".join(sorted({i[4][0] for i in infos}))
+            except socket.gaierror as exc:
+                box["result"] = f"failed: {exc.strerror or exc}"
+            except (UnicodeError, OSError) as exc:
+                box["result"] = f"failed: {exc}"
+            box["seconds"] = time.monotonic() - start
+
+        thread = threading.Thread(target=lookup, daemon=True, name="getaddrinfo")
+        thread.start()
+        thread.join(self.s.getaddrinfo_bound)
+        if thread.is_alive():
+            return Measured(None, f"did not return within {self.s.getaddrinfo_bound:g} s", True)
+        return Measured(box["seconds"], box["result"])
+
+    # ------------------------------------------------------------------ results
+    def states(self) -> list[ServerState]:
+        out = []
+        for r in self._last:
+            rcode = next((t.rcode for t in r.types if t.rcode), "NOERROR")
+            out.append(ServerState(r.kind, r.latency_s or 0.0, rcode or "NOERROR", r.tcp_kind,
+                                   r.tcp_latency_s))
+        return out
+
+    def result(self) -> DnsProbeResult:
+        servers = [r.server for r in self._last]
+        used = servers[:3]          # glibc never queries past the third
+        states = self.states()[:3]
+        prediction = predict(self.s.resolver, states, used, self.s.name, self.s.tcp_syn_retries)
+        whatifs = what_ifs(self.s.resolver, states, used, self.s.name, self.s.tcp_syn_retries)
+        note = {"musl": MUSL_NOTE, "systemd-resolved": RESOLVED_NOTE}.get(self.s.resolver_kind)
+        return DnsProbeResult(
+            name=self.s.name, servers=list(self._last), prediction=prediction, what_ifs=whatifs,
+            findings=self.findings(whatifs), getaddrinfo=self._measured, rounds=self._rounds,
+            history={k: list(v) for k, v in self._history.items()}, other_resolver_note=note,
+            options=self.s.resolver.option_words())
+
+    def findings(self, whatifs: list[WhatIf]) -> list[Finding]:
+        out: list[Finding] = []
+        for i, r in enumerate(self._last):
+            if r.kind in ("timeout", "refused", "unreachable"):
+                first = i == 0
+                cost = "every lookup waits for it" if r.kind == "timeout" else "fails over at once"
+                out.append(Finding(
+                    Level.CRIT if first else Level.WARN, r.server,
+                    f"nameserver {r.server} {r.kind} now ({'the first server: ' if first else ''}{cost})",
+                    [f"{r.server}: {r.detail}"],
+                    "fix or remove this nameserver" + ("; until then lookups pay its timeout"
+                                                        if r.kind == "timeout" else ""),
+                    code="dns.server_down"))
+            elif r.kind == "a-only":
+                out.append(Finding(Level.WARN, r.server, f"nameserver {r.server} answers only A "
+                                   "(AAAA dropped): every dual-stack lookup waits three windows",
+                                   [r.detail], "fix the server or middlebox dropping AAAA, or set "
+                                   "`options single-request` only as a stopgap", code="dns.a_only"))
+            elif r.kind in ("servfail", "rcode-refused", "notimp", "lame"):
+                out.append(Finding(Level.WARN, r.server, f"nameserver {r.server}: {r.kind}",
+                                   [r.detail], "glibc skips it and asks the next server",
+                                   code="dns.server_error"))
+            elif r.kind == "truncated" and r.tcp_kind != "answered":
+                out.append(Finding(Level.CRIT, r.server, f"nameserver {r.server} truncates and "
+                                   f"its TCP fails ({r.tcp_kind}): glibc has no TCP timeout",
+                                   [r.detail], code="dns.tcp_broken"))
+        if whatifs and len(self._last) > 1:
+            first = whatifs[0].blackholed
+            if first.seconds is None or first.seconds > 2.0:
+                out.append(Finding(Level.WARN, "resolver",
+                                   f"losing {whatifs[0].server} (blackholed) would make lookups "
+                                   f"take {first.text()}",
+                                   first.steps[:6], "lower `options timeout:` / `attempts:`, use "
+                                   "rotate, or run a local cache (systemd-resolved, nscd, unbound)",
+                                   code="dns.failover_delay"))
+        if self.s.resolver.use_vc:
+            out.append(Finding(Level.WARN, "resolver", "options use-vc: every lookup goes over TCP, "
+                               "which has no timeout in glibc", ["options use-vc"],
+                               "remove use-vc unless a middlebox forces it", code="dns.use_vc"))
+        return out
