@@ -99,6 +99,87 @@ async def memcached_adapter(run) -> AsyncIterator[dict]:
     yield {"summary": summary}
 
 
-_FACTORIES = {"io": io_adapter, "memcached": memcached_adapter}
+def _dns_servers(target: str) -> tuple[list[tuple[str, int]], Any]:
+    """A resolv.conf path (its nameservers, as glibc reads them) or "ADDR[:PORT],..." (with
+    glibc's default options)."""
+    import os
+
+    from inspector.discover.resolver_conf import parse_resolv_conf
+    if os.path.exists(target):
+        with open(target, encoding="utf-8", errors="replace") as f:
+            conf = parse_resolv_conf(f.read())
+        return [(ns, 53) for ns in conf.nameservers], conf
+    servers = []
+    for part in target.replace(" ", ",").split(","):
+        if not part:
+            continue
+        if part.startswith("["):                       # [v6]:port
+            addr, _, port = part[1:].partition("]")
+            port = port.lstrip(":")
+        elif part.count(":") == 1:
+            addr, _, port = part.partition(":")
+        else:
+            addr, port = part, ""
+        servers.append((addr, int(port) if port else 53))
+    conf = parse_resolv_conf("".join(f"nameserver {a}\n" for a, _ in servers))
+    return servers, conf
+
+
+async def dns_adapter(run) -> AsyncIterator[dict]:
+    from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeSettings
+    from inspector.probes.latency import LatencyRecorder
+
+    req = run.request
+    servers, conf = _dns_servers(req.target)
+    if not servers:
+        raise ValueError(f"no nameservers in {req.target}")
+    interval = max(req.interval, 0.5)
+    probe = DnsFailoverProbe(DnsProbeSettings(
+        servers=servers, resolver=conf, count=max(1, int(req.duration / interval)),
+        interval=interval))
+    run.stop_hook = probe.stop
+    recorder = LatencyRecorder()
+    ops = errors = 0
+    round_no, per_server = None, {}
+
+    def flush(elapsed: float) -> dict:
+        values = sorted(v for v in per_server.values() if v is not None)
+        mid = values[len(values) // 2] if values else None
+        # across servers: median, slowest answering, and a silent server counts as missing
+        return {"elapsed": elapsed, "ops": ops, "ops_per_s": len(per_server) / interval,
+                "p50": None if mid is None else mid * 1e6,
+                "p99": None if not values else values[-1] * 1e6,
+                "max": None if not values else values[-1] * 1e6, "errors": errors,
+                "extra": {"per_server_ms": dict(per_server)}}
+
+    elapsed = 0.0
+    async for s in probe.samples():
+        if round_no is not None and s.round != round_no and per_server:
+            yield flush(elapsed)
+            per_server = {}
+        round_no, elapsed = s.round, s.t
+        ops += 1
+        per_server[s.server] = s.latency_ms
+        if s.latency_ms is None:
+            errors += 1
+        else:
+            recorder.record(int(s.latency_ms * 1e6))
+        if len(per_server) == len(servers):
+            yield flush(elapsed)
+            per_server = {}
+    if per_server:
+        yield flush(elapsed)
+    result = probe.result()
+    summary = recorder.summary()
+    prediction = getattr(result, "prediction", None)
+    seconds, outcome = getattr(prediction, "seconds", None), getattr(prediction, "outcome", "")
+    note = f"glibc lookup now: {outcome}" + (f" after {seconds * 1000:.1f} ms" if seconds else "")
+    yield {"elapsed": elapsed, "ops": ops, "ops_per_s": 0.0, "p50": summary.p("p50"),
+           "p99": summary.p("p99"), "max": summary.max_ns, "errors": errors,
+           "extra": _final_extra(summary.percentiles_ns, recorder.buckets(), summary.max_ns, note)}
+    yield {"summary": result}
+
+
+_FACTORIES = {"io": io_adapter, "memcached": memcached_adapter, "dns": dns_adapter}
 ADAPTERS: dict = {kind: _FACTORIES[kind] for kind in KINDS
                   if kind in _FACTORIES and probe_available(kind) is None}

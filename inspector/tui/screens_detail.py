@@ -222,9 +222,10 @@ class DnsScreen(SectionScreen):
                              style="grey62"))
             return
         run = runs[-1]
-        text = Text(f"probe  {run.title}: {run.state}", style="bold")
-        extra = (run.last.extra or {}) if run.last else {}
-        for server, ms in (extra.get("per_server_ms") or {}).items():
+        text = Text(f"probe  #{run.run_id} {run.state}", style="bold")
+        per_server = next((u.extra["per_server_ms"] for u in reversed(run.history)
+                           if u.extra and u.extra.get("per_server_ms")), {})
+        for server, ms in per_server.items():
             text.append(f"  {server} {ms:.1f} ms" if ms is not None else f"  {server} -")
         line.update(text)
 
