@@ -133,6 +133,12 @@ def _set_status(c: FioHealth, status: str, line: str) -> None:
         c.evidence["device"] = line
 
 
+def _value(line: str) -> str:
+    """What follows the label's colon (the whole line when a truncated one has none)."""
+    label, colon, rest = line.partition(":")
+    return rest.strip() if colon else line
+
+
 def _state_word(status: str) -> str:
     words = status.split(":", 1)[0].split()
     return words[0].lower() if words else "unknown"
@@ -160,10 +166,10 @@ def _controller_line(c: FioHealth, line: str, in_vsus: bool) -> bool:
     elif low.startswith("contained vsus"):
         return True
     elif low.startswith("powerloss protection"):
-        c.power_loss_protection = line.split(":", 1)[1].strip() if ":" in line else line
+        c.power_loss_protection = _value(line)
         c.evidence["power_loss_protection"] = line
     elif low.startswith("pcie negotiated link"):
-        c.pcie_link = line.split(":", 1)[1].strip()
+        c.pcie_link = _value(line)
         c.evidence["pcie_link"] = line
     elif low.startswith("pci:"):
         c.pci_address = line.split(",", 1)[0][4:].strip()
@@ -183,7 +189,7 @@ def _controller_line(c: FioHealth, line: str, in_vsus: bool) -> bool:
             c.board_temperature_c = value
             c.evidence["board_temperature_c"] = line
     elif low.startswith(("reserve space status", "media status")):
-        c.media_status = line.split(":", 1)[1].split(";", 1)[0].strip()
+        c.media_status = _value(line).split(";", 1)[0].strip()
         c.evidence["media_status"] = line
         m = _RESERVES.search(line)
         if m:

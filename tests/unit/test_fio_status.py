@@ -159,6 +159,11 @@ def test_odd_status_lines(header):
     assert c.controller == "fct0" and c.state == "unknown"
 
 
+@pytest.mark.parametrize("cut_line", ["\tPCIe negotiated link", "\tReserve space status", "\tMedia status"])
+def test_truncated_label_without_colon(cut_line):
+    only("fct0\tAttached\n" + cut_line + "\n")     # found by hypothesis: must not raise
+
+
 def test_no_devices_is_not_garbage():
     assert fio_status.parse_text("Found 0 ioMemory devices in this system\n").controllers == []
 
