@@ -1,6 +1,8 @@
 """Benchmark: `inspector probe memcached` against memcslap, same load, same memcached.
 
-    make bench            (or: .venv/bin/python tests/bench/bench_memcached.py [N] [PAIRS])
+    .venv/bin/python tests/bench/bench_memcached.py [N] [PAIRS]
+    .venv/bin/pytest -s -o addopts="" tests/bench/bench_memcached.py    (BENCH_MC_N, BENCH_MC_PAIRS,
+                                                                           BENCH_MC_WORKERS)
 
 Five alternating pairs of
     memcslap --servers=127.0.0.1:PORT --concurrency=32 --flush --test=set --execute-number=N
