@@ -50,6 +50,7 @@ class SmartHealth:
     model: str | Unknown = MISSING
     serial: str | Unknown = MISSING
     firmware: str | Unknown = MISSING
+    smart_available: bool | Unknown = MISSING   # smart_support.available
     smart_passed: bool | Unknown = MISSING
     exit_status: int = 0
     exit_status_bits: list[str] = field(default_factory=list)
@@ -100,6 +101,9 @@ def parse_smartctl(text: str, device: str = "") -> SmartHealth:
         parts = [doc.get(k) for k in ("scsi_vendor", "scsi_product") if isinstance(doc.get(k), str)]
         if parts:
             h.model = " ".join(parts)
+    support = doc.get("smart_support")
+    if isinstance(support, dict) and isinstance(support.get("available"), bool):
+        h.smart_available = support["available"]
     status = doc.get("smart_status")
     if isinstance(status, dict) and isinstance(status.get("passed"), bool):
         h.smart_passed = status["passed"]
@@ -134,6 +138,9 @@ def parse_smartctl(text: str, device: str = "") -> SmartHealth:
 
 def usable(h: SmartHealth) -> Unknown | None:
     """Unknown(reason) when smartctl could not read the device at all (bits 0-1, no data)."""
+    if h.smart_available is False and not isinstance(h.smart_passed, bool):
+        model = f" ({h.model})" if isinstance(h.model, str) else ""
+        return Unknown(f"smartctl: device has no SMART support{model}")
     if h.exit_status & 0b11 and not isinstance(h.smart_passed, bool) and not h.attributes:
         why = "; ".join(h.messages) or "; ".join(h.exit_status_bits)
         return Unknown(f"smartctl: {why}")

@@ -85,6 +85,13 @@ def test_real_virtio_output_is_unknown_with_reason():
     assert "Unable to detect device type" in reason.reason
 
 
+def test_disk_without_smart_support_is_unknown():
+    doc = {"smartctl": {"exit_status": 4}, "device": {"protocol": "SCSI"}, "scsi_vendor": "QEMU",
+           "scsi_product": "QEMU HARDDISK", "smart_support": {"available": False}}
+    h = smart.parse_smartctl(json.dumps(doc), "sda")
+    assert smart.usable(h) == Unknown("smartctl: device has no SMART support (QEMU QEMU HARDDISK)")
+
+
 def test_sas_drive_without_ata_table():
     doc = {"smartctl": {"exit_status": 0}, "device": {"protocol": "SCSI"}, "scsi_vendor": "SEAGATE",
            "scsi_product": "ST1200MM0088", "smart_status": {"passed": True},
