@@ -176,3 +176,25 @@ def test_real_smartctl_on_this_machines_disks():
     if Path("/sys/block/vda").exists():
         direct = smart.collect(HostRoot("/"), "vda", 5)      # what smartctl itself says
         assert isinstance(direct, Unknown) and direct.reason.startswith("smartctl:")
+
+
+def test_recorded_run_replays_identically_offline(fake, tmp_path):
+    """What a live run saw (commands + trend) is in the sidecar, so `--root` shows the same."""
+    from inspector.model import to_jsonable
+    sata = json.loads(SATA)
+    sata["ata_smart_attributes"]["table"][2]["raw"] = {"value": 3, "string": "3"}
+    fake({"hio_info -d /dev/hioa": out(HIO.replace("IO timeout: 0", "IO timeout: 2")),
+          "fio-status -a": out(VSL3), "smartctl --json -a /dev/sda": out(json.dumps(sata), rc=0),
+          "nvme smart-log /dev/nvme0n1 -o json": out(NVME)})
+    names = ["hioa", "fioa", "nvme0n1", "sda"]
+    live_root = HostRoot("/", record=True)
+    live = drives.collect(live_root, names, timeout=ROOMY)
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    (capture / "inspector-sidecar.json").write_text(json.dumps(live_root.sidecar()))
+    offline = drives.collect(HostRoot(str(capture)), names, timeout=ROOMY)
+    live_json, offline_json = to_jsonable(live), to_jsonable(offline)
+    # sysfs identity of nvme0n1 is "not present" on this machine either way
+    assert offline_json == live_json
+    assert live_json["hioa"]["level"] == "warn" and live_json["sda"]["level"] == "warn"
+    assert live_json["fioa"]["level"] == "ok" and live_json["nvme0n1"]["level"] == "ok"
