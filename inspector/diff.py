@@ -14,7 +14,7 @@ from typing import Any
 
 # Keys whose values change between any two runs of the same host: never a "change".
 VOLATILE_KEYS = {
-    "timings", "collected_at", "created_at", "source", "load_average", "uptime", "statistics",
+    "timings", "stats", "loadavg", "stat_cpu", "carrier_changes", "captured_at", "collected_at", "created_at", "source", "load_average", "uptime", "statistics",
     "rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "cpu_times", "steal_percent",
     "cur_freq_khz", "cur_freq_mhz", "frequency_mhz", "duration", "volatile", "run_time",
     "total_io", "power_on_hours", "temperature", "temperature_c", "temp_c", "max_temperature_c",
@@ -24,12 +24,11 @@ VOLATILE_KEYS = {
 }
 IDENTITY_KEYS = ("name", "ifname", "device", "address", "code_subject", "id", "path", "key", "slot")
 # Flash wear fields where a lower (or higher) value is worse.
-WORSE_WHEN_LOWER = {"reserves_percent", "reserve_percent", "rated_pbw_remaining_percent",
-                    "available_spare", "avail_spare", "rated_writes_remaining_percent",
-                    "pbw_remaining_percent"}
-WORSE_WHEN_HIGHER = {"max_bad_block_rate", "bad_block_rate", "percent_used", "media_errors",
-                     "rw_errors", "io_timeouts", "reallocated_sectors", "pending_sectors",
-                     "mismatch_cnt", "degraded"}
+# (Field names of inspector.discover.hio / fio_status / nvme_health / smart / md.)
+WORSE_WHEN_LOWER = {"reserves_pct", "pbw_remaining_pct", "available_spare_pct"}
+WORSE_WHEN_HIGHER = {"max_bad_block_rate_pct", "percent_used", "media_errors", "rw_error",
+                     "io_timeout", "max_bit_flip", "error_log_entries", "grown_defects",
+                     "mismatch_cnt", "degraded", "raw"}
 LEVEL_RANK = {"ok": 0, "unknown": 1, "warn": 2, "crit": 3}
 
 
@@ -118,6 +117,13 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _is_device_entry(path: str) -> bool:
+    """storage.devices.sdb (devices keyed by name) or storage.devices[name=sdb] (a list)."""
+    if path.startswith("storage.devices[") and path.endswith("]") and path.count("[") == 1:
+        return True
+    return path.startswith("storage.devices.") and "." not in path[len("storage.devices."):]
+
+
 def _last_key(path: str) -> str:
     tail = path.rsplit(".", 1)[-1]
     return tail.split("[", 1)[0]
@@ -132,7 +138,7 @@ def diff_sections(before: dict, after: dict) -> list[Change]:
         for path, b, a, kind in raw:
             change = Change(category=name, path=path, before=b, after=a, kind=kind)
             key = _last_key(path)
-            if name == "storage" and kind == "removed" and "devices[" in path and path.endswith("]"):
+            if name == "storage" and kind == "removed" and _is_device_entry(path):
                 change.regression, change.note = True, "block device disappeared"
             elif _is_num(b) and _is_num(a) and key in WORSE_WHEN_LOWER | WORSE_WHEN_HIGHER:
                 worse = a < b if key in WORSE_WHEN_LOWER else a > b

@@ -28,7 +28,7 @@ class Sample:
 
 METRICS: dict[str, MetricDef] = {m.name: m for m in [
     MetricDef("findings", "Number of findings by level", unit=""),
-    MetricDef("health_status", "Worst finding level: 0 ok, 1 warn, 2 crit, 3 unknown"),
+    MetricDef("health_status", "Overall status as `inspector check`: 0 ok, 1 warn, 2 crit, 3 unknown only"),
     MetricDef("section_up", "1 when the section was collected, 0 when it is unknown"),
     MetricDef("collector_seconds", "Time each collector took", unit="s"),
     MetricDef("block_device_size_bytes", "Size of a block device", unit="B"),
@@ -47,6 +47,16 @@ METRICS: dict[str, MetricDef] = {m.name: m for m in [
     MetricDef("cpu_steal_ratio", "Share of CPU time stolen by the hypervisor since boot (0..1)"),
     MetricDef("load_average", "Load average", unit=""),
     MetricDef("virt_layers", "Virtualization layers detected (info metric, value 1)"),
+    MetricDef("resolver_nameserver_info", "Nameservers glibc uses, in order (info metric, value 1)"),
+    MetricDef("drive_temperature_celsius", "Drive or flash card temperature", unit=""),
+    MetricDef("flash_reserves_percent", "Fusion-io reserve space left", unit="%"),
+    MetricDef("flash_rated_pbw_remaining_percent", "Fusion-io rated PBW remaining", unit="%"),
+    MetricDef("flash_bad_block_rate_percent", "Huawei ES3000 max bad block rate", unit="%"),
+    MetricDef("flash_rw_errors", "Huawei ES3000 read/write errors", unit=""),
+    MetricDef("flash_io_timeouts", "Huawei ES3000 IO timeouts", unit=""),
+    MetricDef("nvme_available_spare_percent", "NVMe available spare", unit="%"),
+    MetricDef("nvme_percent_used", "NVMe endurance used", unit="%"),
+    MetricDef("drive_media_errors", "NVMe media errors", unit=""),
 ]}
 
 LEVEL_VALUE = {"ok": 0, "warn": 1, "crit": 2, "unknown": 3}
@@ -68,13 +78,6 @@ def _get(d: Any, *keys: str) -> Any:
     return d
 
 
-def _first(d: dict, *names: str) -> Any:
-    for name in names:
-        if isinstance(d, dict) and name in d:
-            return d[name]
-    return None
-
-
 def collect_metrics(report: Report | dict) -> list[Sample]:
     doc = report if isinstance(report, dict) else to_jsonable(report)
     return list(_iter_metrics(doc))
@@ -84,7 +87,9 @@ def _iter_metrics(doc: dict) -> Iterator[Sample]:
     findings = doc.get("findings", [])
     for level in ("crit", "warn", "unknown"):
         yield Sample("findings", sum(1 for f in findings if f.get("level") == level), {"level": level})
-    worst = max((LEVEL_VALUE.get(f.get("level"), 0) for f in findings), default=0)
+    levels = {f.get("level") for f in findings}
+    # as `inspector check`: crit beats warn beats "could not check"
+    worst = 2 if "crit" in levels else 1 if "warn" in levels else 3 if "unknown" in levels else 0
     yield Sample("health_status", worst)
     sections = doc.get("sections", {})
     for name, section in sections.items():
@@ -102,103 +107,99 @@ def _iter_metrics(doc: dict) -> Iterator[Sample]:
 def _storage(s: Any) -> Iterator[Sample]:
     if not isinstance(s, dict):
         return
-    devices = s.get("devices", []) or []
-    if isinstance(devices, dict):  # the storage section: devices, md and dm keyed by kernel name
-        devices = [{**d, "md": (s.get("md") or {}).get(n), "dm": (s.get("dm") or {}).get(n)}
-                   for n, d in devices.items() if isinstance(d, dict)]
-    for dev in devices:
-        if not isinstance(dev, dict) or not isinstance(dev.get("name"), str):
+    devices = s.get("devices") or {}
+    for name, dev in (devices.items() if isinstance(devices, dict) else []):
+        if not isinstance(dev, dict):
             continue
-        labels = {"device": dev["name"]}
-        if (size := _num(_first(dev, "size_bytes", "size"))) is not None:
+        labels = {"device": name}
+        if (size := _num(dev.get("size_bytes"))) is not None:
             yield Sample("block_device_size_bytes", size, labels)
-        if (ro := _num(_first(dev, "read_only", "ro"))) is not None:
+        if (ro := _num(dev.get("read_only"))) is not None:
             yield Sample("block_device_read_only", ro, labels)
-        md = dev.get("md")
-        if isinstance(md, dict):
-            if (deg := _num(md.get("degraded"))) is not None:
-                yield Sample("md_degraded", deg, labels)
-            progress = _num(_first(md, "sync_progress", "progress", "progress_percent"))
-            if progress is not None:
-                yield Sample("md_sync_progress_ratio", progress if progress <= 1 else progress / 100, labels)
-        dm = dev.get("dm")
+    for name, md in (s.get("md") or {}).items():
+        if not isinstance(md, dict):
+            continue
+        if (deg := _num(md.get("degraded"))) is not None:
+            yield Sample("md_degraded", deg, {"device": name})
+        if (pct := _num(md.get("progress_percent"))) is not None:
+            yield Sample("md_sync_progress_ratio", pct / 100, {"device": name})
+    for name, dm in (s.get("dm") or {}).items():
         if isinstance(dm, dict) and (susp := _num(dm.get("suspended"))) is not None:
-            yield Sample("dm_suspended", susp, labels)
+            yield Sample("dm_suspended", susp, {"device": name, "dm_name": str(dm.get("name") or "")})
     for name, health in (s.get("health") or {}).items():
-        level = _first(health, "level", "status") if isinstance(health, dict) else None
+        if not isinstance(health, dict):
+            continue
+        level = health.get("level")
         if isinstance(level, str) and level.lower() in LEVEL_VALUE:
-            yield Sample("drive_health_level", LEVEL_VALUE[level.lower()], {"device": name})
+            yield Sample("drive_health_level", LEVEL_VALUE[level.lower()],
+                         {"device": name, "kind": str(health.get("kind") or "")})
+        for field_name, metric in DRIVE_GAUGES.items():
+            if (value := _num(health.get(field_name))) is not None:
+                yield Sample(metric, value, {"device": name})
+
+
+# drive/flash health fields exported as gauges (field in the model -> metric)
+DRIVE_GAUGES = {
+    "temperature_c": "drive_temperature_celsius",
+    "reserves_pct": "flash_reserves_percent",
+    "pbw_remaining_pct": "flash_rated_pbw_remaining_percent",
+    "max_bad_block_rate_pct": "flash_bad_block_rate_percent",
+    "rw_error": "flash_rw_errors",
+    "io_timeout": "flash_io_timeouts",
+    "available_spare_pct": "nvme_available_spare_percent",
+    "percent_used": "nvme_percent_used",
+    "media_errors": "drive_media_errors",
+}
+OFFLOADS_EXPORTED = ("tcp-segmentation-offload", "generic-segmentation-offload",
+                     "generic-receive-offload", "large-receive-offload")
 
 
 def _net(s: Any) -> Iterator[Sample]:
     if not isinstance(s, dict):
         return
-    for nic in _first(s, "nics", "interfaces") or []:
+    for nic in s.get("nics") or []:
         if not isinstance(nic, dict) or not isinstance(nic.get("name"), str):
             continue
         labels = {"nic": nic["name"]}
-        state = nic.get("operstate")
-        if isinstance(state, str):
-            yield Sample("nic_up", 1 if state == "up" else 0, labels)
+        if isinstance(nic.get("operstate"), str):
+            yield Sample("nic_up", 1 if nic["operstate"] == "up" else 0, labels)
         if (mtu := _num(nic.get("mtu"))) is not None:
             yield Sample("nic_mtu_bytes", mtu, labels)
         for key in ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped"):
-            value = _num(nic.get(key))
-            if value is None:
-                value = _num(_get(nic, "statistics", key))
-            if value is not None:
+            if (value := _num(_get(nic, "stats", key))) is not None:
                 yield Sample("nic_errors_total", value, {**labels, "counter": key})
-        features = nic.get("offloads") or nic.get("features")
-        if isinstance(features, dict):
-            for fname in ("tcp-segmentation-offload", "generic-segmentation-offload",
-                          "generic-receive-offload", "large-receive-offload"):
-                feat = features.get(fname)
-                on = _first(feat, "on", "enabled") if isinstance(feat, dict) else feat
-                if isinstance(on, bool):
-                    yield Sample("nic_offload_enabled", 1 if on else 0, {**labels, "feature": fname})
-        elif isinstance(features, list):
-            for feat in features:
-                if isinstance(feat, dict) and feat.get("name") in (
-                        "tcp-segmentation-offload", "generic-segmentation-offload",
-                        "generic-receive-offload", "large-receive-offload"):
-                    on = _first(feat, "on", "enabled")
-                    if isinstance(on, bool):
-                        yield Sample("nic_offload_enabled", 1 if on else 0, {**labels, "feature": feat["name"]})
+        for feat in nic.get("offloads") or []:
+            if isinstance(feat, dict) and feat.get("name") in OFFLOADS_EXPORTED \
+                    and isinstance(feat.get("on"), bool):
+                yield Sample("nic_offload_enabled", 1 if feat["on"] else 0,
+                             {**labels, "feature": feat["name"]})
 
 
 def _dns(s: Any) -> Iterator[Sample]:
     if not isinstance(s, dict):
         return
-    servers = _first(s, "used_nameservers", "nameservers")
+    servers = s.get("used_nameservers")
     if isinstance(servers, list):
-        yield Sample("resolver_nameservers", min(len(servers), 3))
-    first = _num(_first(s, "first_server_loss_delay_s", "first_server_blackholed_delay_s"))
-    if first is None:
-        first = _num(_get(s, "delays", "first_server_blackholed_s"))
-    if first is not None:
+        yield Sample("resolver_nameservers", len(servers))
+        for index, server in enumerate(servers):
+            yield Sample("resolver_nameserver_info", 1, {"nameserver": str(server),
+                                                         "position": str(index + 1)})
+    if (first := _num(_get(s, "first_server_loss", "seconds"))) is not None:
         yield Sample("resolver_first_server_loss_seconds", first)
-    worst = _num(_first(s, "all_servers_loss_delay_s", "all_servers_blackholed_delay_s"))
-    if worst is None:
-        worst = _num(_get(s, "delays", "all_servers_blackholed_s"))
-    if worst is not None:
+    if (worst := _num(_get(s, "all_servers_down", "seconds"))) is not None:
         yield Sample("resolver_all_servers_loss_seconds", worst)
 
 
 def _cpu(s: Any) -> Iterator[Sample]:
     if not isinstance(s, dict):
         return
-    steal = _num(_first(s, "steal_percent", "steal_pct"))
-    if steal is not None:
+    if (steal := _num(s.get("steal_percent"))) is not None:
         yield Sample("cpu_steal_ratio", steal / 100)
-    load = s.get("load_average")
-    if isinstance(load, list) and len(load) == 3:
-        for period, value in zip(("1m", "5m", "15m"), load):
-            if (v := _num(value)) is not None:
+    load = s.get("loadavg")
+    if isinstance(load, dict):
+        for key, period in (("one", "1m"), ("five", "5m"), ("fifteen", "15m")):
+            if (v := _num(load.get(key))) is not None:
                 yield Sample("load_average", v, {"period": period})
-    elif isinstance(load, dict):
-        for period, value in load.items():
-            if (v := _num(value)) is not None:
-                yield Sample("load_average", v, {"period": str(period)})
 
 
 def _virt(s: Any) -> Iterator[Sample]:
@@ -206,8 +207,8 @@ def _virt(s: Any) -> Iterator[Sample]:
         return
     for depth, layer in enumerate(s.get("layers", []) or []):
         if isinstance(layer, dict):
-            kind = str(_first(layer, "kind", "layer") or "")
-            verdict = str(_first(layer, "verdict", "name") or "")
+            kind = str(layer.get("kind") or "")
+            verdict = str(layer.get("verdict") or "")
             flavor = str(layer.get("flavor") or "")
             yield Sample("virt_layers", 1, {"depth": str(depth), "kind": kind, "verdict": verdict,
                                             "flavor": flavor})

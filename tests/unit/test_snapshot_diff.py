@@ -16,7 +16,7 @@ BASE = {
         "sections": {
             "storage": {"devices": [{"name": "sda", "size": 100, "md": None},
                                     {"name": "md0", "md": {"degraded": 0, "array_state": "clean"}}],
-                        "health": {"hioa": {"level": "ok", "max_bad_block_rate": 0.5, "reserves_percent": 90}}},
+                        "health": {"hioa": {"level": "ok", "max_bad_block_rate_pct": 0.5, "reserves_pct": 90}}},
             "net": {"nics": [{"name": "eth0", "mtu": 1500, "driver": "virtio_net", "rx_bytes": 5,
                               "offloads": {"tcp-segmentation-offload": {"on": True, "fixed": False}}}],
                     "sysctls": {"net.core.somaxconn": 4096}},
@@ -48,8 +48,8 @@ def test_each_change_kind_is_detected():
     s["storage"]["devices"] = [d for d in s["storage"]["devices"] if d["name"] != "sda"]
     s["storage"]["devices"].append({"name": "sdb", "size": 5})
     s["storage"]["devices"][0]["md"] = {"degraded": 1, "array_state": "clean"}
-    s["storage"]["health"]["hioa"]["max_bad_block_rate"] = 0.9
-    s["storage"]["health"]["hioa"]["reserves_percent"] = 50
+    s["storage"]["health"]["hioa"]["max_bad_block_rate_pct"] = 0.9
+    s["storage"]["health"]["hioa"]["reserves_pct"] = 50
     s["net"]["nics"][0]["mtu"] = 9000
     s["net"]["nics"][0]["offloads"]["tcp-segmentation-offload"]["on"] = False
     s["net"]["sysctls"]["net.core.somaxconn"] = 128
@@ -64,8 +64,8 @@ def test_each_change_kind_is_detected():
     assert paths["storage.devices[name=sda]"].regression                        # removed device
     assert paths["storage.devices[name=sdb]"].kind == "added" and not paths["storage.devices[name=sdb]"].regression
     assert paths["storage.devices[name=md0].md.degraded"].regression
-    assert paths["storage.health.hioa.max_bad_block_rate"].regression         # rising bad block rate
-    assert paths["storage.health.hioa.reserves_percent"].regression           # reserves down
+    assert paths["storage.health.hioa.max_bad_block_rate_pct"].regression         # rising bad block rate
+    assert paths["storage.health.hioa.reserves_pct"].regression           # reserves down
     assert paths["net.nics[name=eth0].mtu"].after == 9000
     assert paths["net.nics[name=eth0].offloads.tcp-segmentation-offload.on"].after is False
     assert paths["net.sysctls.net.core.somaxconn"].before == 4096
