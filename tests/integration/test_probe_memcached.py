@@ -34,6 +34,14 @@ def run_probe(load: MemcachedLoad, during=None):
     return summary, samples, time.monotonic() - start
 
 
+async def until_loaded(probe, samples: int = 2) -> float:
+    """Wait (bounded) until the load has been running for a sample or two; returns the time."""
+    deadline = time.monotonic() + 20
+    while probe.sample_count < samples and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return time.monotonic()
+
+
 def check(summary, counter):
     return next(c for c in summary.server.checks if c.counter == counter)
 
@@ -110,18 +118,21 @@ def test_percentiles_match_recorded_latencies(memcached, monkeypatch):
 def test_server_killed_mid_run_ends_with_error_and_partial_figures(memcached):
     server = memcached()
 
+    marks = {}
+
     async def kill_soon(probe):
-        await asyncio.sleep(0.5)
+        marks["at"] = await until_loaded(probe)
         server.kill()
     load = MemcachedLoad(server.host, server.port, concurrency=8, duration_s=20,
                          key_count=100, connect_timeout_s=1, **SMALL)
-    summary, _, elapsed = run_probe(load, during=kill_soon)
+    summary, _, _ = run_probe(load, during=kill_soon)
+    elapsed = time.monotonic() - marks["at"]
     assert summary.status == "failed"
     assert "closed by server" in summary.reason
     assert summary.errors.get("closed_by_server", 0) >= 1
     assert summary.ops_total > 0                     # partial figures are kept
     assert summary.ops["set"].latency.p("p99") is not None
-    assert elapsed < 5                               # far from the 20 s asked for
+    assert elapsed < 4                               # far from the 20 s asked for
     c = check(summary, "cmd_set")
     assert c.ok is None and "unknown" in c.note      # counters after: server gone, said so
 
@@ -151,15 +162,18 @@ def test_server_that_never_answers_times_out(silent_server):
 def test_stop_ends_at_once_with_partial_figures(memcached):
     server = memcached()
 
+    marks = {}
+
     async def stop_soon(probe):
-        await asyncio.sleep(0.4)
+        marks["at"] = await until_loaded(probe)
         probe.stop()
     load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=30,
                          key_count=100, **SMALL)
-    summary, _, elapsed = run_probe(load, during=stop_soon)
+    summary, _, _ = run_probe(load, during=stop_soon)
+    elapsed = time.monotonic() - marks["at"]
     assert summary.status == "stopped"
-    assert summary.ops_total > 0 and 0.2 < summary.load_s < 1.5
-    assert elapsed < 3
+    assert summary.ops_total > 0 and 0.2 < summary.load_s < 3
+    assert elapsed < 2.5
     c = check(summary, "cmd_set")
     # abandoned in-flight requests may or may not have been counted: the range is checked
     assert c.ok is True and c.probe_answered <= c.server_delta <= c.probe_sent
@@ -176,15 +190,14 @@ def test_cancelling_the_iterating_task_cancels_the_run(memcached):
             async for _ in probe:
                 pass
         task = asyncio.ensure_future(consume())
-        await asyncio.sleep(0.4)
+        at = await until_loaded(probe)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         await asyncio.wait_for(probe.aclose(), 2)
-        return probe
-    start = time.monotonic()
-    probe = asyncio.run(main())
-    assert time.monotonic() - start < 3
+        return probe, at
+    probe, cancelled_at = asyncio.run(main())
+    assert time.monotonic() - cancelled_at < 2
     assert probe._task.done()
     assert probe.summary is not None and probe.summary.ops_total > 0
 
@@ -204,7 +217,7 @@ def test_rate_limit_per_connection(memcached):
                          rate_per_conn=100, key_count=50, **SMALL)
     summary, _, _ = run_probe(load)
     assert summary.status == "completed"
-    assert 150 <= summary.ops_total <= 220    # 2 x 100/s for ~1 s
+    assert 100 <= summary.ops_total <= 220    # 2 x 100/s for ~1 s (never more; less if starved)
 
 
 def test_worker_processes_counts_match_and_samples_add_up(memcached):
@@ -232,13 +245,13 @@ def test_worker_processes_stop_at_once_and_are_reaped(memcached):
 
     async def stop_soon(probe):
         probe_ref["probe"] = probe
-        await asyncio.sleep(1.0)
+        probe_ref["at"] = await until_loaded(probe)
         probe.stop()
     load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=30,
                          key_count=100, workers=2, **SMALL)
-    summary, _, elapsed = run_probe(load, during=stop_soon)
+    summary, _, _ = run_probe(load, during=stop_soon)
     assert summary.status == "stopped" and summary.ops_total > 0
-    assert elapsed < 6
+    assert time.monotonic() - probe_ref["at"] < 4
     pool = probe_ref["probe"]._engine
     assert all(proc.poll() is not None for proc in pool._procs)     # no process left behind
     c = check(summary, "cmd_set")
@@ -248,14 +261,16 @@ def test_worker_processes_stop_at_once_and_are_reaped(memcached):
 def test_worker_processes_server_killed(memcached):
     server = memcached()
 
+    marks = {}
+
     async def kill_soon(probe):
-        await asyncio.sleep(1.0)
+        marks["at"] = await until_loaded(probe)
         server.kill()
     load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=30,
                          key_count=100, workers=2, connect_timeout_s=1, **SMALL)
-    summary, _, elapsed = run_probe(load, during=kill_soon)
+    summary, _, _ = run_probe(load, during=kill_soon)
     assert summary.status == "failed" and "closed by server" in summary.reason
-    assert summary.ops_total > 0 and elapsed < 6
+    assert summary.ops_total > 0 and time.monotonic() - marks["at"] < 4
 
 
 def test_latency_backlog_is_recorded_during_the_run_when_large(memcached, monkeypatch):
