@@ -239,7 +239,12 @@ class HostRoot:
             return []
 
     def readlink(self, rel: str) -> str | None:
-        return self._readlink_raw(self._rel(rel))
+        rel = self._rel(rel)
+        if self._recording is not None:
+            # record the link where it really is, or a capture would hold both a link and a
+            # directory at a path that goes through another link
+            rel = self._resolved_for_record(rel, keep_last=True)
+        return self._readlink_raw(rel)
 
     def link_name(self, rel: str) -> str | None:
         """Last component of a symlink's target (sysfs `driver`, `subsystem`, ...)."""

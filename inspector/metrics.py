@@ -166,7 +166,7 @@ def _net(s: Any) -> Iterator[Sample]:
         if (mtu := _num(nic.get("mtu"))) is not None:
             yield Sample("nic_mtu_bytes", mtu, labels)
         for key in ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped"):
-            if (value := _num(_get(nic, "stats", key))) is not None:
+            if (value := _num(_get(nic, "statistics", key))) is not None:
                 yield Sample("nic_errors_total", value, {**labels, "counter": key})
         for feat in nic.get("offloads") or []:
             if isinstance(feat, dict) and feat.get("name") in OFFLOADS_EXPORTED \
@@ -184,9 +184,9 @@ def _dns(s: Any) -> Iterator[Sample]:
         for index, server in enumerate(servers):
             yield Sample("resolver_nameserver_info", 1, {"nameserver": str(server),
                                                          "position": str(index + 1)})
-    if (first := _num(_get(s, "first_server_loss", "seconds"))) is not None:
+    if (first := _num(s.get("first_server_loss_delay_s"))) is not None:
         yield Sample("resolver_first_server_loss_seconds", first)
-    if (worst := _num(_get(s, "all_servers_down", "seconds"))) is not None:
+    if (worst := _num(s.get("all_servers_loss_delay_s"))) is not None:
         yield Sample("resolver_all_servers_loss_seconds", worst)
 
 
@@ -195,10 +195,10 @@ def _cpu(s: Any) -> Iterator[Sample]:
         return
     if (steal := _num(s.get("steal_percent"))) is not None:
         yield Sample("cpu_steal_ratio", steal / 100)
-    load = s.get("loadavg")
-    if isinstance(load, dict):
-        for key, period in (("one", "1m"), ("five", "5m"), ("fifteen", "15m")):
-            if (v := _num(load.get(key))) is not None:
+    load = s.get("load_average")
+    if isinstance(load, list):
+        for period, value in zip(("1m", "5m", "15m"), load):
+            if (v := _num(value)) is not None:
                 yield Sample("load_average", v, {"period": period})
 
 

@@ -81,3 +81,20 @@ def test_corrupt_sidecar_is_a_clear_error(tmp_path):
     (tmp_path / "inspector-sidecar.json").write_text("{not json")
     with pytest.raises(Unavailable, match="corrupt sidecar"):
         HostRoot(str(tmp_path))
+
+
+def test_recorded_readlink_through_a_link_is_stored_at_its_real_path(tmp_path):
+    from inspector.capture import write_capture
+    import tarfile
+    root = make_tree(tmp_path)
+    (tmp_path / "sys/devices/virtual/block/dm-0/subsystem_target").mkdir()
+    os.symlink("subsystem_target", tmp_path / "sys/devices/virtual/block/dm-0/subsystem")
+    rec = HostRoot(str(tmp_path), record=True)
+    assert rec.readlink("sys/block/dm-0/subsystem") == "subsystem_target"
+    assert "sys/devices/virtual/block/dm-0/subsystem" in rec.recording.links
+    assert "sys/block/dm-0/subsystem" not in rec.recording.links
+    out = tmp_path / "cap.tar.gz"
+    write_capture(rec, str(out))
+    with tarfile.open(out) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    assert os.readlink(tmp_path / "x/sys/block/dm-0") == "../devices/virtual/block/dm-0"
