@@ -300,6 +300,10 @@ def report_ramp(s: RampSummary, as_json: bool) -> int:
             print(f"  server max_connections: {s.max_connections_server}")
         if s.knee_connections:
             print(f"  degrades at {s.knee_connections} connections: {s.knee_reason}")
+        if any(st.errors.get("too_many_connections") for st in s.steps):
+            limit = s.max_connections_server if s.max_connections_server is not None else "?"
+            print(f"  the server turned connections away at its limit (max_connections {limit}; "
+                  "memcached -c raises it)")
         elif s.steps:
             print(f"  no knee: p99 never grew over 2x between steps and no errors "
                   f"up to {s.steps[-1].connections} connections")
