@@ -73,7 +73,7 @@ def test_multipath_roots_report_fast_and_linearly(roots_dir, capsys):
         path = big.path if maps == SIZES[-1] else os.path.join(roots_dir, f"mpath-{maps}")
         if maps != SIZES[-1]:
             storage_roots.multipath_subset_root(big, path, maps)
-        cpu, wall, section = measure(path, runs={250: 2, 500: 2, 1000: 4, 2000: 1}[maps])
+        cpu, wall, section = measure(path, runs={250: 2, 500: 2, 1000: 4, 2000: 2}[maps])
         # the whole stack was read, not skipped: every map over its two paths
         assert len(section.dm) == maps and len(section.devices) == 3 * maps
         assert all(d.kind == "mpath" and len(d.slaves) == 2 for d in section.dm.values())
@@ -96,7 +96,8 @@ def test_multipath_roots_report_fast_and_linearly(roots_dir, capsys):
         assert cpu_1000 < 0.5, figures
     else:  # an overloaded machine: lsblk itself is over the bound; do not be slower than it
         assert cpu_1000 < lsblk_1000, figures
-    # linear: per-device cost at 1000 and 2000 maps within 1.8x of the cost at 250 maps
+    # linear: 8x the devices may cost at most 2x as much per device (quadratic work would cost
+    # 8x; the slack is for a loaded shared machine, where the big runs suffer most)
     per_device = {m: figures[m][0] / m for m in SIZES}
-    assert per_device[2000] < 1.8 * per_device[250], per_device
-    assert per_device[1000] < 1.8 * per_device[250], per_device
+    assert per_device[2000] < 2.0 * per_device[250], per_device
+    assert per_device[1000] < 2.0 * per_device[250], per_device
