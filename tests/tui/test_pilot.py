@@ -16,6 +16,7 @@ from inspector.host import HostRoot
 from inspector.model import HostIdentity, Report
 from inspector.tui.app import InspectorApp
 from inspector.tui.screen_help import ConfirmScreen, HelpScreen
+from inspector.tui.screen_probes import RunPanel
 from inspector.widgets.chart import LiveChart
 from memcached_server import memcached  # noqa: F401  (fixture)
 
@@ -196,11 +197,19 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         await wait_for(pilot, lambda: len(app.probes.runs) == 2 and app.probes.runs[1].last)
         second = app.probes.runs[1]
         assert len(app.probes.active()) == 2
+        # side by side: the highlighted (second) run pinned to panel B, the first back in A
+        await pilot.press("c")
+        table = app.screen.query_one("#runs", DataTable)
+        table.move_cursor(row=0)
+        await pilot.pause(0.2)
+        panels = {p.id: p.run_id for p in app.screen.query(RunPanel)}
+        assert panels == {"panel-a": first.run_id, "panel-b": second.run_id}
+        table.move_cursor(row=1)
+        await pilot.pause(0.2)
         await pilot.press("x")  # stops the highlighted (newest) run
         await wait_for(pilot, lambda: not second.active, timeout=8)
         assert second.state == "stopped" and first.active
         assert second.last.extra and second.last.extra.get("final")  # partial figures kept
-        table = app.screen.query_one("#runs", DataTable)
         assert "stopped" in str(table.get_row_at(1)[3])
         # SIGHUP (the ssh session went away) stops the remaining probe and exits
         os.kill(os.getpid(), signal.SIGHUP)
