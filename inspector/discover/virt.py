@@ -11,7 +11,6 @@ that is not there has verdict "none" (kept so its evidence stays visible). Host 
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -577,6 +576,16 @@ def _env1_container() -> str | None:
     return None
 
 
+def _proot_tracer(root: HostRoot) -> str | None:
+    """proot runs programs under ptrace: our tracer's name is "proot"."""
+    status = root.try_text("proc/self/status")
+    match = re.search(r"^TracerPid:\s*(\d+)", status, re.M) if known(status) else None
+    if not match or match.group(1) == "0":
+        return None
+    comm = _line(root, f"proc/{match.group(1)}/comm")
+    return f"{match.group(1)} ({comm})" if comm == "proot" else None
+
+
 def _pid_ns(root: HostRoot) -> int | None:
     try:    # resolve proc/self first so a capture stores the link under the real pid directory
         link = root.readlink(root.resolve("proc/self/ns") + "/pid")
@@ -608,6 +617,9 @@ def _container_layer(root: HostRoot, sig: _Signals, roles: list[HostRole]) -> La
         claim("wsl", Evidence("/proc/sys/kernel/osrelease", release, "wsl", STRONG),
               "wsl2" if "WSL2" in release or "microsoft-standard" in release else "wsl1")
         isolated = True
+    tracer = _proot_tracer(root)
+    if tracer:
+        claim("proot", Evidence("/proc/self/status TracerPid", tracer, "proot", STRONG))
     manager = _line(root, "run/host/container-manager")
     if manager:
         claim(_ENV_NAMES.get(manager, manager), Evidence("/run/host/container-manager", manager,

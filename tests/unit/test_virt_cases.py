@@ -161,3 +161,15 @@ def test_conflicting_container_signals_warn(tmp_path):
     codes = [f.code for f in virt_rules.rules(report)]
     assert "virt.container_conflict" in codes
     assert any("disagree" in c for c in section.conflicts)
+
+
+def test_proot_is_seen_through_its_tracer(tmp_path):
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("virt-01-baremetal-dell"), root, symlinks=True)
+    (root / "proc/self/status").write_text("Name:\tbash\nState:\tS (sleeping)\nTracerPid:\t4242\n")
+    (root / "proc/4242").mkdir()
+    (root / "proc/4242/comm").write_text("proot\n")
+    assert virt.collect(HostRoot(str(root))).layer("container").verdict == "proot"
+    (root / "proc/4242/comm").write_text("gdb\n")                  # a debugger is not a container
+    assert virt.collect(HostRoot(str(root))).layer("container").verdict == "none"

@@ -1,6 +1,5 @@
 """Garbage, truncated or oddly shaped inputs never make the virt collector raise."""
 import json
-import os
 import shutil
 
 from hypothesis import HealthCheck, given, settings, strategies as st
