@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from inspector.discover.virt import Layer, VirtSection
@@ -43,14 +44,18 @@ def render(section: object) -> RenderableType:
         parts.append(Text(f"cpuid   {cpuid.method}", style="dim"))
     for layer in section.layers:
         parts.append(_layer_title(layer))
+        # A grid keeps wrapped evidence lines indented under their own column.
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=3)
+        grid.add_column(width=7, no_wrap=True)
+        grid.add_column(ratio=1)
         for e in layer.evidence:
-            line = Text("    ")
-            line.append(f"[{e.weight}] ", style=_WEIGHT_STYLE.get(e.weight, ""))
-            line.append(f"{e.source}: {e.value}")
-            line.append(f" -> {e.points_to}", style="dim")
+            body = Text(f"{e.source}: {e.value}")
+            body.append(f" -> {e.points_to}", style="dim")
             if e.note:
-                line.append(f"  ({e.note})", style="italic dim")
-            parts.append(line)
+                body.append(f"  ({e.note})", style="italic dim")
+            grid.add_row("", Text(e.weight, style=_WEIGHT_STYLE.get(e.weight, "")), body)
         if not layer.evidence:
-            parts.append(Text("    (nothing visible from inside)", style="dim"))
+            grid.add_row("", "", Text("(nothing visible from inside)", style="dim"))
+        parts.append(grid)
     return Group(*parts)
