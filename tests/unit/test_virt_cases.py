@@ -173,3 +173,15 @@ def test_proot_is_seen_through_its_tracer(tmp_path):
     assert virt.collect(HostRoot(str(root))).layer("container").verdict == "proot"
     (root / "proc/4242/comm").write_text("gdb\n")                  # a debugger is not a container
     assert virt.collect(HostRoot(str(root))).layer("container").verdict == "none"
+
+
+def test_dmi_only_guess_is_low_confidence_and_says_so(tmp_path):
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("virt-35-no-cpuid-cpuinfo-flag"), root, symlinks=True)
+    (root / "proc/cpuinfo").unlink()                 # no CPUID and no cpuinfo flag: DMI alone
+    section = virt.collect(HostRoot(str(root)))
+    vm = section.vm_layers[0]
+    assert vm.verdict == "kvm" and vm.confidence == "low"
+    report = Report(host=None, sections={"virt": section})
+    assert "virt.low_confidence" in [f.code for f in virt_rules.rules(report)]
