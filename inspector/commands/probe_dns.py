@@ -11,11 +11,13 @@ import json
 import os
 import sys
 
+from typing import TYPE_CHECKING
+
 from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
-from inspector.discover.resolver_conf import parse_resolv_conf
 from inspector.model import Level, Unknown, to_jsonable
-from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeResult, DnsProbeSettings
-from inspector.probes.dns_query import parse_server
+
+if TYPE_CHECKING:   # the probe modules load dnspython: only when this command runs
+    from inspector.probes.dns_failover import DnsProbeResult, DnsProbeSettings
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -38,7 +40,10 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def settings_from_args(args: argparse.Namespace) -> tuple[DnsProbeSettings, list[str]]:
+def settings_from_args(args: argparse.Namespace) -> tuple["DnsProbeSettings", list[str]]:
+    from inspector.discover.resolver_conf import parse_resolv_conf
+    from inspector.probes.dns_failover import DnsProbeSettings
+    from inspector.probes.dns_query import parse_server
     notes: list[str] = []
     root = root_from_args(args)
     env = {k: v for k in ("RES_OPTIONS", "LOCALDOMAIN") if (v := root.environ(k)) is not None}
@@ -98,6 +103,7 @@ def _uses_musl(root) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from inspector.probes.dns_failover import DnsFailoverProbe
     settings, notes = settings_from_args(args)
     probe = DnsFailoverProbe(settings)
     interrupted = False
@@ -129,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(f.level >= Level.WARN for f in result.findings if f.code != "dns.failover_delay") else 0
 
 
-def print_human(result: DnsProbeResult, notes: list[str], settings: DnsProbeSettings) -> None:
+def print_human(result: "DnsProbeResult", notes: list[str], settings: "DnsProbeSettings") -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
