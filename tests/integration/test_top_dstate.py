@@ -42,12 +42,16 @@ class MiniFuse:
         self.held: list[int] = []
         self.lock = threading.Lock()
         self.reads_held = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        self.initialized = threading.Event()
         libc = ctypes.CDLL(None, use_errno=True)
         opts = f"fd={self.fd},rootmode=40000,user_id=0,group_id=0".encode()
         if libc.mount(b"inspector-test", mountpoint.encode(), b"fuse", 0x2 | 0x4, opts) != 0:
             raise OSError(ctypes.get_errno(), "mount fuse")
+        # only now: reading /dev/fuse before the mount attaches it fails with EPERM
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        if not self.initialized.wait(20):
+            raise RuntimeError(f"FUSE INIT not answered (server alive: {self.thread.is_alive()})")
 
     def _attr(self, node: int) -> bytes:
         if node == ROOT_ID:
@@ -78,6 +82,7 @@ class MiniFuse:
                 major, minor, readahead, _flags = struct.unpack_from("<IIII", body)
                 self._reply(unique, struct.pack("<IIIIHHIIHHII24x", 7, 31, readahead, 0, 16, 12,
                                                 131072, 1, 32, 0, 0, 0))
+                self.initialized.set()
             elif opcode == LOOKUP:
                 if node == ROOT_ID and body.rstrip(b"\0") == FILE_NAME:
                     self._reply(unique, struct.pack("<QQQQII", FILE_ID, 0, 60, 60, 0, 0)
