@@ -485,7 +485,7 @@ class MemcachedProbe:
                 closed_at = now
             if closed_at is not None:
                 # closed: only the final reports of worker processes are awaited, briefly
-                hard_end = max(hard_end, closed_at + 0.5)
+                hard_end = max(hard_end, closed_at + 3.0)   # keeps the waits above zero
                 if now >= closed_at + 3.0:
                     break
         if state.t_end is None:
