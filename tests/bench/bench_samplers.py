@@ -5,7 +5,7 @@
    `iostat -x -d` (disks), `pidstat -d` (per-process IO), `mpstat -P ALL` (CPU) and
    `sar -n DEV` (NICs). Each reference tool runs twice, with K1 and K2 reports at 1 s; the
    difference of their CPU time (user+sys of the child) divided by K2-K1 is its marginal CPU
-   per report, so process start-up is not counted against them. Ours is thread CPU time per
+   per report (median of three such pairs), so process start-up is not counted against them. Ours is thread CPU time per
    tick, median and best over many ticks. Printed: each figure and the ratio ours / theirs.
 2. Memory over a long run: LiveSampler at 10 Hz for --minutes (default 10), RSS and the number
    of live objects printed each minute; the run fails if RSS grows by more than 2 MiB after the
@@ -45,9 +45,12 @@ def child_cpu(argv: list[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def reference_cost(argv: list[str]) -> float:
-    """Marginal CPU seconds per report."""
-    return max(child_cpu(argv + [str(K2)]) - child_cpu(argv + [str(K1)]), 0.0) / (K2 - K1)
+def reference_cost(argv: list[str], repeats: int = 3) -> float:
+    """Marginal CPU seconds per report (median of `repeats` pairs of runs: on a shared
+    machine a single difference is noisy)."""
+    return statistics.median(
+        max(child_cpu(argv + [str(K2)]) - child_cpu(argv + [str(K1)]), 0.0) / (K2 - K1)
+        for _ in range(repeats))
 
 
 def our_tick_costs(n: int = 300) -> tuple[list[float], list[float], int]:
