@@ -19,9 +19,9 @@ _CPU_ATTRS = ("user", "nice", "system", "iowait", "irq", "softirq", "steal", "id
 
 
 def _num(value, width: int = 8) -> str:
-    if not known(value):
-        return "-".rjust(width)
-    return f"{value:{width}.2f}"
+    # always a leading space: a big figure widens its row but never merges with its neighbour
+    text = f" {value:.2f}" if known(value) else " -"
+    return text.rjust(width)
 
 
 def _int(value) -> str:

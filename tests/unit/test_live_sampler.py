@@ -186,3 +186,20 @@ def test_task_stuck_in_d_for_half_a_minute_is_a_finding():
     assert (f.code, f.level, f.subject) == ("proc.dstate", Level.WARN, "pid 18833")
     assert "thread 18901 of pid 18833" in f.message and "45 s" in f.message
     assert "wchan io_schedule" in f.evidence
+
+
+def test_text_columns_stay_apart_for_awk_even_with_huge_figures(busy_root):
+    from inspector.live.text import DISK_COLS, format_block
+    _, first, second = two_samples(busy_root)
+    r = rates(first, second)
+    sdb1 = next(d for d in r.disks if d.name == "sdb1")
+    sdb1.rkB_s, sdb1.r_s = 123456789.5, 9876543.25
+    text = format_block(r)
+    header = next(ln for ln in text.splitlines() if ln.startswith("Device"))
+    row = next(ln for ln in text.splitlines() if ln.split()[:1] == ["sdb1"])
+    assert header.split()[1:] == list(DISK_COLS)
+    assert len(row.split()) == len(DISK_COLS) + 1
+    values = dict(zip(DISK_COLS, row.split()[1:]))
+    assert values["rkB/s"] == "123456789.50" and values["r/s"] == "9876543.25"
+    assert values["%util"] == "99.50"
+    assert "!! much busier than md0 (0% util): sdb1 100%" in text
