@@ -449,7 +449,10 @@ class IoLatencyProbe:
                 remaining[0] -= 1
                 last = remaining[0] == 0
             if last:
-                loop.call_soon_threadsafe(finished.set)
+                try:
+                    loop.call_soon_threadsafe(finished.set)
+                except RuntimeError:        # the loop is gone: nobody is waiting any more
+                    pass
 
         deadline_ns = None if self.cfg.deadline is None else int(self.cfg.deadline * 1e9)
         self._workers = [_Worker(i, self.target, self.cfg, quota, deadline_ns, self._stop,
