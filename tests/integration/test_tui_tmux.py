@@ -82,8 +82,14 @@ def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "inspector did not exit on q"
         time.sleep(0.1)
-    dead = tmux.run("list-panes", "-t", "ui", "-F", "#{pane_dead} #{pane_dead_status}").split()
-    assert dead[0] == "1" and dead[1] == "0", dead   # exited, status 0
+    # tmux notices the exit (and records its status) a moment after the process is gone
+    deadline = time.monotonic() + 5
+    while True:
+        dead = tmux.run("list-panes", "-t", "ui", "-F", "#{pane_dead} #{pane_dead_status}").split()
+        if len(dead) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert dead == ["1", "0"], dead   # exited, status 0
     leftovers = [p for p in psutil.process_iter(["cmdline"])
                  if p.info["cmdline"] and str(target) in " ".join(p.info["cmdline"])]
     assert leftovers == []
