@@ -108,8 +108,8 @@ async def test_navigate_every_screen_on_a_capture():
         # the command palette reaches every screen (and the probes)
         await pilot.press("ctrl+p")
         await pilot.pause(0.3)
-        for ch in "Screen: Network":
-            await pilot.press(ch if ch != " " else "space")
+        for ch in "netw":
+            await pilot.press(ch)
         await pilot.pause(0.5)
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "NetScreen")
@@ -123,17 +123,16 @@ async def test_hung_collector_shows_timed_out_and_keys_still_work():
         return build_report(root)
 
     app = InspectorApp(HostRoot(str(fixture_root("kvm-virtio-guest"))), collector=hung,
-                       collect_timeout=0.5, sampler=False)
+                       collect_timeout=2.0, sampler=False)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            started = time.monotonic()
-            for key, name in SCREEN_CLASSES.items():
+            for key, name in (("6", "ProbesScreen"), ("2", "StorageScreen")):
                 await pilot.press(key)
-                await wait_for(pilot, lambda: type(app.screen).__name__ == name, timeout=2)
-            # all six screens answered while the collector was still hanging
-            assert time.monotonic() - started < 0.5 or app.collect_error is not None
-            await wait_for(pilot, lambda: app.collect_error is not None, timeout=3)
-            assert "timed out after 0.5 s" in app.collect_error
+                await wait_for(pilot, lambda: type(app.screen).__name__ == name, timeout=3)
+            # the screens answered while the collector was still hanging
+            assert app.collecting and app.collect_error is None
+            await wait_for(pilot, lambda: app.collect_error is not None, timeout=4)
+            assert "timed out after 2 s" in app.collect_error
             assert "timed out" in text_of(app, "#statusline")
             await pilot.press("1")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
