@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="print the host report (findings first)")
     add_root_argument(p)
     p.add_argument("--json", action="store_true", help="print the model and findings as JSON")
+    p.add_argument("--schema", action="store_true", help="print the JSON Schema of --json and exit")
     p.add_argument("--section", action="append", metavar="NAME",
                    help="limit to storage|virt|net|dns|cpu (repeatable)")
     p.add_argument("--diagnose", action="store_true", help="print how long each collector took")
@@ -39,6 +40,11 @@ def parse_sections(values: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.schema:
+        from inspector.schema import report_schema
+        json.dump(report_schema(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
     sections = parse_sections(args.section)
     root = root_from_args(args)
     report = build_report(root, sections, timeout=args.timeout)

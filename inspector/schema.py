@@ -1,0 +1,296 @@
+"""JSON Schema (draft 2020-12) of the `inspector report --json` document, generated from the
+dataclasses that make the report.
+
+Types come from the fields' type hints (typing.get_type_hints), mapped the way
+`inspector.model.to_jsonable` serialises them: `X | Unknown` becomes anyOf with the
+{"unknown": reason} object, enums their JSON values (Level: lowercased names), dataclasses
+entries of $defs. Descriptions come from the source: a field's `# comment` on its line, else a
+comment block right above it; a class's docstring. So the schema cannot drift from the code,
+and the comments stay the one place where a field is documented.
+
+Two fields are typed `Any` in the code and made precise here: Report.sections (the sections of
+inspector.collect.SECTIONS, each the return type of its module's `collect`) and
+StorageSection.health (what inspector.discover.drives.collect builds: one health dataclass per
+drive kind, or Unknown).
+"""
+from __future__ import annotations
+
+import ast
+import collections.abc
+import dataclasses
+import enum
+import functools
+import importlib
+import inspect
+import io
+import re
+import sys
+import tokenize
+import types
+import typing
+from typing import Any
+
+from inspector.model import SCHEMA_VERSION, Level, Report, Unknown
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+SCHEMA_ID = f"urn:inspector:report:{SCHEMA_VERSION}"
+
+# Fields to_jsonable writes that `report --json` drops again (kept only with --diagnose).
+OPTIONAL_FIELDS = {(Report, "timings")}
+
+# The JSON spelling of a non-finite float (to_jsonable turns NaN and infinity into null).
+_NUMBER = ["number", "null"]
+_SIMPLE = {str: "string", bool: "boolean", int: "integer", bytes: "string", type(None): "null"}
+_ARRAYS = (list, set, frozenset, collections.abc.Sequence, collections.abc.Set,
+           collections.abc.Iterable)
+_OBJECTS = (dict, collections.abc.Mapping)
+
+
+# ----------------------------------------------------------------------------- comments
+# Comments speak Python; the schema's reader sees JSON.
+_PYTHON_WORDS_JSON = {"None": "null", "True": "true", "False": "false"}
+_PYTHON_WORDS = re.compile(r"\b(None|True|False)\b")
+
+@functools.lru_cache(maxsize=None)
+def _module_source(module_name: str) -> tuple[ast.Module, dict[int, tuple[str, bool]]]:
+    """The module's AST and its comments: line -> (text, alone on its line)."""
+    try:
+        source = inspect.getsource(sys.modules[module_name])
+    except (OSError, TypeError):  # installed without sources: a schema without descriptions
+        return ast.Module(body=[], type_ignores=[]), {}
+    comments: dict[int, tuple[str, bool]] = {}
+    lines = source.splitlines()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            alone = not lines[row - 1][:col].strip()
+            comments[row] = (token.string.lstrip("#").strip(), alone)
+    return ast.parse(source), comments
+
+
+def _class_node(cls: type) -> ast.ClassDef | None:
+    tree, _ = _module_source(cls.__module__)
+    body: list[ast.stmt] = tree.body
+    node = None
+    for part in cls.__qualname__.split("."):
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node
+
+
+@functools.lru_cache(maxsize=None)
+def field_comments(cls: type) -> dict[str, str]:
+    """Field name -> its documentation comment, for the fields `cls` itself declares.
+
+    The comment at the end of the field's line(s) wins; a field without one takes the block of
+    whole-line comments directly above it (no blank line between)."""
+    node = _class_node(cls)
+    if node is None:
+        return {}
+    _, comments = _module_source(cls.__module__)
+    found: dict[str, str] = {}
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        end = stmt.end_lineno or stmt.lineno
+        trailing = [comments[n][0] for n in range(stmt.lineno, end + 1)
+                    if n in comments and not comments[n][1]]
+        above: list[str] = []
+        line = stmt.lineno - 1
+        while line in comments and comments[line][1]:
+            above.insert(0, comments[line][0])
+            line -= 1
+        text = " ".join(trailing) or " ".join(above)
+        if text:
+            found[stmt.target.id] = _PYTHON_WORDS.sub(lambda m: _PYTHON_WORDS_JSON[m[0]], text)
+    return found
+
+
+def class_doc(cls: type) -> str:
+    """The class's own docstring (dataclasses invent one from the signature: not that)."""
+    node = _class_node(cls)
+    doc = ast.get_docstring(node) if node is not None else None
+    return " ".join(doc.split()) if doc else ""
+
+
+def _field_doc(cls: type, name: str) -> str:
+    for klass in cls.__mro__:  # an inherited field is documented where it is declared
+        if name in vars(klass).get("__annotations__", {}):
+            return field_comments(klass).get(name, "")
+    return ""
+
+
+# ----------------------------------------------------------------------------- the builder
+class SchemaBuilder:
+    """Turns type hints into schemas, collecting every dataclass and enum into $defs."""
+
+    def __init__(self) -> None:
+        self.defs: dict[str, dict] = {}
+        self._names: dict[type, str] = {}
+        # (class, field) -> schema used instead of the one the hint gives
+        self.overrides: dict[tuple[type, str], dict] = {}
+
+    # --- $defs
+    def ref(self, cls: type) -> dict:
+        name = self._names.get(cls)
+        if name is None:
+            name = cls.__name__
+            if name in self.defs:  # two modules use the same class name
+                name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+            self._names[cls] = name
+            self.defs[name] = {}  # reserved first: a dataclass may refer to itself
+            self.defs[name] = self._enum(cls) if issubclass(cls, enum.Enum) else self._dataclass(cls)
+        return {"$ref": f"#/$defs/{name}"}
+
+    def _dataclass(self, cls: type) -> dict:
+        if cls is Unknown:
+            return {"type": "object", "description": class_doc(Unknown) +
+                    " Any field may hold this object where its schema allows it.",
+                    "properties": {"unknown": {"type": "string",
+                                               "description": "why the value is unknown"}},
+                    "required": ["unknown"], "additionalProperties": False}
+        hints = typing.get_type_hints(cls)
+        properties: dict[str, dict] = {}
+        required: list[str] = []
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("json_skip"):
+                continue
+            schema = dict(self.overrides.get((cls, f.name)) or self.of(hints[f.name]))
+            doc = _field_doc(cls, f.name)
+            if (cls, f.name) in OPTIONAL_FIELDS:
+                schema["$comment"] = "only with --diagnose"
+            if doc:
+                schema = {"description": doc, **schema}
+            properties[f.name] = schema
+            if (cls, f.name) not in OPTIONAL_FIELDS:
+                required.append(f.name)
+        schema: dict[str, Any] = {"type": "object"}
+        if class_doc(cls):
+            schema["description"] = class_doc(cls)
+        schema.update(properties=properties, required=required, additionalProperties=False)
+        return schema
+
+    def _enum(self, cls: type[enum.Enum]) -> dict:
+        values = [m.name.lower() if issubclass(cls, Level) else m.value for m in cls]
+        schema: dict[str, Any] = {"enum": values}
+        if class_doc(cls):
+            schema["description"] = class_doc(cls)
+        return schema
+
+    # --- hints
+    def of(self, hint: Any) -> dict:
+        """The schema of the JSON that to_jsonable makes of a value of type `hint`."""
+        if hint is Any or hint is object:
+            return {}
+        if hint is float:
+            return {"type": list(_NUMBER)}
+        if hint in _SIMPLE:
+            return {"type": _SIMPLE[hint]}
+        if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or issubclass(hint, enum.Enum)):
+            return self.ref(hint)
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin in (typing.Union, types.UnionType):
+            return self._union(args)
+        if origin is typing.Literal:
+            return {"enum": [_json_value(a) for a in args]}
+        if origin is tuple or hint is tuple:
+            return self._tuple(args)
+        if hint in _ARRAYS or origin in _ARRAYS:
+            return {"type": "array", **({"items": self.of(args[0])} if args else {})}
+        if hint in _OBJECTS or origin in _OBJECTS:
+            return self._mapping(args)
+        raise TypeError(f"no JSON schema for type hint {hint!r}")
+
+    def _union(self, members: tuple) -> dict:
+        # Unknown last: the value first, then how it may be missing.
+        ordered = sorted(members, key=lambda m: m is Unknown)
+        schemas = [self.of(m) for m in ordered]
+        if any(s == {} for s in schemas):
+            return {}
+        types_only = [s["type"] for s in schemas if set(s) == {"type"}]
+        if len(types_only) == len(schemas):
+            flat: list[str] = []
+            for t in types_only:
+                flat.extend(t if isinstance(t, list) else [t])
+            flat = list(dict.fromkeys(flat))
+            return {"type": flat[0] if len(flat) == 1 else flat}
+        return {"anyOf": schemas}
+
+    def _tuple(self, args: tuple) -> dict:
+        if not args or (len(args) == 2 and args[1] is Ellipsis):
+            return {"type": "array", **({"items": self.of(args[0])} if args else {})}
+        return {"type": "array", "prefixItems": [self.of(a) for a in args], "items": False,
+                "minItems": len(args), "maxItems": len(args)}
+
+    def _mapping(self, args: tuple) -> dict:
+        schema: dict[str, Any] = {"type": "object"}
+        if not args:
+            return schema
+        key, value = args
+        if key is int:  # to_jsonable writes str(key)
+            schema["propertyNames"] = {"pattern": "^-?[0-9]+$"}
+        elif isinstance(key, type) and issubclass(key, enum.Enum):
+            schema["propertyNames"] = {"enum": [str(_json_value(m)) for m in key]}
+        schema["additionalProperties"] = self.of(value)
+        return schema
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Level):
+        return value.name.lower()
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+# ----------------------------------------------------------------------------- the report
+def section_types() -> dict[str, Any]:
+    """Section name -> the return type of its module's `collect(root)`."""
+    from inspector.collect import SECTIONS
+    return {name: typing.get_type_hints(importlib.import_module(module).collect)["return"]
+            for name, module in SECTIONS.items()}
+
+
+def drive_health_types() -> tuple[type, ...]:
+    """The health dataclasses of inspector.discover.drives.collect: hioX (HioHealth), fioX and
+    fctN (FioHealth, from fio_status.map_devices), nvmeXnY (NvmeHealth), sdX (SmartHealth)."""
+    from inspector.discover.fio_status import FioHealth
+    from inspector.discover.hio import HioHealth
+    from inspector.discover.nvme_health import NvmeHealth
+    from inspector.discover.smart import SmartHealth
+    return HioHealth, FioHealth, NvmeHealth, SmartHealth
+
+
+def _add_overrides(builder: SchemaBuilder) -> None:
+    """Set before anything is built: a dataclass's $defs entry is made once, on first use."""
+    from inspector.discover.storage import StorageSection
+    kinds = drive_health_types()
+    for cls in kinds:
+        # each kind has a fixed `kind` default: it tells a reader which object this is
+        default = next(f.default for f in dataclasses.fields(cls) if f.name == "kind")
+        builder.overrides[(cls, "kind")] = {
+            "description": f"drive kind: {default!r} marks a {cls.__name__} object", "const": default}
+    builder.overrides[(StorageSection, "health")] = {
+        "type": "object",
+        "additionalProperties": {"anyOf": [builder.of(cls) for cls in kinds] + [builder.of(Unknown)]}}
+    builder.overrides[(Report, "schema_version")] = {
+        "description": "layout version of this document; changes when a field changes meaning",
+        "const": SCHEMA_VERSION}
+    # a collector that times out or crashes leaves Unknown in its section's place (collect.py)
+    sections = {name: builder.of(hint | Unknown) for name, hint in section_types().items()}
+    builder.overrides[(Report, "sections")] = {
+        "type": "object", "properties": sections, "additionalProperties": False,
+        "$comment": "only the sections asked for with --section are present"}
+
+
+def report_schema() -> dict:
+    """The JSON Schema of `inspector report --json` (and of the report inside snapshots)."""
+    builder = SchemaBuilder()
+    _add_overrides(builder)
+    builder.ref(Unknown)
+    root = builder.ref(Report)
+    return {"$schema": DIALECT, "$id": SCHEMA_ID,
+            "title": "inspector report --json",
+            "description": "The host report: identity, sections, findings. A value that could not "
+                           "be read is {\"unknown\": \"<reason>\"} where its schema allows it.",
+            **root, "$defs": dict(sorted(builder.defs.items()))}
