@@ -16,6 +16,7 @@ from inspector.host import HostRoot
 from inspector.model import HostIdentity, Report
 from inspector.tui.app import InspectorApp
 from inspector.tui.screen_help import ConfirmScreen, HelpScreen
+from inspector.tui.probe_runs import ProbeRequest
 from inspector.tui.screen_probes import RunPanel
 from inspector.widgets.chart import LiveChart
 from memcached_server import memcached  # noqa: F401  (fixture)
@@ -191,8 +192,9 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         first = app.probes.runs[0]
         await wait_for(pilot, lambda: app.screen.query_one("#panel-a LiveChart", LiveChart).points >= 2)
         assert first.active and first.last.ops > 0
-        # a second run at the same time (several probes at once)
-        await start_probe(app, pilot, "io", str(target), seconds="60")
+        # a second run at the same time (several probes at once); the form path is covered
+        # above, so this one starts straight from a request
+        app.screen.start_request(ProbeRequest("io", str(target), duration=60))
         await wait_for(pilot, lambda: len(app.probes.runs) == 2 and app.probes.runs[1].last)
         second = app.probes.runs[1]
         assert len(app.probes.active()) == 2
