@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from rich.table import Table
 from rich.text import Text
 
-from inspector.model import Finding, Level, Unknown, known
+from inspector.model import Finding, Level, Unknown
 
 LABEL_FIELDS = ("name", "device", "dev", "ifname", "iface", "server", "address", "path", "kind",
                 "id", "title", "key")
@@ -153,15 +153,6 @@ def detail_table(obj: Any, title: str | None = None) -> Table:
         table.add_row(name.replace("_", " "), Text(", ".join(label_of(i) for i in items)[:200],
                                                     style="grey62"))
     return table
-
-
-def walk(obj: Any, depth: int = 0, max_depth: int = 6) -> Iterator[tuple[int, Any]]:
-    if depth > max_depth:
-        return
-    for _, items in child_groups(obj):
-        for item in items:
-            yield depth, item
-            yield from walk(item, depth + 1, max_depth)
 
 
 def worst_level(findings: Iterable[Finding]) -> Level | None:

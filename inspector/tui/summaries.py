@@ -5,7 +5,7 @@ from typing import Any
 
 from rich.text import Text
 
-from inspector.model import Unknown, known
+from inspector.model import known
 from inspector.tui.live import LiveView
 from inspector.tui.modelview import find_text, get, is_dc, label_of, section_state
 
@@ -130,7 +130,3 @@ def headline(view: LiveView | None, reason: str | None) -> Text:
         if nic.stalled:
             text.append(" STALLED", style="bold red")
     return text
-
-
-def unknown_text(value: Any) -> str:
-    return str(value) if isinstance(value, Unknown) else value

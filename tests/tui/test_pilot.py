@@ -1,13 +1,11 @@
 """Pilot tests of the TUI: navigation, help, filter, hung collector, probes and confirmation."""
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import threading
 import time
 
-import pytest
 from textual.widgets import DataTable, Static, Tree
 
 from conftest import fixture_root
