@@ -133,6 +133,12 @@ class LiveChart(Widget):
     def latest(self) -> tuple[float | None, ...]:
         return tuple(dq[-1] if dq else None for dq in self._data)
 
+    def rename_series(self, names: Sequence[str]) -> None:
+        """New legend names (same number of series), e.g. when a probe reports a mean, not p50."""
+        if tuple(names) != self.series and len(names) == len(self.series):
+            self.series = tuple(names)
+            self._update_subtitle()
+
     def _update_subtitle(self) -> None:
         if len(self.series) > 1:
             names = [f"█ {self.series[0]}"] + [f"{MARKERS[(i - 1) % len(MARKERS)]} {s}"

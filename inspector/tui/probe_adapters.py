@@ -38,7 +38,8 @@ async def io_adapter(run) -> AsyncIterator[dict]:
             yield {"elapsed": s.t, "ops": ops, "ops_per_s": s.iops,
                    "p50": p50 if p50 is not None else getattr(st, "avg_ns", None),
                    "p99": getattr(st, "p99_ns", None), "max": getattr(st, "max_ns", None),
-                   "errors": 1 if s.error else 0, "extra": {"bytes_per_s": s.bytes_per_s}}
+                   "errors": 1 if s.error else 0,
+                   "extra": {"bytes_per_s": s.bytes_per_s, "primary": "p50" if p50 is not None else "avg"}}
         res = probe.result
         if res is not None:
             lat = res.latency

@@ -50,9 +50,12 @@ class RunPanel(Vertical):
         chart = self.query_one(LiveChart)
         self.run_id = run.run_id if run else None
         chart.clear("no run selected" if run is None else "waiting for the first interval...")
+        chart.rename_series(("p50", "p99", "max"))
         chart.border_title = f"{self.title}: {run.title}" if run else self.title
         if run is not None:
             history = list(run.history)
+            if history:
+                chart.rename_series(((history[0].extra or {}).get("primary", "p50"), "p99", "max"))
             chart.extend([_ms(u) for u in history if not (u.extra or {}).get("final")])
             if history:
                 self._stats(run, history[-1])
@@ -63,8 +66,12 @@ class RunPanel(Vertical):
     def add(self, run: ProbeRun, update: ProbeUpdate) -> None:
         if update.run_id != self.run_id:
             return
-        if not (update.extra or {}).get("final"):
-            self.query_one(LiveChart).push(*_ms(update))
+        extra = update.extra or {}
+        if not extra.get("final"):
+            chart = self.query_one(LiveChart)
+            # the IO probe's intervals carry a mean, not a median: say so in the legend
+            chart.rename_series((extra.get("primary", "p50"), "p99", "max"))
+            chart.push(*_ms(update))
         self._stats(run, update)
 
     def _stats(self, run: ProbeRun, update: ProbeUpdate) -> None:
