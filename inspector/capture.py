@@ -103,6 +103,7 @@ def open_root(spec: str | None, record: bool = False) -> HostRoot:
     if not os.path.exists(spec):
         raise CaptureError(f"--root {spec}: no such file or directory")
     if os.path.isdir(spec):
+        _check_looks_like_root(spec, spec)
         try:
             return HostRoot(spec)
         except Unavailable as exc:
@@ -114,7 +115,8 @@ def _unpack(path: str) -> str:
     try:
         tar = tarfile.open(path, mode="r:*")
     except (tarfile.TarError, OSError, EOFError) as exc:
-        raise CaptureError(f"--root {path}: not a readable capture (tar.gz): {exc}") from None
+        raise CaptureError(f"--root {path}: not a readable capture (tar.gz): "
+                           f"{_first_line(exc)}") from None
     dest = tempfile.mkdtemp(prefix="inspector-root-")
     atexit.register(shutil.rmtree, dest, ignore_errors=True)
     try:
@@ -122,8 +124,29 @@ def _unpack(path: str) -> str:
             # The 'data' filter refuses absolute paths, links leaving the tree, devices and setuid.
             tar.extractall(dest, filter="data")
     except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
-        raise CaptureError(f"--root {path}: corrupt or truncated capture: {exc}") from None
+        raise CaptureError(f"--root {path}: corrupt or truncated capture: "
+                           f"{_first_line(exc)}") from None
+    _check_looks_like_root(dest, path)
     try:
         return HostRoot(dest, label=path).path
     except Unavailable as exc:
         raise CaptureError(f"--root {path}: {exc.reason}") from None
+
+
+ROOT_MARKERS = ("sys", "proc", "etc", "dev", "run", SIDECAR_NAME)
+
+
+def _check_looks_like_root(path: str, spec: str) -> None:
+    """Refuse a directory with none of a root's parts: reading /home as a host would report
+    "hardware, no findings" with high confidence about a machine nobody looked at."""
+    if not any(os.path.exists(os.path.join(path, marker)) for marker in ROOT_MARKERS):
+        raise CaptureError(f"--root {spec}: not a host root or capture (none of "
+                           f"{', '.join(ROOT_MARKERS)} inside)")
+
+
+def _first_line(exc: BaseException) -> str:
+    # tarfile's "could not be opened" error lists every compression method tried, one per line
+    text = str(exc).strip() or type(exc).__name__
+    if text.startswith("file could not be opened successfully"):
+        return "not gzip, bzip2, xz or tar data"
+    return text.splitlines()[0].rstrip(":")

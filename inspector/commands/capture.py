@@ -8,14 +8,14 @@ import time
 
 from inspector.capture import write_capture
 from inspector.collect import build_report
-from inspector.commands.common import CliError, eprint
+from inspector.commands.common import CliError, eprint, positive_float
 from inspector.host import HostRoot
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capture", help="write what discovery reads to a tar.gz (for --root)")
     p.add_argument("-o", "--output", metavar="FILE.tar.gz", help="default: inspector-HOST-TIME.tar.gz")
-    p.add_argument("--timeout", type=float, default=15.0, help="per-collector timeout, seconds")
+    p.add_argument("--timeout", type=positive_float, default=15.0, help="per-collector timeout, seconds")
     p.set_defaults(func=run)
 
 

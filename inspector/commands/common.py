@@ -30,5 +30,28 @@ def root_from_args(args: argparse.Namespace, record: bool = False) -> HostRoot:
         raise CliError(str(exc)) from None
 
 
+def _number(convert, minimum, inclusive: bool, what: str):
+    """An argparse type: a number bounded below, so `--timeout -1` is a usage error, not a hang
+    or an instant failure that looks like a host problem."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"{text!r} must be a finite number")
+        if value < minimum or (value == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {what}")
+        return value
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+positive_float = _number(float, 0, False, "greater than 0")
+non_negative_float = _number(float, 0, True, "0 or more")
+positive_int = _number(int, 0, False, "a whole number greater than 0")
+non_negative_int = _number(int, 0, True, "a whole number, 0 or more")
+
+
 def eprint(*parts: object) -> None:
     print(*parts, file=sys.stderr)

@@ -13,7 +13,7 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.commands.common import CliError, add_root_argument, eprint, non_negative_float, positive_float, positive_int, root_from_args
 from inspector.model import Level, Unknown, to_jsonable
 
 if TYPE_CHECKING:   # the probe modules load dnspython: only when this command runs
@@ -28,11 +28,11 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--resolv-conf", metavar="FILE", help="read this file instead of /etc/resolv.conf")
     p.add_argument("--server", action="append", default=[], metavar="ADDR[:PORT]",
                    help="probe these servers instead of resolv.conf's (repeatable)")
-    p.add_argument("--count", type=int, default=1, metavar="N", help="rounds (default 1)")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between rounds")
-    p.add_argument("--timeout", type=float, metavar="S",
+    p.add_argument("--count", type=positive_int, default=1, metavar="N", help="rounds (default 1)")
+    p.add_argument("--interval", type=non_negative_float, default=1.0, metavar="S", help="seconds between rounds")
+    p.add_argument("--timeout", type=positive_float, metavar="S",
                    help="per-server wait (default: glibc's wait for that server)")
-    p.add_argument("--tcp-timeout", type=float, default=3.0, metavar="S",
+    p.add_argument("--tcp-timeout", type=positive_float, default=3.0, metavar="S",
                    help="bound on the TCP retry after truncation (glibc has none)")
     p.add_argument("--measure-getaddrinfo", action="store_true",
                    help="also time the real getaddrinfo (uses /etc/resolv.conf)")

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from inspector.commands.common import CliError, add_root_argument, root_from_args
+from inspector.commands.common import CliError, add_root_argument, non_negative_int, positive_float, root_from_args
 from inspector.live import LiveSampler, rates, since_boot
 from inspector.live.text import format_block, format_single
 from inspector.model import Unknown, known, to_jsonable
@@ -18,9 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Print one block per interval: CPU split (with steal and "
                                    "iowait), iostat -x per device, NIC rates, processes in D "
                                    "state and the top IO processes. Ctrl-C stops.")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+    p.add_argument("--interval", type=positive_float, default=1.0, metavar="S",
                    help="seconds between samples (default 1)")
-    p.add_argument("--count", type=int, default=0, metavar="N",
+    p.add_argument("--count", type=non_negative_int, default=0, metavar="N",
                    help="stop after N intervals (default: until Ctrl-C)")
     p.add_argument("--json", action="store_true", help="one JSON object per line per interval")
     p.add_argument("--all", action="store_true", help="also list devices with no IO")

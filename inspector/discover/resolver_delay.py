@@ -101,6 +101,7 @@ def all_servers_down(cfg: ResolverConfig, name: str | None = "host",
     per_try = sum(waits)
     total = cfg.attempts * per_try * rounds
     parts = " + ".join(str(w) for w in waits)
+    parts = f"({parts})" if len(waits) > 1 else parts
     attempts = f"{cfg.attempts} attempt{'s' if cfg.attempts != 1 else ''}"
-    return DelayEstimate(total, total, f"{attempts} x ({parts}) s{rounds_text} = "
+    return DelayEstimate(total, total, f"{attempts} x {parts} s{rounds_text} = "
                          f"{total} s", fails=True)

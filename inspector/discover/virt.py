@@ -836,6 +836,11 @@ def collect(root: HostRoot) -> VirtSection:
         hardware.evidence.insert(0, Evidence(
             "/sys/class/dmi/id", f"{sig.dmi.get('sys_vendor', '?')} "
             f"{sig.dmi.get('product_name', '')}".strip(), "hardware", INFO))
+    if not in_vm:
+        # Bare metal is only as certain as the "no VM" verdict it rests on: a root with nothing
+        # to read must not claim hardware with high confidence.
+        hardware.confidence = next((l.confidence for l in vm_layers if l.kind == "vm"),
+                                   hardware.confidence)
     layers = [container, *vm_layers, hardware]
     blocks = sig.cpuid.blocks
     cpuid = CpuidSummary(

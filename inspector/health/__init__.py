@@ -6,13 +6,20 @@ from __future__ import annotations
 
 import importlib
 
-from inspector.model import Finding, Level, Report
+from inspector.model import Finding, Level, Report, Unknown
 
 RULE_MODULES = ["storage", "drives", "virt", "net", "dns", "cpu"]
 
 
 def evaluate(report: Report) -> list[Finding]:
-    findings: list[Finding] = []
+    # A section that could not be collected at all is itself a finding: "no findings" must
+    # never be printed for a host we did not manage to look at.
+    findings: list[Finding] = [
+        Finding(Level.UNKNOWN, name, f"{name} not collected: {section.reason}",
+                advice=("Run again with a longer --timeout." if "timed out" in section.reason
+                        else ""),
+                code=f"{name}.not_collected")
+        for name, section in report.sections.items() if isinstance(section, Unknown)]
     for name in RULE_MODULES:
         try:
             module = importlib.import_module(f"inspector.health.{name}")

@@ -7,7 +7,7 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from inspector.model import Report, Unknown
+from inspector.model import Level, Report, Unknown
 from inspector.render.findings import render_findings
 
 SECTION_TITLES = {"storage": "Storage", "virt": "Virtualization", "net": "Network",
@@ -26,13 +26,32 @@ def render_section(name: str, section: object) -> RenderableType:
 
 
 def render_report(report: Report, console: Console) -> None:
-    host = report.host
-    console.print(Text.assemble(("Inspector report ", "bold"), (f"{host.hostname}", "bold cyan"),
-                                f"  kernel {host.kernel}  {host.machine}  source: {host.source}"))
+    console.print(render_header(report))
     console.print(render_findings(report.findings))
     for name, section in report.sections.items():
         console.print(Panel(render_section(name, section), title=SECTION_TITLES.get(name, name),
                             title_align="left", border_style="blue"))
+
+
+def render_header(report: Report) -> RenderableType:
+    """Short lines that fit 80 columns: who, what it is and how it is, where it was read."""
+    host = report.host
+    first = Text.assemble(("Inspector report  ", "bold"), (f"{host.hostname}", "bold cyan"))
+    if host.source == "live":
+        first.append("  live", style="dim")
+    second = Text(f"kernel {host.kernel} {host.machine}")
+    virt = report.sections.get("virt")
+    if virt is not None and not isinstance(virt, Unknown):
+        from inspector.render.virt import layers_line
+        second.append(" · ")
+        second.append(layers_line(virt), style="magenta")
+    counts = [f"{sum(1 for f in report.findings if f.level is level)} {level.label}"
+              for level in (Level.CRIT, Level.WARN, Level.UNKNOWN)]
+    second.append(" · findings " + ", ".join(c for c in counts if not c.startswith("0 "))
+                  if any(not c.startswith("0 ") for c in counts) else " · no findings")
+    if host.source == "live":
+        return Group(first, second)
+    return Group(first, second, Text(f"source: {host.source}", style="dim", overflow="fold"))
 
 
 def render_timings(report: Report) -> RenderableType:

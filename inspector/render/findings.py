@@ -1,6 +1,7 @@
 """Findings table: the first thing a report shows."""
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -22,10 +23,20 @@ def render_findings(findings: list[Finding]) -> Table | Text:
     table.add_column("subject", style="bold", no_wrap=True)
     table.add_column("finding")
     for f in findings:
-        body = Text(f.message)
-        for line in f.evidence:
-            body.append(f"\n  evidence: {line}", style="dim")
-        if f.advice:
-            body.append(f"\n  advice: {f.advice}", style="italic cyan")
-        table.add_row(level_text(f.level), f.subject, body)
+        table.add_row(level_text(f.level), f.subject, _finding_body(f))
     return table
+
+
+def _finding_body(f: Finding) -> Group | Text:
+    """The message, then evidence and advice in a grid so their wrapped lines stay indented
+    under their own text at 80 columns instead of running back under the label."""
+    if not f.evidence and not f.advice:
+        return Text(f.message)
+    details = Table.grid(padding=(0, 1))
+    details.add_column(no_wrap=True)
+    details.add_column(ratio=1)
+    for line in f.evidence:
+        details.add_row(Text(" evidence", style="dim"), Text(line, style="dim"))
+    if f.advice:
+        details.add_row(Text(" advice", style="italic cyan"), Text(f.advice, style="italic cyan"))
+    return Group(Text(f.message), details)

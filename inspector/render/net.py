@@ -94,23 +94,24 @@ def offloads_line(nic: Nic) -> Text:
         if item.fixed:
             line.append("*", style="dim")
         line.append("  ")
-    line.append(f"+{max(len(nic.offloads) - shown, 0)} more lines", style="dim")
+    line.append(f"+{max(len(nic.offloads) - shown, 0)} more features", style="dim")
     return line
 
 
 def sysctl_table(section: NetSection) -> Table:
+    # The verdict comes second so a narrow terminal folds the long values, never the verdict.
     table = Table(show_edge=False, pad_edge=False, title="network sysctls (vs. usual tuning)",
                   title_justify="left", title_style="bold")
     table.add_column("sysctl", no_wrap=True)
-    table.add_column("value", no_wrap=True)
-    table.add_column("tuned", no_wrap=True, style="dim")
     table.add_column("", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    table.add_column("tuned", overflow="fold", style="dim")
     for sc in section.sysctls:
         mark = Text("ok", style="green") if sc.meets_tuning is True else \
             Text("below" if sc.compare.endswith("at_least") else "differs", style="yellow") \
             if sc.meets_tuning is False else Text("?", style="dim")
         tuned = sc.tuned.replace(" ", " | ") if sc.compare == "one_of" else sc.tuned
-        table.add_row(Text(sc.name), cell(sc.value), Text(tuned), mark)
+        table.add_row(Text(sc.name), mark, cell(sc.value), Text(tuned))
     return table
 
 

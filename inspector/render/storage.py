@@ -147,8 +147,22 @@ def _plain_lines(section: StorageSection, rows: list[tuple[str, str]]) -> Text:
     return text
 
 
-def device_table(section: StorageSection) -> Table | Text:
+def _is_empty_root(section: StorageSection, prefix: str, name: str) -> bool:
+    """A top-level device of size 0 with nothing on it (an unbound loop device): lsblk hides
+    these unless -a; a table of sixteen idle loops pushes the real disks off the screen."""
+    dev = section.devices.get(name)
+    return (not prefix and dev is not None and dev.size_bytes == 0 and not dev.children
+            and not dev.mounts)
+
+
+def visible_rows(section: StorageSection) -> tuple[list[tuple[str, str]], int]:
     rows = list(tree_rows(section))
+    shown = [(p, n) for p, n in rows if not _is_empty_root(section, p, n)]
+    return shown, len(rows) - len(shown)
+
+
+def device_table(section: StorageSection) -> Table | Text:
+    rows, _ = visible_rows(section)
     if len(rows) > _TABLE_ROWS_MAX:
         return _plain_lines(section, rows)
     width = max((len(p) + len(_label(section, n)) for p, n in rows), default=4)
@@ -266,6 +280,10 @@ def dm_block(section: StorageSection) -> Text:
 
 def render(section: StorageSection) -> RenderableType:
     parts: list[RenderableType] = [device_table(section)]
+    _, hidden = visible_rows(section)
+    if hidden:
+        parts.append(Text(f"{hidden} empty device{'s' if hidden != 1 else ''} (size 0, e.g. "
+                          f"unbound loop) not shown; see --json", style="dim"))
     if section.md:
         parts.append(md_block(section))
     if section.dm:

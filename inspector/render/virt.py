@@ -13,13 +13,25 @@ _WEIGHT_STYLE = {"strong": "green", "medium": "cyan", "weak": "dim", "info": "di
 
 
 def layers_line(section: VirtSection) -> str:
-    """"docker > kvm (firecracker) > hardware"; "hardware" alone on bare metal."""
-    return section.summary or "hardware"
+    """"docker > kvm (firecracker) > hardware"; "hardware" alone on bare metal; the host roles
+    after it ("hardware; host role: xen-host"), since a dom0 looks like bare metal otherwise."""
+    line = section.summary or "hardware"
+    if section.roles:
+        line += "; host role: " + ", ".join(role.role for role in section.roles)
+    return line
 
 
-def _layer_title(layer: Layer) -> Text:
+def _layer_label(layer: Layer, in_vm: bool) -> str:
+    if layer.kind != "hardware":
+        return layer.label()
+    if layer.flavor:
+        return layer.flavor
+    return "below the hypervisor (not visible)" if in_vm else "physical machine"
+
+
+def _layer_title(layer: Layer, in_vm: bool) -> Text:
     title = Text(f"{layer.kind}: ", style="bold")
-    title.append(layer.label(), style="bold cyan" if layer.present else "dim")
+    title.append(_layer_label(layer, in_vm), style="bold cyan" if layer.present else "dim")
     title.append(f"  confidence {layer.confidence}", style="dim")
     return title
 
@@ -42,8 +54,9 @@ def render(section: object) -> RenderableType:
                           f"{', blocks ' + blocks if blocks else ''}", style="dim"))
     else:
         parts.append(Text(f"cpuid   {cpuid.method}", style="dim"))
+    in_vm = any(layer.kind == "vm" and layer.present for layer in section.layers)
     for layer in section.layers:
-        parts.append(_layer_title(layer))
+        parts.append(_layer_title(layer, in_vm))
         # A grid keeps wrapped evidence lines indented under their own column.
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=3)

@@ -46,7 +46,7 @@ def test_report_text_shows_health_blocks():
                      "health WARN [fio-status -a]", "reserves 8% (warn 10%)",
                      "health CRIT [fio-status -a]", "card failed: DEVICE IS OFFLINE",
                      "health OK [nvme smart-log]", "health WARN [smartctl --json -a]",
-                     "evidence: Battery status: warning"):
+                     "evidence Battery status: warning"):
         assert expected in text, expected
 
 

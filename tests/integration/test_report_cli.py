@@ -1,0 +1,93 @@
+"""`inspector report` as a user meets it: bad input refused in one line, a host that could not
+be looked at never reported as healthy, and the text readable in an 80-column SSH window."""
+import gzip
+import io
+import json
+import re
+import tarfile
+
+import pytest
+
+from conftest import fixture_root, run_bin, run_cli
+
+
+@pytest.mark.parametrize("value, complaint", [
+    ("-1", "must be greater than 0"), ("0", "must be greater than 0"),
+    ("nan", "must be a finite number"), ("soon", "is not a number")])
+def test_report_timeout_must_be_a_positive_number(value, complaint):
+    res = run_cli("report", "--timeout", value)
+    assert res.status == 2 and complaint in res.err
+
+
+def test_a_directory_that_is_not_a_root_is_refused(tmp_path):
+    (tmp_path / "notes").mkdir()
+    res = run_cli("report", "--root", str(tmp_path))
+    assert res.status == 2
+    assert res.err.strip().count("\n") == 0 and "not a host root or capture" in res.err
+
+
+def test_a_partial_root_is_accepted_and_says_what_is_missing(tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "resolv.conf").write_text("nameserver 192.0.2.1\n")
+    doc = run_cli("report", "--root", str(tmp_path), "--json").json()
+    virt = doc["sections"]["virt"]
+    hardware = next(layer for layer in virt["layers"] if layer["kind"] == "hardware")
+    # nothing to read about the machine: bare metal is a guess, not a certainty
+    assert hardware["confidence"] == "low"
+    assert doc["sections"]["dns"]["config"]["nameservers"] == ["192.0.2.1"]
+
+
+@pytest.mark.parametrize("content, complaint", [
+    (b"\x00garbage" * 300, "not gzip, bzip2, xz or tar data"),
+    (None, "corrupt or truncated capture")])
+def test_a_bad_capture_is_one_line(tmp_path, content, complaint):
+    path = tmp_path / "capture.tar.gz"
+    if content is None:  # a real capture cut short, as an interrupted scp leaves it
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(fixture_root("flash-mixed"), arcname=".")
+        content = buf.getvalue()[: len(buf.getvalue()) // 2]
+    path.write_bytes(content)
+    res = run_bin("report", "--root", str(path))
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and complaint in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_a_capture_of_something_else_is_refused(tmp_path):
+    path = tmp_path / "photos.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo("holiday.jpg")
+        data = b"jpeg"
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    res = run_cli("report", "--root", str(path))
+    assert res.status == 2 and "not a host root or capture" in res.err
+
+
+def test_sections_that_were_not_collected_are_findings_not_silence():
+    doc = run_cli("report", "--root", str(fixture_root("flash-mixed")), "--json",
+                  "--timeout", "0.000001").json()
+    missing = [name for name, section in doc["sections"].items() if set(section) == {"unknown"}]
+    assert missing, "a one-microsecond budget must time out at least one collector"
+    codes = {f["code"] for f in doc["findings"] if f["level"] == "unknown"}
+    assert {f"{name}.not_collected" for name in missing} <= codes
+    text = run_cli("report", "--root", str(fixture_root("flash-mixed")), "--timeout",
+                   "0.000001").out
+    assert "No findings" not in text
+
+
+def test_report_fits_80_columns_without_cutting_verdicts():
+    res = run_bin("report", "--root", str(fixture_root("flash-mixed")), env={"COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "…" not in res.stdout  # nothing cut with an ellipsis: long values fold instead
+    # the second header line says what the host is and how it is
+    assert re.search(r"kernel \S+ \S+ · .* · findings \d+ crit", lines[1]), lines[1]
+
+
+def test_report_header_names_a_dom0_role():
+    res = run_bin("report", "--root", str(fixture_root("virt-13-xen-dom0")), "--section", "virt")
+    assert "hardware; host role: xen-host" in res.stdout.splitlines()[1]
+    assert "hardware: hardware" not in res.stdout
