@@ -17,7 +17,10 @@ COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "
             "check", "export", "tui"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given argv, only the named command's module is imported (each command
+    imports its own machinery, and `inspector report` over a slow SSH link should not pay
+    for the probes' imports). `--help` and unknown commands get every command."""
     parser = argparse.ArgumentParser(
         prog="inspector",
         description="Storage stack and health, virtualization layers, NICs and resolver at a "
@@ -25,19 +28,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"inspector {__version__}")
     add_root_argument(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in _commands_needed(argv):
         importlib.import_module(f"inspector.commands.{name}").register(sub)
     return parser
+
+
+def _commands_needed(argv: list[str] | None) -> list[str]:
+    if argv is None:
+        return COMMANDS
+    words = iter(argv)
+    for word in words:
+        if word == "--root":
+            next(words, None)
+        elif word.startswith("--root="):
+            continue
+        elif word in COMMANDS:
+            return [word]
+        elif not word.startswith("-") or word in ("-h", "--help"):
+            return COMMANDS   # an unknown command or top-level help: list them all
+    return ["tui"]            # no command: the TUI opens
 
 
 def main(argv: list[str] | None = None) -> int:
     # Die quietly when piped into `head`; the TUI installs its own handlers.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not args.command:
-        args = parser.parse_args(["tui", *([] if argv is None else argv)] if argv is not None
-                                 else ["tui", *sys.argv[1:]])
+        args = parser.parse_args(["tui", *argv])
     try:
         return int(args.func(args) or 0)
     except CliError as exc:

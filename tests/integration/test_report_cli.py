@@ -91,3 +91,18 @@ def test_report_header_names_a_dom0_role():
     res = run_bin("report", "--root", str(fixture_root("virt-13-xen-dom0")), "--section", "virt")
     assert "hardware; host role: xen-host" in res.stdout.splitlines()[1]
     assert "hardware: hardware" not in res.stdout
+
+
+def test_report_does_not_import_the_probes():
+    """Startup over a slow link: `inspector report` loads only its own command module."""
+    import subprocess
+    import sys
+    code = ("import sys, io, contextlib\n"
+            "from inspector.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['report', '--section', 'cpu', '--json'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('inspector.probes', "
+            "'inspector.commands.probe', 'inspector.tui', 'textual'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == "[]", out
