@@ -214,7 +214,17 @@ class DnsFailoverProbe:
                 out.append(Finding(Level.CRIT, r.server, f"nameserver {r.server} truncates and "
                                    f"its TCP fails ({r.tcp_kind}): glibc has no TCP timeout",
                                    [r.detail], code="dns.tcp_broken"))
-        if whatifs and len(self._last) > 1:
+        # Only when the configuration itself has one server: `--server X` probes one of many.
+        if whatifs and len(self._last) == 1 and len(self.s.resolver.used_nameservers) <= 1:
+            lost = whatifs[0].blackholed
+            out.append(Finding(Level.WARN, "resolver",
+                               f"{whatifs[0].server} is the only nameserver: if it stops "
+                               "answering, every lookup " + (
+                                   "hangs (TCP path, no timeout)" if lost.seconds is None
+                                   else f"fails after {lost.seconds:g} s"),
+                               lost.steps[:6], "add a second nameserver or run a local cache "
+                               "(systemd-resolved, nscd, unbound)", code="dns.single_server"))
+        elif whatifs and len(self._last) > 1:
             first = whatifs[0].blackholed
             if first.seconds is None or first.seconds > 2.0:
                 out.append(Finding(Level.WARN, "resolver",

@@ -112,6 +112,18 @@ def test_cli_json_and_errors(responders, tmp_path):
     assert "ignores nameservers past the third: 127.0.0.4" in res.out
 
 
+def test_single_nameserver_is_a_finding(responders, tmp_path):
+    r = responders("ok")
+    conf = tmp_path / "resolv.conf"
+    conf.write_text(f"nameserver {r.address}\noptions timeout:2 attempts:3\n")
+    res = run_cli("probe", "dns", "probe.test", "--resolv-conf", str(conf), "--server", r.server,
+                  "--json")
+    assert res.status == 0, res.err
+    single = [f for f in res.json()["findings"] if f["code"] == "dns.single_server"]
+    assert len(single) == 1
+    assert "every lookup fails after 6 s" in single[0]["message"]   # 3 attempts x 2 s
+
+
 # ----------------------------------------------------------------------------- real glibc
 GLIBC_CASES = [
     # name, server modes (127.0.0.1.. in order), options
@@ -124,7 +136,7 @@ GLIBC_CASES = [
 ]
 
 NETNS_SCRIPT = textwrap.dedent("""
-    import json, subprocess, sys, tempfile
+    import json, os, subprocess, sys, tempfile
     sys.path.insert(0, sys.argv[1])
     from dns_responders import Responder
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
@@ -147,6 +159,7 @@ NETNS_SCRIPT = textwrap.dedent("""
                          "doc": json.loads(proc.stdout) if proc.stdout.strip() else None}
         finally:
             subprocess.run(["umount", "/etc/resolv.conf"], check=True)
+            os.unlink(conf.name)
             for r in keep:
                 r.close()
     print(json.dumps(out))

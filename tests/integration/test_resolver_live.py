@@ -81,6 +81,7 @@ GLIBC_SCRIPT = textwrap.dedent("""
             answer = str(exc)
         results[case] = {"seconds": time.monotonic() - start, "answer": answer}
         subprocess.run(["umount", "/etc/resolv.conf"], check=True)
+        os.unlink(conf.name)
     print(json.dumps(results))
 """)
 
