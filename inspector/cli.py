@@ -17,11 +17,19 @@ COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "
             "check", "export", "tui"]
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Usage mistakes in one line, like every other error of ours (the usage block scrolls the
+    mistake off a small SSH window); --help has the rest. Subparsers inherit the class."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given argv, only the named command's module is imported (each command
     imports its own machinery, and `inspector report` over a slow SSH link should not pay
     for the probes' imports). `--help` and unknown commands get every command."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="inspector",
         description="Storage stack and health, virtualization layers, NICs and resolver at a "
                     "glance; live probes. With no command, opens the terminal UI.")

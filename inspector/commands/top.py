@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import time
 
@@ -24,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop after N intervals (default: until Ctrl-C)")
     p.add_argument("--json", action="store_true", help="one JSON object per line per interval")
     p.add_argument("--all", action="store_true", help="also list devices with no IO")
+    p.add_argument("--wide", action="store_true",
+                   help="every iostat -x column even when the terminal is narrower")
     add_root_argument(p)
     p.set_defaults(func=run)
 
@@ -45,6 +49,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
 
+def _width(args: argparse.Namespace) -> int | None:
+    """The terminal's width (COLUMNS first, as the shell sets it); None (every column, fixed
+    layout for awk) when writing to a pipe with no COLUMNS, or with --wide."""
+    if args.wide:
+        return None
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+        return columns if columns > 0 else None
+    except ValueError:
+        pass
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
+
+
 def _single(sampler: LiveSampler, args: argparse.Namespace) -> int:
     snap = sampler.sample()
     since = since_boot(snap)
@@ -55,7 +74,7 @@ def _single(sampler: LiveSampler, args: argparse.Namespace) -> int:
                "since_boot": to_jsonable(since)}
         print(json.dumps(doc, separators=(",", ":")))
     else:
-        sys.stdout.write(format_single(snap, since))
+        sys.stdout.write(format_single(snap, since, width=_width(args)))
     return 0
 
 
@@ -75,7 +94,7 @@ def _loop(sampler: LiveSampler, args: argparse.Namespace) -> int:
         else:
             if done:
                 sys.stdout.write("\n")
-            sys.stdout.write(format_block(r, show_idle=args.all))
+            sys.stdout.write(format_block(r, show_idle=args.all, width=_width(args)))
         sys.stdout.flush()
         prev = cur
         done += 1

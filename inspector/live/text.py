@@ -14,6 +14,9 @@ DISK_COLS = ("r/s", "w/s", "d/s", "f/s", "rkB/s", "wkB/s", "dkB/s", "rrqm/s", "w
 _DISK_ATTRS = ("r_s", "w_s", "d_s", "f_s", "rkB_s", "wkB_s", "dkB_s", "rrqm_s", "wrqm_s",
                "r_await", "w_await", "d_await", "f_await", "aqu_sz", "rareq_sz", "wareq_sz",
                "util")
+# What fits 80 columns: the figures that answer "which device is saturated, by what".
+NARROW_DISK_COLS = ("r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "%util")
+_NARROW_DISK_ATTRS = ("r_s", "w_s", "rkB_s", "wkB_s", "r_await", "w_await", "aqu_sz", "util")
 CPU_COLS = ("%usr", "%nice", "%sys", "%iowait", "%irq", "%soft", "%steal", "%idle")
 _CPU_ATTRS = ("user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle")
 
@@ -32,22 +35,29 @@ def _unknown_line(label: str, value: Unknown) -> str:
     return f"{label}: unknown ({value.reason})"
 
 
-def format_block(r: Rates, show_idle: bool = False) -> str:
-    """One interval: header, CPU, devices, NICs, D state, top IO, findings."""
+def format_block(r: Rates, show_idle: bool = False, width: int | None = None) -> str:
+    """One interval: header, CPU, devices, NICs, D state, top IO, findings. With a terminal
+    `width`, tables too wide for it drop to their essential columns (--wide keeps all)."""
     lines: list[str] = []
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall))
     head = f"{stamp}  " + (f"averages since boot ({r.interval:.0f} s)" if r.since_boot
                             else f"interval {r.interval:.2f} s")
     if known(r.load):
         head += f"  load {r.load.load1:.2f} {r.load.load5:.2f} {r.load.load15:.2f}"
+    tail = ""
     if known(r.cpu):
-        head += f"  cs/s {_int(r.cpu.ctxt_s)}  intr/s {_int(r.cpu.intr_s)}"
+        tail = f"cs/s {_int(r.cpu.ctxt_s)}  intr/s {_int(r.cpu.intr_s)}"
         if known(r.cpu.procs_blocked):
-            head += f"  blocked {r.cpu.procs_blocked}"
-    lines.append(head)
+            tail += f"  blocked {r.cpu.procs_blocked}"
+    if tail and width and len(head) + 2 + len(tail) > width:
+        lines += [head, tail]
+    elif tail:
+        lines.append(f"{head}  {tail}")
+    else:
+        lines.append(head)
     lines += _cpu_lines(r)
-    lines += _disk_lines(r, show_idle)
-    lines += _nic_lines(r)
+    lines += _disk_lines(r, show_idle, width)
+    lines += _nic_lines(r, width)
     lines += _dstate_lines(r)
     lines += _io_lines(r)
     for f in r.findings:
@@ -69,15 +79,18 @@ def _disk_used(d: DiskRates) -> bool:
         known(d.d_s) and d.d_s) or bool(known(d.f_s) and d.f_s)
 
 
-def _disk_lines(r: Rates, show_idle: bool) -> list[str]:
+def _disk_lines(r: Rates, show_idle: bool, term_width: int | None = None) -> list[str]:
     if not known(r.disks):
         return [_unknown_line("Devices", r.disks)]
     shown = [d for d in r.disks if show_idle or _disk_used(d) or d.members]
     width = max([len(d.name) + (2 if d.parent else 0) for d in shown] + [8])
-    out = ["Device".ljust(width) + "".join(c.rjust(9) for c in DISK_COLS)]
+    cols, attrs = DISK_COLS, _DISK_ATTRS
+    if term_width and width + 9 * len(cols) > term_width:
+        cols, attrs = NARROW_DISK_COLS, _NARROW_DISK_ATTRS
+    out = ["Device".ljust(width) + "".join(c.rjust(9) for c in cols)]
     for d in shown:
         name = ("  " + d.name) if d.parent else d.name
-        out.append(name.ljust(width) + "".join(_num(getattr(d, a), 9) for a in _DISK_ATTRS))
+        out.append(name.ljust(width) + "".join(_num(getattr(d, a), 9) for a in attrs))
         if d.members:
             kind = f"{d.kind} {d.alias}" if d.alias else d.kind
             note = f"{'':{width}}  {kind} members: {' '.join(d.members)}"
@@ -103,22 +116,33 @@ def _member_util(disks: list[DiskRates], name: str) -> str:
     return name
 
 
-def _nic_lines(r: Rates) -> list[str]:
+def _nic_lines(r: Rates, term_width: int | None = None) -> list[str]:
     if not known(r.nics):
         return [_unknown_line("NICs", r.nics)]
-    cols = ("rxkB/s", "txkB/s", "rxpck/s", "txpck/s", "rxerr/s", "txerr/s", "rxdrop/s",
-            "txdrop/s")
+    cols = ["rxkB/s", "txkB/s", "rxpck/s", "txpck/s", "rxerr/s", "txerr/s", "rxdrop/s",
+            "txdrop/s"]
     width = max([len(n.name) for n in r.nics] + [6])
-    out = ["NIC".ljust(width) + "".join(c.rjust(10) for c in cols) + "  state"]
+    # narrow: errors and drops summed per direction pair, still visible when non-zero
+    narrow = bool(term_width and width + 10 * len(cols) + 20 > term_width)
+    if narrow:
+        cols = cols[:4] + ["err/s", "drop/s"]
+    out = ["NIC".ljust(width) + "".join(c.rjust(10 if not narrow else 9) for c in cols) + "  state"]
     for n in r.nics:
         vals = [n.rx_bytes_s, n.tx_bytes_s]
         kb = [v / 1024 if known(v) else v for v in vals]
         nums = kb + [n.rx_packets_s, n.tx_packets_s, n.rx_errors_s, n.tx_errors_s,
                      n.rx_dropped_s, n.tx_dropped_s]
+        if narrow:
+            nums = nums[:4] + [_sum(n.rx_errors_s, n.tx_errors_s), _sum(n.rx_dropped_s, n.tx_dropped_s)]
         state = n.operstate if known(n.operstate) else "?"
         carrier = "" if not known(n.carrier) else (" carrier" if n.carrier else " no-carrier")
-        out.append(n.name.ljust(width) + "".join(_num(v, 10) for v in nums) + f"  {state}{carrier}")
+        out.append(n.name.ljust(width) + "".join(_num(v, 10 if not narrow else 9) for v in nums)
+                   + f"  {state}{carrier}")
     return out
+
+
+def _sum(a, b):
+    return a + b if known(a) and known(b) else (a if known(a) else b)
 
 
 def _dstate_lines(r: Rates) -> list[str]:
@@ -148,7 +172,7 @@ def _io_lines(r: Rates) -> list[str]:
     return out
 
 
-def format_single(snap: Snapshot, since: Rates | Unknown) -> str:
+def format_single(snap: Snapshot, since: Rates | Unknown, width: int | None = None) -> str:
     """A capture's one sample: what it holds, and why there are no interval rates."""
     taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snap.wall))
     note = (f"capture {snap.source}: one sample taken {taken}; rates need two samples, "
@@ -162,4 +186,4 @@ def format_single(snap: Snapshot, since: Rates | Unknown) -> str:
             lines += [f"in D state: {d.comm} (pid {d.pid}, wchan "
                       f"{d.wchan if known(d.wchan) else '?'})" for d in snap.dstate]
         return "\n".join(lines) + "\n"
-    return note + "\n" + format_block(since)
+    return note + "\n" + format_block(since, width=width)

@@ -83,6 +83,21 @@ def test_top_on_a_real_capture(tmp_path):
     assert res.stdout.count("Device") == 1              # one sample: one block, not five
 
 
+def test_an_80_column_terminal_gets_the_essential_columns():
+    narrow = run_bin("top", "--interval", "0.1", "--count", "1", "--all", env={"COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, max(lines, key=len)
+    device = next(line for line in lines if line.startswith("Device "))
+    assert device.split() == ["Device", "r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await",
+                              "aqu-sz", "%util"]
+    assert any(line.startswith("NIC ") and "drop/s" in line for line in lines)
+    # --wide (and a pipe with no COLUMNS, for awk) keeps every iostat -x column
+    wide = run_bin("top", "--interval", "0.1", "--count", "1", "--wide", env={"COLUMNS": "80"})
+    header = next(line for line in wide.stdout.splitlines() if line.startswith("Device "))
+    assert len(header.split()) == 18 and "rrqm/s" in header
+
+
 def test_bad_arguments_are_one_line_errors():
     for args, text in ((["--interval", "0"], "--interval"), (["--count", "-1"], "--count"),
                        (["--root", "/nonexistent/x"], "no such file")):
