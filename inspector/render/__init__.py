@@ -36,10 +36,12 @@ def render_report(report: Report, console: Console) -> None:
 def render_header(report: Report) -> RenderableType:
     """Short lines that fit 80 columns: who, what it is and how it is, where it was read."""
     host = report.host
-    first = Text.assemble(("Inspector report  ", "bold"), (f"{host.hostname}", "bold cyan"))
+    first = Text.assemble(("Inspector report  ", "bold"),
+                          (_known_or(host.hostname, "(hostname not recorded)"), "bold cyan"))
     if host.source == "live":
         first.append("  live", style="dim")
-    second = Text(f"kernel {host.kernel} {host.machine}")
+    second = Text("kernel not recorded" if isinstance(host.kernel, Unknown) else
+                  f"kernel {host.kernel} {_known_or(host.machine, '?')}")
     virt = report.sections.get("virt")
     if virt is not None and not isinstance(virt, Unknown):
         from inspector.render.virt import layers_line
@@ -52,6 +54,10 @@ def render_header(report: Report) -> RenderableType:
     if host.source == "live":
         return Group(first, second)
     return Group(first, second, Text(f"source: {host.source}", style="dim", overflow="fold"))
+
+
+def _known_or(value: object, fallback: str) -> str:
+    return fallback if isinstance(value, Unknown) else str(value)
 
 
 def render_timings(report: Report) -> RenderableType:

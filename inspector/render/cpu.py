@@ -66,10 +66,17 @@ def render(section: object) -> RenderableType:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
-    _row(grid, "model", f"{_v(section.model)}  ({_v(section.vendor)})")
-    _row(grid, "topology", f"{_v(section.sockets)} socket(s), {_v(section.cores)} cores, "
-                 f"{_v(section.threads)} threads ({_v(section.threads_per_core)} per core), "
-                 f"online {_v(section.online)}  [from {section.topology_source}]")
+    if isinstance(section.model, Unknown) and isinstance(section.vendor, Unknown):
+        _row(grid, "model", Text(str(section.model), style="yellow"))
+    else:
+        _row(grid, "model", f"{_v(section.model)}  ({_v(section.vendor)})")
+    if isinstance(section.threads, Unknown) and isinstance(section.sockets, Unknown):
+        # nothing to count from: say why once instead of a row of question marks
+        _row(grid, "topology", Text(str(section.threads), style="yellow"))
+    else:
+        _row(grid, "topology", f"{_v(section.sockets)} socket(s), {_v(section.cores)} cores, "
+                     f"{_v(section.threads)} threads ({_v(section.threads_per_core)} per core), "
+                     f"online {_v(section.online)}  [from {section.topology_source}]")
     la = section.load_average
     if isinstance(la, Unknown):
         _row(grid, "load", Text(str(la), style="yellow"))

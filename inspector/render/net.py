@@ -98,7 +98,10 @@ def offloads_line(nic: Nic) -> Text:
     return line
 
 
-def sysctl_table(section: NetSection) -> Table:
+def sysctl_table(section: NetSection) -> Table | Text:
+    values = [sc.value for sc in section.sysctls]
+    if values and all(isinstance(v, Unknown) for v in values):
+        return Text(f"network sysctls: {values[0]}", style="yellow")
     # The verdict comes second so a narrow terminal folds the long values, never the verdict.
     table = Table(show_edge=False, pad_edge=False, title="network sysctls (vs. usual tuning)",
                   title_justify="left", title_style="bold")
