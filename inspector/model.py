@@ -50,11 +50,12 @@ class Level(enum.IntEnum):
 
 @dataclass
 class Finding:
-    level: Level
+    """One health verdict: a rule of inspector/health/* looked at the report and says this."""
+    level: Level            # severity: ok, warn, crit, or unknown (could not check)
     subject: str            # what it is about: "md0", "eth0", "resolver", "cpu"
     message: str            # one line a tired operator reads first
     evidence: list[str] = field(default_factory=list)  # the lines / values it came from
-    advice: str = ""
+    advice: str = ""        # what to do about it, in one line; "" when there is nothing to do
     code: str = ""          # stable rule id, e.g. "md.degraded": diff and check key on it
 
     def key(self) -> tuple[str, str]:
@@ -63,11 +64,12 @@ class Finding:
 
 @dataclass
 class HostIdentity:
-    hostname: str | Unknown
-    kernel: str | Unknown
-    machine: str | Unknown
+    """Which machine the report describes, and when."""
+    hostname: str | Unknown     # /proc/sys/kernel/hostname, else uname nodename
+    kernel: str | Unknown       # kernel release, uname -r (else /proc/sys/kernel/osrelease)
+    machine: str | Unknown      # hardware architecture, uname -m: x86_64, aarch64 ...
     source: str                 # "live" or the capture path
-    collected_at: float         # unix time
+    collected_at: float         # unix time (seconds) the data was read; 0 when not recorded
 
 
 @dataclass

@@ -30,59 +30,67 @@ _NEVER_REMOVABLE = ("dm", "md", "loop", "zram")
 
 @dataclass
 class QueueLimits:
-    logical_block_size: int | Unknown
-    physical_block_size: int | Unknown
+    """I/O size limits of the device's request queue (/sys/block/X/queue/*), all in bytes."""
+    logical_block_size: int | Unknown   # smallest addressable unit, bytes (512 or 4096)
+    physical_block_size: int | Unknown  # smallest unit written without read-modify-write, bytes
+    # preferred minimum I/O size in bytes: the RAID/dm chunk size, else the physical block size
     minimum_io_size: int | Unknown
+    # preferred I/O size in bytes for sustained I/O (RAID full stripe); 0 when none is advertised
     optimal_io_size: int | Unknown
 
 
 @dataclass
 class Mount:
-    mountpoint: str
-    fstype: str
-    source: str
+    """One line of /proc/self/mountinfo that mounts this device."""
+    mountpoint: str         # where it is mounted (mountinfo field 5, octal escapes decoded)
+    fstype: str             # filesystem type: ext4, xfs, btrfs ...
+    source: str             # mount source as mountinfo gives it: /dev/sda1, /dev/mapper/vg-lv ...
     options: str            # per-mount options (rw,relatime ...)
-    read_only: bool
+    read_only: bool         # "ro" is among the per-mount options
 
 
 @dataclass
 class Swap:
-    filename: str
+    """One active swap area, a line of /proc/swaps."""
+    filename: str           # swap device or file path (/dev/sda2, /dev/dm-1, /swapfile)
     type: str               # partition | file
-    size_kib: int | Unknown
-    used_kib: int | Unknown
-    priority: int | Unknown
+    size_kib: int | Unknown  # size in KiB (/proc/swaps Size)
+    used_kib: int | Unknown  # KiB in use now (/proc/swaps Used)
+    priority: int | Unknown  # higher is used first; equal priorities are striped (/proc/swaps)
 
 
 @dataclass
 class BlockDevice:
-    name: str
+    """A whole device of /sys/block or one of its partitions, as lsblk lists it."""
+    name: str                       # kernel name: sda, sda1, nvme0n1, dm-0, md0 ...
     type: str                       # lsblk TYPE: disk part loop rom lvm crypt mpath dm raid1 ...
     family: str                     # nvme virtio xen flash-hio flash-fio zram loop md dm scsi ...
-    maj_min: str | Unknown
+    maj_min: str | Unknown          # device number "major:minor" (/sys/dev/block, else X/dev)
     sysfs_path: str | Unknown       # sys/devices/... inside the root
-    size_bytes: int | Unknown
-    read_only: bool | Unknown
-    removable: bool | Unknown
-    rotational: bool | Unknown
+    size_bytes: int | Unknown       # capacity in bytes (/sys/block/X/size x 512)
+    read_only: bool | Unknown       # the kernel refuses writes (/sys/block/X/ro)
+    removable: bool | Unknown       # removable media (/sys/block/X/removable; dm md loop zram: no)
+    rotational: bool | Unknown      # spinning disk per queue/rotational (virtual disks may lie)
     scheduler: str | None | Unknown  # the [selected] one; None when the queue has no scheduler
-    schedulers: list[str]
-    queue: QueueLimits
-    model: str | None | Unknown = None
-    vendor: str | None | Unknown = None
-    serial: str | None | Unknown = None
-    wwn: str | None | Unknown = None
+    schedulers: list[str]           # all I/O schedulers queue/scheduler offers (part: its disk's)
+    queue: QueueLimits              # request queue limits; a partition shares its disk's
+    model: str | None | Unknown = None   # device/model (SCSI ATA NVMe flash); None: kind has none
+    vendor: str | None | Unknown = None  # device/vendor; flash cards' PCI id named (Huawei ...)
+    serial: str | None | Unknown = None  # serial number from sysfs (NVMe, virtio, flash cards)
+    wwn: str | None | Unknown = None     # world wide id (SCSI device/wwid, NVMe wwid)
     state: str | None | Unknown = None        # SCSI device state (running, offline, blocked ...)
     parent: str | None = None                 # the disk of a partition
-    partition_number: int | None | Unknown = None
-    start_sector: int | None | Unknown = None
-    partitions: list[str] = field(default_factory=list)
-    slaves: list[str] = field(default_factory=list)
-    holders: list[str] = field(default_factory=list)
+    partition_number: int | None | Unknown = None  # a partition's number (X/partition); None: disk
+    start_sector: int | None | Unknown = None  # first 512-byte sector on its disk (X/start)
+    partitions: list[str] = field(default_factory=list)  # names of this disk's partitions
+    slaves: list[str] = field(default_factory=list)   # devices it is built on (X/slaves: dm, md)
+    holders: list[str] = field(default_factory=list)  # devices built on it (dm, md over this one)
     children: list[str] = field(default_factory=list)  # partitions then holders, as lsblk
-    mounts: list[Mount] = field(default_factory=list)
-    swap: Swap | None = None
-    loop_backing_file: str | None | Unknown = None
+    mounts: list[Mount] = field(default_factory=list)  # where it is mounted (mountinfo)
+    swap: Swap | None = None        # its /proc/swaps entry when it is an active swap device
+    loop_backing_file: str | None | Unknown = None  # a loop device's file (loop/backing_file)
+    # udev properties ID_*, DM_*, MD_*, DEVTYPE, DEVLINKS (live via pyudev, or from the capture);
+    # None when not read
     udev: dict[str, str] | Unknown | None = None
 
 

@@ -23,13 +23,15 @@ class Striping:
 
 @dataclass
 class DmDevice:
+    """A device-mapper device (/sys/block/dm-N/dm)."""
     name: str                          # kernel name, dm-N
     dm_name: str | Unknown             # /dev/mapper/<dm_name>
-    uuid: str | None | Unknown
+    uuid: str | None | Unknown         # dm/uuid, set by the owner (LVM-..., CRYPT-...); None: unset
     kind: str                          # lvm crypt mpath part dm ...
     detail: str | None                 # LUKS2, PLAIN, partition 1 of mpath ...
-    suspended: bool | Unknown
-    slaves: list[str] = field(default_factory=list)
+    suspended: bool | Unknown          # I/O is frozen (dm/suspended): every request to it hangs
+    slaves: list[str] = field(default_factory=list)  # the devices its table maps onto
+    # stripes inferred from the queue limits (dm's table needs an ioctl); None: not striped
     striping: Striping | None = None
 
 

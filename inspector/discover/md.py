@@ -33,45 +33,50 @@ _FLAG_NAMES = {"F": "faulty", "S": "spare", "W": "write_mostly", "R": "replaceme
 
 @dataclass
 class MdstatMember:
-    name: str
+    """A member device on an array's line of /proc/mdstat ("sdb1[2](F)")."""
+    name: str            # the member block device (sdb1)
     number: int          # the [N] of mdstat: the superblock's device number, not the raid slot
     flags: list[str] = field(default_factory=list)   # faulty, spare, write_mostly, replacement ...
 
 
 @dataclass
 class MdstatProgress:
+    """The sync line of an array in /proc/mdstat ("recovery = 8.5% (16775552/195310144) ...")."""
     action: str                     # recovery resync check repair reshape
     state: str                      # running | delayed | pending
-    percent: float | None = None
-    done_kib: int | None = None
-    total_kib: int | None = None
-    finish_minutes: float | None = None
-    speed_kib_s: int | None = None
+    percent: float | None = None    # percent done; None while delayed or pending
+    done_kib: int | None = None     # KiB done (the 1K blocks before the slash)
+    total_kib: int | None = None    # KiB to do in all (the 1K blocks after the slash)
+    finish_minutes: float | None = None  # kernel's estimate of minutes left (finish=17.0min)
+    speed_kib_s: int | None = None  # current rate in KiB/s (speed=259783K/sec)
 
 
 @dataclass
 class MdstatArray:
-    name: str
-    active: bool
+    """One array's lines in /proc/mdstat."""
+    name: str                              # md0, md127 ...
+    active: bool                           # "active" (true) or "inactive" after the colon
     read_only: str | None = None           # "read-only" | "auto-read-only"
-    level: str | None = None
-    members: list[MdstatMember] = field(default_factory=list)
-    blocks_kib: int | None = None
-    metadata: str | None = None
-    chunk_kib: int | None = None
-    raid_disks: int | None = None
-    active_disks: int | None = None
+    level: str | None = None               # raid1, raid5, linear ...; None when not shown
+    members: list[MdstatMember] = field(default_factory=list)  # as listed, with their flags
+    blocks_kib: int | None = None          # array size in KiB ("N blocks" are 1K blocks)
+    metadata: str | None = None            # "super 1.2" -> 1.2; None: not shown (0.90 shows none)
+    chunk_kib: int | None = None           # chunk size in KiB ("512k chunks")
+    raid_disks: int | None = None          # devices the array should have: N of [N/M]
+    active_disks: int | None = None        # devices working now: M of [N/M]; M < N is degraded
     status: str | None = None              # "UU_" as in [UU_]
-    progress: MdstatProgress | None = None
+    progress: MdstatProgress | None = None  # a running or waiting resync/recovery/check ...
+    # the write-intent bitmap line after "bitmap:", raw: "0/2 pages [0KB], 65536KB chunk"
     bitmap: str | None = None
     lines: list[str] = field(default_factory=list)   # the raw lines: evidence for findings
 
 
 @dataclass
 class Mdstat:
-    personalities: list[str] = field(default_factory=list)
-    arrays: dict[str, MdstatArray] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    """/proc/mdstat, parsed."""
+    personalities: list[str] = field(default_factory=list)   # md levels loaded: raid1, raid6 ...
+    arrays: dict[str, MdstatArray] = field(default_factory=dict)  # by array name
+    problems: list[str] = field(default_factory=list)  # lines the parser could not place
 
 
 def parse_mdstat(text: str) -> Mdstat:
@@ -168,31 +173,39 @@ def _parse_detail(array: MdstatArray, line: str) -> bool:
 # ----------------------------------------------------------------------------- sysfs
 @dataclass
 class MdMember:
+    """A member of an md array, from /sys/block/mdX/md/dev-Y."""
     name: str                              # the member block device (sda1, fioa ...)
     state: list[str] | Unknown             # in_sync, faulty, spare, write_mostly, blocked ...
     slot: int | None | Unknown             # None: "none" (a spare or a faulty device)
+    # approximate count of read errors on this device that did not evict it (corrected, or seen
+    # while read-only), from dev-Y/errors
     errors: int | Unknown
 
 
 @dataclass
 class MdArray:
-    name: str
-    level: str | Unknown
+    """An md (software RAID) array: the kernel's state from /sys/block/mdX/md, plus mdstat."""
+    name: str                              # md0, md127 ...
+    level: str | Unknown                   # raid0 raid1 raid5 raid6 raid10 linear ... (md/level)
+    # md/array_state: clean, active, active-idle, readonly, read-auto, inactive, suspended ...
     array_state: str | Unknown
-    raid_disks: int | Unknown
+    raid_disks: int | Unknown              # devices the array is made of, missing ones included
     degraded: int | None | Unknown         # None for levels without redundancy (raid0, linear)
     sync_action: str | None | Unknown      # None for levels without redundancy
     sync_completed: str | None | Unknown   # raw: "a / b" sectors | none | delayed
-    sync_done_sectors: int | None = None
-    sync_total_sectors: int | None = None
-    progress_percent: float | None = None
+    sync_done_sectors: int | None = None   # a of sync_completed, 512-byte sectors
+    sync_total_sectors: int | None = None  # b of sync_completed, 512-byte sectors
+    progress_percent: float | None = None  # sync done in percent (sysfs, else mdstat); None: idle
+    # sync rate in KiB/s (mdstat speed=, else md/sync_speed); None when no sync runs
     speed_kib_s: int | None | Unknown = None
-    eta_minutes: float | None = None
+    eta_minutes: float | None = None       # minutes left in the running sync (mdstat finish=)
+    # sectors the last check/repair found inconsistent (md/mismatch_cnt); on raid1/10 holding
+    # swap a few are harmless
     mismatch_cnt: int | None | Unknown = None
-    chunk_size_bytes: int | None | Unknown = None
-    metadata_version: str | None | Unknown = None
-    members: list[MdMember] = field(default_factory=list)
-    mdstat: MdstatArray | None = None
+    chunk_size_bytes: int | None | Unknown = None  # chunk size in bytes (md/chunk_size)
+    metadata_version: str | None | Unknown = None  # superblock format: 1.2, 0.90, external:imsm
+    members: list[MdMember] = field(default_factory=list)  # from md/dev-*
+    mdstat: MdstatArray | None = None      # this array's /proc/mdstat entry; None if not there
     disagreements: list[str] = field(default_factory=list)   # mdstat vs sysfs
 
 

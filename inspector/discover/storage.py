@@ -15,13 +15,16 @@ from inspector.model import Unknown
 
 @dataclass
 class StorageSection:
+    """Block devices and their tree, md arrays, dm devices, swap and drive health."""
     devices: dict[str, block.BlockDevice] = field(default_factory=dict)  # /sys/block + partitions
     roots: list[str] = field(default_factory=list)         # tree roots: devices without slaves
-    md: dict[str, md.MdArray] = field(default_factory=dict)
+    md: dict[str, md.MdArray] = field(default_factory=dict)   # md arrays by name (sysfs + mdstat)
+    # /proc/mdstat parsed; None when the host has neither md arrays nor /proc/mdstat
     mdstat: md.Mdstat | Unknown | None = None
-    dm: dict[str, dm.DmDevice] = field(default_factory=dict)
-    swaps: list[block.Swap] = field(default_factory=list)
+    dm: dict[str, dm.DmDevice] = field(default_factory=dict)  # device-mapper devices by dm-N
+    swaps: list[block.Swap] = field(default_factory=list)     # every line of /proc/swaps
     health: dict[str, Any] = field(default_factory=dict)   # drives.collect(): name -> health
+    # what could not be read or does not add up ("md1 is in /proc/mdstat but not in /sys/block")
     problems: list[str] = field(default_factory=list)
 
     def walk(self) -> Iterator[tuple[int, str]]:
