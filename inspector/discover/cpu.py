@@ -38,9 +38,9 @@ class CpuFreqPolicy:
     cpus: list[int]                         # affected_cpus
     driver: str | Unknown                   # intel_pstate, acpi-cpufreq, amd-pstate-epp ...
     governor: str | Unknown                 # performance, powersave, schedutil, ondemand ...
-    available_governors: list[str] | Unknown
+    available_governors: list[str] | Unknown  # scaling_available_governors
     energy_performance_preference: str | Unknown | None   # None: the driver has no EPP
-    cur_freq_khz: int | Unknown
+    cur_freq_khz: int | Unknown             # current frequency in kHz (scaling_cur_freq)
     min_khz: int | Unknown                  # scaling_min_freq
     max_khz: int | Unknown                  # scaling_max_freq
     hw_min_khz: int | Unknown               # cpuinfo_min_freq
@@ -55,23 +55,24 @@ class TaskCounts:
 
 @dataclass
 class CpuSection:
-    model: str | Unknown
-    vendor: str | Unknown
-    sockets: int | Unknown
-    cores: int | Unknown
+    """CPU model, topology, frequency scaling, load and steal, and the machine's role."""
+    model: str | Unknown                    # /proc/cpuinfo "model name" (ARM: implementer/part)
+    vendor: str | Unknown                   # cpuinfo vendor_id (GenuineIntel); ARM: implementer
+    sockets: int | Unknown                  # distinct physical packages among online CPUs
+    cores: int | Unknown                    # distinct physical cores (package, die, core_id)
     threads: int | Unknown                  # online logical CPUs
-    threads_per_core: int | Unknown
+    threads_per_core: int | Unknown         # threads / cores: 2 with SMT (hyper-threading) on
     online: str | Unknown                   # "0-3,6"
     topology_source: str                    # sysfs | cpuinfo | none
-    cpufreq: list[CpuFreqPolicy] | Unknown
+    cpufreq: list[CpuFreqPolicy] | Unknown  # one per cpufreq policy; Unknown: no cpufreq driver
     intel_pstate: str | None                # active | passive | off, when the driver exists
-    cpuidle_driver: str | Unknown
+    cpuidle_driver: str | Unknown           # cpuidle/current_driver: intel_idle, acpi_idle ...
     load_average: list[float] | Unknown     # 1, 5 and 15 minutes
     volatile: TaskCounts                    # changes every moment: diffs and capture checks skip it
     cpu_times: dict[str, int] | Unknown     # aggregate jiffies since boot, by field
     steal_percent: float | Unknown          # steal / all jiffies since boot
     role: str                               # server | laptop | desktop
-    role_evidence: list[str] = field(default_factory=list)
+    role_evidence: list[str] = field(default_factory=list)  # battery, DMI chassis type ...
 
 
 def collect(root: HostRoot) -> CpuSection:

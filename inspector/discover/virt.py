@@ -56,25 +56,30 @@ class Layer:
 
 @dataclass
 class HostRole:
+    """This machine hosts guests or containers (beside the layers it runs in)."""
     role: str                        # xen-host | kvm-host | hyperv-root | openvz-host
-    detail: str = ""
-    evidence: list[Evidence] = field(default_factory=list)
+    detail: str = ""                 # one line for people: "KVM hypervisor", "Xen dom0 ..."
+    evidence: list[Evidence] = field(default_factory=list)  # the signals that show the role
 
 
 @dataclass
 class CpuidSummary:
+    """What CPUID said, and how it was read."""
+    # dev-cpu (/dev/cpu/0/cpuid, root) | probe (unprivileged child process); Unknown: no CPUID
     method: str | Unknown
-    vendor: str | Unknown
-    hypervisor_bit: bool | Unknown
+    vendor: str | Unknown            # CPU vendor of leaf 0: GenuineIntel, AuthenticAMD ...
+    hypervisor_bit: bool | Unknown   # leaf 1 ECX bit 31: running under a hypervisor
     blocks: list[str] | Unknown      # "0x40000000 KVMKVMKVM (kvm)"
 
 
 @dataclass
 class VirtSection:
+    """Virtualization as layers (container, VMs, hardware), host roles, and the CPUID view."""
     layers: list[Layer]              # innermost first
-    roles: list[HostRole]
-    cpuid: CpuidSummary
+    roles: list[HostRole]            # hypervisor/container host roles; [] on a plain machine
+    cpuid: CpuidSummary              # the CPUID facts the verdicts used
     summary: str                     # "docker > kvm (firecracker) > hardware"
+    # signals that were overruled (suspect/ignored evidence) or that disagree, one line each
     conflicts: list[str] = field(default_factory=list)
 
     def layer(self, kind: str) -> Layer | None:
