@@ -27,38 +27,40 @@ PARAVIRT_DRIVERS = {"virtio_net": "virtio-net", "hv_netvsc": "hyperv-netvsc",
 
 @dataclass
 class NicStats:
-    rx_bytes: int | Unknown
-    rx_packets: int | Unknown
-    rx_errors: int | Unknown
-    rx_dropped: int | Unknown
-    tx_bytes: int | Unknown
-    tx_packets: int | Unknown
-    tx_errors: int | Unknown
-    tx_dropped: int | Unknown
+    """Counters of /sys/class/net/IFACE/statistics: totals since the interface was created."""
+    rx_bytes: int | Unknown      # bytes received
+    rx_packets: int | Unknown    # packets received
+    rx_errors: int | Unknown     # bad packets received (CRC, frame, length, FIFO ... errors)
+    rx_dropped: int | Unknown    # received but not processed (no buffer, unknown protocol ...)
+    tx_bytes: int | Unknown      # bytes sent
+    tx_packets: int | Unknown    # packets sent
+    tx_errors: int | Unknown     # transmit problems (carrier, aborted, FIFO ... errors)
+    tx_dropped: int | Unknown    # dropped on their way out, e.g. for lack of resources
 
 
 @dataclass
 class Nic:
-    name: str
+    """A network interface of /sys/class/net."""
+    name: str                  # interface name: eth0, ens3, lo, docker0 ...
     kind: str                  # xen-netfront, xen-netback, virtio-net, physical, loopback, virtual ...
-    driver: str | Unknown
+    driver: str | Unknown      # kernel driver bound to the device (device/driver link name)
     bus: str | Unknown         # subsystem of the device: pci, virtio, xen, usb ...; "virtual" if none
     transport: str | None      # bus of the device's parent (virtio over pci or platform/mmio)
     devtype: str | None        # uevent DEVTYPE: bridge, bond, vlan, wlan ...
     device: str | None         # device link name: 0000:00:03.0, virtio2, vif-0
-    mac: str | Unknown
-    mtu: int | Unknown
-    tx_queue_len: int | Unknown
-    speed_mbps: int | Unknown
-    duplex: str | Unknown
-    operstate: str | Unknown
-    admin_up: bool | Unknown
-    carrier: bool | Unknown
-    carrier_changes: int | Unknown
-    rx_queues: int
-    tx_queues: int
-    statistics: NicStats
-    offloads: list[Offload] | Unknown
+    mac: str | Unknown         # hardware address (address)
+    mtu: int | Unknown         # largest IP packet in bytes, link-layer header not counted (mtu)
+    tx_queue_len: int | Unknown  # packets the transmit queue holds (txqueuelen of ip link)
+    speed_mbps: int | Unknown  # link speed in Mb/s (speed); Unknown: no carrier or not reported
+    duplex: str | Unknown      # full | half (duplex); Unknown: no carrier or not reported
+    operstate: str | Unknown   # RFC 2863 state: up, down, dormant, lowerlayerdown, unknown ...
+    admin_up: bool | Unknown   # set up by the administrator (IFF_UP in flags, ip link set up)
+    carrier: bool | Unknown    # link detected (carrier); Unknown "interface is down" when down
+    carrier_changes: int | Unknown  # link up/down transitions since creation: flapping if rising
+    rx_queues: int             # receive queues (queues/rx-*); 1 on a single-queue NIC
+    tx_queues: int             # transmit queues (queues/tx-*)
+    statistics: NicStats       # byte, packet, error and drop counters
+    offloads: list[Offload] | Unknown  # offload features, as `ethtool -k` lists them
     evidence: list[str] = field(default_factory=list)   # why `kind` says what it says
 
 

@@ -52,7 +52,7 @@ LEGACY_FLAGS: tuple[tuple[str, str], ...] = (
 class Offload:
     """One line of `ethtool -k`."""
     name: str                 # as ethtool prints it (legacy long name or kernel feature name)
-    on: bool
+    on: bool                  # active now (a group header: any of its features is)
     fixed: bool | None        # None on a group header line (ethtool prints no suffix there)
     requested: bool | None    # wanted state when it differs from the active one, else None
     group: str | None = None  # legacy group header this line is indented under

@@ -15,12 +15,13 @@ from inspector.model import Unknown
 
 @dataclass
 class NetSysctl:
+    """A network sysctl beside the value tuning guides give it."""
     name: str                       # dotted sysctl name
     value: str | Unknown            # as the kernel prints it, whitespace normalised
     tuned: str                      # what tuning guides set
     compare: str                    # at_least | max_field_at_least | equals | one_of
-    meets_tuning: bool | Unknown
-    note: str = ""
+    meets_tuning: bool | Unknown    # value satisfies `tuned` the `compare` way; Unknown: unread
+    note: str = ""                  # what the setting does, for the operator
 
 
 # name, tuned value, comparison, why it matters
