@@ -54,19 +54,23 @@ class ResolverSection:
     manager: str | None                # systemd-resolved, NetworkManager, resolvconf ...
     mode: str                          # stub, uplink ..., "" when unmanaged or unknown
     stub: bool                         # glibc talks to the local systemd-resolved stub
-    config: ResolverConfig | Unknown
+    config: ResolverConfig | Unknown   # resolv.conf parsed with glibc's rules
     used_nameservers: list[str]        # the first three: the only ones glibc queries
     ignored_nameservers: list[str]     # valid lines past the third
     upstreams: list[str] | Unknown | None   # systemd-resolved's real servers (stub mode)
     environment: dict[str, str]        # RES_OPTIONS / LOCALDOMAIN as this process sees them
     nss_hosts: str | Unknown           # "files dns", "files resolve [!UNAVAIL=return] dns" ...
     server_waits: list[int] = field(default_factory=list)  # seconds per used server, in order
+    # net.ipv4.tcp_syn_retries: a use-vc (TCP) query to a dead server gives up after
+    # 2^(retries+1) - 1 seconds (127 s at the default 6)
     tcp_syn_retries: int | Unknown = 6
+    # extra delay of a lookup while the first nameserver is blackholed and the others answer
     first_server_loss: DelayEstimate | Unknown = Unknown("not computed")
+    # time until a lookup fails when every used nameserver is blackholed
     all_servers_down: DelayEstimate | Unknown = Unknown("not computed")
     # the two headline numbers, flat for scripts and exporters (None: unbounded or unknown)
-    first_server_loss_delay_s: float | None = None
-    all_servers_loss_delay_s: float | None = None
+    first_server_loss_delay_s: float | None = None  # seconds: first_server_loss.seconds
+    all_servers_loss_delay_s: float | None = None   # seconds: all_servers_down.seconds
 
 
 def collect(root: HostRoot) -> ResolverSection:

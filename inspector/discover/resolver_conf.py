@@ -61,24 +61,26 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 @dataclass
 class ResolverConfig:
+    """/etc/resolv.conf as glibc reads it (RES_OPTIONS and LOCALDOMAIN applied)."""
     nameservers: list[str] = field(default_factory=list)      # every valid line, in order
     nameserver_defaulted: bool = False                          # none valid: glibc uses 127.0.0.1
     invalid_nameservers: list[str] = field(default_factory=list)  # values glibc could not parse
-    search: list[str] = field(default_factory=list)
+    search: list[str] = field(default_factory=list)  # domains appended to short names, in order
     search_source: str | None = None     # search | domain | LOCALDOMAIN | hostname | None
-    ndots: int = 1
+    ndots: int = 1                       # a name with fewer dots tries the search list first
     timeout: int = RES_TIMEOUT           # after glibc's cap; may be 0 or negative like glibc's
     attempts: int = RES_DFLRETRY         # after glibc's cap; <= 0 means no query is ever sent
-    rotate: bool = False
-    edns0: bool = False
-    single_request: bool = False
-    single_request_reopen: bool = False
-    no_tld_query: bool = False
-    no_reload: bool = False
-    use_vc: bool = False
-    trust_ad: bool = False
-    no_aaaa: bool = False
+    rotate: bool = False                 # each lookup starts at the next server (round robin)
+    edns0: bool = False                  # queries carry EDNS0 (larger UDP answers)
+    single_request: bool = False         # A and AAAA sent one after the other, not together
+    single_request_reopen: bool = False  # only one of A/AAAA answered: resend on a new socket
+    no_tld_query: bool = False           # a name without dots is not tried as a top-level domain
+    no_reload: bool = False              # a changed resolv.conf is not re-read automatically
+    use_vc: bool = False                 # queries over TCP: no timeout of its own (SYN retries)
+    trust_ad: bool = False               # keep the server's DNSSEC AD bit for applications
+    no_aaaa: bool = False                # getaddrinfo sends no AAAA queries (glibc 2.36+)
     options_from_env: list[str] = field(default_factory=list)  # RES_OPTIONS tokens applied
+    # option tokens glibc does not know and silently ignores ("timeout=2" is a typo)
     unknown_options: list[str] = field(default_factory=list)
     sortlist: list[str] = field(default_factory=list)          # raw, not interpreted
 
