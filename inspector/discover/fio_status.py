@@ -20,41 +20,49 @@ MISSING = Unknown("not in fio-status output")
 
 @dataclass
 class FioHealth:
+    """A Fusion-io card (controller fctN) from `fio-status`: state, reserves, wear, heat."""
     controller: str                       # fct0
     device: str | Unknown = Unknown("fio-status names no block device")  # fioa
     kind: str = "fio"
     level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
-    source: str = ""
+    source: str = ""                      # fio-status -fj | fio-status -a (the command used)
     state: str = "unknown"                # attached, detached, failed, ... (first word, lower)
     status_line: str = ""                 # the controller's status as printed
-    failed_reason: str | None = None
-    offline: bool = False
-    active_errors: bool = False
-    read_only: bool = False
-    reduced_write: bool = False
+    failed_reason: str | None = None      # text after "Failed:"; None unless the state is failed
+    offline: bool = False                 # status says OFFLINE: every read and write fails
+    active_errors: bool = False           # "!! ---> There are active errors or warnings" line
+    read_only: bool = False               # "READ-ONLY MODE. ALL WRITES WILL FAIL!"
+    reduced_write: bool = False           # write-reduced mode: writes throttled, reserves low
     media_status: str | Unknown = MISSING  # Healthy, Low metadata, Read-only, Reduced-write
+    # reserve (spare) flash left, percent ("Reserves: 100.00%"); at 0 the card goes
+    # write-reduced, then read-only
     reserves_pct: float | Unknown = MISSING
-    reserves_warn_pct: float | Unknown = MISSING
+    reserves_warn_pct: float | Unknown = MISSING  # the card's warning level ("warn at 10.00%")
+    # VSL 2 "Thresholds: write-reduced: N%", percent as printed
     write_reduced_threshold_pct: float | Unknown = MISSING
+    # VSL 2 "Thresholds: ... read-only: N%", percent as printed
     read_only_threshold_pct: float | Unknown = MISSING
-    rated_pbw: float | Unknown = MISSING
+    rated_pbw: float | Unknown = MISSING  # rated write endurance in PB ("Rated PBW: 17.00 PB")
+    # percent of the rated endurance left ("99.46% remaining"); warn below 10
     pbw_remaining_pct: float | Unknown = MISSING
-    temperature_c: float | Unknown = MISSING
-    temperature_max_c: float | Unknown = MISSING
+    temperature_c: float | Unknown = MISSING      # internal (controller) temperature in C
+    temperature_max_c: float | Unknown = MISSING  # highest internal temperature recorded, C
     temperature_warn_c: float | Unknown = MISSING   # only the JSON form reports it
-    board_temperature_c: float | Unknown = MISSING
+    board_temperature_c: float | Unknown = MISSING  # board temperature in C (VSL 2)
+    # "protected" is healthy; anything else means writes in flight may be lost on power loss
     power_loss_protection: str | Unknown = MISSING
+    # negotiated PCIe link as printed: "4 lanes at 5.0 Gt/sec each, 2000.00 MBytes/sec total"
     pcie_link: str | Unknown = MISSING
-    pcie_errors: bool | Unknown = MISSING
-    pci_address: str | Unknown = MISSING
-    firmware: str | Unknown = MISSING
-    product: str | Unknown = MISSING
-    serial: str | Unknown = MISSING
-    size: str | Unknown = MISSING
-    physical_bytes_written: int | Unknown = MISSING
+    pcie_errors: bool | Unknown = MISSING  # has_pcie_errors (only the JSON form reports it)
+    pci_address: str | Unknown = MISSING   # PCI bus address: 00:04.0
+    firmware: str | Unknown = MISSING      # as printed: "v7.1.15, rev 110356 Public"
+    product: str | Unknown = MISSING       # product number: F00-001-1T20-CS-0001
+    serial: str | Unknown = MISSING        # serial number (SN:)
+    size: str | Unknown = MISSING          # capacity as printed, with its unit: "1205.00 GBytes"
+    physical_bytes_written: int | Unknown = MISSING  # bytes written to the flash, lifetime
     vsu_state: str | Unknown = MISSING    # "Online" from the "fioa  State: Online" block
     mapping: str = ""                     # how the block device was found
-    evidence: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, str] = field(default_factory=dict)  # field -> the line it came from
 
 
 @dataclass

@@ -45,36 +45,38 @@ LABELS: dict[str, tuple[str, str]] = {
 
 @dataclass
 class HioHealth:
-    device: str
+    """A Huawei ES3000 card (hioX) from `hio_info -d` and `hio_temperature`; labels quoted."""
+    device: str                                  # hioa ...
     kind: str = "hio"
     level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
-    source: str = ""
-    size_gb: int | Unknown = MISSING
-    max_size_gb: int | Unknown = MISSING
-    serial: str | Unknown = MISSING
-    driver_version: str | Unknown = MISSING
-    bridge_firmware: str | Unknown = MISSING
-    controller_firmware: str | Unknown = MISSING
-    battery_firmware: str | Unknown = MISSING
-    battery_status: str | Unknown = MISSING
-    run_time_s: int | Unknown = MISSING
-    total_io_read: int | Unknown = MISSING
-    total_io_write: int | Unknown = MISSING
-    total_read_mb: int | Unknown = MISSING
-    total_write_mb: int | Unknown = MISSING
-    io_timeout: int | Unknown = MISSING
-    rw_error: int | Unknown = MISSING
-    max_bit_flip: int | Unknown = MISSING
-    average_erase_count: int | Unknown = MISSING
+    source: str = ""                             # the command: hio_info -d /dev/hioX
+    size_gb: int | Unknown = MISSING             # capacity in GB ("Size(GB)")
+    max_size_gb: int | Unknown = MISSING         # largest capacity it offers, GB ("Max size(GB)")
+    serial: str | Unknown = MISSING              # "Serial number"
+    driver_version: str | Unknown = MISSING      # hio driver version
+    bridge_firmware: str | Unknown = MISSING     # "Bridge firmware version"
+    controller_firmware: str | Unknown = MISSING  # "Controller firmware version"
+    battery_firmware: str | Unknown = MISSING    # "Battery firmware version"
+    battery_status: str | Unknown = MISSING      # power-loss protection battery: OK; else crit
+    run_time_s: int | Unknown = MISSING          # run time in seconds ("Run time (sec.)")
+    total_io_read: int | Unknown = MISSING       # read I/Os, a count ("Total IO read")
+    total_io_write: int | Unknown = MISSING      # write I/Os, a count ("Total IO write")
+    total_read_mb: int | Unknown = MISSING       # data read in MB ("Total read(MB)")
+    total_write_mb: int | Unknown = MISSING      # data written in MB ("Total write(MB)")
+    io_timeout: int | Unknown = MISSING          # I/O timeouts (driver's nr_to); warn > 0
+    rw_error: int | Unknown = MISSING            # read/write errors (driver's nr_rwerr); crit > 0
+    max_bit_flip: int | Unknown = MISSING        # highest ECC-corrected bit flip count reported
+    average_erase_count: int | Unknown = MISSING  # mean flash erase (P/E) count ("Average EC")
+    # "Max bad block rate" in percent; no published limit: warn when it rises
     max_bad_block_rate_pct: float | Unknown = MISSING
-    event_log: str | Unknown = MISSING
-    health: str | Unknown = MISSING
-    temperature_c: float | Unknown = Unknown("hio_temperature not run")
+    event_log: str | Unknown = MISSING           # "Event log": OK; else crit
+    health: str | Unknown = MISSING              # the card's own verdict ("Health"): OK; else crit
+    temperature_c: float | Unknown = Unknown("hio_temperature not run")  # controller temp., C
     # Trend: the rate before the last rise and when that rise was seen (None: no recent rise).
-    bad_block_rate_rose_from: float | None = None
-    bad_block_rate_rose_at: float | None = None
-    bad_block_trend: str = "no earlier value"
-    device_in_output: str | None = None
+    bad_block_rate_rose_from: float | None = None  # percent before the last rise
+    bad_block_rate_rose_at: float | None = None    # unix time the rise was first seen
+    bad_block_trend: str = "no earlier value"      # in words: "rose from 0.1% to 0.2%" ...
+    device_in_output: str | None = None  # the hioX hio_info printed on its first line, if any
     evidence: dict[str, str] = field(default_factory=dict)  # field -> the line it came from
 
 

@@ -26,26 +26,31 @@ NO_TOOL = Unknown("neither nvme nor smartctl installed")
 
 @dataclass
 class NvmeHealth:
-    device: str
+    """An NVMe namespace's health: the controller's SMART / Health Information log."""
+    device: str                 # the namespace block device: nvme0n1
     kind: str = "nvme"
     level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
-    source: str = "sysfs"
-    controller: str | Unknown = Unknown("not present")
-    model: str | Unknown = Unknown("not present")
-    serial: str | Unknown = Unknown("not present")
-    firmware: str | Unknown = Unknown("not present")
+    source: str = "sysfs"       # nvme smart-log | smartctl | sysfs (identity only: no tool)
+    controller: str | Unknown = Unknown("not present")  # its controller: nvme0
+    model: str | Unknown = Unknown("not present")       # controller model (sysfs model)
+    serial: str | Unknown = Unknown("not present")      # serial number (sysfs serial)
+    firmware: str | Unknown = Unknown("not present")    # firmware revision (sysfs firmware_rev)
+    # controller state (sysfs state): live is normal; resetting, connecting, dead ... are not
     controller_state: str | Unknown = Unknown("not present")
+    # SMART log byte 0, a bit mask (bits in critical_warnings); any bit set is critical
     critical_warning: int | Unknown = NO_TOOL
-    critical_warnings: list[str] = field(default_factory=list)
-    temperature_c: float | Unknown = NO_TOOL
+    critical_warnings: list[str] = field(default_factory=list)  # the set bits, in words
+    temperature_c: float | Unknown = NO_TOOL  # composite temperature in C (nvme-cli gives K)
+    # percent of spare blocks left (0-100); critical at or below spare_threshold_pct
     available_spare_pct: int | Unknown = NO_TOOL
-    spare_threshold_pct: int | Unknown = NO_TOOL
+    spare_threshold_pct: int | Unknown = NO_TOOL  # the vendor's threshold for it, percent
+    # vendor's estimate of rated life used, percent; may pass 100; warn at 90
     percent_used: int | Unknown = NO_TOOL
-    media_errors: int | Unknown = NO_TOOL
-    error_log_entries: int | Unknown = NO_TOOL
-    power_on_hours: int | Unknown = NO_TOOL
-    unsafe_shutdowns: int | Unknown = NO_TOOL
-    evidence: dict[str, str] = field(default_factory=dict)
+    media_errors: int | Unknown = NO_TOOL  # unrecovered data integrity errors, lifetime; warn > 0
+    error_log_entries: int | Unknown = NO_TOOL  # error log entries over the controller's life
+    power_on_hours: int | Unknown = NO_TOOL  # hours powered on
+    unsafe_shutdowns: int | Unknown = NO_TOOL  # power losses without a shutdown notification
+    evidence: dict[str, str] = field(default_factory=dict)  # field -> the JSON key: value
 
 
 def decode_critical_warning(value: int) -> list[str]:

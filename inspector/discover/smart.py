@@ -31,35 +31,38 @@ MISSING = Unknown("not reported by smartctl")
 
 @dataclass
 class SmartAttribute:
-    id: int
-    name: str
-    raw: int | None
-    value: int | None = None
-    worst: int | None = None
-    thresh: int | None = None
-    when_failed: str = ""
+    """One ATA SMART attribute (ata_smart_attributes.table[] of smartctl --json)."""
+    id: int                     # attribute id: 5, 187, 197, 198, 199
+    name: str                   # smartctl's name: Reallocated_Sector_Ct ...
+    raw: int | None             # raw value (a count for the watched ids); warn when above 0
+    value: int | None = None    # normalised value, vendor scale, higher is better
+    worst: int | None = None    # lowest normalised value ever recorded
+    thresh: int | None = None   # the vendor's failure threshold for the normalised value
+    when_failed: str = ""       # "now"/"past": value is/was at or below thresh; "" never
 
 
 @dataclass
 class SmartHealth:
-    device: str
+    """A SATA/SAS drive's health from `smartctl --json -a /dev/sdX`."""
+    device: str                                # sda ...
     kind: str = "smart"
     level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
-    source: str = "smartctl --json -a"
+    source: str = "smartctl --json -a"         # the command it came from
     protocol: str | Unknown = MISSING          # ATA, SCSI
-    model: str | Unknown = MISSING
-    serial: str | Unknown = MISSING
-    firmware: str | Unknown = MISSING
+    model: str | Unknown = MISSING             # model_name (SCSI: vendor and product)
+    serial: str | Unknown = MISSING            # serial_number
+    firmware: str | Unknown = MISSING          # firmware_version
     smart_available: bool | Unknown = MISSING   # smart_support.available
-    smart_passed: bool | Unknown = MISSING
+    smart_passed: bool | Unknown = MISSING     # overall self-assessment (smart_status.passed)
+    # smartctl's exit status, a bit mask (smartctl(8)); bits 3, 4, 7 critical, 5, 6 warn
     exit_status: int = 0
-    exit_status_bits: list[str] = field(default_factory=list)
-    temperature_c: int | Unknown = MISSING
-    power_on_hours: int | Unknown = MISSING
+    exit_status_bits: list[str] = field(default_factory=list)  # its set bits, in words
+    temperature_c: int | Unknown = MISSING     # current temperature in C (temperature.current)
+    power_on_hours: int | Unknown = MISSING    # hours powered on (power_on_time.hours)
     attributes: dict[int, SmartAttribute] = field(default_factory=dict)  # the watched ones
     grown_defects: int | Unknown = MISSING     # SAS: scsi_grown_defect_list
-    messages: list[str] = field(default_factory=list)
-    evidence: dict[str, str] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)  # smartctl's own messages (errors, notes)
+    evidence: dict[str, str] = field(default_factory=dict)  # field -> the JSON field: value
 
 
 def decode_exit_status(status: int) -> list[str]:
