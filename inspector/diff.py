@@ -9,6 +9,7 @@ and probe latency that rose beyond the run-to-run spread. Everything else is a c
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,12 @@ VOLATILE_KEYS = {
     "physical_bytes_written", "physical_bytes_read", "data_units_read", "data_units_written",
     "ram_usage", "sync_completed", "sync_progress", "sync_speed_kps", "sync_eta_s", "progress",
     "speed", "eta", "iowait_percent", "context_switches", "interrupts",
+    "evidence",   # the tool output lines behind a field: its change shows in the field itself
 }
+# Model dicts keyed by a record's identity: their keys are shown as [name=KEY] in change paths, so
+# a path says which device or NIC it is about (storage.health[device=hioa].reserves_pct).
+KEYED_COLLECTIONS = {"storage.devices": "name", "storage.md": "name", "storage.dm": "name",
+                     "storage.health": "device", "net.nics": "name"}
 IDENTITY_KEYS = ("name", "ifname", "device", "address", "code_subject", "id", "path", "key", "slot")
 # Flash wear fields where a lower (or higher) value is worse.
 # (Field names of inspector.discover.hio / fio_status / nvme_health / smart / md.)
@@ -75,7 +81,7 @@ def _walk(before: Any, after: Any, path: str, out: list[tuple[str, Any, Any, str
         for key in list(before) + [k for k in after if k not in before]:
             if key in VOLATILE_KEYS:
                 continue
-            sub = f"{path}.{key}" if path else str(key)
+            sub = _child_path(path, str(key))
             if key not in after:
                 out.append((sub, before[key], None, "removed"))
             elif key not in before:
@@ -105,6 +111,19 @@ def _walk(before: Any, after: Any, path: str, out: list[tuple[str, Any, Any, str
         out.append((path, before, after, "changed"))
 
 
+def _child_path(path: str, key: str) -> str:
+    """parent.key, or parent[name=key] inside a collection keyed by identity, or parent[key]
+    when the key itself has dots (sysctl names) so the path stays unambiguous."""
+    if not path:
+        return key
+    identity = KEYED_COLLECTIONS.get(path)
+    if identity:
+        return f"{path}[{identity}={key}]"
+    if "." in key or " " in key:
+        return f"{path}[{key}]"
+    return f"{path}.{key}"
+
+
 def _strip(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: _strip(v) for k, v in obj.items() if k not in VOLATILE_KEYS}
@@ -118,15 +137,13 @@ def _is_num(v: Any) -> bool:
 
 
 def _is_device_entry(path: str) -> bool:
-    """storage.devices.sdb (devices keyed by name) or storage.devices[name=sdb] (a list)."""
-    if path.startswith("storage.devices[") and path.endswith("]") and path.count("[") == 1:
-        return True
-    return path.startswith("storage.devices.") and "." not in path[len("storage.devices."):]
+    """storage.devices[name=sdb] (devices keyed by name, or a list matched by name)."""
+    return path.startswith("storage.devices[") and path.endswith("]") and path.count("[") == 1
 
 
 def _last_key(path: str) -> str:
-    tail = path.rsplit(".", 1)[-1]
-    return tail.split("[", 1)[0]
+    """The last plain key of a path (identities in brackets may contain dots)."""
+    return re.sub(r"\[[^\]]*\]", "", path).rsplit(".", 1)[-1]
 
 
 def diff_sections(before: dict, after: dict) -> list[Change]:
@@ -140,12 +157,18 @@ def diff_sections(before: dict, after: dict) -> list[Change]:
             key = _last_key(path)
             if name == "storage" and kind == "removed" and _is_device_entry(path):
                 change.regression, change.note = True, "block device disappeared"
+            elif path.startswith("storage.health[") and key == "level" \
+                    and isinstance(b, str) and isinstance(a, str):
+                worse = LEVEL_RANK.get(a, 1) > LEVEL_RANK.get(b, 1)
+                change.kind, change.regression = ("worse" if worse else "better"), worse
+                change.note = f"drive health {b} -> {a}"
             elif _is_num(b) and _is_num(a) and key in WORSE_WHEN_LOWER | WORSE_WHEN_HIGHER:
                 worse = a < b if key in WORSE_WHEN_LOWER else a > b
                 change.kind = "worse" if worse else "better"
                 change.regression = worse
                 if worse:
-                    change.note = f"{key} went from {b} to {a}"
+                    change.note = ("fell; lower is worse" if key in WORSE_WHEN_LOWER
+                                   else "rose; higher is worse")
             changes.append(change)
     return changes
 
@@ -177,58 +200,84 @@ def _probe_key(p: dict) -> str:
     return p.get("spec") or f"{p.get('kind')}:{p.get('target')}"
 
 
+SINGLE_SAMPLE_NOTE = "changed (single sample, not judged)"
+# Without per-interval spread a latency change is only mentioned (never judged) beyond this.
+UNJUDGED_MENTION = 0.25
+
+
+def _interval_spread(doc: dict, metric: str) -> float | None:
+    """Standard deviation of the per-interval values of a metric; None with fewer than 2."""
+    intervals = doc.get("intervals")
+    vals = [v for v in (intervals.get(metric, []) if isinstance(intervals, dict) else [])
+            if _is_num(v)]
+    if len(vals) < 2:
+        return None
+    m = sum(vals) / len(vals)
+    return math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
+
+
 def latency_significance(before: dict, after: dict, metric: str = "p99_us") -> tuple[bool, str]:
     """Is the latency change beyond the run-to-run spread?
 
     Each probe summary carries per-interval values of the metric (`intervals`); the change is
     significant when it exceeds 10% AND twice the larger of the two runs' interval standard
     deviations (a rough two-sigma rule that needs no distribution assumption beyond spread).
-    Without interval data, only changes over 25% count."""
+    A run without per-interval spread (one measurement, e.g. the dns probe) is evidence of
+    nothing: its change is never significant, and the note says it was not judged."""
     b, a = before.get(metric), after.get(metric)
     if not (_is_num(b) and _is_num(a)) or b <= 0:
         return False, "no comparable latency"
     rel = (a - b) / b
-
-    def spread(doc: dict) -> float | None:
-        vals = [v for v in doc.get("intervals", {}).get(metric, []) if _is_num(v)]
-        if len(vals) < 2:
-            return None
-        m = sum(vals) / len(vals)
-        return math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
-
-    sb, sa = spread(before), spread(after)
+    sb, sa = _interval_spread(before, metric), _interval_spread(after, metric)
     if sb is None or sa is None:
-        return rel > 0.25, f"{metric} {b:.0f} -> {a:.0f} us ({rel:+.0%}; no interval spread, 25% rule)"
+        return False, f"{metric} {_fmt_us(b)} -> {_fmt_us(a)} ({rel:+.0%}); {SINGLE_SAMPLE_NOTE}"
     noise = 2 * max(sb, sa)
     significant = rel > 0.10 and (a - b) > noise
-    return significant, (f"{metric} {b:.0f} -> {a:.0f} us ({rel:+.0%}; run-to-run spread "
-                         f"±{max(sb, sa):.0f} us)")
+    return significant, (f"{metric} {_fmt_us(b)} -> {_fmt_us(a)} ({rel:+.0%}; run-to-run spread "
+                         f"±{_fmt_us(max(sb, sa))})")
+
+
+def _fmt_us(us: float) -> str:
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} us"
+
+
+def probe_path(spec: str, metric: str | None = None) -> str:
+    return f"probes[{spec}]" + (f".{metric}" if metric else "")
 
 
 def diff_probes(before: list[dict], after: list[dict]) -> list[Change]:
     b = {_probe_key(p): p for p in before}
     a = {_probe_key(p): p for p in after}
     changes = []
-    for k in b.keys() & a.keys():
+    for k in [k for k in b if k in a]:
         pb, pa = b[k].get("summary") or {}, a[k].get("summary") or {}
         if b[k].get("error") != a[k].get("error"):
             bad = bool(a[k].get("error"))
-            changes.append(Change("probes", k, b[k].get("error"), a[k].get("error"),
+            changes.append(Change("probes", probe_path(k), b[k].get("error"), a[k].get("error"),
                                   "worse" if bad else "better", bad,
                                   f"probe error: {a[k].get('error') or 'none now'}"))
             continue
         for metric in ("p99_us", "avg_us"):
+            vb, va = pb.get(metric), pa.get(metric)
+            if not (_is_num(vb) and _is_num(va)) or vb == va or vb <= 0:
+                continue
+            judged = (_interval_spread(pb, metric) is not None
+                      and _interval_spread(pa, metric) is not None)
+            if not judged:
+                if abs(va - vb) / vb > UNJUDGED_MENTION:
+                    changes.append(Change("probes", probe_path(k, metric), vb, va, "changed",
+                                          False, SINGLE_SAMPLE_NOTE))
+                continue
             significant, note = latency_significance(pb, pa, metric)
-            if _is_num(pb.get(metric)) and _is_num(pa.get(metric)) and pb[metric] != pa[metric]:
-                worse = significant and pa[metric] > pb[metric]
-                better = latency_significance(pa, pb, metric)[0] and pa[metric] < pb[metric]
-                if worse or better:
-                    changes.append(Change("probes", f"{k}.{metric}", pb[metric], pa[metric],
-                                          "worse" if worse else "better", worse, note))
-    for k in a.keys() - b.keys():
-        changes.append(Change("probes", k, None, a[k].get("summary"), "added"))
-    for k in b.keys() - a.keys():
-        changes.append(Change("probes", k, b[k].get("summary"), None, "removed"))
+            worse = significant and va > vb
+            better = latency_significance(pa, pb, metric)[0] and va < vb
+            if worse or better:
+                changes.append(Change("probes", probe_path(k, metric), vb, va,
+                                      "worse" if worse else "better", worse, note))
+    for k in [k for k in a if k not in b]:
+        changes.append(Change("probes", probe_path(k), None, a[k].get("summary"), "added"))
+    for k in [k for k in b if k not in a]:
+        changes.append(Change("probes", probe_path(k), b[k].get("summary"), None, "removed"))
     return changes
 
 

@@ -32,29 +32,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return status
     from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-    console = Console()
-    if not result.changes:
-        console.print(Text(f"No changes between {args.before} and {args.after}.", style="green"))
-        return 0
-    table = Table(title=f"{args.before} -> {args.after}", title_justify="left", show_edge=False)
-    table.add_column("", no_wrap=True)
-    table.add_column("area", no_wrap=True)
-    table.add_column("what")
-    table.add_column("before")
-    table.add_column("after")
-    order = sorted(result.changes, key=lambda c: (not c.regression, c.category, c.path))
-    for c in order:
-        mark = Text(" REGRESSION ", style="bold white on red") if c.regression else Text(c.kind)
-        table.add_row(mark, c.category, c.note or c.path, _short(c.before), _short(c.after))
-    console.print(table)
-    console.print(f"{len(result.changes)} changes, {len(result.regressions)} regressions")
+    from inspector.render.diff import render_diff
+    console = Console(highlight=False)
+    for line in render_diff(result, console.width):
+        console.print(line, soft_wrap=True)   # lines are already fitted to the width
     return status
-
-
-def _short(value) -> str:
-    if value is None:
-        return "-"
-    text = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -64,15 +64,15 @@ def test_each_change_kind_is_detected():
     assert paths["storage.devices[name=sda]"].regression                        # removed device
     assert paths["storage.devices[name=sdb]"].kind == "added" and not paths["storage.devices[name=sdb]"].regression
     assert paths["storage.devices[name=md0].md.degraded"].regression
-    assert paths["storage.health.hioa.max_bad_block_rate_pct"].regression         # rising bad block rate
-    assert paths["storage.health.hioa.reserves_pct"].regression           # reserves down
+    assert paths["storage.health[device=hioa].max_bad_block_rate_pct"].regression  # rising bad blocks
+    assert paths["storage.health[device=hioa].reserves_pct"].regression            # reserves down
     assert paths["net.nics[name=eth0].mtu"].after == 9000
     assert paths["net.nics[name=eth0].offloads.tcp-segmentation-offload.on"].after is False
-    assert paths["net.sysctls.net.core.somaxconn"].before == 4096
+    assert paths["net.sysctls[net.core.somaxconn]"].before == 4096
     assert "dns.nameservers" in paths and any(p.startswith("virt.layers") for p in paths)
     assert paths["md.degraded@md0"].regression
-    assert paths["io:/data.p99_us"].regression
-    assert "io:/data.avg_us" not in paths          # +0.3% is within the run-to-run spread
+    assert paths["probes[io:/data].p99_us"].regression
+    assert "probes[io:/data].avg_us" not in paths  # +0.3% is within the run-to-run spread
 
 
 def test_significance_rule():
@@ -80,8 +80,38 @@ def test_significance_rule():
     noisy = {"p99_us": 1200, "intervals": {"p99_us": [600, 1200, 1800]}}
     assert latency_significance(quiet, {"p99_us": 1300, "intervals": {"p99_us": [1290, 1300, 1310]}})[0]
     assert not latency_significance(quiet, noisy)[0]      # +20% but the spread is larger
-    assert not latency_significance({"p99_us": 100}, {"p99_us": 120})[0]   # no spread: 25% rule
-    assert latency_significance({"p99_us": 100}, {"p99_us": 130})[0]
+    # no per-interval spread: not evidence of anything, however large the change
+    assert not latency_significance({"p99_us": 100}, {"p99_us": 120})[0]
+    significant, note = latency_significance({"p99_us": 100}, {"p99_us": 300})
+    assert not significant and "single sample, not judged" in note
+
+
+def _dns_probe(avg_us):
+    # what probe_runs._run_dns produces: one measurement, no `intervals`
+    return {"spec": "dns", "kind": "dns", "target": "", "error": None,
+            "summary": {"requests": 2, "avg_us": avg_us, "predicted_lookup_s": 0.01}}
+
+
+def test_single_sample_probe_is_a_note_not_a_regression(tmp_path, monkeypatch):
+    before, after = copy.deepcopy(BASE), copy.deepcopy(BASE)
+    before["probes"].append(_dns_probe(400.0))
+    after["probes"].append(_dns_probe(1900.0))            # +375%, but one sample each
+    res = diff_snapshots(before, after)
+    dns = [c for c in res.changes if c.category == "probes" and "dns" in c.path]
+    assert len(dns) == 1 and dns[0].path == "probes[dns].avg_us"
+    assert not dns[0].regression and dns[0].note == "changed (single sample, not judged)"
+    assert res.regressions == []
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    write_snapshot(before, str(a))
+    write_snapshot(after, str(b))
+    monkeypatch.setenv("COLUMNS", "200")
+    out = run_cli("diff", str(a), str(b))
+    assert out.status == 0, out.out
+    line = next(l for l in out.out.splitlines() if "single sample" in l)
+    assert "probes[dns].avg_us" in line and "REGRESSION" not in out.out
+    # a small wobble of a single-sample probe is not even mentioned
+    after["probes"][-1]["summary"]["avg_us"] = 420.0
+    assert not [c for c in diff_snapshots(before, after).changes if "dns" in c.path]
 
 
 def test_cli_roundtrip_and_exit_codes(tmp_path):
