@@ -75,9 +75,9 @@ class HostIdentity:
 @dataclass
 class Report:
     """The whole model: what `report --json` prints and snapshots store."""
-    host: HostIdentity
+    host: HostIdentity                       # which machine, and when
     sections: dict[str, Any]                 # name -> section dataclass (or Unknown)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)   # crit, unknown, warn, then ok
     timings: dict[str, float] = field(default_factory=dict)   # collector -> seconds
     schema_version: int = SCHEMA_VERSION
 

@@ -34,6 +34,7 @@ SERVER_CHASSIS = {17: "Main Server Chassis", 23: "Rack Mount Chassis", 25: "Mult
 
 @dataclass
 class CpuFreqPolicy:
+    """One cpufreq policy: the CPUs that share a frequency, and how it is chosen."""
     name: str                               # policy0, or cpu0 on kernels without policies
     cpus: list[int]                         # affected_cpus
     driver: str | Unknown                   # intel_pstate, acpi-cpufreq, amd-pstate-epp ...
@@ -49,6 +50,7 @@ class CpuFreqPolicy:
 
 @dataclass
 class TaskCounts:
+    """Task counts of /proc/loadavg."""
     runnable: int | Unknown                 # tasks running or runnable now (/proc/loadavg)
     tasks: int | Unknown                    # all tasks (/proc/loadavg)
 

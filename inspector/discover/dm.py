@@ -16,6 +16,7 @@ from inspector.model import Unknown, known
 
 @dataclass
 class Striping:
+    """Striping inferred from the queue limits a dm target exports."""
     stripe_bytes: int          # per-device chunk (minimum_io_size)
     stripes: int               # optimal_io_size / minimum_io_size
     width_bytes: int           # optimal_io_size

@@ -66,8 +66,9 @@ class Nic:
 
 @dataclass
 class NetSection:
-    nics: list[Nic] | Unknown
-    sysctls: list[NetSysctl]
+    """Network interfaces and the network sysctls."""
+    nics: list[Nic] | Unknown          # every interface, in ifindex order
+    sysctls: list[NetSysctl]           # the tuning-relevant sysctls beside their tuned values
 
 
 def collect(root: HostRoot) -> NetSection:

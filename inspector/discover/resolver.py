@@ -48,6 +48,7 @@ CONTENT_MANAGERS = (("managed by man:systemd-resolved", "systemd-resolved"),
 
 @dataclass
 class ResolverSection:
+    """The resolver as glibc uses it, who manages resolv.conf, and what a dead server costs."""
     path: str                          # /etc/resolv.conf
     link_target: str | None            # the symlink's target as written, if it is one
     real_path: str | Unknown           # where the file really is (inside the root)

@@ -35,6 +35,7 @@ from inspector.discover.resolver_conf import ResolverConfig, timeout_rounds
 
 @dataclass
 class DelayEstimate:
+    """How long glibc lookups wait in one failure case, with the arithmetic."""
     seconds: float | None       # None: unbounded (hangs until the application gives up)
     average: float | None       # mean over rotate offsets (equals seconds without rotate)
     explanation: str            # the arithmetic, for the report

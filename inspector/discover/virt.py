@@ -28,6 +28,7 @@ STRONG, MEDIUM, WEAK, SUSPECT, IGNORED, INFO = "strong", "medium", "weak", "susp
 
 @dataclass
 class Evidence:
+    """One signal looked at, and how much it counted."""
     source: str          # where: "/sys/hypervisor/type", "cpuid 0x40000000", "/.dockerenv"
     value: str           # what was seen there
     points_to: str       # the verdict it supports ("kvm", "docker", "none", "pv-drivers" ...)
@@ -37,12 +38,13 @@ class Evidence:
 
 @dataclass
 class Layer:
+    """One layer of the stack this system runs on: a container, a VM, or the hardware."""
     kind: str                        # container | vm | hardware
     verdict: str                     # "none", "docker", "kvm", "xen", "hardware" ...
     flavor: str | None = None        # firecracker, xenserver, aws, azure, gce, rootless ...
     guest_mode: str | None = None    # Xen: PV, HVM, PVHVM, PVH
     confidence: str = "high"         # high | medium | low
-    evidence: list[Evidence] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)  # every signal looked at
     confidential: str | None = None  # VM memory encryption: "AMD SEV-SNP", "Intel TDX" ...
 
     @property
