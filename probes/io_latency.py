@@ -43,7 +43,9 @@ MAX_BURST = 1024
 RAW_LIMIT = 1 << 22            # raw latencies kept (all workers) before folding into the
                                # histogram mid-run; below it, folding waits for the end
 JOIN_TIMEOUT = 2.0
-TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged             # a request stuck in the kernel does not hang the caller
+TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged
+STRAGGLER_POLL_NS = 2_000_000  # while a worker has not handed its share of a tick over yet
+DONE_NS = 1 << 62              # a finished worker covers all time
 
 
 @dataclass
@@ -115,6 +117,7 @@ class IoResult:
     stuck_workers: int = 0
     recorder: LatencyRecorder | None = field(default=None, repr=False)
     samples: list[IoSample] = field(default_factory=list, repr=False)
+    workers: list["IoWorkerResult"] = field(default_factory=list, repr=False)
 
     @property
     def total_requests(self) -> int:
@@ -122,14 +125,23 @@ class IoResult:
 
     @property
     def busy_ns(self) -> int:
-        """Sum of the timed latencies (ioping's "completed in")."""
+        """Sum of the timed latencies, every worker's (ioping's "completed in" for one)."""
         if self.recorder is not None:
             return self.recorder.total
         return round(self.latency.avg_ns * self.requests) if self.requests else 0
 
     @property
+    def busy_per_worker_ns(self) -> float:
+        """The time each worker spent in requests, on average: `busy_ns / jobs`."""
+        return self.busy_ns / self.jobs
+
+    @property
     def iops_mean(self) -> float:
-        """1/mean latency per worker, times workers: ioping's "requests completed" iops."""
+        """ioping's "requests completed" iops (1/mean latency), summed over the workers:
+        concurrent workers' rates add up, so this is the sum of the per-worker figures."""
+        counted = [w for w in self.workers if not w.stuck]
+        if counted:
+            return sum(w.iops_mean for w in counted)
         return self.jobs * 1e9 * self.requests / self.busy_ns if self.busy_ns else 0.0
 
     @property
@@ -158,10 +170,35 @@ class IoResult:
             "min_ns": lat.min_ns, "avg_ns": lat.avg_ns, "max_ns": lat.max_ns,
             "mdev_ns": lat.mdev_ns, "percentiles_ns": dict(lat.percentiles_ns),
             "error": self.error, "interrupted": self.interrupted,
+            "workers": [w.to_json() for w in self.workers],
         }
 
     def histogram(self) -> list[tuple[int, int]]:
         return self.recorder.buckets() if self.recorder else []
+
+
+@dataclass
+class IoWorkerResult:
+    """One worker's figures; the run's summary is their merge (histograms added, counts and
+    busy time summed, IOPS summed)."""
+    index: int
+    requests: int                # valid (timed) requests
+    warmups: int
+    busy_ns: int
+    latency: LatencySummary
+    stuck: bool = False          # still blocked in a request: not merged into the summary
+    recorder: LatencyRecorder | None = field(default=None, repr=False)
+
+    @property
+    def iops_mean(self) -> float:
+        return 1e9 * self.requests / self.busy_ns if self.busy_ns else 0.0
+
+    def to_json(self) -> dict:
+        lat = self.latency
+        return {"worker": self.index, "requests": self.requests, "warmups": self.warmups,
+                "busy_ns": self.busy_ns, "iops": self.iops_mean, "min_ns": lat.min_ns,
+                "avg_ns": lat.avg_ns, "max_ns": lat.max_ns, "mdev_ns": lat.mdev_ns,
+                "percentiles_ns": dict(lat.percentiles_ns), "stuck": self.stuck}
 
 
 class IoError(Exception):
@@ -190,6 +227,10 @@ class _Worker(threading.Thread):
         self.raw_limit = max(LATENCY_SLOTS, RAW_LIMIT // cfg.jobs)
         self.end_ns = 0
         self.start_ns = 0              # set by the probe just before start()
+        self.warmups = 0               # warm-up requests completed (0 or 1)
+        # time up to which this worker has handed everything over (its clock): the async
+        # side waits for every worker to cover a tick before it closes that interval
+        self.covered_ns = 0
         self.rng = random.Random(None if cfg.seed is None else cfg.seed * 1009 + index)
         blocks = target.working_set // cfg.request_size
         self.population = range(0, blocks * cfg.request_size, cfg.request_size)
@@ -249,6 +290,7 @@ class _Worker(threading.Thread):
             self.out.append(_Batch(IntervalPart(), [], [], 0, f"worker failed: {exc!r}"))
         finally:
             self.end_ns = time.monotonic_ns()
+            self.covered_ns = DONE_NS
             self._fold()
             try:
                 self.buf.close()
@@ -261,10 +303,12 @@ class _Worker(threading.Thread):
         self.raw = array("q")
 
     def _publish(self, chunk: array, in_order: bool, warmups: list[int],
-                 writes: int, error: str | None = None) -> None:
+                 writes: int, error: str | None = None, covered: int | None = None) -> None:
         self.raw.extend(chunk)
         self.out.append(_Batch(IntervalPart.of(chunk), chunk.tolist() if in_order else [],
                                warmups, writes, error))
+        if covered is not None:        # after the append: covered means "already in out"
+            self.covered_ns = covered
         if len(self.raw) >= self.raw_limit:
             self._fold()
 
@@ -290,12 +334,13 @@ class _Worker(threading.Thread):
         t1 = clock()
         if n != size:
             raise IoError(_short(cfg.mode, off, n, size, 1))
+        self.warmups = 1
         # ticks aligned with the async side's when both use CLOCK_MONOTONIC (the default)
         base = self.start_ns if clock is time.perf_counter_ns else t0
         deadline = base + self.deadline_ns if self.deadline_ns is not None else 1 << 62
         warmups = [t1 - t0]
         if ping:
-            self.out.append(_Batch(IntervalPart(), [], warmups, 0))
+            self._publish(array("q"), True, warmups, 0, covered=t1)
             warmups = []
             if not self._pause(cfg.interval, clock, deadline):
                 return
@@ -361,7 +406,7 @@ class _Worker(threading.Thread):
                 if t1 >= next_event or len(lat) >= LATENCY_SLOTS:
                     # a tick, the deadline or a full buffer: hand the interval over
                     done += len(lat)
-                    self._publish(lat, ping, warmups, writes)
+                    self._publish(lat, ping, warmups, writes, covered=t1)
                     lat = array("q")
                     append = lat.append
                     warmups, writes = [], 0
@@ -380,8 +425,13 @@ class _Worker(threading.Thread):
             self._publish(lat, ping, warmups, writes)
 
     def _pause(self, seconds: float, clock, deadline: int) -> bool:
-        """Wait between pings; False when the run should end (stop or deadline)."""
-        if self.stop.wait(seconds):
+        """Wait between pings, never past the deadline; False when the run should end."""
+        now = clock()
+        wait_ns = min(int(seconds * 1e9), deadline - now)
+        if wait_ns <= 0:
+            return False
+        self.covered_ns = now + wait_ns          # idle until then: nothing to hand over
+        if self.stop.wait(wait_ns / 1e9):
             return False
         return clock() < deadline
 
@@ -458,32 +508,42 @@ class IoLatencyProbe:
         self._workers = [_Worker(i, self.target, self.cfg, quota, deadline_ns, self._stop,
                                  worker_done) for i, quota in enumerate(self._quotas())]
         start = time.monotonic_ns()
-        self._start = start
+        self._start = self._covered = start
         for w in self._workers:
             w.start_ns = start
             w.start()
-        period = self.cfg.sample_period
-        last = start
+        # Interval accounting: a sample covers [end of the previous sample, its own end].
+        # With the default clock the workers' clock is this one, so a sample ends exactly
+        # at its tick (or at the run's real end for the last, partial interval) and waits
+        # for every worker's share of the tick; with an injected clock, at the drain time.
+        aligned = self.cfg.clock is time.perf_counter_ns
+        period_ns = int(self.cfg.sample_period * 1e9)
         tick = 0
         try:
             while not finished.is_set():
                 tick += 1
-                wake = start + int(tick * period * 1e9) + TICK_GRACE_NS
-                delay = (wake - time.monotonic_ns()) / 1e9
-                if delay > 0:
-                    try:
-                        await asyncio.wait_for(finished.wait(), delay)
-                    except asyncio.TimeoutError:
-                        pass
-                now = time.monotonic_ns()
-                sample = self._drain(last, now)
-                last = now
+                await _wait(finished, start + tick * period_ns + TICK_GRACE_NS)
+                # a late wake-up (slow consumer) closes the latest tick, not a stale one
+                tick = max(tick, (time.monotonic_ns() - TICK_GRACE_NS - start) // period_ns)
+                tick_end = start + tick * period_ns
+                if aligned:
+                    give_up = tick_end + period_ns // 2
+                    while not finished.is_set() and self._straggling(tick_end):
+                        now = time.monotonic_ns()
+                        if now >= give_up:
+                            break            # a request stuck in the kernel: not forever
+                        await _wait(finished, min(give_up, now + STRAGGLER_POLL_NS))
+                if finished.is_set():
+                    break                    # the last interval: its real end, below
+                sample = self._drain(tick_end if aligned else time.monotonic_ns())
                 if sample is not None:
                     self.samples.append(sample)
                     yield sample
                 if self._error:
                     self._stop.set()
-            sample = self._drain(last, max(time.monotonic_ns(), last + 1))
+            ends = [w.end_ns for w in self._workers if w.end_ns]
+            end = max(ends) if aligned and ends else time.monotonic_ns()
+            sample = self._drain(max(end, self._covered + 1))
             if sample is not None:
                 self.samples.append(sample)
                 yield sample
@@ -494,7 +554,12 @@ class IoLatencyProbe:
             self._stop.set()
             self._finish(start)
 
-    def _drain(self, since: int, now: int) -> IoSample | None:
+    def _straggling(self, tick_end: int) -> bool:
+        """Some running worker has not handed over everything up to tick_end yet."""
+        return any(w.covered_ns < tick_end for w in self._workers)
+
+    def _drain(self, end: int) -> IoSample | None:
+        """What the workers handed over, as the sample covering (previous end, end]."""
         batches: list[_Batch] = []
         for w in self._workers:
             out = w.out
@@ -519,8 +584,9 @@ class IoLatencyProbe:
             writes = n
         self._writes += writes
         self._reads += n - writes
-        duration = (now - since) / 1e9
-        return IoSample(t=(now - self._start) / 1e9, duration=duration, jobs=self.cfg.jobs,
+        duration = (end - self._covered) / 1e9
+        self._covered = end
+        return IoSample(t=(end - self._start) / 1e9, duration=duration, jobs=self.cfg.jobs,
                         requests=n, iops=n / duration if duration > 0 else 0.0,
                         bytes_per_s=n * self.cfg.request_size / duration if duration > 0
                         else 0.0, stats=stats,
@@ -532,16 +598,22 @@ class IoLatencyProbe:
         for w in self._workers:
             w.join(max(0.0, give_up - time.monotonic()))
             stuck += w.is_alive()
-        late = self._drain(start, time.monotonic_ns())   # anything flushed after the last yield
+        # anything flushed after the last yield (interrupted runs)
+        late = self._drain(max(time.monotonic_ns(), self._covered + 1))
         if late is not None:
             self.samples.append(late)
+        # the summary is the merge of the workers: histograms added, counts summed
         recorder = LatencyRecorder()
-        warmups = 0
-        for w in self._workers:
-            if not w.is_alive():
-                recorder.merge(w.recorder)
-        for s in self.samples:
-            warmups += len(s.warmups_ns)
+        workers: list[IoWorkerResult] = []
+        for i, w in enumerate(self._workers):
+            if w.is_alive():             # its recorder may still change: left out
+                workers.append(IoWorkerResult(i, 0, w.warmups, 0, LatencySummary(
+                    0, None, None, None, None, {}), stuck=True))
+                continue
+            recorder.merge(w.recorder)
+            workers.append(IoWorkerResult(i, w.recorder.count, w.warmups, w.recorder.total,
+                                          w.recorder.summary(), recorder=w.recorder))
+        warmups = sum(w.warmups for w in workers)
         ends = [w.end_ns for w in self._workers if w.end_ns]
         wall = (max(ends) if ends else time.monotonic_ns()) - start
         error = self._error
@@ -553,7 +625,17 @@ class IoLatencyProbe:
             requests=recorder.count, warmups=warmups, wall_ns=wall, reads=self._reads,
             writes=self._writes, latency=recorder.summary(), error=error,
             interrupted=self._interrupted, stuck_workers=stuck, recorder=recorder,
-            samples=self.samples)
+            samples=self.samples, workers=workers)
+
+
+async def _wait(event: asyncio.Event, until_ns: int) -> None:
+    """Until the event is set or the monotonic clock reaches until_ns."""
+    delay = (until_ns - time.monotonic_ns()) / 1e9
+    if delay > 0 and not event.is_set():
+        try:
+            await asyncio.wait_for(event.wait(), delay)
+        except asyncio.TimeoutError:
+            pass
 
 
 # -- ramp: 1, 2, 4 ... N workers, looking for the knee ------------------------------------------

@@ -8,6 +8,10 @@ O_DIRECT is the default. Where the filesystem refuses it (EINVAL, e.g. ramfs, so
 filesystems) the target falls back to buffered IO and the workers drop the page cache range
 with POSIX_FADV_DONTNEED before every request (outside the timed window), as ioping does.
 
+Request sizes are checked before anything is written: positive, at most the target's size,
+and with O_DIRECT a multiple of the logical block size of the target's device (from sysfs,
+through a HostRoot: io_align); where sysfs has no answer, one trial O_DIRECT read decides.
+
 The probe is live by nature (it times syscalls on this host), so it reads /proc/self/mountinfo
 directly instead of going through a HostRoot.
 """
@@ -73,8 +77,14 @@ class IoTarget:
 
 
 def open_target(path: str, *, write: bool = False, request_size: int = 4096,
-                working_set: int | None = None, direct: bool = True) -> IoTarget:
-    """Resolve and open PATH for probing; raises TargetError with a one-line reason."""
+                working_set: int | None = None, direct: bool = True, root=None) -> IoTarget:
+    """Resolve and open PATH for probing; raises TargetError with a one-line reason.
+
+    `root` (a HostRoot, the live one by default) answers the device's logical block size."""
+    if request_size <= 0:
+        raise TargetError(f"request size {request_size} must be positive")
+    if working_set is not None and working_set <= 0:
+        raise TargetError(f"working set {working_set} must be positive")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -83,8 +93,9 @@ def open_target(path: str, *, write: bool = False, request_size: int = 4096,
         raise TargetError(f"{path}: permission denied") from None
     except OSError as exc:
         raise TargetError(f"{path}: {exc.strerror}") from None
-    if request_size <= 0:
-        raise TargetError("request size must be positive")
+    if direct and (stat.S_ISDIR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                   or stat.S_ISREG(st.st_mode)):
+        _check_direct_size(path, st, request_size, root)
 
     if stat.S_ISDIR(st.st_mode):
         target = _open_directory(path, request_size, working_set or DEFAULT_DIR_WORKING_SET,
@@ -101,6 +112,27 @@ def open_target(path: str, *, write: bool = False, request_size: int = 4096,
     target.cached = not direct
     _describe_fs(target, st)
     return target
+
+
+def _check_direct_size(path: str, st: os.stat_result, request_size: int, root) -> None:
+    """O_DIRECT moves whole logical blocks: refuse other sizes before any preparation."""
+    from inspector.host import HostRoot
+    from inspector.probes.io_align import device_geometry, required_multiple
+    dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+    geometry = device_geometry(root if root is not None else HostRoot("/"), dev)
+    multiple = required_multiple(geometry)
+    if multiple is None or request_size % multiple == 0:
+        return
+    fits = max(multiple, request_size - request_size % multiple)
+    raise TargetError(
+        f"request size {request_size} is not a multiple of {multiple}, the logical block size "
+        f"of {geometry.device} holding {path} (O_DIRECT moves whole blocks: try -s {fits}, "
+        "or --cached)")
+
+
+def _too_small(path: str, size: int, request_size: int) -> TargetError:
+    return TargetError(f"request size {request_size} is larger than {path} "
+                       f"({size} bytes to probe)")
 
 
 def _open_flags(path: str, flags: int, direct: bool, mode: int = 0o600) -> tuple[int, bool]:
@@ -130,15 +162,18 @@ def _open_readonly(path: str, kind: str, request_size: int, working_set: int | N
     try:
         size = _device_size(fd) if kind == "block device" else os.fstat(fd).st_size
         if kind == "block device" and direct_ok:
-            sector = _logical_block_size(fd)
+            sector = _logical_block_size(fd)     # the kernel's word, should sysfs differ
             if request_size % sector:
-                raise TargetError(f"request size {request_size} is not a multiple of the "
-                                  f"logical block size {sector} of {path}")
+                raise TargetError(f"request size {request_size} is not a multiple of {sector}, "
+                                  f"the logical block size of {path} (try --cached)")
+        if size < request_size:
+            raise _too_small(path, size, request_size)
         if working_set:
+            if working_set < request_size:
+                raise TargetError(f"working set {working_set} is smaller than one request "
+                                  f"({request_size} bytes)")
             size = min(size, working_set)
         size -= size % request_size
-        if size < request_size:
-            raise TargetError(f"{path}: smaller than one request ({request_size} bytes)")
         if direct_ok:
             _check_direct_read(fd, request_size)
     except BaseException:
@@ -157,16 +192,19 @@ def _check_direct_read(fd: int, request_size: int) -> None:
     try:
         os.preadv(fd, [memoryview(buf)[:request_size]], 0)
     except OSError as exc:
-        raise TargetError(f"O_DIRECT read of {request_size} bytes failed: {exc.strerror}") \
-            from None
+        hint = (" (the request size must be a multiple of the device's O_DIRECT alignment; "
+                "try --cached)" if exc.errno == errno.EINVAL else "")
+        raise TargetError(f"O_DIRECT read of request size {request_size} failed: "
+                          f"{exc.strerror}{hint}") from None
     finally:
         buf.close()
 
 
 def _open_directory(path: str, request_size: int, working_set: int, direct: bool) -> IoTarget:
-    working_set -= working_set % request_size
     if working_set < request_size:
-        raise TargetError(f"working set must hold at least one request ({request_size} bytes)")
+        raise TargetError(f"request size {request_size} is larger than the working set "
+                          f"({working_set} bytes)")
+    working_set -= working_set % request_size
     fd = _private_file(path)
     try:
         vfs = os.fstatvfs(fd)
@@ -182,6 +220,8 @@ def _open_directory(path: str, request_size: int, working_set: int, direct: bool
             except OSError as exc:
                 if exc.errno != errno.EINVAL:
                     raise TargetError(f"{path}: {exc.strerror}") from None
+            if direct_ok:
+                _check_direct_read(fd, request_size)
     except BaseException:
         os.close(fd)
         raise

@@ -7,21 +7,25 @@ otherwise, then ioping's statistics block plus a percentile line.
 
 Exit status (like ioping): 0 done, 1 usage error in the values given to probe io (an unknown
 option is rejected by the main parser with 2), 2 target could not be prepared (missing,
-permission denied, refused write), 3 a request failed mid-run (partial results printed),
-130 interrupted by Ctrl-C (partial results printed).
+permission denied, refused write) or the request size does not fit it (zero or negative,
+larger than the target, not a multiple of the device's logical block size with O_DIRECT),
+3 a request failed mid-run (partial results printed), 130 interrupted by Ctrl-C (partial
+results printed).
+
+With several workers (-j) the summary is the merge of the workers' figures: requests and busy
+time summed, histograms added (percentiles of the merge), IOPS summed; "completed in" is the
+busy time per worker. A line per worker follows the summary.
 """
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import sys
+from typing import TYPE_CHECKING
 
 from inspector.commands.common import CliError, add_root_argument
-from inspector.probes.io_format import fmt_int, fmt_size, fmt_time, parse_seconds, parse_size
-from inspector.probes.io_latency import (MIXED, READ, WRITE, IoConfig, IoLatencyProbe, IoRamp,
-                                         IoResult, IoSample, RampResult)
-from inspector.probes.io_target import TargetError, open_target
+
+if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run
+    from inspector.probes.io_latency import IoConfig, IoResult, IoSample, RampResult
 
 EXIT_OK, EXIT_USAGE, EXIT_PREP, EXIT_RUNTIME, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 DEFAULT_DEADLINE = 3.0          # like `ioping -R` when neither -c nor -w is given
@@ -63,16 +67,29 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.error = usage_error
 
 
-def _config(args: argparse.Namespace) -> tuple[IoConfig, int | None]:
+def _signed_size(text: str) -> int:
+    """parse_size, but "-4k" reads as -4096 so that it is refused as negative, not garbled."""
+    from inspector.probes.io_format import parse_size
+    stripped = text.strip()
+    if stripped.startswith("-"):
+        return -parse_size(stripped[1:])
+    return parse_size(stripped)
+
+
+def _config(args: argparse.Namespace) -> tuple["IoConfig", int | None]:
+    from inspector.probes.io_format import parse_seconds
+    from inspector.probes.io_latency import MIXED, READ, WRITE, IoConfig
     try:
-        size = parse_size(args.size)
-        working_set = parse_size(args.working_set) if args.working_set else None
+        size = _signed_size(args.size)
+        working_set = _signed_size(args.working_set) if args.working_set else None
         interval = parse_seconds(args.interval)
         deadline = parse_seconds(args.deadline) if args.deadline else None
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    if size <= 0 or (working_set is not None and working_set <= 0):
-        raise CliError("request size and working set must be positive", EXIT_USAGE)
+    if size <= 0:      # the size does not fit any target: the preparation status, like ioping
+        raise CliError(f"request size {args.size} ({size} bytes) must be positive", EXIT_PREP)
+    if working_set is not None and working_set <= 0:
+        raise CliError(f"working set {args.working_set} must be positive", EXIT_PREP)
     if args.jobs < 1:
         raise CliError("--jobs must be at least 1", EXIT_USAGE)
     if args.count is not None and args.count < args.jobs:
@@ -92,6 +109,9 @@ def _config(args: argparse.Namespace) -> tuple[IoConfig, int | None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from inspector.probes.io_latency import READ, IoLatencyProbe, IoRamp
+    from inspector.probes.io_target import TargetError, open_target
     if getattr(args, "root", None):
         raise CliError("probe io measures this host; it cannot run on --root", EXIT_USAGE)
     cfg, working_set = _config(args)
@@ -118,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _drive(probe, out: "_Printer") -> bool:
     """Consume the samples; True when interrupted (Ctrl-C cancels asyncio.run's task)."""
+    import asyncio
     try:
         async for sample in probe:
             out.sample(sample)
@@ -127,12 +148,14 @@ async def _drive(probe, out: "_Printer") -> bool:
 
 
 class _Printer:
-    def __init__(self, args: argparse.Namespace, path: str, description: str, cfg: IoConfig):
+    def __init__(self, args: argparse.Namespace, path: str, description: str, cfg: "IoConfig"):
         self.args, self.path, self.description, self.cfg = args, path, description, cfg
         self.request_no = 0
         self.samples: list[IoSample] = []
 
-    def sample(self, s: IoSample) -> None:
+    def sample(self, s: "IoSample") -> None:
+        from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
+        from inspector.probes.io_latency import READ, WRITE
         self.samples.append(s)
         if self.args.json or self.args.quiet:
             return
@@ -151,10 +174,12 @@ class _Printer:
         print(f"{self.path}:{jobs} t={s.t:.2f} s {fmt_int(s.requests)} requests, "
               f"{fmt_int(round(s.iops))} iops, {fmt_size(s.bytes_per_s)}/s, "
               f"min/avg/max = {fmt_time(st.min_ns)} / {fmt_time(st.avg_ns)} / "
-              f"{fmt_time(st.max_ns)}, p99 {fmt_time(st.p99_ns)}", flush=True)
+              f"{fmt_time(st.max_ns)}, p50 {fmt_time(st.p50_ns)}, p99 {fmt_time(st.p99_ns)}",
+              flush=True)
 
     # -- single run ---------------------------------------------------------------------------
-    def done(self, r: IoResult, interrupted: bool, notes: list[str]) -> int:
+    def done(self, r: "IoResult", interrupted: bool, notes: list[str]) -> int:
+        import json
         if self.args.json:
             print(json.dumps({"summary": r.summary_json(), "notes": notes,
                               "histogram": [list(b) for b in r.histogram()],
@@ -174,7 +199,8 @@ class _Printer:
         return EXIT_OK
 
     # -- ramp ---------------------------------------------------------------------------------
-    def ramp_done(self, ramp: RampResult, interrupted: bool) -> int:
+    def ramp_done(self, ramp: "RampResult", interrupted: bool) -> int:
+        import json
         if self.args.json:
             print(json.dumps({"ramp": ramp.to_json(),
                               "samples": [s.to_json() for s in self.samples]}, indent=1))
@@ -184,13 +210,16 @@ class _Printer:
         return self._status(ramp.error, interrupted or ramp.interrupted)
 
 
-def statistics_lines(r: IoResult) -> list[str]:
+def statistics_lines(r: "IoResult") -> list[str]:
     """ioping's statistics block, plus percentiles (and workers when more than one)."""
+    from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
+    from inspector.probes.io_latency import READ, WRITE
     lat = r.latency
     verb = {WRITE: "written", READ: "read"}.get(r.mode, "read/written")
     lines = [f"--- {r.path} ({r.description}) ioping statistics ---"]
     if r.requests:
-        lines.append(f"{fmt_int(r.requests)} requests completed in {fmt_time(r.busy_ns)}, "
+        lines.append(f"{fmt_int(r.requests)} requests completed in "
+                     f"{fmt_time(round(r.busy_per_worker_ns))}, "
                      f"{fmt_size(r.requests * r.request_size)} {verb}, "
                      f"{fmt_int(round(r.iops_mean))} iops, {fmt_size(r.bytes_per_s)}/s")
     else:
@@ -211,14 +240,31 @@ def statistics_lines(r: IoResult) -> list[str]:
         extra.append(f"{r.reads} reads, {r.writes} writes")
     extra.append("O_DIRECT" if r.direct else "buffered")
     lines.append(", ".join(extra))
+    if len(r.workers) > 1:
+        lines.extend(worker_line(w) for w in r.workers)
     return lines
+
+
+def worker_line(w) -> str:
+    """One worker's share: its requests, busy time, IOPS and latencies."""
+    from inspector.probes.io_format import fmt_int, fmt_time
+    if w.stuck:
+        return f"worker {w.index + 1}: still blocked in a request (left out of the summary)"
+    if not w.requests:
+        return f"worker {w.index + 1}: 0 requests completed"
+    lat = w.latency
+    return (f"worker {w.index + 1}: {fmt_int(w.requests)} requests in {fmt_time(w.busy_ns)}, "
+            f"{fmt_int(round(w.iops_mean))} iops, min/avg/max = {fmt_time(lat.min_ns)} / "
+            f"{fmt_time(lat.avg_ns)} / {fmt_time(lat.max_ns)}, p50 {fmt_time(lat.p('p50'))}, "
+            f"p99 {fmt_time(lat.p('p99'))}")
 
 
 def _workers(n: int) -> str:
     return f"{n} worker" if n == 1 else f"{n} workers"
 
 
-def ramp_lines(path: str, description: str, ramp: RampResult) -> list[str]:
+def ramp_lines(path: str, description: str, ramp: "RampResult") -> list[str]:
+    from inspector.probes.io_format import fmt_int, fmt_time
     lines = [f"--- {path} ({description}) ramp ---",
              f"{'workers':>7} {'iops':>10} {'avg':>10} {'p99':>10}"]
     for s in ramp.steps:

@@ -140,7 +140,7 @@ def test_missing_and_unreadable_targets(tmp_path, data_file):
                 open_target(data_file)
         finally:
             os.seteuid(0)
-    with pytest.raises(TargetError, match="smaller than one request"):
+    with pytest.raises(TargetError, match="request size 4096 is larger than"):
         small = tmp_path / "small"
         small.write_bytes(b"x" * 100)
         open_target(str(small))
