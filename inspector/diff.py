@@ -22,12 +22,14 @@ VOLATILE_KEYS = {
     "physical_bytes_written", "physical_bytes_read", "data_units_read", "data_units_written",
     "ram_usage", "sync_completed", "sync_progress", "sync_speed_kps", "sync_eta_s", "progress",
     "speed", "eta", "iowait_percent", "context_switches", "interrupts",
-    "evidence",   # the tool output lines behind a field: its change shows in the field itself
+    # the tool output lines behind parsed fields: their change shows in the fields themselves
+    "evidence", "lines",
 }
 # Model dicts keyed by a record's identity: their keys are shown as [name=KEY] in change paths, so
 # a path says which device or NIC it is about (storage.health[device=hioa].reserves_pct).
 KEYED_COLLECTIONS = {"storage.devices": "name", "storage.md": "name", "storage.dm": "name",
-                     "storage.health": "device", "net.nics": "name"}
+                     "storage.health": "device", "storage.mdstat.arrays": "name",
+                     "net.nics": "name"}
 IDENTITY_KEYS = ("name", "ifname", "device", "address", "code_subject", "id", "path", "key", "slot")
 # Flash wear fields where a lower (or higher) value is worse.
 # (Field names of inspector.discover.hio / fio_status / nvme_health / smart / md.)
