@@ -64,14 +64,17 @@ class BlockDevice:
     """A whole device of /sys/block or one of its partitions, as lsblk lists it."""
     name: str                       # kernel name: sda, sda1, nvme0n1, dm-0, md0 ...
     type: str                       # lsblk TYPE: disk part loop rom lvm crypt mpath dm raid1 ...
-    family: str                     # nvme virtio xen flash-hio flash-fio zram loop md dm scsi ...
+    # driver family, from the name and sysfs path: nvme virtio xen flash-hio flash-fio zram loop
+    # md dm scsi ata usb ...
+    family: str
     maj_min: str | Unknown          # device number "major:minor" (/sys/dev/block, else X/dev)
     sysfs_path: str | Unknown       # sys/devices/... inside the root
     size_bytes: int | Unknown       # capacity in bytes (/sys/block/X/size x 512)
     read_only: bool | Unknown       # the kernel refuses writes (/sys/block/X/ro)
     removable: bool | Unknown       # removable media (/sys/block/X/removable; dm md loop zram: no)
     rotational: bool | Unknown      # spinning disk per queue/rotational (virtual disks may lie)
-    scheduler: str | None | Unknown  # the [selected] one; None when the queue has no scheduler
+    # I/O scheduler in use, the [selected] one of queue/scheduler; None when the queue has none
+    scheduler: str | None | Unknown
     schedulers: list[str]           # all I/O schedulers queue/scheduler offers (part: its disk's)
     queue: QueueLimits              # request queue limits; a partition shares its disk's
     model: str | None | Unknown = None   # device/model (SCSI ATA NVMe flash); None: kind has none

@@ -36,16 +36,18 @@ SERVER_CHASSIS = {17: "Main Server Chassis", 23: "Rack Mount Chassis", 25: "Mult
 class CpuFreqPolicy:
     """One cpufreq policy: the CPUs that share a frequency, and how it is chosen."""
     name: str                               # policy0, or cpu0 on kernels without policies
-    cpus: list[int]                         # affected_cpus
+    cpus: list[int]                         # CPUs this policy governs (affected_cpus)
     driver: str | Unknown                   # intel_pstate, acpi-cpufreq, amd-pstate-epp ...
     governor: str | Unknown                 # performance, powersave, schedutil, ondemand ...
     available_governors: list[str] | Unknown  # scaling_available_governors
-    energy_performance_preference: str | Unknown | None   # None: the driver has no EPP
+    # hint to the hardware: performance, balance_performance, balance_power, power ...;
+    # None: the driver has no EPP
+    energy_performance_preference: str | Unknown | None
     cur_freq_khz: int | Unknown             # current frequency in kHz (scaling_cur_freq)
-    min_khz: int | Unknown                  # scaling_min_freq
-    max_khz: int | Unknown                  # scaling_max_freq
-    hw_min_khz: int | Unknown               # cpuinfo_min_freq
-    hw_max_khz: int | Unknown               # cpuinfo_max_freq
+    min_khz: int | Unknown                  # lowest kHz the governor may pick (scaling_min_freq)
+    max_khz: int | Unknown                  # highest kHz the governor may pick (scaling_max_freq)
+    hw_min_khz: int | Unknown               # hardware minimum in kHz (cpuinfo_min_freq)
+    hw_max_khz: int | Unknown               # hardware maximum in kHz (cpuinfo_max_freq)
 
 
 @dataclass
@@ -64,16 +66,20 @@ class CpuSection:
     cores: int | Unknown                    # distinct physical cores (package, die, core_id)
     threads: int | Unknown                  # online logical CPUs
     threads_per_core: int | Unknown         # threads / cores: 2 with SMT (hyper-threading) on
-    online: str | Unknown                   # "0-3,6"
+    online: str | Unknown                   # online CPUs as a kernel list: "0-3,6"
     topology_source: str                    # sysfs | cpuinfo | none
     cpufreq: list[CpuFreqPolicy] | Unknown  # one per cpufreq policy; Unknown: no cpufreq driver
     intel_pstate: str | None                # active | passive | off, when the driver exists
     cpuidle_driver: str | Unknown           # cpuidle/current_driver: intel_idle, acpi_idle ...
-    load_average: list[float] | Unknown     # 1, 5 and 15 minutes
+    # /proc/loadavg: runnable plus uninterruptible (D) tasks, averaged over 1, 5 and 15 minutes
+    load_average: list[float] | Unknown
     volatile: TaskCounts                    # changes every moment: diffs and capture checks skip it
-    cpu_times: dict[str, int] | Unknown     # aggregate jiffies since boot, by field
-    steal_percent: float | Unknown          # steal / all jiffies since boot
-    role: str                               # server | laptop | desktop
+    # aggregate CPU time since boot by field (user, system, iowait, steal ...), /proc/stat
+    # "cpu" line, in USER_HZ ticks (usually 1/100 s)
+    cpu_times: dict[str, int] | Unknown
+    # percent of CPU time the hypervisor gave to other guests since boot: steal / all ticks
+    steal_percent: float | Unknown
+    role: str                               # server | laptop | desktop (battery, DMI chassis)
     role_evidence: list[str] = field(default_factory=list)  # battery, DMI chassis type ...
 
 

@@ -26,7 +26,7 @@ class Striping:
 class DmDevice:
     """A device-mapper device (/sys/block/dm-N/dm)."""
     name: str                          # kernel name, dm-N
-    dm_name: str | Unknown             # /dev/mapper/<dm_name>
+    dm_name: str | Unknown             # device-mapper name: /dev/mapper/<dm_name>
     uuid: str | None | Unknown         # dm/uuid, set by the owner (LVM-..., CRYPT-...); None: unset
     kind: str                          # lvm crypt mpath part dm ...
     detail: str | None                 # LUKS2, PLAIN, partition 1 of mpath ...

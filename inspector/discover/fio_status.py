@@ -21,8 +21,8 @@ MISSING = Unknown("not in fio-status output")
 @dataclass
 class FioHealth:
     """A Fusion-io card (controller fctN) from `fio-status`: state, reserves, wear, heat."""
-    controller: str                       # fct0
-    device: str | Unknown = Unknown("fio-status names no block device")  # fioa
+    controller: str                       # controller name: fct0
+    device: str | Unknown = Unknown("fio-status names no block device")  # its block device: fioa
     kind: str = "fio"
     level: str = "ok"   # worst finding (ok/warn/crit), set by drives.collect for JSON readers
     source: str = ""                      # fio-status -fj | fio-status -a (the command used)
@@ -47,7 +47,7 @@ class FioHealth:
     pbw_remaining_pct: float | Unknown = MISSING
     temperature_c: float | Unknown = MISSING      # internal (controller) temperature in C
     temperature_max_c: float | Unknown = MISSING  # highest internal temperature recorded, C
-    temperature_warn_c: float | Unknown = MISSING   # only the JSON form reports it
+    temperature_warn_c: float | Unknown = MISSING   # card's warn temperature, C (JSON form only)
     board_temperature_c: float | Unknown = MISSING  # board temperature in C (VSL 2)
     # "protected" is healthy; anything else means writes in flight may be lost on power loss
     power_loss_protection: str | Unknown = MISSING
@@ -60,7 +60,7 @@ class FioHealth:
     serial: str | Unknown = MISSING        # serial number (SN:)
     size: str | Unknown = MISSING          # capacity as printed, with its unit: "1205.00 GBytes"
     physical_bytes_written: int | Unknown = MISSING  # bytes written to the flash, lifetime
-    vsu_state: str | Unknown = MISSING    # "Online" from the "fioa  State: Online" block
+    vsu_state: str | Unknown = MISSING    # block device state: "Online" of "fioa  State: Online"
     mapping: str = ""                     # how the block device was found
     evidence: dict[str, str] = field(default_factory=dict)  # field -> the line it came from
 

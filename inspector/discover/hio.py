@@ -71,7 +71,8 @@ class HioHealth:
     max_bad_block_rate_pct: float | Unknown = MISSING
     event_log: str | Unknown = MISSING           # "Event log": OK; else crit
     health: str | Unknown = MISSING              # the card's own verdict ("Health"): OK; else crit
-    temperature_c: float | Unknown = Unknown("hio_temperature not run")  # controller temp., C
+    # controller temperature in C (hio_temperature); crit at 90
+    temperature_c: float | Unknown = Unknown("hio_temperature not run")
     # Trend: the rate before the last rise and when that rise was seen (None: no recent rise).
     bad_block_rate_rose_from: float | None = None  # percent before the last rise
     bad_block_rate_rose_at: float | None = None    # unix time the rise was first seen

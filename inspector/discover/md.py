@@ -175,8 +175,9 @@ def _parse_detail(array: MdstatArray, line: str) -> bool:
 class MdMember:
     """A member of an md array, from /sys/block/mdX/md/dev-Y."""
     name: str                              # the member block device (sda1, fioa ...)
-    state: list[str] | Unknown             # in_sync, faulty, spare, write_mostly, blocked ...
-    slot: int | None | Unknown             # None: "none" (a spare or a faulty device)
+    state: list[str] | Unknown             # dev-Y/state: in_sync, faulty, spare, blocked ...
+    # its role in the array, from 0 (dev-Y/slot); None: "none" (a spare or a faulty device)
+    slot: int | None | Unknown
     # approximate count of read errors on this device that did not evict it (corrected, or seen
     # while read-only), from dev-Y/errors
     errors: int | Unknown
@@ -190,9 +191,12 @@ class MdArray:
     # md/array_state: clean, active, active-idle, readonly, read-auto, inactive, suspended ...
     array_state: str | Unknown
     raid_disks: int | Unknown              # devices the array is made of, missing ones included
-    degraded: int | None | Unknown         # None for levels without redundancy (raid0, linear)
-    sync_action: str | None | Unknown      # None for levels without redundancy
-    sync_completed: str | None | Unknown   # raw: "a / b" sectors | none | delayed
+    # members missing (md/degraded), 0 when whole; None for levels without redundancy (raid0)
+    degraded: int | None | Unknown
+    # md/sync_action: idle, resync, recover, check, repair, reshape, frozen; None for levels
+    # without redundancy
+    sync_action: str | None | Unknown
+    sync_completed: str | None | Unknown   # md/sync_completed: "a / b" sectors | none | delayed
     sync_done_sectors: int | None = None   # a of sync_completed, 512-byte sectors
     sync_total_sectors: int | None = None  # b of sync_completed, 512-byte sectors
     progress_percent: float | None = None  # sync done in percent (sysfs, else mdstat); None: idle

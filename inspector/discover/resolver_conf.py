@@ -67,9 +67,12 @@ class ResolverConfig:
     invalid_nameservers: list[str] = field(default_factory=list)  # values glibc could not parse
     search: list[str] = field(default_factory=list)  # domains appended to short names, in order
     search_source: str | None = None     # search | domain | LOCALDOMAIN | hostname | None
-    ndots: int = 1                       # a name with fewer dots tries the search list first
-    timeout: int = RES_TIMEOUT           # after glibc's cap; may be 0 or negative like glibc's
-    attempts: int = RES_DFLRETRY         # after glibc's cap; <= 0 means no query is ever sent
+    ndots: int = 1                       # names with fewer dots try the search list first
+    # timeout:N, seconds per try on the first server, after glibc's cap (30); may be 0 or
+    # negative like glibc's (waits then count as 1 s)
+    timeout: int = RES_TIMEOUT
+    # attempts:N, rounds over all servers, after glibc's cap (5); <= 0 means no query is sent
+    attempts: int = RES_DFLRETRY
     rotate: bool = False                 # each lookup starts at the next server (round robin)
     edns0: bool = False                  # queries carry EDNS0 (larger UDP answers)
     single_request: bool = False         # A and AAAA sent one after the other, not together

@@ -52,15 +52,16 @@ class SmartHealth:
     model: str | Unknown = MISSING             # model_name (SCSI: vendor and product)
     serial: str | Unknown = MISSING            # serial_number
     firmware: str | Unknown = MISSING          # firmware_version
-    smart_available: bool | Unknown = MISSING   # smart_support.available
+    smart_available: bool | Unknown = MISSING   # drive supports SMART (smart_support.available)
     smart_passed: bool | Unknown = MISSING     # overall self-assessment (smart_status.passed)
     # smartctl's exit status, a bit mask (smartctl(8)); bits 3, 4, 7 critical, 5, 6 warn
     exit_status: int = 0
     exit_status_bits: list[str] = field(default_factory=list)  # its set bits, in words
     temperature_c: int | Unknown = MISSING     # current temperature in C (temperature.current)
     power_on_hours: int | Unknown = MISSING    # hours powered on (power_on_time.hours)
-    attributes: dict[int, SmartAttribute] = field(default_factory=dict)  # the watched ones
-    grown_defects: int | Unknown = MISSING     # SAS: scsi_grown_defect_list
+    # the watched attributes by id: 5, 187, 197, 198 (bad sectors), 199 (cable CRC errors)
+    attributes: dict[int, SmartAttribute] = field(default_factory=dict)
+    grown_defects: int | Unknown = MISSING     # SAS: grown defect list entries; warn > 0
     messages: list[str] = field(default_factory=list)  # smartctl's own messages (errors, notes)
     evidence: dict[str, str] = field(default_factory=dict)  # field -> the JSON field: value
 

@@ -23,7 +23,9 @@ class StorageSection:
     mdstat: md.Mdstat | Unknown | None = None
     dm: dict[str, dm.DmDevice] = field(default_factory=dict)  # device-mapper devices by dm-N
     swaps: list[block.Swap] = field(default_factory=list)     # every line of /proc/swaps
-    health: dict[str, Any] = field(default_factory=dict)   # drives.collect(): name -> health
+    # drive health by device name (drives.collect()): a hio, fio, nvme or smart object, or
+    # unknown (no tool, virtual disk ...); devices without a health notion are left out
+    health: dict[str, Any] = field(default_factory=dict)
     # what could not be read or does not add up ("md1 is in /proc/mdstat but not in /sys/block")
     problems: list[str] = field(default_factory=list)
 

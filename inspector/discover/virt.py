@@ -71,13 +71,14 @@ class CpuidSummary:
     method: str | Unknown
     vendor: str | Unknown            # CPU vendor of leaf 0: GenuineIntel, AuthenticAMD ...
     hypervisor_bit: bool | Unknown   # leaf 1 ECX bit 31: running under a hypervisor
-    blocks: list[str] | Unknown      # "0x40000000 KVMKVMKVM (kvm)"
+    # hypervisor leaf blocks found from 0x40000000 up: "0x40000000 KVMKVMKVM (kvm)"
+    blocks: list[str] | Unknown
 
 
 @dataclass
 class VirtSection:
     """Virtualization as layers (container, VMs, hardware), host roles, and the CPUID view."""
-    layers: list[Layer]              # innermost first
+    layers: list[Layer]              # container, VM(s), hardware: innermost first
     roles: list[HostRole]            # hypervisor/container host roles; [] on a plain machine
     cpuid: CpuidSummary              # the CPUID facts the verdicts used
     summary: str                     # "docker > kvm (firecracker) > hardware"
