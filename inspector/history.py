@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS probe_runs (
     detail TEXT                     -- JSON: the probe's full summary
 );
 CREATE INDEX IF NOT EXISTS probe_runs_by_target ON probe_runs (probe, target, ts);
+-- the same run imported or recorded twice is one run (re-importing a log adds nothing)
+-- (created in _ensure_unique_runs, after removing duplicates older databases may hold)
 CREATE TABLE IF NOT EXISTS checks (
     id INTEGER PRIMARY KEY,
     ts REAL NOT NULL,
@@ -105,6 +107,7 @@ class HistoryDB:
             self.conn.execute("PRAGMA busy_timeout=10000")
             self.conn.executescript(_SCHEMA)
             self._check_version()
+            self._ensure_unique_runs()
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"{path}: not a usable history database: {exc}") from None
 
@@ -117,6 +120,19 @@ class HistoryDB:
             raise HistoryError(f"{self.path}: written by a newer Inspector (schema {row[0]} > "
                                f"{SCHEMA_VERSION}); upgrade to read it")
 
+    def _ensure_unique_runs(self) -> None:
+        """One row per (ts, probe, target, source): databases from before this rule may hold
+        duplicates from importing a log twice; keep the first of each, then enforce it."""
+        exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='index' "
+                                   "AND name='probe_runs_unique'").fetchone()
+        if exists:
+            return
+        with self._transaction():
+            self.conn.execute("DELETE FROM probe_runs WHERE id NOT IN (SELECT MIN(id) FROM "
+                              "probe_runs GROUP BY ts, probe, target, source)")
+            self.conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS probe_runs_unique "
+                              "ON probe_runs (ts, probe, target, source)")
+
     def close(self) -> None:
         self.conn.close()
 
@@ -128,24 +144,28 @@ class HistoryDB:
 
     # ------------------------------------------------------------------ writes
     def add_runs(self, runs: Iterable[ProbeRun]) -> int:
-        runs = list(runs)
-        self.record_sample(runs, None)
-        return len(runs)
+        """Store runs; returns how many were new (a run already stored is skipped)."""
+        return self.record_sample(list(runs), None)
 
-    def record_sample(self, runs: list[ProbeRun], check: tuple[float, str, list[dict], str | None] | None) -> None:
-        """One recorder tick: all of it lands, or none of it."""
+    def record_sample(self, runs: list[ProbeRun],
+                      check: tuple[float, str, list[dict], str | None] | None) -> int:
+        """One recorder tick: all of it lands, or none of it. Returns the number of new runs."""
         rows = [tuple(json.dumps(r.detail, sort_keys=True) if c == "detail" else getattr(r, c)
                       for c in _RUN_COLUMNS) for r in runs]
+        added = 0
         with self._transaction():
             if rows:
+                before = self.conn.total_changes
                 self.conn.executemany(
-                    f"INSERT INTO probe_runs ({', '.join(_RUN_COLUMNS)}) "
+                    f"INSERT OR IGNORE INTO probe_runs ({', '.join(_RUN_COLUMNS)}) "
                     f"VALUES ({', '.join('?' * len(_RUN_COLUMNS))})", rows)
+                added = self.conn.total_changes - before
             if check:
                 ts, worst, findings, host = check
                 self.conn.execute("INSERT INTO checks (ts, tz_offset_s, host, worst, findings) "
                                   "VALUES (?, ?, ?, ?, ?)",
                                   (ts, local_offset(ts), host, worst, json.dumps(findings)))
+        return added
 
     def prune(self, older_than_ts: float) -> int:
         with self._transaction():

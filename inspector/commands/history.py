@@ -53,12 +53,13 @@ def run_import(args: argparse.Namespace) -> int:
                      detail={"form": r.form, "wall_iops": r.wall_iops, "log": args.log, "line": r.line})
             for r in log.runs]
     with _open(args, create=True) as db:
-        db.add_runs(runs)
+        added = db.add_runs(runs)
     for w in log.warnings:
         eprint(f"{args.log}:{w.line}: warning: {w.message}")
     for p in log.problems:
         eprint(f"{args.log}:{p.line}: skipped: {p.message}")
-    eprint(f"imported {len(runs)} runs from {args.log} into {db.path}"
+    eprint(f"imported {len(runs)} runs from {args.log} into {db.path}: "
+           f"{added} new, {len(runs) - added} already present"
            + (f"; {len(log.problems)} malformed blocks skipped" if log.problems else ""))
     return 0 if runs or not log.problems else 1
 
@@ -71,10 +72,13 @@ def run(args: argparse.Namespace) -> int:
     with _open(args, create=False) as db:
         groups = [(p, t) for p, t, _ in db.targets() if (probe is None or p == probe)
                   and (target is None or t == target)]
-        tables = {f"{p}:{t}": aggregate(db.runs(p, t), args.by) for p, t in groups}
+        runs = {f"{p}:{t}": db.runs(p, t) for p, t in groups}
+    tables = {name: aggregate(rows, args.by) for name, rows in runs.items()}
+    offsets = {name: sorted({r["tz_offset_s"] or 0 for r in rows}) for name, rows in runs.items()}
     if args.json:
         from inspector.model import to_jsonable
-        json.dump({"by": args.by, "series": to_jsonable(tables)}, sys.stdout, indent=2)
+        json.dump({"by": args.by, "time_basis": TIME_BASIS, "series": to_jsonable(tables),
+                   "utc_offsets_s": offsets}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     if not tables:
@@ -82,15 +86,30 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     console = Console()
     for name, buckets in tables.items():
-        console.print(render_buckets(name, buckets, args.by))
+        console.print(render_buckets(name, buckets, args.by, offsets[name]))
     return 0
 
 
-def render_buckets(name: str, buckets, by: str):
+# One rule for every run, recorded here or imported from a log written in another zone: a run
+# counts in the hour (and day) of the clock where it ran, i.e. its timestamp plus its stored UTC
+# offset. "Slow every night from 3 to 8" is a local-time pattern; a 03:00 JST run and a 03:00
+# UTC run both land in hour 03.
+TIME_BASIS = "local time of each run (its timestamp plus its recorded UTC offset)"
+
+
+def _utc_offset(seconds: int) -> str:
+    sign = "-" if seconds < 0 else "+"
+    h, m = divmod(abs(seconds) // 60, 60)
+    return f"UTC{sign}{h:02d}:{m:02d}"
+
+
+def render_buckets(name: str, buckets, by: str, offsets: list[int] | None = None):
     from rich.table import Table
     from rich.text import Text
-    table = Table(title=f"{name}: by {'hour of day (local time)' if by == 'hour' else 'day'}",
-                  title_justify="left", show_edge=False,
+    what = "hour of day, local time of each run" if by == "hour" else "day, local date of each run"
+    if offsets:
+        what += f"; runs logged at {', '.join(_utc_offset(o) for o in offsets)}"
+    table = Table(show_edge=False,
                   pad_edge=False, padding=(0, 1))
     # mean and (sample) standard deviation across the runs that fall in each bucket
     widths = {by: 10 if by == "day" else 4, "runs": 4, "ops/s": 6, "±": 6, "latency": 9,
@@ -104,7 +123,8 @@ def render_buckets(name: str, buckets, by: str):
         table.add_row(b.key, str(b.runs), _num(b.ops_mean), _num(b.ops_stdev), _us(b.lat_mean_us),
                       _us(b.lat_stdev_us), _us(b.lat_p99_mean_us), str(b.errors),
                       Text(bar, style="red" if (b.lat_mean_us or 0) > worst / 2 else "green"))
-    return table
+    from rich.console import Group
+    return Group(Text(f"{name}: by {what}", style="bold"), table)
 
 
 def _num(v: float | None) -> str:
