@@ -29,14 +29,19 @@ class Sample:
 METRICS: dict[str, MetricDef] = {m.name: m for m in [
     MetricDef("findings", "Number of findings by level", unit=""),
     MetricDef("health_status", "Overall status as `inspector check`: 0 ok, 1 warn, 2 crit, 3 unknown only"),
-    MetricDef("section_up", "1 when the section was collected, 0 when it is unknown"),
+    MetricDef("section_up", "1 when the section was collected without timeout or error AND its "
+                            "primary input is known and not empty (storage: block devices, net: "
+                            "NICs, dns: resolv.conf, cpu: online CPUs or model, virt: evidence for a "
+                            "layer); "
+                            "else 0"),
     MetricDef("collector_seconds", "Time each collector took", unit="s"),
     MetricDef("block_device_size_bytes", "Size of a block device", unit="B"),
     MetricDef("block_device_read_only", "1 when the block device is read-only"),
     MetricDef("md_degraded", "Number of missing members of an md array"),
     MetricDef("md_sync_progress_ratio", "Resync/recovery progress of an md array (0..1)"),
     MetricDef("dm_suspended", "1 when a device-mapper device is suspended"),
-    MetricDef("drive_health_level", "Drive/flash health: 0 ok, 1 warn, 2 crit, 3 unknown"),
+    MetricDef("drive_health_level", "Drive/flash health: 0 ok, 1 warn, 2 crit, 3 unknown "
+                                    "(the health tool failed, timed out or is missing)"),
     MetricDef("nic_up", "1 when the NIC is operationally up"),
     MetricDef("nic_mtu_bytes", "MTU of a NIC", unit="B"),
     MetricDef("nic_errors_total", "NIC error counters since boot", type="counter", unit="c"),
@@ -60,6 +65,44 @@ METRICS: dict[str, MetricDef] = {m.name: m for m in [
 ]}
 
 LEVEL_VALUE = {"ok": 0, "warn": 1, "crit": 2, "unknown": 3}
+UNKNOWN_LEVEL = LEVEL_VALUE["unknown"]
+
+# The input without which a section says nothing: any one of these fields known = input known.
+PRIMARY_INPUTS: dict[str, tuple[str, ...]] = {
+    "storage": ("devices",),       # /sys/block
+    "net": ("nics",),              # /sys/class/net
+    "dns": ("config",),            # /etc/resolv.conf
+    "cpu": ("online", "model"),    # /sys/devices/system/cpu/online, /proc/cpuinfo
+    "virt": ("layers",),           # and at least one layer has evidence (see section_up)
+}
+
+
+def _is_unknown(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"unknown"}
+
+
+def section_up(name: str, section: Any) -> bool:
+    """Up = collected without timeout or error (the section is not Unknown) AND its primary
+    input is known (a dns section parsed from a missing resolv.conf is not up)."""
+    if not isinstance(section, dict) or _is_unknown(section):
+        return False
+    fields = PRIMARY_INPUTS.get(name)
+    if not fields:
+        return True
+    if name == "virt":   # verdicts are always filled in; with no evidence at all they are guesses
+        layers = section.get("layers")
+        return isinstance(layers, list) and any(
+            isinstance(l, dict) and isinstance(l.get("evidence"), list) and l["evidence"]
+            for l in layers)
+    return any(_input_known(section.get(f)) for f in fields)
+
+
+def _input_known(value: Any) -> bool:
+    """Known: present, not Unknown, and not an empty listing (no /sys/block entries at all
+    means /sys/block could not be read, not a host without disks)."""
+    if value is None or _is_unknown(value):
+        return False
+    return not (isinstance(value, (dict, list, str)) and len(value) == 0)
 
 
 def _num(v: Any) -> float | None:
@@ -90,11 +133,12 @@ def _iter_metrics(doc: dict) -> Iterator[Sample]:
     levels = {f.get("level") for f in findings}
     # as `inspector check`: crit beats warn beats "could not check"
     worst = 2 if "crit" in levels else 1 if "warn" in levels else 3 if "unknown" in levels else 0
-    yield Sample("health_status", worst)
     sections = doc.get("sections", {})
+    if worst < 2 and not any(section_up(n, v) for n, v in sections.items()):
+        worst = 3            # nothing was collected: not OK, and a WARN would be a guess
+    yield Sample("health_status", worst)
     for name, section in sections.items():
-        up = not (isinstance(section, dict) and set(section) == {"unknown"})
-        yield Sample("section_up", 1 if up else 0, {"section": name})
+        yield Sample("section_up", 1 if section_up(name, section) else 0, {"section": name})
     for name, seconds in (doc.get("timings") or {}).items():
         yield Sample("collector_seconds", seconds, {"collector": name})
     yield from _storage(sections.get("storage"))
@@ -130,9 +174,11 @@ def _storage(s: Any) -> Iterator[Sample]:
         if not isinstance(health, dict):
             continue
         level = health.get("level")
-        if isinstance(level, str) and level.lower() in LEVEL_VALUE:
-            yield Sample("drive_health_level", LEVEL_VALUE[level.lower()],
-                         {"device": name, "kind": str(health.get("kind") or "")})
+        # a health tool that failed or timed out is the case an alert must see: value 3
+        value = LEVEL_VALUE.get(level.lower(), UNKNOWN_LEVEL) if isinstance(level, str) \
+            else UNKNOWN_LEVEL
+        yield Sample("drive_health_level", value,
+                     {"device": name, "kind": str(health.get("kind") or "")})
         for field_name, metric in DRIVE_GAUGES.items():
             if (value := _num(health.get(field_name))) is not None:
                 yield Sample(metric, value, {"device": name})

@@ -13,8 +13,8 @@ import fnmatch
 from inspector.collect import build_report
 from inspector.commands.common import CliError, add_root_argument, root_from_args
 from inspector.commands.report import parse_sections
-from inspector.metrics import collect_metrics
-from inspector.model import Level, Unknown
+from inspector.metrics import _is_unknown, collect_metrics, section_up
+from inspector.model import Level, to_jsonable
 
 STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 # Short names accepted by --warn/--crit, mapped to perfdata labels.
@@ -53,24 +53,41 @@ def parse_thresholds(values: list[str]) -> dict[str, float]:
     return out
 
 
+def md_degraded_total(doc: dict) -> float | None:
+    """Missing members over all md arrays; None (unknown, never 0) when storage was not
+    collected, the md state could not be read, or any array's degraded count is unknown."""
+    storage = doc.get("sections", {}).get("storage")
+    if not section_up("storage", storage):
+        return None
+    arrays = storage.get("md")
+    if not isinstance(arrays, dict) or _is_unknown(arrays):
+        return None
+    total = 0.0
+    for md in arrays.values():
+        degraded = md.get("degraded") if isinstance(md, dict) else None
+        if isinstance(degraded, bool) or not isinstance(degraded, (int, float)):
+            return None
+        total += degraded
+    return total
+
+
 def perfdata(report, findings) -> dict[str, tuple[float, str]]:
-    """label -> (value, unit)."""
+    """label -> (value, unit); a value that is unknown is left out, never written as 0."""
     data: dict[str, tuple[float, str]] = {
         "crit": (sum(f.level == Level.CRIT for f in findings), ""),
         "warn": (sum(f.level == Level.WARN for f in findings), ""),
         "unknown": (sum(f.level == Level.UNKNOWN for f in findings), ""),
     }
-    degraded = 0.0
-    for s in collect_metrics(report):
+    doc = to_jsonable(report)
+    for s in collect_metrics(doc):
         if s.name == "cpu_steal_ratio":
             data["steal_pct"] = (round(s.value * 100, 2), "%")
         elif s.name == "resolver_first_server_loss_seconds":
             data["dns_first_loss_s"] = (s.value, "s")
-        elif s.name == "md_degraded":
-            degraded += s.value
         elif s.name == "load_average" and s.labels.get("period") in ("1m", "1"):
             data["load1"] = (s.value, "")
-    data["md_degraded"] = (degraded, "")
+    if (degraded := md_degraded_total(doc)) is not None:
+        data["md_degraded"] = (degraded, "")
     return data
 
 
@@ -93,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             status = 2
         elif f.level == Level.WARN and status < 2:
             status = 1
+    unknown_subjects = sorted(label for label in {**warn, **crit} if label not in data)
     for label, limit in crit.items():
         if label in data and data[label][0] > limit:
             status = 2
@@ -101,8 +119,13 @@ def run(args: argparse.Namespace) -> int:
         if label in data and data[label][0] > limit:
             status = max(status, 1)
             reasons.append(f"{label}={data[label][0]:g} > {limit:g}")
-    all_unknown = all(isinstance(v, Unknown) for v in report.sections.values())
-    if status == 0 and (all_unknown or any(f.level == Level.UNKNOWN for f in findings)):
+    doc_sections = to_jsonable(report).get("sections", {})
+    # every section timed out, failed, or lacks its primary input: nothing was checked
+    all_unknown = not any(section_up(name, value) for name, value in doc_sections.items())
+    if status < 2 and (all_unknown or unknown_subjects):
+        status = 3       # a thresholded subject we could not read is not OK (nor only WARN)
+        reasons += [f"{label} unknown" for label in unknown_subjects]
+    elif status == 0 and any(f.level == Level.UNKNOWN for f in findings):
         status = 3
     top = [f for f in findings if f.level in (Level.CRIT, Level.WARN, Level.UNKNOWN)]
     if top:
@@ -113,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         summary = "nothing could be collected"
     else:
         summary = "no problems found"
+    if all_unknown and top:
+        summary = "nothing could be collected: " + summary
     if reasons:
         summary = ", ".join(reasons) + ("; " + summary if top else "")
     perf = " ".join(
