@@ -235,8 +235,8 @@ def latency_significance(before: dict, after: dict, metric: str = "p99_us") -> t
         return False, f"{metric} {_fmt_us(b)} -> {_fmt_us(a)} ({rel:+.0%}); {SINGLE_SAMPLE_NOTE}"
     noise = 2 * max(sb, sa)
     significant = rel > 0.10 and (a - b) > noise
-    return significant, (f"{metric} {_fmt_us(b)} -> {_fmt_us(a)} ({rel:+.0%}; run-to-run spread "
-                         f"±{_fmt_us(max(sb, sa))})")
+    return significant, (f"{rel:+.0%}, " + ("beyond" if significant else "within")
+                         + f" the run-to-run spread ±{_fmt_us(max(sb, sa))}")
 
 
 def _fmt_us(us: float) -> str:

@@ -167,7 +167,7 @@ def change_lines(change: Change, width: int) -> list[tuple[str, str]]:
     mark = "REGRESSION" if change.regression else change.kind
     path = display_path(change)
     value = change_text(change)
-    note = f"({change.note})" if change.note else ""
+    note = f"— {change.note}" if change.note else ""
     one_line = "  ".join(p for p in (path, value, note) if p)
     if MARK_WIDTH + len(one_line) <= width:
         return [(mark, one_line)]
@@ -179,7 +179,8 @@ def change_lines(change: Change, width: int) -> list[tuple[str, str]]:
     if len(detail) > avail:      # value and note each on their own lines
         detail = "\n".join(p for p in (value, note) if p)
     for text in detail.split("\n"):
-        for piece in textwrap.wrap(text, avail, break_long_words=True, break_on_hyphens=False):
+        for piece in textwrap.wrap(text, avail, break_long_words=True, break_on_hyphens=False,
+                                   subsequent_indent="  "):
             lines.append(("", "  " + piece))
     return lines
 
@@ -204,6 +205,11 @@ def render_diff(result: DiffResult, width: int) -> list[Text]:
             line.append(" " + text)
             out.append(line)
     regressions = len(result.regressions)
-    out.append(Text(f"{len(result.changes)} changes, {regressions} regressions",
+    out.append(Text(f"{_plural(len(result.changes), 'change')}, "
+                    f"{_plural(regressions, 'regression')}",
                     style="bold red" if regressions else "bold"))
     return out
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
