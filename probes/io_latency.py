@@ -231,6 +231,7 @@ class _Worker(threading.Thread):
         # time up to which this worker has handed everything over (its clock): the async
         # side waits for every worker to cover a tick before it closes that interval
         self.covered_ns = 0
+        self.last_ns = 0               # end of its last request or pause (its clock)
         self.rng = random.Random(None if cfg.seed is None else cfg.seed * 1009 + index)
         blocks = target.working_set // cfg.request_size
         self.population = range(0, blocks * cfg.request_size, cfg.request_size)
@@ -308,7 +309,7 @@ class _Worker(threading.Thread):
         self.out.append(_Batch(IntervalPart.of(chunk), chunk.tolist() if in_order else [],
                                warmups, writes, error))
         if covered is not None:        # after the append: covered means "already in out"
-            self.covered_ns = covered
+            self.covered_ns = self.last_ns = covered
         if len(self.raw) >= self.raw_limit:
             self._fold()
 
@@ -368,8 +369,10 @@ class _Worker(threading.Thread):
                     ops = self._ops(chunk) if mixed else []
                 todo = offsets[pos:pos + burst]
                 start_t = t1
-                # The hot loops: only the request, its two clock reads, the short-IO check
-                # and the append. Ticks, the deadline and stop are checked between bursts.
+                before = len(lat)
+                # The hot loops: only the request, its two clock reads, the short-IO check,
+                # the append and one comparison with the next tick/deadline, so a run ends
+                # within one request of its deadline. Stop is checked between bursts.
                 if mixed:
                     for off, is_write in zip(todo, ops[pos:pos + burst]):
                         if fadvise:
@@ -382,6 +385,8 @@ class _Worker(threading.Thread):
                                                  done + len(lat) + 1))
                         append(t1 - t0)
                         writes += is_write
+                        if t1 >= next_event:
+                            break
                 elif fadvise:
                     for off in todo:
                         fadvise(fd, off, size, dontneed)
@@ -391,6 +396,8 @@ class _Worker(threading.Thread):
                         if n != size:
                             raise IoError(_short(cfg.mode, off, n, size, done + len(lat) + 1))
                         append(t1 - t0)
+                        if t1 >= next_event:
+                            break
                 else:
                     for off in todo:
                         t0 = clock()
@@ -399,9 +406,12 @@ class _Worker(threading.Thread):
                         if n != size:
                             raise IoError(_short(cfg.mode, off, n, size, done + len(lat) + 1))
                         append(t1 - t0)
-                pos += len(todo)
+                        if t1 >= next_event:
+                            break
+                ran = len(lat) - before
+                pos += ran
                 if not ping:
-                    per_request = (t1 - start_t) / len(todo) if t1 > start_t else 1
+                    per_request = (t1 - start_t) / ran if t1 > start_t else 1
                     burst = max(1, min(MAX_BURST, int(BURST_NS / per_request)))
                 if t1 >= next_event or len(lat) >= LATENCY_SLOTS:
                     # a tick, the deadline or a full buffer: hand the interval over
@@ -422,7 +432,7 @@ class _Worker(threading.Thread):
             self._publish(lat, ping, warmups, writes, str(exc))
             return
         if lat or warmups:
-            self._publish(lat, ping, warmups, writes)
+            self._publish(lat, ping, warmups, writes, covered=t1)
 
     def _pause(self, seconds: float, clock, deadline: int) -> bool:
         """Wait between pings, never past the deadline; False when the run should end."""
@@ -433,7 +443,8 @@ class _Worker(threading.Thread):
         self.covered_ns = now + wait_ns          # idle until then: nothing to hand over
         if self.stop.wait(wait_ns / 1e9):
             return False
-        return clock() < deadline
+        self.last_ns = now = clock()
+        return now < deadline
 
 
 def _short(mode: str, off: int, n: int, size: int, request: int) -> str:
@@ -541,8 +552,7 @@ class IoLatencyProbe:
                     yield sample
                 if self._error:
                     self._stop.set()
-            ends = [w.end_ns for w in self._workers if w.end_ns]
-            end = max(ends) if aligned and ends else time.monotonic_ns()
+            end = self._run_end() if aligned else time.monotonic_ns()
             sample = self._drain(max(end, self._covered + 1))
             if sample is not None:
                 self.samples.append(sample)
@@ -553,6 +563,14 @@ class IoLatencyProbe:
         finally:
             self._stop.set()
             self._finish(start)
+
+    def _run_end(self) -> int:
+        """When the last request (or ping pause) ended: the run's end, before bookkeeping."""
+        lasts = [w.last_ns for w in self._workers if w.last_ns]
+        if lasts and self.cfg.clock is time.perf_counter_ns:
+            return max(lasts)
+        ends = [w.end_ns for w in self._workers if w.end_ns]
+        return max(ends) if ends else time.monotonic_ns()
 
     def _straggling(self, tick_end: int) -> bool:
         """Some running worker has not handed over everything up to tick_end yet."""
@@ -614,8 +632,7 @@ class IoLatencyProbe:
             workers.append(IoWorkerResult(i, w.recorder.count, w.warmups, w.recorder.total,
                                           w.recorder.summary(), recorder=w.recorder))
         warmups = sum(w.warmups for w in workers)
-        ends = [w.end_ns for w in self._workers if w.end_ns]
-        wall = (max(ends) if ends else time.monotonic_ns()) - start
+        wall = self._run_end() - start
         error = self._error
         if stuck and not error:
             error = f"{stuck} worker(s) still blocked in a request after {JOIN_TIMEOUT:g} s"
