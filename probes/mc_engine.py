@@ -24,6 +24,7 @@ CLOCK_EVERY = 256
 
 # error kinds, stable ids for JSON and the TUI; labels for people
 ERROR_LABELS = {
+    "resolve": "cannot resolve host",
     "connect_refused": "connection refused",
     "connect_timeout": "connect timed out",
     "connect_error": "connect failed",

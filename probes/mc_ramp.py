@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from inspector.probes.latency import LatencyRecorder
 from inspector.probes.mc_engine import Engine
 from inspector.probes.mc_latency import record_array
+from inspector.probes.mc_target import TargetError, format_target, reach
 from inspector.probes.mc_stats import ServerStats, read_stats_async
 from inspector.probes.mc_workload import SizeRange, Workload
 from inspector.probes.memcached import (DEFAULT_PORT, ProbeError, ensure_nofile, flush_all,
@@ -58,7 +59,7 @@ class RampConfig:
 
     @property
     def target(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        return format_target(self.host, self.port)
 
     @property
     def set_fraction(self) -> float:
@@ -98,6 +99,8 @@ class RampSummary:
     p99_knee_connections: int | None = None
     errors_start_connections: int | None = None
     max_connections_server: int | None = None
+    address: str | None = None            # the numeric address measured
+    target_error: str | None = None       # resolve | connect_refused ...: nothing was measured
 
 
 def find_knee(steps: list[RampStep]) -> tuple[int | None, int | None, int | None, str]:
@@ -128,6 +131,7 @@ class MemcachedRamp:
 
     def __init__(self, config: RampConfig):
         self.config = config
+        self.host = config.host           # the resolved numeric address once the ramp runs
         self.steps_planned = ramp_steps(config.start, config.max_connections)
         self.summary: RampSummary | None = None
         self._engine: Engine | None = None
@@ -177,15 +181,22 @@ class MemcachedRamp:
         except ProbeError as exc:
             summary.status, summary.reason = "failed", str(exc)
             return
+        try:
+            addr = await reach(cfg.host, cfg.port, cfg.connect_timeout_s)
+        except TargetError as exc:
+            summary.status, summary.reason, summary.target_error = "failed", str(exc), exc.kind
+            return
+        summary.address = addr.display
+        host = self.host = addr.host
         workload = Workload(cfg.key_count, cfg.key_size, cfg.value_size)
-        stats = await read_stats_async(cfg.host, cfg.port, cfg.connect_timeout_s)
+        stats = await read_stats_async(host, cfg.port, cfg.connect_timeout_s)
         if stats.values:
             summary.max_connections_server = stats.values.get("max_connections")
         try:
             if cfg.flush:
-                await flush_all(cfg.host, cfg.port, cfg.connect_timeout_s)
+                await flush_all(host, cfg.port, cfg.connect_timeout_s)
             if cfg.test in ("get", "mix"):
-                pre = await preload_keys(cfg.host, cfg.port, workload, cfg.request_timeout_s)
+                pre = await preload_keys(host, cfg.port, workload, cfg.request_timeout_s)
                 if pre.error and not pre.stored:
                     raise OSError(pre.error)
         except (OSError, asyncio.TimeoutError) as exc:
@@ -223,7 +234,7 @@ class MemcachedRamp:
         run_s = 0.0
         try:
             open_s = await asyncio.wait_for(
-                engine.open(cfg.host, cfg.port, n, cfg.connect_timeout_s),
+                engine.open(self.host, cfg.port, n, cfg.connect_timeout_s),
                 max(0.1, hard_end - time.monotonic()))
         except asyncio.TimeoutError:
             engine.close()
@@ -257,7 +268,7 @@ class MemcachedRamp:
         record_array(rec, s_arr)
         record_array(rec, g_arr)
         await asyncio.sleep(0.05)   # let the server see the closes before counting connections
-        after = await read_stats_async(cfg.host, cfg.port, cfg.connect_timeout_s)
+        after = await read_stats_async(self.host, cfg.port, cfg.connect_timeout_s)
         summ = rec.summary()
 
         def delta(name: str) -> int | None:

@@ -3,9 +3,12 @@ and the check that the server counted exactly the commands the probe sent."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from dataclasses import dataclass, field
 
 import memcache
+
+from inspector.probes.mc_target import is_numeric
 
 # counters that only grow: report after - before
 COUNTERS = ("total_connections", "rejected_connections", "listen_disabled_num", "conn_yields",
@@ -24,26 +27,56 @@ class ServerStats:
         return None if self.values is None else self.values.get(name)
 
 
-def _server_spec(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+def server_spec(host: str, port: int) -> str:
+    """python-memcached's server string: IPv6 needs the explicit "inet6:[addr]:port" form (a
+    bare "[::1]:port" raises ValueError in its parser)."""
+    if ":" in host:
+        return f"inet6:[{host}]:{port}"
+    if not is_numeric(host):   # a name: connect to the family it resolves to
+        try:
+            family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        except (OSError, UnicodeError):
+            family = socket.AF_INET      # the connect fails and says why
+        if family == socket.AF_INET6:
+            return f"inet6:[{host}]:{port}"
+    return f"inet:{host}:{port}"
 
 
 def read_stats(host: str, port: int, timeout: float = STATS_TIMEOUT_S) -> ServerStats:
-    """Blocking; never raises. A fresh client each time: python-memcached remembers dead servers."""
-    client = memcache.Client([_server_spec(host, port)], socket_timeout=timeout, dead_retry=0)
+    """Blocking; never raises. A fresh client each time: python-memcached remembers dead servers.
+    Every failure reads "stats unavailable: <reason>"."""
+    try:
+        client = memcache.Client([server_spec(host, port)], socket_timeout=timeout, dead_retry=0)
+    except ValueError as exc:
+        return ServerStats(None, f"stats unavailable: {exc}")
+    server = client.servers[0]
+    dead: list[str] = []
+    mark_dead = server.mark_dead
+
+    def remember(reason: str) -> None:    # python-memcached only logs why a server failed
+        dead.append(str(reason))
+        mark_dead(reason)
+    server.mark_dead = remember
     try:
         data = client.get_stats()
+    except IndexError:
+        # get_stats splits each line as "STAT name value": another reply (ERROR...) breaks it
+        return ServerStats(None, "stats unavailable: the server did not answer 'stats' with "
+                                 "STAT lines")
     except Exception as exc:   # python-memcached raises a handful of socket/protocol errors
-        return ServerStats(None, f"stats failed: {exc}")
+        return ServerStats(None, f"stats unavailable: {exc or type(exc).__name__}")
     finally:
         client.disconnect_all()
     if not data:
-        return ServerStats(None, "stats: could not connect to the server")
+        why = dead[0] if dead else "could not connect to the server"
+        return ServerStats(None, f"stats unavailable: {why}")
     raw = data[0][1]
     if "pid" not in raw:
-        text = " ".join(f"{k} {v}" for k, v in raw.items()).strip()
-        return ServerStats(None, f"stats: unexpected reply {text[:120]!r}"
-                           if text else "stats: no reply (server closed the connection)")
+        text = " ".join(f"{k} {v}".strip() for k, v in raw.items()).strip()
+        if not text:
+            why = dead[0] if dead else "no reply"
+            return ServerStats(None, f"stats unavailable: {why}")
+        return ServerStats(None, f"stats unavailable: unexpected reply {text[:120]!r}")
     values: dict[str, int] = {}
     for name, text in raw.items():
         try:

@@ -22,6 +22,7 @@ from time import perf_counter_ns
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 from inspector.probes.mc_engine import ERROR_LABELS, Engine
 from inspector.probes.mc_latency import record_array, sorted_percentiles
+from inspector.probes.mc_target import Address, TargetError, format_target, reach
 from inspector.probes.mc_stats import ServerCounters, ServerStats, compare, read_stats_async
 from inspector.probes.mc_workers import EnginePool
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange, Workload
@@ -104,7 +105,7 @@ class MemcachedLoad:
 
     @property
     def target(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        return format_target(self.host, self.port)
 
 
 # --- RLIMIT_NOFILE ---------------------------------------------------------------------------
@@ -187,6 +188,9 @@ class ProbeSummary:
     preload: Preload | None
     server: ServerCounters | None
     samples: int = 0
+    address: str | None = None       # the numeric address measured ([::1]:11211)
+    target_error: str | None = None  # set when the target could not be used at all (resolve,
+                                     # connect_refused...): nothing was measured
 
     @property
     def error_total(self) -> int:
@@ -373,36 +377,10 @@ class MemcachedProbe:
 
     # the run -----------------------------------------------------------------------------------
     async def _run(self) -> None:
-        load = self.load
-        started_at = time.time()
-        t_begin = time.monotonic()
-        hard_end = t_begin + load.deadline_s
         state = _RunState()
+        started_at = time.time()
         try:
-            ensure_nofile(load.concurrency)
-            workload = Workload(load.effective_key_count, load.key_size, load.value_size)
-            state.before = await read_stats_async(load.host, load.port, load.connect_timeout_s)
-            if load.flush:
-                try:
-                    await flush_all(load.host, load.port, load.connect_timeout_s)
-                    state.flushed = True
-                except (OSError, asyncio.TimeoutError) as exc:
-                    state.fail(f"flush_all failed: {exc or 'timed out'}")
-            if not state.failed and load.test in ("get", "mix"):
-                state.preload = await preload_keys(load.host, load.port, workload,
-                                                   load.request_timeout_s)
-                if state.preload.error and state.preload.stored == 0:
-                    state.fail(state.preload.error)
-            if not state.failed and not self._stop_requested:
-                try:
-                    await self._load_phase(workload, state, hard_end)
-                finally:
-                    if isinstance(state.engine, EnginePool):
-                        await state.engine.shutdown()
-            elif self._stop_requested:
-                state.status, state.reason = "stopped", "stopped before the load started"
-        except ProbeError as exc:
-            state.fail(str(exc))
+            await self._run_phases(state, started_at)
         except asyncio.CancelledError:
             if self._engine is not None:
                 self._engine.close()
@@ -410,13 +388,59 @@ class MemcachedProbe:
                     asyncio.ensure_future(self._engine.shutdown())
             self.summary = self._summarise(state, started_at, ServerStats(None, "not read: cancelled"))
             raise
+        except Exception as exc:   # a bug must end the run with its reason, never hang or vanish
+            state.fail(f"probe error: {type(exc).__name__}: {exc}")
+            if self._engine is not None:
+                self._engine.close()
+            self.summary = self._summarise(state, started_at, ServerStats(None, "not read: probe error"))
+        finally:
+            # consumers waiting in __anext__ always wake and see the end (or the error)
+            if self._wake is not None:
+                self._wake.set()
+
+    async def _run_phases(self, state: "_RunState", started_at: float) -> None:
+        load = self.load
+        t_begin = time.monotonic()
+        hard_end = t_begin + load.deadline_s
+        try:
+            ensure_nofile(load.concurrency)
+            # one lookup and one test connection: a bad name or a closed port is one clear line
+            addr = await reach(load.host, load.port, load.connect_timeout_s)
+            state.address = addr
+            host = addr.host
+            workload = Workload(load.effective_key_count, load.key_size, load.value_size)
+            state.before = await read_stats_async(host, load.port, load.connect_timeout_s)
+            if load.flush:
+                try:
+                    await flush_all(host, load.port, load.connect_timeout_s)
+                    state.flushed = True
+                except (OSError, asyncio.TimeoutError) as exc:
+                    state.fail(f"flush_all failed: {exc or 'timed out'}")
+            if not state.failed and load.test in ("get", "mix"):
+                state.preload = await preload_keys(host, load.port, workload,
+                                                   load.request_timeout_s)
+                if state.preload.error and state.preload.stored == 0:
+                    state.fail(state.preload.error)
+            if not state.failed and not self._stop_requested:
+                try:
+                    await self._load_phase(workload, state, hard_end, host)
+                finally:
+                    if isinstance(state.engine, EnginePool):
+                        await state.engine.shutdown()
+            elif self._stop_requested:
+                state.status, state.reason = "stopped", "stopped before the load started"
+        except TargetError as exc:
+            state.fail(str(exc))
+            state.target_error = exc.kind
+        except ProbeError as exc:
+            state.fail(str(exc))
         after = ServerStats(None, "not read: no stats before")
         if state.before is not None and state.before.values is not None:
-            after = await read_stats_async(load.host, load.port, load.connect_timeout_s)
+            after = await read_stats_async(state.address.host, load.port, load.connect_timeout_s)
         self.summary = self._summarise(state, started_at, after)
-        self._wake.set()
 
-    async def _load_phase(self, workload: Workload, state: "_RunState", hard_end: float) -> None:
+    async def _load_phase(self, workload: Workload, state: "_RunState", hard_end: float,
+                          host: str) -> None:
         load = self.load
         workers = load.effective_workers
         if workers > 1:
@@ -429,7 +453,7 @@ class MemcachedProbe:
         open_budget = max(0.1, hard_end - time.monotonic())
         try:
             state.open_s = await asyncio.wait_for(
-                engine.open(load.host, load.port, load.concurrency, load.connect_timeout_s),
+                engine.open(host, load.port, load.concurrency, load.connect_timeout_s),
                 open_budget)
         except asyncio.TimeoutError:
             engine.close()
@@ -561,6 +585,11 @@ class MemcachedProbe:
                 ops[name] = OpResult(sent, rec.count, failed,
                                      rec.count / load_s if load_s else 0.0, rec.summary())
         total_ok = sum(o.ok for o in ops.values())
+        errors = dict(engine.errors) if engine else {}
+        details = dict(engine.first_error) if engine else {}
+        if state.target_error:
+            errors[state.target_error] = errors.get(state.target_error, 0) + 1
+            details.setdefault(state.target_error, state.reason)
         server = None
         if state.before is not None:
             pre_sent = state.preload.sent if state.preload else 0
@@ -586,10 +615,11 @@ class MemcachedProbe:
             load_s=load_s, ops_total=total_ok, ops_per_s=total_ok / load_s if load_s else 0.0,
             ops=ops, get_hits=engine.get_hits if engine else 0,
             get_misses=engine.get_misses if engine else 0,
-            errors=dict(engine.errors) if engine else {},
-            error_details=dict(engine.first_error) if engine else {},
+            errors=errors, error_details=details,
             flushed=state.flushed, preload=state.preload, server=server,
-            samples=self.sample_count)
+            samples=self.sample_count,
+            address=state.address.display if state.address else None,
+            target_error=state.target_error)
 
 
 def _first_error_line(engine: Engine) -> str:
@@ -612,6 +642,8 @@ class _RunState:
     t0: int = 0
     t_end: int | None = None
     failed: bool = False
+    address: Address | None = None
+    target_error: str | None = None    # resolve | connect_refused | ... (the run never started)
 
     def fail(self, reason: str) -> None:
         self.status, self.reason, self.failed = "failed", reason, True

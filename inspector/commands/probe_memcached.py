@@ -140,8 +140,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"ramp on {cfg.target}: {' '.join(map(str, steps))} connections, "
                   f"{cfg.step_s:g} s each, test {cfg.test}", flush=True)
         ramp = MemcachedRamp(cfg)
-        summary = _run_async(ramp, lambda step: None if args.json else print_step(step))
-        return report_ramp(summary, args.json)
+        summary, signum = _run_async(ramp, lambda step: None if args.json else print_step(step))
+        _raise_unresolvable(summary)
+        return report_ramp(summary, args.json, signum)
     load = MemcachedLoad(host=host, port=port, concurrency=args.concurrency,
                          execute_number=args.execute_number, duration_s=args.duration,
                          test=args.test, set_ratio=args.ratio, key_count=args.key_count,
@@ -165,10 +166,17 @@ def run(args: argparse.Namespace) -> int:
                              f"p99 {p99 / 1e6:8.3f} ms  conns {sample.connections}   ")
             sys.stderr.flush()
 
-    summary = _run_async(probe, on_sample)
-    if live:
+    summary, signum = _run_async(probe, on_sample)
+    if live and samples:
         sys.stderr.write("\n")
-    return report_load(summary, samples, args.json)
+    _raise_unresolvable(summary)
+    return report_load(summary, samples, args.json, signum)
+
+
+def _raise_unresolvable(summary) -> None:
+    """A name that does not resolve is a bad argument: one line, exit 2."""
+    if summary is not None and summary.target_error == "resolve":
+        raise CliError(summary.reason)
 
 
 def _check_nofile(connections: int) -> None:
@@ -178,22 +186,34 @@ def _check_nofile(connections: int) -> None:
         raise CliError(str(exc)) from None
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _run_async(probe, on_item):
-    """Iterate the probe on uvloop; SIGINT stops it at once and keeps the partial figures."""
+    """Iterate the probe on uvloop. SIGINT, SIGTERM and SIGHUP stop it at once: the connections
+    are dropped, worker processes are told to stop and are reaped, and the partial figures are
+    kept (the exit status then says which signal ended it)."""
+    received: list[int] = []
+
     async def main():
         loop = asyncio.get_running_loop()
-        installed = False
-        try:
-            loop.add_signal_handler(signal.SIGINT, probe.stop)
-            installed = True
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
+        installed = []
+
+        def on_signal(signum: int) -> None:
+            received.append(signum)
+            probe.stop()
+        for signum in STOP_SIGNALS:
+            try:
+                loop.add_signal_handler(signum, on_signal, signum)
+                installed.append(signum)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
         try:
             async for item in probe:
                 on_item(item)
         finally:
-            if installed:
-                loop.remove_signal_handler(signal.SIGINT)
+            for signum in installed:
+                loop.remove_signal_handler(signum)
         return probe.summary
 
     try:
@@ -202,7 +222,8 @@ def _run_async(probe, on_item):
     except ImportError:   # uvloop is a Linux-only dependency
         factory = None
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(main())
+        summary = runner.run(main())
+    return summary, (received[0] if received else None)
 
 
 # --- text output -----------------------------------------------------------------------------
@@ -210,29 +231,32 @@ def _ms(ns) -> str:
     return "-" if ns is None else f"{ns / 1e6:.3f}"
 
 
-def status_code(status: str, clean: bool) -> int:
+def status_code(status: str, clean: bool, signum: int | None = None) -> int:
     if status == "stopped":
-        return 130
+        return 128 + signum if signum else 130
     return 0 if status == "completed" and clean else 1
 
 
-def report_load(s: ProbeSummary, samples: list, as_json: bool) -> int:
+def report_load(s: ProbeSummary, samples: list, as_json: bool, signum: int | None = None) -> int:
     clean = not s.errors and not (s.server and s.server.mismatches)
     if as_json:
         doc = to_jsonable(s)
         doc["samples"] = to_jsonable(samples)
         print(json.dumps(doc, indent=1))
-    else:
+    elif not s.target_error:          # nothing was measured: the one line below says why
         print_load(s)
-    if s.status != "completed":
-        print(f"inspector: probe memcached {s.status}: {s.reason}", file=sys.stderr)
-    return status_code(s.status, clean)
+    if s.target_error:                # the reason already names the target
+        print(f"inspector: probe memcached: {s.reason}", file=sys.stderr)
+    elif s.status != "completed":
+        print(f"inspector: probe memcached {s.target}: {s.status}: {s.reason}", file=sys.stderr)
+    return status_code(s.status, clean, signum)
 
 
 def print_load(s: ProbeSummary) -> None:
     bound = f"{s.execute_number} per connection" if s.execute_number else f"{s.duration_s:g} s"
     procs = f" in {s.workers} processes" if s.workers > 1 else ""
-    print(f"memcached {s.target}: test {s.test}, {s.concurrency} connections{procs}, {bound}, "
+    where = s.target + (f" ({s.address})" if s.address and s.address != s.target else "")
+    print(f"memcached {where}: test {s.test}, {s.concurrency} connections{procs}, {bound}, "
           f"{s.key_count} keys of {s.key_size} B, values {s.value_size} B"
           + (", flushed first" if s.flushed else ""))
     if s.preload:
@@ -258,6 +282,17 @@ def print_load(s: ProbeSummary) -> None:
     else:
         print("  errors: none")
     print_server(s)
+    print(summary_line(s))
+
+
+def summary_line(s: ProbeSummary) -> str:
+    """One line: what was measured, against which server, and the headline figures."""
+    what = {"mix": "mixed set/get"}.get(s.test, s.test)
+    p99 = max((o.latency.p("p99") or 0 for o in s.ops.values()), default=0) or None
+    errors = s.error_total
+    return (f"summary: memcached {s.target}, {what} load on {s.connections_opened} connections: "
+            f"{s.ops_total} requests answered in {s.load_s:.2f} s, {s.ops_per_s:.0f} ops/s, "
+            f"p99 {_ms(p99)} ms, {errors} error{'s' if errors != 1 else ''} ({s.status})")
 
 
 def print_server(s: ProbeSummary) -> None:
@@ -290,23 +325,35 @@ def print_step(st) -> None:
           f"errors: {errs}; server rejected {rej}", flush=True)
 
 
-def report_ramp(s: RampSummary, as_json: bool) -> int:
+def report_ramp(s: RampSummary, as_json: bool, signum: int | None = None) -> int:
     clean = not any(st.errors for st in s.steps)
     if as_json:
         print(json.dumps(to_jsonable(s), indent=1))
-    else:
+    elif not s.target_error:
         print(f"ramp {s.status}: {s.reason}")
         if s.max_connections_server is not None:
             print(f"  server max_connections: {s.max_connections_server}")
-        if s.knee_connections:
-            print(f"  degrades at {s.knee_connections} connections: {s.knee_reason}")
+        for line in ramp_verdict(s):
+            print(line)
+    if s.target_error:
+        print(f"inspector: probe memcached ramp: {s.reason}", file=sys.stderr)
+    elif s.status != "completed":
+        print(f"inspector: probe memcached ramp {s.target}: {s.status}: {s.reason}",
+              file=sys.stderr)
+    return status_code(s.status, clean, signum)
+
+
+def ramp_verdict(s: RampSummary) -> list[str]:
+    """One verdict: the step where it degrades (with the server's limit when that is why), or
+    no knee over the steps that ran, or nothing when no step ran."""
+    if s.knee_connections:
+        lines = [f"  degrades at {s.knee_connections} connections: {s.knee_reason}"]
         if any(st.errors.get("too_many_connections") for st in s.steps):
             limit = s.max_connections_server if s.max_connections_server is not None else "?"
-            print(f"  the server turned connections away at its limit (max_connections {limit}; "
-                  "memcached -c raises it)")
-        elif s.steps:
-            print(f"  no knee: p99 never grew over 2x between steps and no errors "
-                  f"up to {s.steps[-1].connections} connections")
-    if s.status != "completed":
-        print(f"inspector: probe memcached ramp {s.status}: {s.reason}", file=sys.stderr)
-    return status_code(s.status, clean)
+            lines.append(f"  the server turned connections away at its limit (max_connections "
+                         f"{limit}; memcached -c raises it)")
+        return lines
+    if s.steps:
+        return [f"  no knee: p99 never grew over 2x between steps and no errors "
+                f"up to {s.steps[-1].connections} connections"]
+    return []
