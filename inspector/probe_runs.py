@@ -53,10 +53,6 @@ def run_probe(spec: ProbeSpec, seconds: float) -> dict:
     return result
 
 
-def _not_available(spec: ProbeSpec, seconds: float) -> tuple[dict, str]:
-    return {}, f"{spec.kind} probe not available in this build"
-
-
 def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1000.0
 
@@ -120,4 +116,57 @@ def _run_dns(spec: ProbeSpec, seconds: float) -> tuple[dict, str | None]:
     return summary, ("; ".join(down) if down else None)
 
 
-_RUNNERS = {"io": _run_io, "dns": _run_dns, "memcached": _not_available}
+def _memcached_address(target: str) -> tuple[str, int]:
+    """HOST:PORT or [IPv6]:PORT (the spec parser has checked that a port is there)."""
+    host, _, port = target.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def _run_memcached(spec: ProbeSpec, seconds: float) -> tuple[dict, str | None]:
+    """A short read-only run: gets of keys that are not there (nothing is stored or evicted on
+    the server), 4 connections, closed loop, for `seconds`."""
+    import asyncio
+    from inspector.probes.latency import LatencyRecorder
+    from inspector.probes.mc_workload import SizeRange
+    from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
+    host, port = _memcached_address(spec.target)
+    load = MemcachedLoad(host=host, port=port, concurrency=4, duration_s=seconds, test="get",
+                         preload=False, key_count=1000, key_size=SizeRange(20, 60),
+                         value_size=SizeRange(50, 50), connect_timeout_s=min(3.0, seconds),
+                         request_timeout_s=min(2.0, seconds), deadline_s=seconds + 10.0)
+    probe = MemcachedProbe(load)
+
+    async def drive() -> list:
+        return [sample async for sample in probe]
+    try:
+        import uvloop
+        factory = uvloop.new_event_loop
+    except ImportError:
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        samples = runner.run(drive())
+    s = probe.summary
+    total = LatencyRecorder()
+    for rec in probe.total.values():
+        total.merge(rec)
+    lat = total.summary()
+    interval = [lat_ns for sample in samples for lat_ns in sample.latency_ns.values()]
+    summary = {
+        "requests": s.ops_total, "duration_s": s.load_s, "ops_per_s": s.ops_per_s,
+        "test": s.test, "connections": s.connections_opened, "address": s.address,
+        "min_us": _us(lat.min_ns), "avg_us": _us(lat.avg_ns), "max_us": _us(lat.max_ns),
+        "mdev_us": _us(lat.mdev_ns), **{f"{k}_us": _us(v) for k, v in lat.percentiles_ns.items()},
+        "errors": dict(s.errors), "get_hits": s.get_hits, "get_misses": s.get_misses,
+        "server_error": s.server.error if s.server else None,
+        "intervals": {
+            "p99_us": [_us(v["p99"]) for v in interval if "p99" in v],
+            "avg_us": [_us(v["avg"]) for v in interval if "avg" in v],
+        },
+    }
+    error = None if s.status == "completed" and not s.errors else f"{s.status}: {s.reason}"
+    return summary, error
+
+
+_RUNNERS = {"io": _run_io, "dns": _run_dns, "memcached": _run_memcached}

@@ -122,6 +122,7 @@ class LoadConnection(asyncio.Protocol):
         if not (self.dead or eng.closing or (self.finished and self.op == IDLE)):
             detail = str(exc) if exc else "connection closed by server (EOF)"
             eng.count_error("closed_by_server", detail)
+            self._lose_request()
         self.dead = True
         self.transport = None
         self._finish()
@@ -218,10 +219,13 @@ class LoadConnection(asyncio.Protocol):
             self._fail("protocol", f"unexpected reply: {data[:80]!r}")
             return
         eng.count_error(kind, line.decode("latin-1", "replace")[:200])
+        rejected = kind in ("server_error", "client_error")   # memcached does not count these
         if self.op == SET:
             eng.failed_set += 1
+            eng.rejected_set += rejected
         else:
             eng.failed_get += 1
+            eng.rejected_get += rejected
         self.send_next()
 
     def _fail(self, kind: str, detail: str) -> None:
@@ -229,10 +233,22 @@ class LoadConnection(asyncio.Protocol):
         if not self.dead:
             self.dead = True
             self.engine.count_error(kind, detail)
+            self._lose_request()
         self.op = IDLE
         if self.transport is not None:
             self.transport.abort()
         self._finish()
+
+    def _lose_request(self) -> None:
+        """The request in flight (if any) ends without a usable reply: a per-op error."""
+        eng = self.engine
+        if self.op == SET:
+            eng.failed_set += 1
+            eng.lost_set += 1
+        elif self.op == GET:
+            eng.failed_get += 1
+            eng.lost_get += 1
+        self.op = IDLE
 
     def _finish(self) -> None:
         if not self.finished:
@@ -285,7 +301,11 @@ class Engine:
         self.lat_set = array("q")
         self.lat_get = array("q")
         self.sent_set = self.sent_get = 0
+        # per-op errors: failed = every request that ended in an error; of those, lost = no
+        # reply (timeout, reset, garbage) and rejected = SERVER_ERROR/CLIENT_ERROR replies
         self.failed_set = self.failed_get = 0
+        self.lost_set = self.lost_get = 0
+        self.rejected_set = self.rejected_get = 0
         self.ok_set = self.ok_get = 0          # updated by take_latencies
         self.get_hits = self.get_misses = 0
         self.errors: Counter[str] = Counter()

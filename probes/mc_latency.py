@@ -42,11 +42,13 @@ def record_array(rec: LatencyRecorder, values: array) -> None:
 
 
 def sorted_percentiles(values: array, qs=(50.0, 90.0, 99.0, 99.9)) -> dict[str, int]:
-    """Exact nearest-rank percentiles of a small interval's values, plus max (for 4 Hz samples)."""
+    """Exact nearest-rank percentiles of a small interval's values, plus max and avg (for 4 Hz
+    samples)."""
     if not values:
         return {}
     ordered = sorted(values)
     n = len(ordered)
     out = {f"p{q:g}": ordered[max(1, math.ceil(q / 100.0 * n - 1e-9)) - 1] for q in qs}
     out["max"] = ordered[-1]
+    out["avg"] = sum(ordered) // n
     return out

@@ -115,9 +115,12 @@ class ServerCounters:
         return [c for c in self.checks if c.ok is False]
 
 
-def compare(before: ServerStats, after: ServerStats,
-            sent: dict[str, int], answered: dict[str, int]) -> ServerCounters:
-    """`sent`/`answered` per server counter name (cmd_set, cmd_get, get_hits+get_misses...)."""
+def compare(before: ServerStats, after: ServerStats, sent: dict[str, int],
+            answered: dict[str, int], uncounted: dict[str, int] | None = None) -> ServerCounters:
+    """`sent`/`answered` per server counter name (cmd_set, cmd_get, get_hits+get_misses...);
+    `uncounted`: answered requests the server leaves out of that counter (memcached rejects a
+    set with SERVER_ERROR "object too large" before counting it in cmd_set)."""
+    uncounted = uncounted or {}
     error = before.error or after.error
     out = ServerCounters(before.values, after.values, error=error)
     if before.values is not None and after.values is not None:
@@ -136,9 +139,13 @@ def compare(before: ServerStats, after: ServerStats,
                                            f"server counters unknown ({error or 'missing'})"))
             continue
         # a request written but never answered (Ctrl-C, timeout) may or may not have been counted
-        ok = a <= delta <= s
+        rejected = uncounted.get(name, 0)
+        ok = a - rejected <= delta <= s
         note = ""
-        if not ok:
+        if ok and rejected:
+            note = (f"{rejected} rejected with an error reply (not counted by the server)"
+                    + (f", {s - a} unanswered" if a != s else "") + f"; server counted {delta}")
+        elif not ok:
             note = (f"server counted {delta}, probe sent {s} (answered {a})"
                     + ("; other clients may be using this server" if delta > s else
                        "; the server did not count every command the probe sent"))

@@ -85,6 +85,8 @@ def _report(engine: Engine, kind: str) -> tuple:
     counters = {
         "sent_set": engine.sent_set, "sent_get": engine.sent_get,
         "failed_set": engine.failed_set, "failed_get": engine.failed_get,
+        "lost_set": engine.lost_set, "lost_get": engine.lost_get,
+        "rejected_set": engine.rejected_set, "rejected_get": engine.rejected_get,
         "get_hits": engine.get_hits, "get_misses": engine.get_misses,
         "errors": dict(engine.errors), "first_error": dict(engine.first_error),
         "opened": engine.opened_count(), "open": engine.open_connections(),
@@ -172,6 +174,10 @@ class EnginePool:
     sent_get = property(lambda self: self._sum("sent_get"))
     failed_set = property(lambda self: self._sum("failed_set"))
     failed_get = property(lambda self: self._sum("failed_get"))
+    lost_set = property(lambda self: self._sum("lost_set"))
+    lost_get = property(lambda self: self._sum("lost_get"))
+    rejected_set = property(lambda self: self._sum("rejected_set"))
+    rejected_get = property(lambda self: self._sum("rejected_get"))
     get_hits = property(lambda self: self._sum("get_hits"))
     get_misses = property(lambda self: self._sum("get_misses"))
 

@@ -58,6 +58,8 @@ class MemcachedLoad:
     deadline_s: float = 600.0             # hard bound on the whole run
     sample_interval_s: float = SAMPLE_INTERVAL_S
     workers: int = 1                      # load processes (see mc_workers: more CPU, more share)
+    preload: bool = True                  # get/mix: store the keys first; False makes a get
+                                          # test read-only (every get a miss: round trips only)
 
     def validate(self) -> None:
         if self.test not in TESTS:
@@ -136,7 +138,7 @@ class Sample:
     interval_s: float
     ops: dict[str, int]              # {"set": n, "get": n} replies in the interval
     ops_per_s: float
-    latency_ns: dict[str, dict[str, int]]   # {"set": {"p50":..,"p90":..,"p99":..,"p99.9":..,"max":..}}
+    latency_ns: dict[str, dict[str, int]]   # {"set": {"p50":..,"p90":..,"p99":..,"p99.9":..,"max":..,"avg":..}}
     errors: dict[str, int]           # new errors in the interval, by kind
     connections: int                 # open connections at the end of the interval
     in_flight: int
@@ -158,6 +160,8 @@ class Preload:
     stored: int
     seconds: float
     error: str | None = None
+    replies: int = 0
+    rejected: int = 0
 
 
 @dataclass
@@ -227,6 +231,8 @@ class _PreloadProtocol(asyncio.Protocol):
         self.pending = 0
         self.stored = 0
         self.sent = 0
+        self.replies = 0
+        self.rejected = 0      # SERVER_ERROR/CLIENT_ERROR: not counted in cmd_set by memcached
         self.buf = b""
         self.error: str | None = None
         self.done = asyncio.get_running_loop().create_future()
@@ -253,6 +259,9 @@ class _PreloadProtocol(asyncio.Protocol):
         self.buf = lines.pop()
         for line in lines:
             self.pending -= 1
+            self.replies += 1
+            if line.startswith((b"SERVER_ERROR", b"CLIENT_ERROR")):
+                self.rejected += 1
             if line == b"STORED":
                 self.stored += 1
             elif self.error is None:
@@ -286,7 +295,8 @@ async def preload_keys(host: str, port: int, workload: Workload, timeout: float)
     finally:
         transport.abort()
     return Preload(workload.key_count, proto.sent, proto.stored,
-                   (perf_counter_ns() - start) / 1e9, error or proto.error)
+                   (perf_counter_ns() - start) / 1e9, error or proto.error,
+                   proto.replies, proto.rejected)
 
 
 # --- the probe -------------------------------------------------------------------------------
@@ -416,7 +426,7 @@ class MemcachedProbe:
                     state.flushed = True
                 except (OSError, asyncio.TimeoutError) as exc:
                     state.fail(f"flush_all failed: {exc or 'timed out'}")
-            if not state.failed and load.test in ("get", "mix"):
+            if not state.failed and load.test in ("get", "mix") and load.preload:
                 state.preload = await preload_keys(host, load.port, workload,
                                                    load.request_timeout_s)
                 if state.preload.error and state.preload.stored == 0:
@@ -593,17 +603,20 @@ class MemcachedProbe:
         server = None
         if state.before is not None:
             pre_sent = state.preload.sent if state.preload else 0
-            pre_ans = state.preload.stored if state.preload else 0
-            if state.preload and state.preload.error is None:
-                pre_ans = state.preload.sent
+            pre_ans = state.preload.replies if state.preload else 0
             sent = {"cmd_set": pre_sent + (engine.sent_set if engine else 0),
                     "cmd_get": engine.sent_get if engine else 0}
-            answered = {"cmd_set": pre_ans + (engine.ok_set + engine.failed_set if engine else 0),
-                        "cmd_get": (engine.ok_get + engine.failed_get) if engine else 0}
+            answered = {"cmd_set": pre_ans, "cmd_get": 0}
+            uncounted = {"cmd_set": state.preload.rejected if state.preload else 0}
+            if engine is not None:   # replies, errors included; not the requests lost unanswered
+                answered["cmd_set"] += engine.ok_set + engine.failed_set - engine.lost_set
+                answered["cmd_get"] += engine.ok_get + engine.failed_get - engine.lost_get
+                uncounted["cmd_set"] += engine.rejected_set
+                uncounted["cmd_get"] = engine.rejected_get
             if engine is not None and engine.sent_get:
                 sent["get_hits+get_misses"] = engine.sent_get
                 answered["get_hits+get_misses"] = engine.get_hits + engine.get_misses
-            server = compare(state.before, after, sent, answered)
+            server = compare(state.before, after, sent, answered, uncounted)
         return ProbeSummary(
             target=load.target, test=load.test, concurrency=load.concurrency,
             workers=load.effective_workers,

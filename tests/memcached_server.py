@@ -21,21 +21,21 @@ import pytest
 HOST = "127.0.0.1"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
+def free_port(host: str = HOST) -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def wait_listening(port: int, timeout: float = 5.0) -> None:
+def wait_listening(port: int, timeout: float = 5.0, host: str = HOST) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
-            with socket.create_connection((HOST, port), timeout=0.2):
+            with socket.create_connection((host, port), timeout=0.2):
                 return
         except OSError:
             time.sleep(0.02)
-    raise RuntimeError(f"nothing listening on {HOST}:{port} after {timeout} s")
+    raise RuntimeError(f"nothing listening on {host}:{port} after {timeout} s")
 
 
 @dataclass
@@ -46,7 +46,7 @@ class MemcachedServer:
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{self.port}"
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -74,30 +74,31 @@ class MemcachedServer:
         return out
 
 
-def start_memcached(*args: str) -> MemcachedServer:
+def start_memcached(*args: str, host: str = HOST) -> MemcachedServer:
+    """`host` "::1" starts it on IPv6 loopback."""
     exe = shutil.which("memcached")
     if exe is None:
         pytest.fail("memcached is not installed (make test installs it)")
-    port = free_port()
-    argv = [exe, "-l", HOST, "-p", str(port), "-U", "0", *args]
+    port = free_port(host)
+    argv = [exe, "-l", host, "-p", str(port), "-U", "0", *args]
     if os.geteuid() == 0:
         argv += ["-u", "nobody"]     # memcached refuses to run as root without -u
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_listening(port)
+        wait_listening(port, host=host)
     except RuntimeError:
         proc.kill()
         err = proc.communicate(timeout=5)[1].decode(errors="replace")
         raise RuntimeError(f"memcached did not start: {err.strip()}") from None
-    return MemcachedServer(HOST, port, proc)
+    return MemcachedServer(host, port, proc)
 
 
 @pytest.fixture
 def memcached():
     started: list[MemcachedServer] = []
 
-    def start(*args: str) -> MemcachedServer:
-        server = start_memcached(*args)
+    def start(*args: str, host: str = HOST) -> MemcachedServer:
+        server = start_memcached(*args, host=host)
         started.append(server)
         return server
 
