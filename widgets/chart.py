@@ -156,16 +156,17 @@ class LiveChart(Widget):
     def _build(self, width: int, height: int) -> list[Strip]:
         if width <= 0 or height <= 0:
             return []
-        label_w = 6
-        plot_w = max(1, width - label_w - 1)
+        # the axis needs 7 cells; a chart narrower than 16 cells drops it rather than spill
+        label_w = 6 if width >= 16 else 0
+        plot_w = max(1, width - label_w - (1 if label_w else 0))
         window = [list(dq)[-plot_w:] for dq in self._data]
         visible = [v for col in window for v in col if v is not None]
         if not visible:
             lines = [Strip.blank(width) for _ in range(height)]
             text = self.placeholder[:width]
             pad = max(0, (width - len(text)) // 2)
-            lines[height // 2] = Strip([Segment(" " * pad + text + " " * (width - pad - len(text)),
-                                                self._axis_style)], width)
+            lines[height // 2] = Strip([Segment(" " * pad + text, self._axis_style)]
+                                       ).crop_extend(0, width, None)
             return lines
         self._scale = sticky_scale(self._scale, max(visible))
         scale = self._scale
@@ -204,8 +205,13 @@ class LiveChart(Widget):
                 label = ""
             if row == height - 1 and self.unit:
                 label = f"{label} {self.unit}" if len(label) + len(self.unit) < label_w else label
-            axis = f"{label[:label_w]:>{label_w}}┤" if label else " " * label_w + "│"
+            if not label_w:
+                axis = ""
+            else:
+                axis = f"{label[:label_w]:>{label_w}}┤" if label else " " * label_w + "│"
             style = self._styles[min(len(self._styles) - 1, (height - 1 - row) * len(self._styles) // height)]
-            strips.append(Strip([Segment(axis, self._axis_style), Segment("".join(cells), style)],
-                                width))
+            segments = [Segment(axis, self._axis_style)] if axis else []
+            segments.append(Segment("".join(cells), style))
+            # never wider than the content box: nothing may draw over the border
+            strips.append(Strip(segments).crop_extend(0, width, None))
         return strips

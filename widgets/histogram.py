@@ -49,14 +49,24 @@ class LatencyHistogram(Static):
     LatencyHistogram { height: 8; border: round $primary 50%; }
     """
 
-    def __init__(self, title: str = "histogram", rows: int = 8, **kw):
+    def __init__(self, title: str = "histogram", rows: int | None = 8, **kw):
         super().__init__("no samples yet", **kw)
+        # rows=None: as many bins as the widget has rows (its height comes from CSS, so a
+        # small terminal gets fewer bins instead of a histogram cut off below its border)
         self.rows = rows
-        self.styles.height = rows + 2  # fixed: updates repaint without a layout pass
+        if rows is not None:
+            self.styles.height = rows + 2  # fixed: updates repaint without a layout pass
         self.border_title = title
+        self._buckets: Sequence[tuple[int, int]] | None = None
+
+    def on_resize(self) -> None:
+        if self._buckets is not None and self.rows is None:
+            self.update_buckets(self._buckets)
 
     def update_buckets(self, buckets: Sequence[tuple[int, int]]) -> None:
-        bins = log_bins(buckets, self.rows)
+        self._buckets = buckets
+        rows = self.rows if self.rows is not None else max(1, self.content_size.height or 6)
+        bins = log_bins(buckets, rows)
         if not bins:
             self.update("no samples yet", layout=False)
             return

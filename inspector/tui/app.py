@@ -32,6 +32,9 @@ DEFAULT_LIVE_INTERVAL = 2.0  # seconds between live samples (iostat-like rates)
 DEFAULT_COLLECT_TIMEOUT = 20.0
 
 Collector = Callable[[HostRoot], Report]
+# ids of Inspector's bindings start with the screen or dialog they belong to
+OWN_BINDING_PREFIXES = ("app.", "screen.", "overview.", "storage.", "probes.", "dns.", "net.",
+                        "virt.", "help.", "confirm.", "text.", "history.")
 
 
 class InspectorCommands(Provider):
@@ -264,18 +267,21 @@ class InspectorApp(App):
             self.push_screen(HelpScreen(self.help_rows()))
 
     def help_rows(self) -> list[tuple[str, str, str]]:
-        """(keys, description, where) from the active bindings: help is never hand-written."""
-        rows = []
-        seen = set()
+        """(keys, description, where) from the active bindings: help is never hand-written.
+        Only Inspector's own bindings (they all carry an id): the cursor keys of a tree or a
+        table, focus cycling and the like are how widgets work, not Inspector's keys."""
+        rows: dict[tuple[str, str], list] = {}   # one row per action, all of its keys
         for key, active in self.active_bindings.items():
             binding = active.binding
-            if not binding.description or (binding.action, binding.description) in seen:
+            if not binding.description or not (binding.id or "").startswith(OWN_BINDING_PREFIXES):
                 continue
-            seen.add((binding.action, binding.description))
-            where = "app" if active.node is self else type(active.node).__name__
-            rows.append((binding.key_display or self.get_key_display(binding), binding.description,
-                         where))
-        return rows
+            display = binding.key_display or self.get_key_display(binding)
+            row = rows.setdefault((binding.action, binding.description),
+                                  [[], binding.description,
+                                   "app" if active.node is self else type(active.node).__name__])
+            if display not in row[0]:
+                row[0].append(display)
+        return [(", ".join(keys), description, where) for keys, description, where in rows.values()]
 
     def action_back(self) -> None:
         if len(self.screen_stack) > 1:

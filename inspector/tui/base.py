@@ -15,15 +15,32 @@ from textual.widgets import Footer, Static
 from inspector.model import Report
 
 
-def tab_bar(current: str, host: str) -> Text:
+# the tab labels, longest first: every label must fit (80 columns is the smallest target), so
+# the host name and the brand give way before a tab does
+TAB_STYLES = ({"virt": "Virt", "net": "Network"},
+              {"virt": "Virt", "net": "Net", "overview": "Overview"},
+              {"overview": "Over", "storage": "Stor", "virt": "Virt", "net": "Net",
+               "probes": "Prob"})
+
+
+def tab_bar(current: str, host: str, width: int = 200) -> Text:
+    """Tabs first (all of them, always), then the host name, then the brand if room is left."""
     from inspector.tui.app import SCREENS
-    short = {"virt": "Virt", "net": "Network"}
+    tabs: list[tuple[str, str]] = []
+    for short in TAB_STYLES:
+        tabs = [(mode, f" {i} {short.get(mode, title)} ") for i, (mode, title) in enumerate(SCREENS, 1)]
+        if sum(len(label) for _, label in tabs) + 8 <= width:
+            break
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(" Inspector ", style="bold reverse")
-    text.append(f" {host} ", style="bold cyan")
-    for i, (mode, title) in enumerate(SCREENS, 1):
-        label = f" {i} {short.get(mode, title)} "
+    for mode, label in tabs:
         text.append(label, style="bold reverse green" if mode == current else "")
+    room = width - text.cell_len - 2
+    if room >= 4:
+        shown = host if len(host) <= room else host[:room - 1] + "…"
+        text.append(f"  {shown}", style="bold cyan")
+    room = width - text.cell_len
+    if room >= len(" Inspector") + 1:
+        text.append(" " * (room - len(" Inspector")) + " Inspector", style="grey50")
     return text
 
 
@@ -56,13 +73,17 @@ class InspectorScreen(Screen):
         host = "..."
         if report is not None:
             host = str(report.host.hostname) if report.host.hostname else "?"
-        self.query_one("#tabbar", Static).update(tab_bar(self.MODE, host), layout=False)
+        width = self.size.width or self.app.size.width
+        self.query_one("#tabbar", Static).update(tab_bar(self.MODE, host, width), layout=False)
         status = app.status_line() if hasattr(app, "status_line") else ""
         style = "yellow" if getattr(app, "collect_error", None) else "grey70"
         self.query_one("#statusline", Static).update(Text(f" {status}", style=style,
                                                           no_wrap=True, overflow="ellipsis"),
                                                      layout=False)
         self.show_report(report)
+
+    def on_resize(self) -> None:
+        self.show_state()
 
     def show_report(self, report: Report | None) -> None:
         """Repaint from a report (None before the first collection)."""

@@ -70,8 +70,23 @@ def fmt_value(value: Any, limit: int = 200) -> Text:
             return Text(text[:limit])
         return Text(f"{len(value)} items", style="grey62")
     if is_dc(value) or isinstance(value, dict):
-        return Text(label_of(value), style="grey62")
+        return Text(inline_fields(value)[:limit])
     return Text(str(value)[:limit])
+
+
+def inline_fields(obj: Any, depth: int = 0) -> str:
+    """A nested record as readable "key value · key value" text, never a repr or a class name
+    (queue limits, NIC counters ...). Sizes in bytes are shown the way people read them."""
+    parts = []
+    for name, value in fields_of(obj):
+        if is_dc(value) or isinstance(value, dict):
+            text = f"({inline_fields(value, depth + 1)})" if depth < 2 else "..."
+        elif isinstance(value, (list, tuple)) and any(is_dc(v) or isinstance(v, dict) for v in value):
+            text = ", ".join(label_of(v) for v in value) or "(none)"
+        else:
+            text = str(field_value(name, value))
+        parts.append(f"{name.replace('_', ' ')} {text}")
+    return " · ".join(parts) or "(empty)"
 
 
 def label_of(obj: Any, default: str = "") -> str:
@@ -83,7 +98,7 @@ def label_of(obj: Any, default: str = "") -> str:
     for name, value in fields_of(obj):
         if isinstance(value, str) and value:
             return value
-    return default or type(obj).__name__
+    return default or inline_fields(obj)
 
 
 def get(obj: Any, *names: str, default: Any = None) -> Any:
@@ -150,6 +165,12 @@ def detail_table(obj: Any, title: str | None = None) -> Table:
     for name, value in scalar_fields(obj):
         table.add_row(name.replace("_", " "), field_value(name, value))
     for name, items in child_groups(obj):
+        value = get(obj, name)
+        if is_dc(value):
+            # one nested record (queue limits, counters): its fields, one per line
+            table.add_row(name.replace("_", " "), Text("\n".join(
+                f"{k.replace('_', ' ')}: {field_value(k, v)}" for k, v in fields_of(value))))
+            continue
         table.add_row(name.replace("_", " "), Text(", ".join(label_of(i) for i in items)[:200],
                                                     style="grey62"))
     return table

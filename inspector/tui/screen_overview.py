@@ -30,6 +30,7 @@ class OverviewScreen(InspectorScreen):
         table = DataTable(id="findings", cursor_type="row", zebra_stripes=False)
         table.add_columns("level", "subject", "finding")
         yield table
+        yield Static(id="findings-more", classes="line")
 
     def on_mount(self) -> None:
         self._findings: list[Finding] = []
@@ -80,13 +81,54 @@ class OverviewScreen(InspectorScreen):
         self._findings = list(findings)
         table = self.query_one("#findings", DataTable)
         table.clear()
+        self.call_after_refresh(self._show_more)
         if not findings:
             done = getattr(self.app, "report", None) is not None
             table.add_row(Text(" OK ", style="bold black on green") if done else "",
                           "", "no findings: nothing wrong detected" if done else "collecting...")
             return
+        subject_w = min(16, max(len(f.subject) for f in findings))
+        # level badge (9) + subject + cell padding: the message gets the rest, cut with "…" so
+        # the table never needs a horizontal scrollbar (Enter shows the whole finding)
+        message_w = max(20, (self.size.width or self.app.size.width) - 9 - subject_w - 8)
         for i, f in enumerate(findings):
-            table.add_row(badge(f.level), Text(f.subject, style="bold"), f.message, key=str(i))
+            subject = f.subject if len(f.subject) <= subject_w else f.subject[:subject_w - 1] + "…"
+            message = f.message if len(f.message) <= message_w else f.message[:message_w - 1] + "…"
+            table.add_row(badge(f.level), Text(subject, style="bold"), message, key=str(i))
+
+    def _show_more(self) -> None:
+        """A findings list longer than the pane says so: "+N more", never a silent cut."""
+        table = self.query_one("#findings", DataTable)
+        more = self.query_one("#findings-more", Static)
+        visible = max(0, table.scrollable_content_region.height - 1)   # minus the header row
+        first = int(table.scroll_y)
+        below = len(self._findings) - first - visible
+        above = first
+        if below <= 0 and above <= 0:
+            if more.display:
+                more.display = False
+                self.call_after_refresh(self._show_more)  # the table grew by a row
+            return
+        text = Text(no_wrap=True, overflow="ellipsis", style="bold yellow")
+        if below > 0:
+            text.append(f" +{below} more finding{'s' if below > 1 else ''} below")
+        if above > 0:
+            text.append(f"{' ·' if below > 0 else ''} {above} above")
+        text.append("  (↓/PgDn scroll, Enter details)", style="grey62")
+        more.update(text)
+        if not more.display:
+            more.display = True
+            self.call_after_refresh(self._show_more)  # the table lost a row: count again
+
+    def on_resize(self) -> None:
+        if self._findings:  # messages are cut to the width: cut them again
+            self._findings_key = None
+            self._fill_findings(self._findings)
+        super().on_resize()
+        self.call_after_refresh(self._show_more)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.call_after_refresh(self._show_more)
 
     def action_evidence(self) -> None:
         report = getattr(self.app, "report", None)

@@ -44,7 +44,7 @@ class RunPanel(Vertical):
                         placeholder="no run selected")
         with Horizontal(classes="run-stats"):
             yield Static(classes="run-table")
-            yield LatencyHistogram("histogram", rows=6, classes="run-hist")
+            yield LatencyHistogram("histogram", rows=None, classes="run-hist")
 
     def attach(self, run: ProbeRun | None) -> None:
         chart = self.query_one(LiveChart)
@@ -136,6 +136,10 @@ class ProbesScreen(InspectorScreen):
         with Horizontal(id="run-panels"):
             yield RunPanel("A", id="panel-a")
             yield RunPanel("B (c pins a run here)", id="panel-b")
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 100, "-narrow")
+        super().on_resize()
 
     def on_mount(self) -> None:
         self._row_updated: dict[int, float] = {}

@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Static, Tree
 
-from inspector.model import Finding, Report
+from inspector.model import Finding, Report, Unknown
 from inspector.tui.base import InspectorScreen
 from inspector.tui.modelview import (badge, child_groups, detail_table, findings_for, get,
                                      label_of, section_state, worst_level)
@@ -30,7 +30,7 @@ def build_nodes(section: Any) -> list[tuple[str, Any, list]]:
             if depth > 12 or name in seen:
                 kids = []
             return (name, dev, [node(k, depth + 1, seen | {name}) for k in kids])
-        return [node(r, 0, frozenset()) for r in roots if r in devices]
+        return [node(r, 0, frozenset()) for r in roots if r in devices] + detached_nodes(section)
 
     def nodes_of(obj: Any, depth: int) -> list[tuple[str, Any, list]]:
         out = []
@@ -43,6 +43,23 @@ def build_nodes(section: Any) -> list[tuple[str, Any, list]]:
                 out.append((label_of(item), item, nodes_of(item, depth + 1)))
         return out
     return nodes_of(section, 0)
+
+
+def detached_nodes(section: Any) -> list[tuple[str, Any, list]]:
+    """Drives and flash controllers with a health record but no block device (a failed or
+    detached card such as an offline fct1): `inspector report` lists them, so the tree does."""
+    devices, health = get(section, "devices"), get(section, "health")
+    if not isinstance(health, dict):
+        return []
+    return [(name, record, []) for name, record in health.items()
+            if not (isinstance(devices, dict) and name in devices)]
+
+
+def is_detached(section: Any, name: str, item: Any) -> bool:
+    health = get(section, "health")
+    devices = get(section, "devices")
+    return (isinstance(health, dict) and health.get(name) is item
+            and not (isinstance(devices, dict) and name in devices))
 
 
 def extra_blocks(section: Any, name: str) -> list:
@@ -62,6 +79,19 @@ def extra_blocks(section: Any, name: str) -> list:
         except Exception:
             parts.append(detail_table(health[name]))
     return parts
+
+
+def detached_state(record: Any, short: bool = False) -> str:
+    """The controller's own state words: "failed" (short, for the tree) or fio-status's
+    "Failed: DEVICE IS OFFLINE ..." line."""
+    from inspector.model import known
+    for name in (("state", "health") if short else ("status_line", "state", "health")):
+        value = get(record, name)
+        if isinstance(value, str) and value and known(value):
+            return value if len(value) <= 60 else value[:59] + "…"
+    if isinstance(record, Unknown):
+        return str(record)
+    return "no block device"
 
 
 class StorageScreen(InspectorScreen):
@@ -109,7 +139,7 @@ class StorageScreen(InspectorScreen):
             return
         tree.root.set_label(Text("storage", style="bold"))
         nodes = build_nodes(section)
-        self._add(tree.root, nodes, findings)
+        self._add(tree.root, nodes, findings, section)
         if not tree.root.children:
             tree.root.add_leaf(Text("no devices" if not self._filter else "no match", style="grey62"))
         self._show_detail(self._selected, findings, None)
@@ -121,7 +151,7 @@ class StorageScreen(InspectorScreen):
             return True
         return any(self._matches(lbl, ch) for lbl, _, ch in children)
 
-    def _add(self, parent, nodes: list, findings: list[Finding]) -> None:
+    def _add(self, parent, nodes: list, findings: list[Finding], section: Any = None) -> None:
         for label, item, children in nodes:
             if not self._matches(label, children):
                 continue
@@ -129,9 +159,11 @@ class StorageScreen(InspectorScreen):
             level = worst_level(findings_for(findings, label))
             if level is not None:
                 text.append(" ").append_text(badge(level))
+            if section is not None and is_detached(section, label, item):
+                text.append(f" {detached_state(item, short=True)}, no block device", style="grey62")
             if children:
                 node = parent.add(text, data=(label, item), expand=True)
-                self._add(node, children, findings)
+                self._add(node, children, findings, section)
             else:
                 parent.add_leaf(text, data=(label, item))
 
@@ -155,9 +187,16 @@ class StorageScreen(InspectorScreen):
             detail.update(Text("select a device (arrows, / to filter)", style="grey62"))
             return
         own = findings_for(findings, self._selected_label)
-        parts: list = [Text(self._selected_label, style="bold cyan"), detail_table(item)]
         report = getattr(self.app, "report", None)
-        parts += extra_blocks(report.section("storage") if report else None, self._selected_label)
+        section = report.section("storage") if report else None
+        parts: list = [Text(self._selected_label, style="bold cyan")]
+        if is_detached(section, self._selected_label, item):
+            # the health block below says everything the vendor tool knows about it
+            parts.append(Text(f"no block device: {detached_state(item)} (controller without a "
+                              "block device: failed, offline or detached)", style="yellow"))
+        else:
+            parts.append(detail_table(item))
+        parts += extra_blocks(section, self._selected_label)
         parts.append(Text("health", style="bold"))
         if own:
             for f in own:

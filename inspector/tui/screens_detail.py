@@ -19,7 +19,8 @@ from textual.widgets import DataTable, Static
 from inspector.model import Report
 from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
-from inspector.tui.modelview import (badge, child_groups, findings_for, fmt_value, label_of,
+from inspector.model import Unknown
+from inspector.tui.modelview import (badge, findings_for, fmt_value, get, is_dc, label_of,
                                      scalar_fields, section_state, worst_level)
 from inspector.tui.summaries import rate, virt_line
 from inspector.widgets.chart import LiveChart
@@ -73,12 +74,19 @@ class VirtScreen(SectionScreen):
         chart.push(sample.steal, sample.iowait)
 
 
-def nic_items(section: Any) -> list[Any]:
-    for name, items in child_groups(section):
-        if name in ("nics", "interfaces", "links", "devices"):
-            return items
-    groups = child_groups(section)
-    return groups[0][1] if groups else []
+def nic_items(section: Any) -> tuple[list[Any], str | None]:
+    """(interfaces, None) or ([], why none are shown). Only the interfaces list counts: the
+    sysctls (or any other record list) are never NICs, even when the root has no interfaces."""
+    for name in ("nics", "interfaces", "links"):
+        value = get(section, name)
+        if value is None:
+            continue
+        if isinstance(value, Unknown):
+            return [], f"no network interfaces visible in this root ({value.reason})"
+        items = [v for v in (value.values() if isinstance(value, dict) else value)
+                 if is_dc(v) or isinstance(v, dict)] if isinstance(value, (list, tuple, dict)) else []
+        return items, None if items else "no network interfaces visible in this root"
+    return [], "no network interfaces visible in this root"
 
 
 # what an operator scans first; other fields are in the detail pane
@@ -114,7 +122,7 @@ class NetScreen(SectionScreen):
         section = self._section(report)
         table = self.query_one("#nic-table", DataTable)
         state = section_state(section, "network") if report else "collecting..."
-        nics = [] if state else nic_items(section)
+        nics, why_none = ([], state) if state else nic_items(section)
         findings = report.findings if report else []
         key = (id(section), len(findings))
         if key != self._table_key:
@@ -122,8 +130,9 @@ class NetScreen(SectionScreen):
             self._nics = nics
             table.clear(columns=True)
             if not nics:
-                table.add_column("network")
-                table.add_row(Text(state or "no interfaces", style="yellow"))
+                table.add_column("network interfaces")
+                table.add_row(Text(why_none or "no network interfaces visible in this root",
+                                   style="yellow"))
             else:
                 available = [n for n, v in scalar_fields(nics[0])
                              if not isinstance(v, (list, tuple, dict))]
