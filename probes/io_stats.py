@@ -91,6 +91,10 @@ class IntervalPart:
         n = len(values)
         if not n:
             return cls()
+        if not isinstance(values, list):
+            # an array('q') makes a new int object per element on every pass (sum, min, max,
+            # nlargest): one list first is ~25% cheaper for the five passes below
+            values = values.tolist()
         # k >= n - rank(p99) + 1 for this worker, and the union of every worker's k covers
         # the merged interval's rank (sum of floors + 2 per worker >= floor of the sum + 1)
         k = n // 100 + 2
