@@ -135,12 +135,18 @@ def run(args: argparse.Namespace) -> int:
                          connect_timeout_s=args.connect_timeout,
                          request_timeout_s=args.timeout, deadline_s=args.deadline)
         _check_nofile(args.max_connections)
-        if not args.json:
-            steps = ramp_steps(cfg.start, cfg.max_connections)
-            print(f"ramp on {cfg.target}: {' '.join(map(str, steps))} connections, "
-                  f"{cfg.step_s:g} s each, test {cfg.test}", flush=True)
+        steps = ramp_steps(cfg.start, cfg.max_connections)
+        header = [f"ramp on {cfg.target}: {' '.join(map(str, steps))} connections, "
+                  f"{cfg.step_s:g} s each, test {cfg.test}"]
+
+        def on_step(step) -> None:
+            if args.json:
+                return
+            if header:      # printed with the first step: a target that fails is one line
+                print(header.pop(), flush=True)
+            print_step(step)
         ramp = MemcachedRamp(cfg)
-        summary, signum = _run_async(ramp, lambda step: None if args.json else print_step(step))
+        summary, signum = _run_async(ramp, on_step)
         _raise_unresolvable(summary)
         return report_ramp(summary, args.json, signum)
     load = MemcachedLoad(host=host, port=port, concurrency=args.concurrency,
@@ -330,6 +336,8 @@ def report_ramp(s: RampSummary, as_json: bool, signum: int | None = None) -> int
     if as_json:
         print(json.dumps(to_jsonable(s), indent=1))
     elif not s.target_error:
+        if not s.steps:
+            print(f"ramp on {s.target}: no step ran")
         print(f"ramp {s.status}: {s.reason}")
         if s.max_connections_server is not None:
             print(f"  server max_connections: {s.max_connections_server}")

@@ -91,6 +91,13 @@ def test_refused_port_is_one_line_and_nothing_else():
     assert p.stdout == ""
     assert p.stderr == (f"inspector: probe memcached: cannot connect to 127.0.0.1:{port}: "
                         "connection refused (nothing listening on that port)\n")
+    r = run_cli("probe", "memcached", f"127.0.0.1:{port}", "--ramp", "--max-connections", "64")
+    assert r.status == 1 and r.out == ""
+    assert r.err == (f"inspector: probe memcached ramp: cannot connect to 127.0.0.1:{port}: "
+                     "connection refused (nothing listening on that port)\n")
+    r = run_cli("probe", "memcached", "nonexistent.invalid", "--ramp", "--max-connections", "64")
+    assert r.status == 2 and r.out == "" and r.err.count("\n") == 1
+    assert r.err.startswith("inspector: cannot resolve nonexistent.invalid: ")
 
 
 # --- B1: one ramp verdict -------------------------------------------------------------------
