@@ -13,6 +13,12 @@ array('q'), one comparison per request for deadline/flush). Statistics are folde
 time, 4 times a second, by the worker itself outside the timed window, so the async side only
 drains small hand-offs and never holds the GIL for long.
 
+Intervals: a sample covers (end of the previous sample, its own end]: its tick, once every
+worker has handed over its share of that tick, or the run's real end for the last, partial
+interval, so rates are requests over real elapsed time. Ping pauses (-i) end at the deadline.
+Each worker keeps its own figures (IoResult.workers); the summary is their merge: histograms
+added, requests and busy time summed, IOPS summed.
+
 Cancellation (task cancel, Ctrl-C) sets a stop event; workers stop after the request in flight
 and the partial results stay in `probe.result`. A failing request (EIO, short read because the
 target shrank) stops the run with `result.error` set, keeping everything measured before it.
