@@ -22,4 +22,14 @@ def run(args: argparse.Namespace) -> int:
     app = InspectorApp(root, refresh=args.refresh or DEFAULT_REFRESH,
                        live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL)
     app.run()
-    return int(app.return_code or 0)
+    app.run_returned.set()
+    code = int(app.return_code or 0)
+    import threading
+    stuck = [t for t in threading.enumerate()
+             if t is not threading.current_thread() and t.is_alive() and not t.daemon]
+    if app.exit_signal is not None or stuck:
+        # the terminal went away, or a worker thread is stuck (a hung disk): the interpreter
+        # would wait for it at exit; end the children and leave now instead
+        from inspector.tui.lifecycle import leave_now
+        leave_now(code)
+    return code

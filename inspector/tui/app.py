@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from typing import Any, Callable
 
@@ -30,6 +31,7 @@ SCREENS = (("overview", "Overview"), ("storage", "Storage"), ("virt", "Virtualiz
 DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
 DEFAULT_LIVE_INTERVAL = 2.0  # seconds between live samples (iostat-like rates)
 DEFAULT_COLLECT_TIMEOUT = 20.0
+EXIT_WATCHDOG_S = 4.0        # after SIGHUP/SIGTERM the process is gone within this, whatever hangs
 
 Collector = Callable[[HostRoot], Report]
 # ids of Inspector's bindings start with the screen or dialog they belong to
@@ -108,6 +110,8 @@ class InspectorApp(App):
         self.probes = ProbeManager(self.post_message, adapters)
         self._collect_timer = None
         self._live_timer = None
+        self.exit_signal: int | None = None        # SIGHUP/SIGTERM that ends the session
+        self.run_returned = threading.Event()   # set by the caller once run() has returned
         self.pending_probe_form: tuple[str, str | None] | None = None
 
     # ------------------------------------------------------------------ modes
@@ -136,9 +140,33 @@ class InspectorApp(App):
             import asyncio
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, lambda: self.call_later(self.action_quit))
+                loop.add_signal_handler(sig, self._on_exit_signal, sig)
         except (RuntimeError, NotImplementedError, ValueError):
             pass
+
+    def _on_exit_signal(self, sig: int) -> None:
+        from inspector.tui import lifecycle
+        if self.exit_signal is not None:
+            lifecycle.leave_now(128 + sig)   # a second signal: no more waiting
+            return
+        self.exit_signal = sig
+        if not self.is_headless:
+            # if the event loop cannot finish the exit (it is wedged), leave anyway
+            threading.Thread(target=self._exit_watchdog, args=(128 + sig,), daemon=True,
+                             name="exit-watchdog").start()
+        self.call_later(self._exit_for_signal)
+
+    def _exit_watchdog(self, code: int) -> None:
+        from inspector.tui import lifecycle
+        if not self.run_returned.wait(EXIT_WATCHDOG_S):
+            lifecycle.leave_now(code)
+
+    def _exit_for_signal(self) -> None:
+        self.probes.stop_all(timeout=2.0)
+        if not self.is_headless:  # a test's process has children that are not ours to end
+            from inspector.tui import lifecycle
+            lifecycle.terminate_children(grace=0.5)
+        self.exit(return_code=128 + (self.exit_signal or 0))
 
     # ------------------------------------------------------------------ collection
     def collect_now(self) -> None:
@@ -224,7 +252,10 @@ class InspectorApp(App):
         # the probes screen may not be composed yet (first visit): it applies the pending
         # prefill when it mounts or resumes
         self.pending_probe_form = (kind, target)
-        self.switch_mode("probes")
+        if self.current_mode == "probes" and hasattr(self.screen, "apply_pending"):
+            self.screen.apply_pending()   # already there: no resume event will apply it
+        else:
+            self.switch_mode("probes")
 
     def action_stop_all_probes(self) -> None:
         active = self.probes.active()

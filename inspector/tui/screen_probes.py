@@ -123,9 +123,14 @@ class ProbesScreen(InspectorScreen):
         with Horizontal(id="probe-form"):
             yield Select([(KIND_TITLES[k], k) for k in KINDS], value="io", allow_blank=False,
                          id="probe-kind")
-            yield Input(DEFAULT_TARGETS["io"], placeholder="target", id="probe-target")
-            yield Input("10", placeholder="seconds", id="probe-seconds", type="number")
-            yield Input("1", placeholder="workers/conns", id="probe-concurrency", type="integer")
+            # select_on_focus off: a focus that lands while the operator is already typing
+            # (the form opened from the palette) must not select the typed text for replacement
+            yield Input(DEFAULT_TARGETS["io"], placeholder="target", id="probe-target",
+                        select_on_focus=False)
+            yield Input("10", placeholder="seconds", id="probe-seconds", type="number",
+                        select_on_focus=False)
+            yield Input("1", placeholder="workers/conns", id="probe-concurrency", type="integer",
+                        select_on_focus=False)
             yield Checkbox("write", id="probe-write")
             yield Button("Start", id="probe-start", variant="success")
         yield Static(id="probe-hint", classes="line")
@@ -145,9 +150,9 @@ class ProbesScreen(InspectorScreen):
         self._row_updated: dict[int, float] = {}
         super().on_mount()
         self._hint()
-        self._apply_pending()
+        self.apply_pending()
 
-    def _apply_pending(self) -> None:
+    def apply_pending(self) -> None:
         pending = getattr(self.app, "pending_probe_form", None)
         if pending is not None:
             self.app.pending_probe_form = None
@@ -156,8 +161,13 @@ class ProbesScreen(InspectorScreen):
     # ------------------------------------------------------------------ form
     def prefill(self, kind: str, target: str | None) -> None:
         self.query_one("#probe-kind", Select).value = kind
-        self.query_one("#probe-target", Input).value = target or DEFAULT_TARGETS[kind]
-        self.query_one("#probe-target", Input).focus()
+        box = self.query_one("#probe-target", Input)
+        box.value = target or DEFAULT_TARGETS[kind]
+        box.cursor_position = len(box.value)
+        box.focus()
+        # once more after the screen is shown: its auto-focus (the runs table) or a closing
+        # palette restoring its focus must not leave the typed letters to the screen's keys
+        self.call_after_refresh(lambda: None if box.has_focus else box.focus())
         self._hint()
 
     def on_select_changed(self, event: Select.Changed) -> None:
@@ -284,7 +294,7 @@ class ProbesScreen(InspectorScreen):
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        self._apply_pending()
+        self.apply_pending()
         table = self.query_one("#runs", DataTable)
         for run in self.app.probes.runs:
             if str(run.run_id) not in table.rows:  # started elsewhere (palette, DNS screen)

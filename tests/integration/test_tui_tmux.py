@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -15,6 +16,7 @@ import psutil
 import pytest
 
 from conftest import inspector_bin
+from memcached_server import memcached  # noqa: F401  (fixture)
 
 OPS = re.compile(r"#1\s+IO latency\s+\S+\s+running\s+(\d+)")
 
@@ -93,4 +95,82 @@ def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     assert dead == ["1", "0"], dead   # exited, status 0
     leftovers = [p for p in psutil.process_iter(["cmdline"])
                  if p.info["cmdline"] and str(target) in " ".join(p.info["cmdline"])]
+    assert leftovers == []
+
+
+def _start_from_palette(tmux: Tmux, command: str, entry: str, default_target: str,
+                        target: str, seconds: str) -> None:
+    """Palette -> "Probe: start ..." -> the form, its target field focused; type target and
+    bound, Enter starts (confirming when asked)."""
+    tmux.keys("C-p")
+    tmux.wait(lambda s: "Search for commands" in s, "the palette")
+    tmux.keys("-l", command)
+    tmux.wait(lambda s: entry in s, "the palette entry")
+    time.sleep(0.5)
+    tmux.keys("Enter")
+    tmux.wait(lambda s: default_target in s and "workers/connections" in s
+              and "Search for commands" not in s, "the probe form, palette closed")
+    time.sleep(0.5)  # the target field takes focus
+    for attempt in range(3):
+        # on a loaded box a burst of keys is occasionally not all there: type it again
+        tmux.keys("End")
+        tmux.keys("C-u")
+        tmux.keys("-l", target)
+        try:
+            tmux.wait(lambda s: os.path.basename(target) in s, "the typed target", timeout=4)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+    tmux.keys("Tab")
+    time.sleep(0.5)
+    tmux.keys("End")
+    tmux.keys("C-u")
+    tmux.keys("-l", seconds)
+    tmux.wait(lambda s: re.search(rf"[▊│]\s+{seconds}\s+[▎│]", s) is not None, "the typed bound")
+    tmux.keys("Enter")
+
+
+def _process_tree(pid: int) -> list[psutil.Process]:
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+@pytest.mark.parametrize("how", ["kill-session", "sighup"])
+def test_terminal_loss_while_a_probe_runs_leaves_no_process(tmux, tmp_path, memcached, how):
+    """A3: the terminal goes away (tmux session killed, or SIGHUP to the TUI) while a probe
+    runs (an IO probe on a file; a memcached probe against a real memcached): the TUI, its
+    probe threads and any child process are all gone within 5 s."""
+    # env -u: tmux hands its first client's environment on, and pytest's COLUMNS would pin
+    # the TUI to 80 columns
+    tmux.run("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
+             f"env -u COLUMNS -u LINES {inspector_bin()}")
+    pid = int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip())
+    tmux.wait(lambda s: "1 Overview" in s and "host" in s, "the overview")
+    target = tmp_path / "probe.bin"
+    if how == "kill-session":
+        target.write_bytes(os.urandom(8 << 20))
+        _start_from_palette(tmux, "start io", "Probe: start IO latency probe", "/tmp",
+                            str(target), "120")
+        tmux.wait(lambda s: OPS.search(s) is not None, "the IO probe running")
+    else:
+        server = memcached()
+        _start_from_palette(tmux, "start memc", "Probe: start memcached probe",
+                            "127.0.0.1:11211", server.address, "120")
+        tmux.wait(lambda s: "Start (y)" in s, "the confirmation")
+        tmux.keys("y")
+        tmux.wait(lambda s: re.search(r"#\d+\s+memcached\s+\S+\s+running\s+\d+", s)
+                  is not None, "the memcached probe running")
+        assert server.stats()["cmd_get"] > 0     # it really loads the server
+    tree = _process_tree(pid)
+    assert len(tree[0].threads()) > 2            # the probe's thread is part of it
+    if how == "kill-session":
+        tmux.run("kill-session", "-t", "ui")
+    else:
+        os.kill(pid, signal.SIGHUP)
+    gone, alive = psutil.wait_procs(tree, timeout=5)
+    assert alive == [], [(p.pid, p.status()) for p in alive]
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if p.info["cmdline"] and (str(target) in " ".join(p.info["cmdline"])
+                                           or "inspector.probes" in " ".join(p.info["cmdline"]))]
     assert leftovers == []
