@@ -3,8 +3,10 @@ in flight, speaking the text protocol.
 
 The per-request path is a callback chain with no coroutine in it: `data_received` recognises
 the common replies by comparing bytes (no regex), appends the latency in nanoseconds to an
-`array('q')`, and writes the next pre-encoded request. Statistics are built from those arrays
-outside this path (see `take_latencies`). asyncio streams cost about 40% of the throughput here.
+`array('q')`, and queues the next pre-encoded request; the queued requests are written together
+once the loop iteration's replies are handled (`Engine.flush_writes`). Statistics are built from
+those arrays outside this path (see `take_latencies`). asyncio streams cost about 40% of the
+throughput here.
 """
 from __future__ import annotations
 

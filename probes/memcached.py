@@ -402,6 +402,8 @@ class MemcachedProbe:
             state.fail(f"probe error: {type(exc).__name__}: {exc}")
             if self._engine is not None:
                 self._engine.close()
+                if isinstance(self._engine, EnginePool):
+                    await self._engine.shutdown()      # no worker process outlives the run
             self.summary = self._summarise(state, started_at, ServerStats(None, "not read: probe error"))
         finally:
             # consumers waiting in __anext__ always wake and see the end (or the error)
