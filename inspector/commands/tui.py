@@ -13,6 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds between discovery refreshes on a live host (default 30)")
     p.add_argument("--live-interval", type=float, default=None, metavar="SECONDS",
                    help="seconds between live samples (default 2)")
+    p.add_argument("--db", metavar="FILE", default=None,
+                   help="history database for the Probes screen's history chart (h); "
+                        "default: the one `inspector record` and `inspector history` use")
     p.set_defaults(func=run)
 
 
@@ -20,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
     root = root_from_args(args)
     from inspector.tui.app import DEFAULT_LIVE_INTERVAL, DEFAULT_REFRESH, InspectorApp
     app = InspectorApp(root, refresh=args.refresh or DEFAULT_REFRESH,
-                       live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL)
+                       live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL,
+                       history_db=getattr(args, "db", None))
     app.run()
     app.run_returned.set()
     code = int(app.return_code or 0)

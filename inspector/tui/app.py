@@ -50,6 +50,7 @@ class InspectorCommands(Provider):
             entries.append((f"Probe: start {KIND_TITLES[kind]} probe",
                             lambda k=kind: app.open_probe_form(k), "opens the form"))
         entries += [("Probes: stop all", app.action_stop_all_probes, "key S"),
+                    ("Probes: recorded history chart", app.open_history, "key h on Probes"),
                     ("Refresh discovery now", app.action_refresh_now, "key r"),
                     ("Help: keys", app.action_help, "key ?")]
         return entries
@@ -86,9 +87,10 @@ class InspectorApp(App):
                  refresh: float = DEFAULT_REFRESH, live_interval: float = DEFAULT_LIVE_INTERVAL,
                  collect_timeout: float = DEFAULT_COLLECT_TIMEOUT,
                  sampler: Any = None, adapters: dict | None = None,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, history_db: str | None = None):
         super().__init__()
         self.root = root
+        self.history_db = history_db   # None: the default the recorder and `history` use
         self.collector = collector or (lambda r: build_report(r))
         self.refresh_interval = refresh
         self.live_interval = live_interval
@@ -313,6 +315,14 @@ class InspectorApp(App):
             if display not in row[0]:
                 row[0].append(display)
         return [(", ".join(keys), description, where) for keys, description, where in rows.values()]
+
+    def open_history(self) -> None:
+        from inspector.tui.screen_history import HistoryScreen
+        if self.history_db is None:
+            from inspector.history import default_db_path
+            self.history_db = default_db_path()
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen(self.history_db))
 
     def action_back(self) -> None:
         if len(self.screen_stack) > 1:

@@ -117,6 +117,7 @@ class ProbesScreen(InspectorScreen):
                 Binding("x", "stop", "Stop run", id="probes.stop"),
                 Binding("c", "compare", "Pin to right", id="probes.compare"),
                 Binding("n", "new", "New probe", id="probes.new"),
+                Binding("h", "history", "History", id="probes.history"),
                 Binding("f2", "focus_runs", "Runs", id="probes.runs")]
 
     def compose_body(self) -> ComposeResult:
@@ -338,6 +339,9 @@ class ProbesScreen(InspectorScreen):
             self.notify("no run to pin")
             return
         self.query_one("#panel-b", RunPanel).attach(run)
+
+    def action_history(self) -> None:
+        self.app.open_history()
 
     def action_new(self) -> None:
         self.query_one("#probe-target", Input).focus()

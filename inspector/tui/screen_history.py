@@ -1,0 +1,175 @@
+"""History: a recorded probe's latency (p50/p99/max) and ops/s over time, from the database
+`inspector record --probe ...` fills and `inspector history` reads (same path, same `--db`).
+
+Reached from the Probes screen with `h`. The left list holds every recorded probe spec
+(kind:target and its run count); the charts show the highlighted one, one point per recorded
+run, oldest left. The database is read in a thread worker: a large file or a busy recorder
+never blocks the keys.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from inspector.widgets.chart import LiveChart
+
+
+@dataclass
+class HistoryPoint:
+    ts: float
+    tz_offset_s: int
+    primary_ms: float | None      # p50 when the run recorded it, else the mean
+    p99_ms: float | None
+    max_ms: float | None
+    ops_per_s: float | None
+    error: str | None
+
+
+def _ms(us) -> float | None:
+    return None if us is None else us / 1000.0
+
+
+def history_points(rows: list[dict]) -> tuple[list[HistoryPoint], str]:
+    """Chart points from HistoryDB.runs() rows, and the name of the primary series: "p50"
+    when every run stored one (recorded runs keep their full summary), else "avg" (an
+    imported ioping log has a mean, no median)."""
+    points, medians = [], 0
+    for row in rows:
+        p50_us = None
+        detail = row.get("detail")
+        if isinstance(detail, str) and detail:
+            try:
+                detail = json.loads(detail)
+            except ValueError:
+                detail = None
+        if isinstance(detail, dict):
+            summary = detail.get("summary") if isinstance(detail.get("summary"), dict) else detail
+            p50_us = summary.get("p50_us")
+        medians += p50_us is not None
+        points.append(HistoryPoint(row["ts"], row.get("tz_offset_s") or 0,
+                                   _ms(p50_us if p50_us is not None else row.get("lat_avg_us")),
+                                   _ms(row.get("lat_p99_us")), _ms(row.get("lat_max_us")),
+                                   row.get("ops_per_s"), row.get("error")))
+    return points, ("p50" if points and medians == len(points) else "avg")
+
+
+def local_time(ts: float, offset: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts + offset))
+
+
+class HistoryScreen(Screen):
+    """Pushed over the Probes screen; Esc goes back."""
+    BINDINGS = [Binding("escape,h", "close", "Back", id="history.close"),
+                Binding("r", "reload", "Reload", id="history.reload")]
+
+    def __init__(self, db_path: str):
+        super().__init__()
+        self.db_path = db_path
+        self.specs: list[tuple[str, str, int]] = []
+        self.spec: tuple[str, str] | None = None
+        self.points: list[HistoryPoint] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f" History  {self.db_path}", style="bold", no_wrap=True,
+                          overflow="ellipsis"), id="history-title", classes="line")
+        with Horizontal(id="history-main"):
+            yield OptionList(id="history-specs")
+            with Vertical(id="history-charts"):
+                yield LiveChart("latency", series=("p50", "p99", "max"), unit="ms",
+                                id="history-latency", placeholder="reading the history...")
+                yield LiveChart("ops/s", series=("ops/s",), id="history-ops",
+                                placeholder="reading the history...")
+                yield Static(id="history-range", classes="line")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#history-specs", OptionList).focus()
+        self.load_specs()
+
+    # ------------------------------------------------------------------ reading (thread)
+    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
+    def load_specs(self) -> None:
+        from inspector.history import HistoryDB, HistoryError
+        try:
+            with HistoryDB(self.db_path, create=False) as db:
+                specs = db.targets()
+        except (HistoryError, OSError) as exc:
+            self.app.call_from_thread(self._no_history, str(exc))
+            return
+        self.app.call_from_thread(self._show_specs, specs)
+
+    @work(thread=True, exclusive=True, group="history-runs", exit_on_error=False)
+    def load_runs(self, probe: str, target: str) -> None:
+        from inspector.history import HistoryDB, HistoryError
+        try:
+            with HistoryDB(self.db_path, create=False) as db:
+                rows = db.runs(probe, target)
+        except (HistoryError, OSError) as exc:
+            self.app.call_from_thread(self._no_history, str(exc))
+            return
+        self.app.call_from_thread(self._show_runs, (probe, target), rows)
+
+    # ------------------------------------------------------------------ showing (UI thread)
+    def _no_history(self, reason: str) -> None:
+        text = (f"{reason}\n(`inspector record --probe io:PATH` records runs; "
+                f"`inspector tui --db FILE` opens another database)")
+        for chart in self.query(LiveChart):
+            chart.clear("no recorded history")
+        self.query_one("#history-range", Static).update(Text(text, style="yellow"))
+
+    def _show_specs(self, specs: list[tuple[str, str, int]]) -> None:
+        self.specs = specs
+        options = self.query_one("#history-specs", OptionList)
+        options.clear_options()
+        if not specs:
+            self._no_history(f"{self.db_path}: no recorded probe runs yet")
+            return
+        options.add_options([Option(f"{probe}:{target} ({count})", id=f"{probe}:{target}")
+                             for probe, target, count in specs])
+        options.highlighted = 0
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_index is not None and event.option_index < len(self.specs):
+            probe, target, _ = self.specs[event.option_index]
+            self.load_runs(probe, target)
+
+    def _show_runs(self, spec: tuple[str, str], rows: list[dict]) -> None:
+        self.spec = spec
+        self.points, primary = history_points(rows)
+        latency = self.query_one("#history-latency", LiveChart)
+        ops = self.query_one("#history-ops", LiveChart)
+        name = f"{spec[0]}:{spec[1]}"
+        latency.clear("no runs")
+        ops.clear("no runs")
+        latency.rename_series((primary, "p99", "max"))
+        latency.border_title = f"{name} latency per run"
+        ops.border_title = f"{name} ops/s per run"
+        latency.extend([(p.primary_ms, p.p99_ms, p.max_ms) for p in self.points])
+        ops.extend([(p.ops_per_s,) for p in self.points])
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if self.points:
+            first, last = self.points[0], self.points[-1]
+            errors = sum(1 for p in self.points if p.error)
+            line.append(f"{len(self.points)} runs  {local_time(first.ts, first.tz_offset_s)} → "
+                        f"{local_time(last.ts, last.tz_offset_s)} (local time of each run)")
+            if errors:
+                line.append(f"  {errors} failed", style="bold red")
+            if primary == "avg":
+                line.append("  mean latency: these runs stored no median", style="grey62")
+        self.query_one("#history-range", Static).update(line)
+
+    def action_reload(self) -> None:
+        self.load_specs()
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
