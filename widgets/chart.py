@@ -139,6 +139,19 @@ class LiveChart(Widget):
             self.series = tuple(names)
             self._update_subtitle()
 
+    def set_series(self, names: Sequence[str]) -> None:
+        """Replace the series (any number; e.g. one per nameserver): the data starts over."""
+        names = tuple(names) or ("value",)
+        if names == self.series:
+            return
+        capacity = self._data[0].maxlen if self._data else 512
+        self.series = names
+        self._data = [deque(maxlen=capacity) for _ in names]
+        self._scale = None
+        self._strips = None
+        self._update_subtitle()
+        self.refresh()
+
     def _update_subtitle(self) -> None:
         if len(self.series) > 1:
             names = [f"█ {self.series[0]}"] + [f"{MARKERS[(i - 1) % len(MARKERS)]} {s}"

@@ -217,8 +217,24 @@ class DnsScreen(SectionScreen):
         if runs:  # redraw the latest DNS run's chart from its history
             chart = self.query_one("#dns-chart", LiveChart)
             chart.clear()
-            chart.extend([tuple(None if v is None else v / 1e6 for v in (u.p50, u.p99, u.max))
-                          for u in runs[-1].history if not (u.extra or {}).get("final")])
+            for update in runs[-1].history:
+                self._chart_update(update)
+
+    def _chart_update(self, update: ProbeUpdate) -> None:
+        """One line per nameserver when the interval carries each server's latency (the DNS
+        probe's rounds do); else the round's p50/p99/max across servers."""
+        extra = update.extra or {}
+        if extra.get("final"):
+            return
+        chart = self.query_one("#dns-chart", LiveChart)
+        per_server = extra.get("per_server_ms")
+        if per_server:
+            if set(per_server) - set(chart.series):
+                chart.set_series(list(dict.fromkeys([*(s for s in chart.series if s in per_server),
+                                                     *per_server])))
+            chart.push(*[per_server.get(name) for name in chart.series])
+        else:
+            chart.push(*[None if v is None else v / 1e6 for v in (update.p50, update.p99, update.max)])
 
     def _probe_line(self) -> None:
         app: Any = self.app
@@ -242,8 +258,7 @@ class DnsScreen(SectionScreen):
         run = self.app.probes.get(update.run_id)
         if run is None or run.request.kind != "dns":
             return
-        ms = [None if v is None else v / 1e6 for v in (update.p50, update.p99, update.max)]
-        self.query_one("#dns-chart", LiveChart).push(*ms)
+        self._chart_update(update)
         self._probe_line()
 
     def show_probe_finished(self, run_id: int) -> None:

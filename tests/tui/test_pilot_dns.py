@@ -1,5 +1,5 @@
 """The DNS probe from the TUI against real loopback responders: the Probes screen runs it, the
-DNS screen charts it and shows each server's latest latency."""
+DNS screen charts it (one line per nameserver) and shows each server's latest latency."""
 from __future__ import annotations
 
 import re
@@ -28,7 +28,13 @@ async def test_dns_probe_charts_per_server_latency():
             line = str(app.screen.query_one("#dns-probe-line", Static).render())
             for server in (fast.server, slow.server):  # each server's latest latency
                 assert re.search(re.escape(server) + r" \d+\.\d ms", line), line
-            assert app.screen.query_one("#dns-chart", LiveChart).points >= 2
+            chart = app.screen.query_one("#dns-chart", LiveChart)
+            assert chart.points >= 2
+            # one line per nameserver, in the configured order; the slow one 20 ms above
+            per_server = run.history[0].extra["per_server_ms"]
+            assert chart.series == tuple(per_server) and len(chart.series) == 2
+            fast_ms, slow_ms = chart.latest()
+            assert slow_ms >= 20 and fast_ms < slow_ms
             # the slow server's 20 ms delay shows as the slowest latency of each round
             assert run.last.extra["final"] and run.last.max >= 20e6
     finally:
