@@ -160,7 +160,7 @@ class StorageScreen(InspectorScreen):
             if level is not None:
                 text.append(" ").append_text(badge(level))
             if section is not None and is_detached(section, label, item):
-                text.append(f" {detached_state(item, short=True)}, no block device", style="grey62")
+                text.append(f" {detached_state(item, short=True)}, no dev", style="grey62")
             if children:
                 node = parent.add(text, data=(label, item), expand=True)
                 self._add(node, children, findings, section)

@@ -42,7 +42,24 @@ def test_screen_kvm_guest(snap_compare, screen, size):
 
 
 @pytest.mark.parametrize("root,screen", [("xen-pv-guest", "overview"), ("xen-pv-guest", "net"),
-                                         ("storage-raid1-faulty", "storage")])
+                                         ("storage-raid1-faulty", "storage"),
+                                         # C1: fct1 (failed, no block device) in the tree; B6
+                                         ("flash-mixed", "storage"), ("flash-mixed", "net")])
 def test_screen_problem_roots(snap_compare, root, screen):
     assert snap_compare(make_app(root), press=list(SCREENS[screen]), terminal_size=(80, 24),
                         run_before=wait_report)
+
+
+def test_overview_80x24_long_findings_list_and_long_hostname(snap_compare):
+    """C2: at 80x24 every tab label is whole and a cut findings list says "+N more"."""
+    import dataclasses
+
+    from inspector.model import Finding, Level
+    app = make_app("flash-mixed")
+    report = _REPORTS["flash-mixed"]
+    changed = dataclasses.replace(
+        report, host=dataclasses.replace(report.host, hostname="db-primary-07.dc2.example.internal"),
+        findings=list(report.findings) + [Finding(Level.WARN, f"sd{c}", "8 pending sectors "
+                                                  "(attribute 197)") for c in "bcdefghij"])
+    app.collector = lambda r: changed
+    assert snap_compare(app, terminal_size=(80, 24), run_before=wait_report)
