@@ -50,15 +50,6 @@ def _gai_reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def resolve(host: str, port: int) -> list[Address]:
-    """Blocking getaddrinfo (the CLI, before any loop runs); TargetError('resolve', ...)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise TargetError("resolve", f"cannot resolve {host}: {_gai_reason(exc)}") from None
-    return _addresses(host, port, infos)
-
-
 async def resolve_async(host: str, port: int, timeout: float) -> list[Address]:
     loop = asyncio.get_running_loop()
     try:
