@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from inspector.tui.lifecycle import limit_malloc_arenas
+    limit_malloc_arenas()   # before any thread exists
     root = root_from_args(args)
     from inspector.tui.app import DEFAULT_LIVE_INTERVAL, DEFAULT_REFRESH, InspectorApp
     app = InspectorApp(root, refresh=args.refresh or DEFAULT_REFRESH,

@@ -48,3 +48,19 @@ def leave_now(code: int) -> None:
         except Exception:
             pass
     os._exit(code)
+
+
+M_ARENA_MAX = -8   # glibc mallopt parameter
+
+
+def limit_malloc_arenas(arenas: int = 2) -> bool:
+    """Cap glibc's per-thread malloc arenas. Every thread that allocates (Textual's writer and
+    input threads, workers, each probe's loop and IO threads) otherwise gets its own arena, and
+    their partly used pages cost about 8 MB of RSS on the Probes screen (bench_tui: 62 -> 54
+    MB) for no measurable CPU. Called before any thread starts; a no-op off glibc."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):
+        return False

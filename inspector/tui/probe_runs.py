@@ -135,11 +135,15 @@ class ProbeRun:
         return True
 
     def _thread_main(self) -> None:
-        try:  # the memcached load generator needs uvloop's lower per-request cost
-            import uvloop
-            loop = uvloop.new_event_loop()
-        except ImportError:
-            loop = asyncio.new_event_loop()
+        loop = None
+        if self.request.kind == "memcached":
+            try:  # the memcached load generator needs uvloop's lower per-request cost
+                import uvloop
+                loop = uvloop.new_event_loop()
+            except ImportError:
+                pass
+        if loop is None:  # IO and DNS probes wait on threads and sockets: asyncio is enough,
+            loop = asyncio.new_event_loop()   # and uvloop would cost ~1 MB for nothing
         self._loop = loop
         error = None
         try:
