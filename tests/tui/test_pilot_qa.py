@@ -120,9 +120,8 @@ async def test_c2_80x24_every_tab_and_a_truncated_findings_list_says_so():
         shown = table.scrollable_content_region.height - 1
         assert f"+{total - shown} more findings below" in str(more.render())
         # scrolling to the end: nothing left below
-        for _ in range(total):
-            await pilot.press("down")
-        await pilot.pause(0.3)
+        table.move_cursor(row=total - 1)
+        await pilot.pause(0.2)
         assert "below" not in str(more.render()) and "above" in str(more.render())
 
 
@@ -163,14 +162,14 @@ async def test_d_charts_stay_inside_their_borders(size):
         await wait_for(pilot, lambda: app.report is not None)
         for key in "23456":
             await pilot.press(key)
-            await pilot.pause(0.2)
+            await wait_for(pilot, lambda: app.screen.query(LiveChart))
             screen = app.screen
             widgets = list(screen.query(LiveChart)) + list(screen.query(LatencyHistogram))
             assert widgets
             for widget in widgets:
                 if isinstance(widget, LiveChart):
                     widget.extend([(i % 7 + 1.0, i % 5 * 3.0, 40.0) for i in range(400)])
-            await pilot.pause(0.2)
+            await pilot.pause()
             for widget in widgets:
                 if not widget.display or widget.region.area == 0:
                     continue
