@@ -5,8 +5,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 # Debian packages the tests use as real components and reference tools.
-SYSTEM_PACKAGES := memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2
-SYSTEM_COMMANDS := memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip
+SYSTEM_PACKAGES := memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+SYSTEM_COMMANDS := memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
 
 .PHONY: run test venv test-deps system-deps bench clean
 

@@ -21,8 +21,16 @@ class OneLineErrorParser(argparse.ArgumentParser):
     """Usage mistakes in one line, like every other error of ours (the usage block scrolls the
     mistake off a small SSH window); --help has the rest. Subparsers inherit the class."""
 
+    # `inspector check` is run by Nagios/Icinga: a usage mistake there is UNKNOWN (3) with the
+    # reason on stdout, where the monitoring system looks, not exit 2 (which reads CRITICAL)
+    monitoring_plugin = False
+
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        line = f"{self.prog}: {message} (see {self.prog} --help)"
+        if self.monitoring_plugin:
+            print(f"INSPECTOR UNKNOWN - {line}")
+            self.exit(3)
+        self.exit(2, line + "\n")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -36,8 +44,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"inspector {__version__}")
     add_root_argument(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _commands_needed(argv):
+    needed = _commands_needed(argv)
+    for name in needed:
         importlib.import_module(f"inspector.commands.{name}").register(sub)
+    # unknown options are reported by the top-level parser: it speaks for check too
+    parser.monitoring_plugin = needed == ["check"]
     return parser
 
 

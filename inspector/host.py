@@ -100,6 +100,7 @@ class HostRoot:
 
     def __init__(self, path: str = "/", *, record: bool = False, label: str | None = None):
         self.path = os.path.abspath(path)
+        self._prefix = self.path.rstrip("/") + "/"
         self.live = self.path == "/"
         self.label = label or ("live" if self.live else self.path)
         self._facts: dict[str, dict[str, Any]] = {}
@@ -156,11 +157,12 @@ class HostRoot:
 
     # ----------------------------------------------------------------- reads
     def read_bytes(self, rel: str, limit: int = MAX_READ_BYTES) -> bytes:
-        rel = self._rel(rel)
+        rel = rel.lstrip("/")
         try:
             # os.open/os.read: a third cheaper than a file object, which the live samplers
-            # (hundreds of small /proc reads per sample) feel
-            fd = os.open(self.host_path(rel), os.O_RDONLY | os.O_CLOEXEC)
+            # (hundreds of small /proc reads per sample) feel; the path by concatenation, as
+            # os.path.join costs a tenth of a multipath root's discovery
+            fd = os.open(self._prefix + rel if rel else self.path, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 data = os.read(fd, limit)
             finally:

@@ -12,6 +12,7 @@ visible has stayed below 40% of it, so the picture does not jump on every tick.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import deque
 from typing import Callable, Iterable, Sequence
 
@@ -176,9 +177,13 @@ class LiveChart(Widget):
         visible = [v for col in window for v in col if v is not None]
         if not visible:
             lines = [Strip.blank(width) for _ in range(height)]
-            text = self.placeholder[:width]
-            pad = max(0, (width - len(text)) // 2)
-            lines[height // 2] = Strip([Segment(" " * pad + text, self._axis_style)]
+            # a long placeholder (a failed run's reason) wraps rather than being cut
+            wrapped = textwrap.wrap(self.placeholder, width, break_on_hyphens=False) or [""]
+            wrapped = wrapped[:height]
+            top = max(0, height // 2 - len(wrapped) // 2)
+            for i, text in enumerate(wrapped):
+                pad = max(0, (width - len(text)) // 2)
+                lines[top + i] = Strip([Segment(" " * pad + text, self._axis_style)]
                                        ).crop_extend(0, width, None)
             return lines
         self._scale = sticky_scale(self._scale, max(visible))

@@ -11,7 +11,7 @@ import argparse
 import fnmatch
 
 from inspector.collect import build_report
-from inspector.commands.common import CliError, add_root_argument, root_from_args
+from inspector.commands.common import CliError, add_root_argument, positive_float, root_from_args
 from inspector.commands.report import parse_sections
 from inspector.metrics import _is_unknown, collect_metrics, section_up
 from inspector.model import Level, to_jsonable
@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="CODE",
                    help="ignore findings whose code matches (glob, e.g. net.offload.*)")
     p.add_argument("--section", action="append", metavar="NAME", help="limit to some sections")
-    p.add_argument("--timeout", type=float, default=10.0)
+    p.add_argument("--timeout", type=positive_float, default=10.0)
+    p.monitoring_plugin = True   # usage mistakes exit 3 UNKNOWN (see OneLineErrorParser)
     p.set_defaults(func=run)
 
 

@@ -7,7 +7,8 @@ import json
 import sys
 
 from inspector.collect import build_report
-from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.commands.common import (CliError, add_root_argument, eprint, positive_float,
+                                       root_from_args)
 from inspector.export import prometheus_text
 from inspector.model import to_jsonable
 from inspector.snapshot import write_atomic
@@ -20,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fmt.add_argument("--prometheus", action="store_true", help="node_exporter textfile format")
     fmt.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("-o", "--output", metavar="FILE", help="write atomically to FILE (default stdout)")
-    p.add_argument("--timeout", type=float, default=15.0)
+    p.add_argument("--timeout", type=positive_float, default=15.0)
     p.set_defaults(func=run)
 
 

@@ -10,7 +10,7 @@ import signal
 import socket
 import sys
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.commands.common import CliError, add_root_argument, positive_float, positive_int
 from inspector.model import to_jsonable
 from inspector.probes.mc_ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
@@ -30,7 +30,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
     bound = p.add_mutually_exclusive_group()
     bound.add_argument("-e", "--execute-number", type=int,
                        help="requests per connection (default 10000, like memslap)")
-    bound.add_argument("--duration", type=float, metavar="S", help="run for S seconds instead")
+    bound.add_argument("--duration", type=positive_float, metavar="S", help="run for S seconds instead")
     p.add_argument("-t", "--test", choices=TESTS, default="set", help="set, get or mix (default set)")
     p.add_argument("--ratio", type=float, default=0.1, metavar="R",
                    help="mix: fraction of sets (default 0.1, i.e. set:get 1:9)")
@@ -41,22 +41,22 @@ def register(kinds: argparse._SubParsersAction) -> None:
                    help=f"key length in bytes (default 20-60 like memcslap; max {MAX_KEY_BYTES})")
     p.add_argument("--value-size", default="50-5000", metavar="N|MIN-MAX",
                    help="value length in bytes (default 50-5000 like memcslap)")
-    p.add_argument("--key-count", type=int, help="distinct keys (default: the execute number)")
-    p.add_argument("--rate", type=float, metavar="OPS",
+    p.add_argument("--key-count", type=positive_int, help="distinct keys (default: the execute number)")
+    p.add_argument("--rate", type=positive_float, metavar="OPS",
                    help="limit each connection to OPS requests/s (default: as fast as replies come)")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="load processes sharing the connections (default 1; more when the "
                         "client host has idle cores)")
-    p.add_argument("--connect-timeout", type=float, default=3.0, metavar="S")
-    p.add_argument("--timeout", type=float, default=2.0, metavar="S",
+    p.add_argument("--connect-timeout", type=positive_float, default=3.0, metavar="S")
+    p.add_argument("--timeout", type=positive_float, default=2.0, metavar="S",
                    help="per-request timeout (default 2 s)")
-    p.add_argument("--deadline", type=float, default=600.0, metavar="S",
+    p.add_argument("--deadline", type=positive_float, default=600.0, metavar="S",
                    help="hard bound on the whole run (default 600 s)")
     p.add_argument("--ramp", action="store_true",
                    help="step connections 32, 64, 128 ... up to --max-connections")
-    p.add_argument("--max-connections", type=int, default=4096, metavar="N")
-    p.add_argument("--start-connections", type=int, default=32, metavar="N")
-    p.add_argument("--step-seconds", type=float, default=2.0, metavar="S",
+    p.add_argument("--max-connections", type=positive_int, default=4096, metavar="N")
+    p.add_argument("--start-connections", type=positive_int, default=32, metavar="N")
+    p.add_argument("--step-seconds", type=positive_float, default=2.0, metavar="S",
                    help="ramp: load time per step (default 2 s)")
     p.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     p.set_defaults(func=run)

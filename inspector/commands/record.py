@@ -12,7 +12,8 @@ import threading
 import time
 
 from inspector.collect import build_report
-from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.commands.common import (CliError, add_root_argument, eprint, non_negative_int,
+                                       positive_float, root_from_args)
 from inspector.history import HistoryDB, HistoryError, ProbeRun, default_db_path, local_offset
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
@@ -37,12 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="interval between samples (default 5m)")
     p.add_argument("--probe", action="append", default=[], metavar="SPEC",
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable)")
-    p.add_argument("--probe-seconds", type=float, default=3.0, metavar="S")
+    p.add_argument("--probe-seconds", type=positive_float, default=3.0, metavar="S")
     p.add_argument("--db", metavar="FILE", help=f"default {default_db_path()}")
     p.add_argument("--retention", type=parse_duration, default=30 * 86400.0, metavar="DURATION",
                    help="prune rows older than this (default 30d)")
     p.add_argument("--once", action="store_true", help="one sample, then exit (for timers)")
-    p.add_argument("--count", type=int, default=0, help="stop after N samples (0 = forever)")
+    p.add_argument("--count", type=non_negative_int, default=0, help="stop after N samples (0 = forever)")
     p.set_defaults(func=run)
 
 

@@ -5,7 +5,8 @@ import argparse
 import os
 
 from inspector.collect import build_report
-from inspector.commands.common import CliError, add_root_argument, eprint, root_from_args
+from inspector.commands.common import (CliError, add_root_argument, eprint, positive_float,
+                                       root_from_args)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
 from inspector.snapshot import build_snapshot, default_name, write_snapshot
@@ -17,9 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="default: inspector-HOST-TIME.json")
     p.add_argument("--probe", action="append", default=[], metavar="SPEC",
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable; short bounded runs)")
-    p.add_argument("--probe-seconds", type=float, default=3.0, metavar="S",
+    p.add_argument("--probe-seconds", type=positive_float, default=3.0, metavar="S",
                    help="time bound of each probe run (default 3)")
-    p.add_argument("--timeout", type=float, default=15.0, help="per-collector timeout, seconds")
+    p.add_argument("--timeout", type=positive_float, default=15.0, help="per-collector timeout, seconds")
     p.set_defaults(func=run)
 
 

@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from inspector.commands.common import add_root_argument, root_from_args
+from inspector.commands.common import add_root_argument, positive_float, root_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tui", help="open the terminal UI (the default)")
     add_root_argument(p)
-    p.add_argument("--refresh", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--refresh", type=positive_float, default=None, metavar="SECONDS",
                    help="seconds between discovery refreshes on a live host (default 30)")
-    p.add_argument("--live-interval", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--live-interval", type=positive_float, default=None, metavar="SECONDS",
                    help="seconds between live samples (default 2)")
     p.add_argument("--db", metavar="FILE", default=None,
                    help="history database for the Probes screen's history chart (h); "

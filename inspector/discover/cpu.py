@@ -189,6 +189,8 @@ def _cpufreq(root: HostRoot) -> list[CpuFreqPolicy] | Unknown:
         dirs = [(n, f"{CPU_SYS}/{n}/cpufreq") for n in cpus
                 if root.exists(f"{CPU_SYS}/{n}/cpufreq/scaling_governor")]
     if not dirs:
+        if not root.exists(CPU_SYS):   # a capture without sysfs says nothing about cpufreq
+            return Unknown(f"{CPU_SYS} not present")
         return Unknown("no cpufreq driver (usual in a VM: the hypervisor owns frequency)")
     return [_policy(root, name, path) for name, path in dirs]
 
@@ -254,6 +256,8 @@ def steal_percent(stat: dict[str, int] | Unknown) -> float | Unknown:
 
 def _role(root: HostRoot) -> tuple[str, list[str]]:
     evidence: list[str] = []
+    if not root.exists("sys"):   # nothing to go on: the default, said to be one
+        return "server", ["assumed: no sysfs in this root"]
     for supply in root.try_listdir("sys/class/power_supply"):
         if root.try_line(f"sys/class/power_supply/{supply}/type") == "Battery":
             return "laptop", [f"battery {supply}"]

@@ -57,7 +57,16 @@ def collect(root: HostRoot, names: list[str], timeout: float = COMMAND_TIMEOUT,
     if fio_names or any(root.exists(f"sys/module/{m}") for m in FIO_MODULES):
         jobs["\0fio"] = lambda: _fio(root, fio_names, timeout)
     results: dict[str, Any] = {}
-    if jobs:
+    if jobs and not root.live:
+        # a capture answers from its sidecar at once: threads would only add GIL handoffs
+        # (2,000 paths of a multipath root: ~0.08 s of 0.5)
+        for key, job in jobs.items():
+            value = _guarded(job)
+            if key == "\0fio":
+                results.update(value if isinstance(value, dict) else {n: value for n in fio_names})
+            else:
+                results[key] = value
+    elif jobs:
         with ThreadPoolExecutor(max_workers=min(8, len(jobs)), thread_name_prefix="drive") as pool:
             futures = {key: pool.submit(_guarded, job) for key, job in jobs.items()}
             for key, future in futures.items():

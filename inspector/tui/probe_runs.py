@@ -79,6 +79,14 @@ def probe_available(kind: str) -> str | None:
 Adapter = Callable[[Any], AsyncIterator[dict]]
 
 
+def _error_text(exc: Exception) -> str:
+    """A probe's own errors are written for the operator ("...: no such file"); anything else
+    keeps its type, which is most of what an unexpected error says."""
+    if type(exc).__module__.startswith("inspector.") and str(exc):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 @dataclass
 class ProbeRun:
     request: ProbeRequest
@@ -154,7 +162,7 @@ class ProbeRun:
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # shown in the run's panel, never a traceback on screen
-            error = f"{type(exc).__name__}: {exc}"
+            error = _error_text(exc)
         finally:
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())

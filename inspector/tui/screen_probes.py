@@ -49,7 +49,7 @@ class RunPanel(Vertical):
     def attach(self, run: ProbeRun | None) -> None:
         chart = self.query_one(LiveChart)
         self.run_id = run.run_id if run else None
-        chart.clear("no run selected" if run is None else "waiting for the first interval...")
+        chart.clear("no run selected" if run is None else _waiting_text(run))
         chart.rename_series(("p50", "p99", "max"))
         chart.border_title = f"{self.title}: {run.title}" if run else self.title
         if run is not None:
@@ -62,6 +62,11 @@ class RunPanel(Vertical):
         else:
             self.query_one(".run-table", Static).update("")
             self.query_one(LatencyHistogram).update("no samples yet")
+
+    def finished(self, run: ProbeRun) -> None:
+        """A run that ended before its first interval says why in place of its chart (the toast
+        with the error is gone by the time someone looks)."""
+        self.query_one(LiveChart).set_placeholder(_waiting_text(run))
 
     def add(self, run: ProbeRun, update: ProbeUpdate) -> None:
         if update.run_id != self.run_id:
@@ -103,6 +108,14 @@ class RunPanel(Vertical):
             self._hist_state = ("waiting", run.run_id)
             hist.update(Text("per-interval p50/p99/max in the chart;\nhistogram when the run ends",
                              style="grey62"), layout=False)
+
+
+def _waiting_text(run: ProbeRun) -> str:
+    if run.state == "failed":
+        return f"failed: {run.error or 'no reason given'}"
+    if run.active:
+        return "waiting for the first interval..."
+    return f"{run.state} before the first interval"
 
 
 def _ms(u: ProbeUpdate) -> tuple:
@@ -277,7 +290,9 @@ class ProbesScreen(InspectorScreen):
         self._row_updated[run.run_id] = now
         with self.app.batch_update():
             for col, value in zip(RUN_COLUMNS, self._row(run)):
-                table.update_cell(key, col, value)
+                # widths grow with the figures: an ops count past the header's width must not
+                # be cut to its first digits
+                table.update_cell(key, col, value, update_width=True)
 
     def show_probe_update(self, update: ProbeUpdate) -> None:
         run = self.app.probes.get(update.run_id)
@@ -291,6 +306,9 @@ class ProbesScreen(InspectorScreen):
         run = self.app.probes.get(run_id)
         if run is not None and self.is_mounted:
             self._update_row(run)
+            for panel in self.query(RunPanel):
+                if panel.run_id == run_id:
+                    panel.finished(run)
             self.show_state()
 
     def on_screen_resume(self) -> None:

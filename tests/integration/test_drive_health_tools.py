@@ -165,7 +165,7 @@ def test_real_smartctl_on_this_machines_disks():
     """The installed smartctl against the real disk: a virtio disk has no SMART, which is
     an unknown with a reason, never an error or a finding."""
     real = shutil.which("smartctl") or "/usr/sbin/smartctl"
-    assert os.access(real, os.X_OK), "smartctl is expected on the build machine"
+    assert os.access(real, os.X_OK), "smartctl is expected on the build machine (make test installs smartmontools)"
     disks = [n for n in os.listdir("/sys/block") if drives.kind_of(n) in ("virtual", "smart", "nvme")]
     health = drives.collect(HostRoot("/"), disks, timeout=5)
     for name in disks:

@@ -250,3 +250,36 @@ async def test_memcached_probe_against_real_server(memcached):
         assert run.state == "done", run.error
         assert run.last.ops > 100
     assert server.stats()["cmd_get"] > 100
+
+
+async def test_run_row_shows_whole_figures_and_a_failed_run_says_why(tmp_path):
+    """The ops column grows with the count (it was cut to the header's 3 cells: 368040 read
+    as "368"), and a run that fails before its first interval says why in its panel, not only
+    in a toast that is gone when someone looks."""
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(4 << 20))
+    app = capture_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start_probe(app, pilot, "io", str(target), seconds="2")
+        await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
+        run = app.probes.runs[0]
+        assert run.state == "done" and run.last.ops >= 1000, (run.state, run.error)
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#runs", DataTable)
+        assert str(table.get_row_at(0)[4]) == str(run.last.ops)
+        ops_column = table.columns["ops"]
+        assert ops_column.get_render_width(table) - 2 * table.cell_padding >= len(str(run.last.ops))
+
+        missing = tmp_path / "no-such-file"
+        app.screen.start_request(ProbeRequest("io", str(missing), duration=2))
+        await wait_for(pilot, lambda: len(app.probes.runs) == 2 and not app.probes.runs[1].active,
+                       timeout=10)
+        failed = app.probes.runs[1]
+        assert failed.state == "failed" and failed.error
+        await pilot.pause(0.2)
+        chart = app.screen.query_one("#panel-a LiveChart", LiveChart)
+        assert chart.placeholder == f"failed: {failed.error}"
+        shown = " ".join(chart.render_line(y).text.strip() for y in range(chart.size.height)).strip()
+        # wrapped over the chart's lines, a long path broken where it must be
+        assert shown.startswith("failed:") and "no such file" in shown
+        assert "no-such-file" in shown.replace(" ", "")

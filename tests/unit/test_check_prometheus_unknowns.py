@@ -111,3 +111,16 @@ def test_nothing_collected_is_unknown_never_ok(monkeypatch, tmp_path):
     (empty / "proc").mkdir(parents=True)           # a root where every input is missing
     res = run_cli("check", "--root", str(empty))
     assert res.status == 3 and "nothing could be collected" in res.out.splitlines()[0], res.out
+
+
+@pytest.mark.parametrize("args", [("--timeout", "nan"), ("--timeout", "0"), ("--bogus",),
+                                  ("--warn",)])
+def test_check_usage_mistake_is_unknown_on_stdout(args):
+    """A Nagios plugin's usage error is UNKNOWN (3), said on stdout where the monitoring
+    system reads; exit 2 would page someone for CRITICAL."""
+    res = run_cli("check", *args)
+    assert res.status == 3, (res.status, res.out, res.err)
+    assert res.out.startswith("INSPECTOR UNKNOWN - ") and len(res.out.splitlines()) == 1
+    assert "--help" in res.out
+    other = run_cli("report", *args)          # other commands keep argparse's usage status
+    assert other.status == 2 and "INSPECTOR" not in other.out
