@@ -55,10 +55,14 @@ def _counter(value: object) -> Text:
 def nic_table(nics: list[Nic]) -> Table:
     """Identity and link of each NIC; counters and offloads follow in `nic_details`."""
     table = Table(show_edge=False, pad_edge=False, expand=False)
-    for name, justify in (("nic", "left"), ("kind", "left"), ("driver (bus)", "left"),
-                          ("mtu", "right"), ("qlen", "right"), ("speed", "left"),
-                          ("state", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)
+    # Names and figures never wrap; the words around them do, so a narrow panel folds
+    # "driver (bus)" or "down, no carrier" instead of cutting "1000" to "10…".
+    for name, justify, wrap in (("nic", "left", False), ("kind", "left", True),
+                                ("driver (bus)", "left", True), ("mtu", "right", False),
+                                ("qlen", "right", False), ("speed", "left", False),
+                                ("state", "left", True)):
+        table.add_column(name, justify=justify, no_wrap=not wrap,
+                         overflow="fold" if wrap else "ellipsis")
     for nic in nics:
         bus = nic.bus if isinstance(nic.bus, str) else "?"
         bus = f"{bus}/{nic.transport}" if nic.transport else bus
