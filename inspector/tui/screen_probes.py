@@ -197,13 +197,13 @@ class ProbesScreen(InspectorScreen):
         if isinstance(kind, str) and kind not in self.app.probes.adapters and missing is None:
             missing = f"the {KIND_TITLES[kind]} probe has no TUI adapter yet"
         hint = Text(no_wrap=True, overflow="ellipsis")
+        if not self.app.root.live:   # first: at 80 columns the end of the line is cut
+            hint.append("probes act on THIS machine, not on the capture  ", style="bold yellow")
         if missing:
             hint.append(missing, style="yellow")
         else:
             hint.append("target · seconds · workers/connections · write  then s or Start; "
                         "x stops, S stops all, c pins to B", style="grey62")
-        if not self.app.root.live:
-            hint.append("  (probes act on this machine, not on the capture)", style="yellow")
         self.query_one("#probe-hint", Static).update(hint)
 
     def request_from_form(self) -> ProbeRequest:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -190,6 +191,22 @@ class StorageScreen(InspectorScreen):
         report = getattr(self.app, "report", None)
         section = report.section("storage") if report else None
         parts: list = [Text(self._selected_label, style="bold cyan")]
+        # what is wrong comes first: on an 80x24 terminal the attribute table would push it
+        # below the fold, and a CRIT badge in the tree is what brought the operator here
+        if own:
+            grid = Table.grid(padding=(0, 1))   # wrapped lines hang under the message
+            grid.add_column(no_wrap=True)
+            grid.add_column()
+            for f in own:
+                body = Text(f.message)
+                for ev in f.evidence[:4]:
+                    body.append(f"\n{ev}", style="grey62")
+                if f.advice:
+                    body.append(f"\n-> {f.advice}", style="cyan")
+                grid.add_row(badge(f.level), body)
+            parts.append(grid)
+        else:
+            parts.append(Text("no findings for this device", style="green"))
         if is_detached(section, self._selected_label, item):
             # the health block below says everything the vendor tool knows about it
             parts.append(Text(f"no block device: {detached_state(item)} (controller without a "
@@ -197,15 +214,6 @@ class StorageScreen(InspectorScreen):
         else:
             parts.append(detail_table(item))
         parts += extra_blocks(section, self._selected_label)
-        parts.append(Text("health", style="bold"))
-        if own:
-            for f in own:
-                line = Text().append_text(badge(f.level)).append(f" {f.message}")
-                for ev in f.evidence[:4]:
-                    line.append(f"\n   {ev}", style="grey62")
-                parts.append(line)
-        else:
-            parts.append(Text("no findings for this device", style="green"))
         detail.update(Group(*parts))
 
     # ------------------------------------------------------------------ live
