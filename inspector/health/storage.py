@@ -29,6 +29,10 @@ def rules(report: Report) -> Iterable[Finding]:
         findings.append(Finding(Level.UNKNOWN, "storage",
                                 f"{len(section.problems)} storage read problem(s): "
                                 f"{section.problems[0]}", evidence=section.problems[:10],
+                                advice="Parts of the storage stack were not read, so no finding "
+                                "here does not mean healthy: check by hand (lsblk, cat "
+                                "/proc/mdstat, dmsetup ls); run as root with /sys mounted, or "
+                                "take a fresh capture.",
                                 code="storage.incomplete"))
     return findings
 
@@ -62,11 +66,25 @@ def md_findings(array: MdArray) -> list[Finding]:
                       if entry and entry.raid_disks is not None and entry.active_disks is not None else 0)
     if (known(degraded) and degraded) or mdstat_missing > 0:
         count = degraded if known(degraded) and degraded else mdstat_missing
-        out.append(Finding(Level.CRIT, name, f"md array {name} ({_level(array)}) is degraded: "
-                           f"{count} of {array.raid_disks if known(array.raid_disks) else '?'} devices missing",
+        message = (f"md array {name} ({_level(array)}) is degraded: {count} of "
+                   f"{array.raid_disks if known(array.raid_disks) else '?'} devices missing")
+        advice = ("replace or re-add the missing member (mdadm --manage --add); "
+                  "check the failed disk's health first")
+        rebuilding = _rebuilding(array)
+        if rebuilding is not None:
+            # a replacement is already in: "add the missing member" would send the operator to
+            # add a second disk to an array that is healing
+            onto = f" onto {', '.join(rebuilding)}" if rebuilding else ""
+            progress = entry.progress if entry else None
+            queued = array.sync_completed == "delayed" or (progress is not None and
+                                                           progress.state != "running")
+            message += f"; recovery{onto} {'queued' if queued else 'under way'}"
+            advice = (f"a replacement is already {'queued' if queued else 'rebuilding'}{onto}: "
+                      "do not add another disk; watch /proc/mdstat until it is in sync and spare "
+                      "the remaining members (redundancy stays reduced until then)")
+        out.append(Finding(Level.CRIT, name, message,
                            _md_evidence(array, "degraded", "raid_disks", mdstat=" blocks"),
-                           "replace or re-add the missing member (mdadm --manage --add); "
-                           "check the failed disk's health first", code="md.degraded"))
+                           advice, code="md.degraded"))
     faulty = [m for m in array.members if isinstance(m.state, list) and "faulty" in m.state]
     faulty_names = {m.name for m in faulty}
     if entry:
@@ -96,6 +114,16 @@ def md_findings(array: MdArray) -> list[Finding]:
     return out
 
 
+def _rebuilding(array: MdArray) -> list[str] | None:
+    """Members a recovery writes to (spares given a slot), or None when no recovery runs or
+    waits. An empty list: a recovery is under way but its target is not named."""
+    progress = array.mdstat.progress if array.mdstat else None
+    if array.sync_action != "recover" and not (progress and progress.action == "recovery"):
+        return None
+    return [m.name for m in array.members if isinstance(m.state, list) and "spare" in m.state
+            and isinstance(m.slot, int)]
+
+
 def _sync_findings(array: MdArray) -> list[Finding]:
     action = array.sync_action
     progress = array.mdstat.progress if array.mdstat else None
@@ -109,7 +137,10 @@ def _sync_findings(array: MdArray) -> list[Finding]:
     if waiting:
         return [Finding(Level.WARN, array.name, f"md array {array.name}: {word} is waiting "
                         f"({progress.state if progress else 'delayed'}; another array on the same "
-                        "disks syncs first)", evidence, code="md.sync_waiting")]
+                        "disks syncs first)", evidence,
+                        "nothing to do: md runs one sync at a time on shared disks and starts "
+                        "this one when the other finishes (watch /proc/mdstat)",
+                        code="md.sync_waiting")]
     parts = [f"md array {array.name}: {word} running"]
     if array.progress_percent is not None:
         parts.append(f"{array.progress_percent:.1f}% done")

@@ -1,0 +1,43 @@
+"""QA of storage findings as an operator acts on them: the advice must fit the state."""
+from __future__ import annotations
+
+from conftest import fixture_root
+
+from inspector.collect import build_report
+from inspector.host import HostRoot
+from inspector.model import Level
+
+
+def findings(root: str):
+    report = build_report(HostRoot(str(fixture_root(root))), ["storage"])
+    return report.findings
+
+
+def by(found, code, subject):
+    matches = [f for f in found if f.code == code and f.subject == subject]
+    assert len(matches) == 1, [(f.code, f.subject) for f in found]
+    return matches[0]
+
+
+def test_degraded_array_that_is_rebuilding_does_not_say_add_a_disk():
+    found = findings("storage-raid1-recovering")
+    md1 = by(found, "md.degraded", "md1")      # recovery = 8.5% onto sdb1
+    assert md1.level is Level.CRIT
+    assert "recovery onto sdb1 under way" in md1.message
+    assert "--add" not in md1.advice and "do not add another disk" in md1.advice
+    md0 = by(found, "md.degraded", "md0")      # resync=DELAYED, sdb2 waits in slot 1
+    assert "recovery onto sdb2 queued" in md0.message
+    assert "--add" not in md0.advice
+
+
+def test_degraded_array_without_a_replacement_still_says_add_one():
+    md0 = by(findings("storage-raid1-faulty"), "md.degraded", "md0")
+    assert "mdadm --manage --add" in md0.advice
+    assert "recovery" not in md0.message
+
+
+def test_every_storage_finding_that_is_not_ok_says_what_to_do():
+    for root in ("storage-raid1-recovering", "virt-01-baremetal-dell", "storage-md-check"):
+        for f in findings(root):
+            if f.level is not Level.OK:
+                assert f.advice, (root, f.code, f.message)
