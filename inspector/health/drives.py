@@ -70,9 +70,19 @@ def _unknown(name: str, health: Unknown) -> list[Finding]:
     # A SATA disk without smartctl or a virtual disk is normal and only shown in its block.
     if name.startswith(("hio", "fio", "fct")):
         tool = "hio_info" if name.startswith("hio") else "fio-status"
+        if "not installed" in health.reason:
+            advice = f"install the vendor tool ({tool}) to read the card's health"
+        elif "timed out" in health.reason:
+            # the tool is there: a hang on one card is itself a sign of a stuck card or driver
+            advice = (f"{tool} hangs on this card: a stuck card or driver is likely; check "
+                      f"dmesg for the card's driver errors and run {tool} by hand")
+        elif "not recorded" in health.reason:
+            advice = f"the capture does not hold {tool}'s output: run it on the host"
+        else:
+            advice = f"run {tool} by hand to see why it fails"
         return [Finding(Level.UNKNOWN, name, f"flash card health unknown ({health.reason})",
                         evidence=[f"{tool}: {health.reason}"], code="drive.health_unknown",
-                        advice=f"install the vendor tool ({tool}) or check why it fails")]
+                        advice=advice)]
     return []
 
 
@@ -88,7 +98,8 @@ def hio_findings(name: str, h: HioHealth) -> list[Finding]:
                               ("battery_status", "Battery status", "hio.battery")):
         value = getattr(h, attr)
         if known(value) and value.strip().upper() != "OK":
-            advice = ("the power-loss battery is not OK: writes may be lost on power failure"
+            advice = ("the power-loss battery is not OK: writes in flight may be lost on power "
+                      "failure; have the vendor replace the battery or the card"
                       if attr == "battery_status" else "check the card's event log with the vendor tools")
             out.append(Finding(Level.CRIT, name, f"{label}: {value}", _ev(h, attr), advice, code))
     if known(h.rw_error) and h.rw_error > 0:
@@ -128,7 +139,9 @@ def _fio_rules(subject: str, c: FioHealth) -> list[Finding]:
         message = (f"card failed: {c.failed_reason}" if c.state == "failed" and c.failed_reason
                    else f"card {c.state}: {c.status_line}")
         out.append(Finding(Level.CRIT, subject, message,
-                           _ev(c, "state"), "the card is offline: reads and writes fail", "fio.failed"))
+                           _ev(c, "state"), "the card serves no IO: fail over what used it, read "
+                           "fio-status -a and dmesg for the cause, then replace the card or call "
+                           "the vendor", "fio.failed"))
     elif c.state == "detached":
         out.append(Finding(Level.WARN, subject, "card detached (no block device)", _ev(c, "state"),
                            "attach it with fio-attach if it should be in use", "fio.detached"))
