@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import math
 
 from inspector.collect import build_report
 from inspector.commands.common import CliError, add_root_argument, positive_float, root_from_args
@@ -48,10 +49,20 @@ def parse_thresholds(values: list[str]) -> dict[str, float]:
             raise CliError(f"bad threshold {value!r}: use METRIC=VALUE with METRIC one of "
                            f"{', '.join(THRESHOLD_METRICS)}", status=3)
         try:
-            out[THRESHOLD_METRICS[name]] = float(number)
+            limit = float(number)
         except ValueError:
             raise CliError(f"bad threshold {value!r}: {number!r} is not a number", status=3) from None
+        if not math.isfinite(limit):   # nan never compares above: a threshold that never fires
+            raise CliError(f"bad threshold {value!r}: must be a finite number", status=3)
+        out[THRESHOLD_METRICS[name]] = limit
     return out
+
+
+def plugin_text(text: str) -> str:
+    """Text safe in plugin output: '|' starts perfdata for Nagios/Icinga (on the status line
+    and in the long text), so a NIC named eth|0 or a vendor tool's message with a pipe would
+    cut the status and turn the rest into garbage perfdata; newlines would split a finding."""
+    return " ".join(text.replace("|", "/").split())
 
 
 def md_degraded_total(doc: dict) -> float | None:
@@ -98,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         sections = parse_sections(args.section)
         root = root_from_args(args)
     except CliError as exc:
-        print(f"INSPECTOR UNKNOWN - {exc}")
+        print(f"INSPECTOR UNKNOWN - {plugin_text(str(exc))}")
         return 3
     report = build_report(root, sections, timeout=args.timeout)
     findings = [f for f in report.findings
@@ -130,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         status = 3
     top = [f for f in findings if f.level in (Level.CRIT, Level.WARN, Level.UNKNOWN)]
     if top:
-        summary = "; ".join(f"{f.subject}: {f.message}" for f in top[:3])
+        summary = "; ".join(plugin_text(f"{f.subject}: {f.message}") for f in top[:3])
         if len(top) > 3:
             summary += f"; and {len(top) - 3} more"
     elif all_unknown:
@@ -146,8 +157,8 @@ def run(args: argparse.Namespace) -> int:
         for label, (value, unit) in data.items())
     print(f"INSPECTOR {STATUS_NAMES[status]} - {summary} | {perf}")
     for f in top:
-        print(f"[{f.level.label.upper()}] {f.subject}: {f.message}"
-              + (f" ({f.code})" if f.code else ""))
+        print(plugin_text(f"[{f.level.label.upper()}] {f.subject}: {f.message}"
+                          + (f" ({f.code})" if f.code else "")))
     return status
 
 
