@@ -68,7 +68,12 @@ class OverviewScreen(InspectorScreen):
         return findings
 
     def show_live(self, sample, error) -> None:
-        self.query_one("#headline", Static).update(headline(sample, self.live_reason()), layout=False)
+        line = self.query_one("#headline", Static)
+        text = headline(sample, self.live_reason(), max(20, line.size.width - 2))
+        lines = text.plain.count("\n") + 1
+        # a relayout only when the number of lines changes (it is refreshed every sample)
+        line.update(text, layout=lines != getattr(self, "_headline_lines", 1))
+        self._headline_lines = lines
         report = getattr(self.app, "report", None)
         if report is not None:
             self._fill_findings(self._merged(report))  # no-op unless the findings changed

@@ -104,29 +104,46 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}%"
 
 
-def headline(view: LiveView | None, reason: str | None) -> Text:
-    text = Text(no_wrap=True, overflow="ellipsis")
+def headline(view: LiveView | None, reason: str | None, width: int | None = None) -> Text:
+    """The live numbers in groups (disk, cpu, NICs). Given a width, a group that would not fit
+    starts a new line instead of being cut: on 80 columns the NIC rates went past the edge."""
     if view is None:
-        return text.append(f"live  {reason or 'no live data'}", style="yellow")
+        return Text(f"live  {reason or 'no live data'}", style="yellow", no_wrap=True,
+                    overflow="ellipsis")
+    groups: list[Text] = []
     disk = view.busiest_disk()
-    text.append("disk ", style="bold")
+    group = Text().append("disk ", style="bold")
     if disk is None:
-        text.append("-", style="grey62")
+        group.append("-", style="grey62")
     else:
         style = "bold red" if (disk.util or 0) >= 90 else "bold yellow" if (disk.util or 0) >= 60 else ""
-        text.append(f"{disk.name} {pct(disk.util)} util", style=style)
+        group.append(f"{disk.name} {pct(disk.util)} util", style=style)
         if disk.await_ms is not None:
-            text.append(f" {disk.await_ms:.1f} ms await")
-    text.append("  cpu ", style="bold")
-    text.append(f"iowait {pct(view.iowait)}",
-                style="bold yellow" if (view.iowait or 0) >= 10 else "")
-    text.append(f" steal {pct(view.steal)}",
-                style="bold red" if (view.steal or 0) >= 10 else "bold yellow" if (view.steal or 0) >= 2 else "")
+            group.append(f" {disk.await_ms:.1f} ms await")
+    groups.append(group)
+    group = Text().append("cpu ", style="bold")
+    group.append(f"iowait {pct(view.iowait)}",
+                 style="bold yellow" if (view.iowait or 0) >= 10 else "")
+    group.append(f" steal {pct(view.steal)}",
+                 style="bold red" if (view.steal or 0) >= 10 else "bold yellow" if (view.steal or 0) >= 2 else "")
+    groups.append(group)
     busy = [n for n in view.nics if (n.rx_bps or 0) + (n.tx_bps or 0) > 0 or n.stalled]
     nics = sorted(busy or view.nics, key=lambda n: -((n.rx_bps or 0) + (n.tx_bps or 0)))[:2]
     for nic in nics:
-        text.append(f"  {nic.name} ", style="bold")
-        text.append(f"rx {rate(nic.rx_bps)} tx {rate(nic.tx_bps)}")
+        group = Text().append(f"{nic.name} ", style="bold")
+        group.append(f"rx {rate(nic.rx_bps)} tx {rate(nic.tx_bps)}")
         if nic.stalled:
-            text.append(" STALLED", style="bold red")
+            group.append(" STALLED", style="bold red")
+        groups.append(group)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    used = 0
+    for i, group in enumerate(groups):
+        if i and width is not None and used + 2 + group.cell_len > width:
+            text.append("\n")
+            used = 0
+        elif i:
+            text.append("  ")
+            used += 2
+        text.append_text(group)
+        used += group.cell_len
     return text
