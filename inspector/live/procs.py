@@ -2,7 +2,11 @@
 
 D state comes from /proc/[pid]/stat read through the root, so fixture trees and captures work.
 How long a process has been in D is not in /proc: the tracker remembers when it first saw each
-(pid, start time) in D and forgets it as soon as a sample finds it elsewhere.
+(pid, start time) in D and forgets it as soon as a sample finds it elsewhere. Being in D at
+every sample is not being stuck: a dd or a database doing one IO after another sleeps in D for
+each of them. So, as the kernel's hung-task detector does, the tracker also remembers the
+task's context-switch count (/proc/PID/status): a task that switched since the last sample has
+run in between, and its time in D starts again.
 Per-process IO comes from /proc/[pid]/io (read_bytes/write_bytes: what reached the block
 layer), live only: a capture holds one moment, and rates need two.
 """
@@ -35,7 +39,8 @@ class DStateProc:
     tgid: int                # the process it belongs to
     comm: str
     wchan: str | Unknown
-    seconds: float           # in D for at least this long (0 the first time it is seen)
+    seconds: float           # in D without running for at least this long (0 when first seen,
+                             # and again after each sample that finds it switched in between)
     since: float             # wall-clock time it was first seen in D
 
 
@@ -112,10 +117,30 @@ def read_blocked_threads(root: HostRoot, stats: dict[int, ProcStat]) -> list[Pro
     return out
 
 
+def read_switches(root: HostRoot, task_dir: str) -> int | None:
+    """voluntary + nonvoluntary context switches of a task (None when unreadable: a capture
+    or a tree without status files, where time in D is then counted from sightings alone)."""
+    try:
+        text = root.read_bytes(f"{task_dir}/status", 8192)
+    except Unavailable:
+        return None
+    total, found = 0, 0
+    for line in text.splitlines():
+        if line.startswith((b"voluntary_ctxt_switches:", b"nonvoluntary_ctxt_switches:")):
+            try:
+                total += int(line.split(b":", 1)[1])
+                found += 1
+            except ValueError:
+                return None
+    return total if found == 2 else None
+
+
 @dataclass
 class DStateTracker:
-    """Remembers since when each process has been seen in D."""
-    _first_seen: dict[tuple[int, int], tuple[float, float]] = field(default_factory=dict)
+    """Remembers since when each process has been in D without running (see the module)."""
+    # (pid, starttime) -> (mono, wall) it was first seen in D this time, and its switch count
+    _first_seen: dict[tuple[int, int], tuple[float, float, int | None]] = field(
+        default_factory=dict)
 
     def update(self, root: HostRoot, stats: dict[int, ProcStat], mono: float | None = None,
                wall: float | None = None, threads: list[ProcStat] = ()) -> list[DStateProc]:
@@ -128,8 +153,15 @@ class DStateTracker:
                 continue
             key = (st.pid, st.starttime)
             seen.add(key)
-            first = self._first_seen.setdefault(key, (mono, wall))
             task_dir = f"proc/{st.tgid}/task/{st.pid}" if st.tgid else f"proc/{st.pid}"
+            switches = read_switches(root, task_dir)
+            first = self._first_seen.get(key)
+            if first is None or (switches is not None and first[2] is not None
+                                 and switches != first[2]):
+                first = (mono, wall, switches)     # new in D, or it ran since the last sample
+            elif first[2] is None and switches is not None:
+                first = (first[0], first[1], switches)
+            self._first_seen[key] = first
             wchan = root.try_line(f"{task_dir}/wchan")
             if wchan == "0" or wchan == "":
                 wchan = Unknown("kernel hides wchan (kallsyms restricted)")
@@ -155,7 +187,8 @@ def dstate_findings(dstate: list[DStateProc],
             level=Level.WARN, subject=f"pid {d.tgid}", code="proc.dstate",
             message=f"{who} has been in D state (uninterruptible) for {d.seconds:.0f} s, "
                     f"since {started}",
-            evidence=[f"state D in every sample since {started}", f"wchan {wchan}"],
+            evidence=[f"state D in every sample since {started}, without a context switch "
+                      "in between (not one IO after another: the same wait)", f"wchan {wchan}"],
             advice="A task stuck in D waits on IO or a kernel lock it cannot be interrupted "
                    "from: look at the device under it (%util, await), hung NFS/FUSE mounts, "
                    "and the kernel log for 'blocked for more than' messages."))
