@@ -3,8 +3,9 @@
 The model is compared structurally: lists of records are matched by their identity field (a
 device by name, a NIC by name, a finding by code and subject), so a reordered list is no change.
 Counters that move on their own (byte counts, load, timings) are ignored. Regressions are:
-new or worsened findings, block devices that disappeared, flash wear counters that got worse,
-and probe latency that rose beyond the run-to-run spread. Everything else is a change to read.
+new or worsened findings, block devices that disappeared, NICs that were up and are now down
+or gone, flash wear counters that got worse, and probe latency that rose beyond the run-to-run
+spread. Everything else is a change to read.
 """
 from __future__ import annotations
 
@@ -143,6 +144,15 @@ def _is_device_entry(path: str) -> bool:
     return path.startswith("storage.devices[") and path.endswith("]") and path.count("[") == 1
 
 
+def _is_nic_entry(path: str) -> bool:
+    """net.nics[name=eth0] (the NIC itself, not one of its fields)."""
+    return path.startswith("net.nics[") and path.endswith("]") and path.count("[") == 1
+
+
+def _nic_was_up(nic: Any) -> bool:
+    return isinstance(nic, dict) and nic.get("operstate") == "up"
+
+
 def _last_key(path: str) -> str:
     """The last plain key of a path (identities in brackets may contain dots)."""
     return re.sub(r"\[[^\]]*\]", "", path).rsplit(".", 1)[-1]
@@ -159,6 +169,16 @@ def diff_sections(before: dict, after: dict) -> list[Change]:
             key = _last_key(path)
             if name == "storage" and kind == "removed" and _is_device_entry(path):
                 change.regression, change.note = True, "block device disappeared"
+            elif name == "net" and kind == "removed" and _is_nic_entry(path) and _nic_was_up(b):
+                # the bond slave or VLAN that did not come back after the reboot
+                change.regression, change.note = True, "NIC that was up disappeared"
+            elif name == "net" and key == "operstate" and _is_nic_entry(path[:-len(".operstate")]) \
+                    and b == "up" and a != "up":
+                change.kind, change.regression = "worse", True
+                change.note = f"NIC was up, now {a if isinstance(a, str) else 'unknown'}"
+            elif name == "net" and key == "operstate" and _is_nic_entry(path[:-len(".operstate")]) \
+                    and a == "up":
+                change.kind = "better"
             elif path.startswith("storage.health[") and key == "level" \
                     and isinstance(b, str) and isinstance(a, str):
                 worse = LEVEL_RANK.get(a, 1) > LEVEL_RANK.get(b, 1)
