@@ -2,6 +2,7 @@
 so they read well over a slow SSH link and parse with awk."""
 from __future__ import annotations
 
+import textwrap
 import time
 
 from inspector.live.diskstats import DiskRates
@@ -21,10 +22,24 @@ CPU_COLS = ("%usr", "%nice", "%sys", "%iowait", "%irq", "%soft", "%steal", "%idl
 _CPU_ATTRS = ("user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle")
 
 
-def _num(value, width: int = 8) -> str:
-    # always a leading space: a big figure widens its row but never merges with its neighbour
-    text = f" {value:.2f}" if known(value) else " -"
+def _num(value, width: int = 8, fit: bool = False) -> str:
+    # always a leading space: a figure never merges with its neighbour. Fitted to a terminal,
+    # a big one gives up decimals before it widens its row (246086.27 kB/s in 9 columns:
+    # 246086.3); unfitted (--wide, a pipe) it keeps them and widens the row.
+    if not known(value):
+        return " -".rjust(width)
+    for digits in ((2, 1, 0) if fit else (2,)):
+        text = f" {value:.{digits}f}"
+        if len(text) <= width:
+            break
     return text.rjust(width)
+
+
+def _wrap(line: str, width: int | None) -> list[str]:
+    """A prose line (a finding, a note) folded to the terminal, continuation indented."""
+    if not width or len(line) <= width:
+        return [line]
+    return textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) or [line]
 
 
 def _int(value) -> str:
@@ -61,7 +76,7 @@ def format_block(r: Rates, show_idle: bool = False, width: int | None = None) ->
     lines += _dstate_lines(r)
     lines += _io_lines(r)
     for f in r.findings:
-        lines.append(f"{f.level.label.upper()} {f.subject}: {f.message}")
+        lines += _wrap(f"{f.level.label.upper()} {f.subject}: {f.message}", width)
     return "\n".join(lines) + "\n"
 
 
@@ -84,13 +99,16 @@ def _disk_lines(r: Rates, show_idle: bool, term_width: int | None = None) -> lis
         return [_unknown_line("Devices", r.disks)]
     shown = [d for d in r.disks if show_idle or _disk_used(d) or d.members]
     width = max([len(d.name) + (2 if d.parent else 0) for d in shown] + [8])
-    cols, attrs = DISK_COLS, _DISK_ATTRS
-    if term_width and width + 9 * len(cols) > term_width:
+    cols, attrs, colw = DISK_COLS, _DISK_ATTRS, 9
+    if term_width and width + colw * len(cols) > term_width:
         cols, attrs = NARROW_DISK_COLS, _NARROW_DISK_ATTRS
-    out = ["Device".ljust(width) + "".join(c.rjust(9) for c in cols)]
+        if width + colw * len(cols) > term_width:     # long names (nvme10n1p12, dm aliases)
+            colw = 8
+    out = ["Device".ljust(width) + "".join(c.rjust(colw) for c in cols)]
     for d in shown:
         name = ("  " + d.name) if d.parent else d.name
-        out.append(name.ljust(width) + "".join(_num(getattr(d, a), 9) for a in attrs))
+        out.append(name.ljust(width) + "".join(_num(getattr(d, a), colw, bool(term_width))
+                                               for a in attrs))
         if d.members:
             kind = f"{d.kind} {d.alias}" if d.alias else d.kind
             note = f"{'':{width}}  {kind} members: {' '.join(d.members)}"
@@ -136,7 +154,12 @@ def _nic_lines(r: Rates, term_width: int | None = None) -> list[str]:
             nums = nums[:4] + [_sum(n.rx_errors_s, n.tx_errors_s), _sum(n.rx_dropped_s, n.tx_dropped_s)]
         state = n.operstate if known(n.operstate) else "?"
         carrier = "" if not known(n.carrier) else (" carrier" if n.carrier else " no-carrier")
-        out.append(n.name.ljust(width) + "".join(_num(v, 10 if not narrow else 9) for v in nums)
+        if narrow and state in ("down", "lowerlayerdown", "notpresent") and not n.carrier:
+            carrier = ""        # implied by the state: 'lowerlayerdown no-carrier' overflowed 80
+        elif narrow and state == "up" and n.carrier is True:
+            carrier = ""
+        out.append(n.name.ljust(width) + "".join(_num(v, 10 if not narrow else 9, bool(term_width))
+                                                 for v in nums)
                    + f"  {state}{carrier}")
     return out
 
@@ -178,7 +201,7 @@ def format_single(snap: Snapshot, since: Rates | Unknown, width: int | None = No
     note = (f"capture {snap.source}: one sample taken {taken}; rates need two samples, "
             "so below are averages since boot (like iostat's first report).")
     if not known(since):
-        lines = [note.split(";")[0] + f"; rates need two samples ({since.reason})."]
+        lines = _wrap(note.split(";")[0] + f"; rates need two samples ({since.reason}).", width)
         if known(snap.load):
             lines.append(f"load {snap.load.load1:.2f} {snap.load.load5:.2f} "
                          f"{snap.load.load15:.2f}")
@@ -186,4 +209,4 @@ def format_single(snap: Snapshot, since: Rates | Unknown, width: int | None = No
             lines += [f"in D state: {d.comm} (pid {d.pid}, wchan "
                       f"{d.wchan if known(d.wchan) else '?'})" for d in snap.dstate]
         return "\n".join(lines) + "\n"
-    return note + "\n" + format_block(since, width=width)
+    return "\n".join(_wrap(note, width)) + "\n" + format_block(since, width=width)
