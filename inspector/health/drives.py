@@ -9,8 +9,9 @@ Thresholds (see design/research/storage.md):
   past 90 % of its rated endurance: plan replacement), internal temperature at or above the
   78 C throttle point (85 C alarm: CRIT), power-loss protection not "protected", detached,
   active errors the other rules did not explain.
-- NVMe: CRIT any critical-warning bit or available spare at/below threshold; WARN percent used
-  >= 90, media errors > 0.
+- NVMe: CRIT any critical-warning bit or available spare at/below threshold, controller dead
+  or being deleted; WARN percent used >= 90, media errors > 0, controller resetting/connecting.
+  Level unknown (no finding) when no tool gave the SMART log.
 - SATA/SAS: CRIT SMART overall status failed or exit-status bits 3, 4, 7; WARN bits 5, 6,
   attributes 5/187/197/198 raw > 0, 199 (CRC: cabling), grown defects > 0, temperature >= 60 C.
 Each finding's evidence is the output line or JSON field it came from.
@@ -62,7 +63,14 @@ def device_findings(name: str, health: Any) -> list[Finding]:
 
 
 def worst_level(name: str, health: Any) -> Level:
-    return max((f.level for f in device_findings(name, health)), default=Level.OK)
+    """The device's worst finding; UNKNOWN when nothing was found only because nothing could
+    be read (an NVMe drive whose SMART log no tool could give: "OK" would be a guess)."""
+    findings = device_findings(name, health)
+    if findings:
+        return max(f.level for f in findings)
+    if isinstance(health, NvmeHealth) and not known(health.critical_warning):
+        return Level.UNKNOWN
+    return Level.OK
 
 
 def _unknown(name: str, health: Unknown) -> list[Finding]:
@@ -196,8 +204,24 @@ def _fio_rules(subject: str, c: FioHealth) -> list[Finding]:
 
 
 # ------------------------------------------------------------------ NVMe
+# sysfs nvmeX/state words other than "live": dead is final, the others should pass in seconds
+NVME_STATE_DEAD = ("dead", "deleting", "deleting (no IO)")
+
+
 def nvme_findings(name: str, h: NvmeHealth) -> list[Finding]:
     out: list[Finding] = []
+    state = h.controller_state
+    if known(state) and state and state != "live":
+        ctrl = h.controller if known(h.controller) else "controller"
+        dead = state in NVME_STATE_DEAD
+        out.append(Finding(
+            Level.CRIT if dead else Level.WARN, name,
+            f"NVMe {ctrl} is {state}" + (": IO to it fails" if dead else " (not live)"),
+            [f"/sys/class/nvme/{ctrl}/state: {state}"],
+            "the kernel gave up on the controller: check dmesg for nvme timeouts/resets, then "
+            "reseat or replace the drive (a PCIe rescan or reboot may bring it back)" if dead else
+            "a reset or reconnect is in progress: if the state stays, check dmesg for nvme "
+            "timeouts and the PCIe link", "nvme.controller_state"))
     if known(h.critical_warning) and h.critical_warning:
         out.append(Finding(Level.CRIT, name, "NVMe critical warning: " + ", ".join(h.critical_warnings),
                            _ev(h, "critical_warning"), "back up and check the drive",

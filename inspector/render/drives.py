@@ -10,7 +10,7 @@ from inspector.discover.fio_status import FioHealth
 from inspector.discover.hio import HioHealth
 from inspector.discover.nvme_health import NvmeHealth
 from inspector.discover.smart import SmartHealth
-from inspector.health.drives import device_findings
+from inspector.health.drives import device_findings, worst_level
 from inspector.model import Level, Unknown, known
 
 _STYLE = {Level.OK: "green", Level.WARN: "yellow", Level.CRIT: "bold red", Level.UNKNOWN: "magenta"}
@@ -74,7 +74,7 @@ def render_health(health: object) -> RenderableType:
     if isinstance(health, Unknown):
         return Text(f"health: {health}", style="magenta")
     findings = device_findings(name, health)
-    level = max((f.level for f in findings), default=Level.OK)
+    level = worst_level(name, health)
     text = Text()
     text.append(f"health {level.label.upper()}", style=_STYLE[level])
     text.append(f" [{getattr(health, 'source', '')}]  ", style="dim")
