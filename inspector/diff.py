@@ -297,10 +297,20 @@ def diff_probes(before: list[dict], after: list[dict]) -> list[Change]:
                 changes.append(Change("probes", probe_path(k, metric), vb, va,
                                       "worse" if worse else "better", worse, note))
     for k in [k for k in a if k not in b]:
-        changes.append(Change("probes", probe_path(k), None, a[k].get("summary"), "added"))
+        changes.append(Change("probes", probe_path(k), None, a[k].get("summary"), "added",
+                              note=_failed_note(a[k])))
     for k in [k for k in b if k not in a]:
-        changes.append(Change("probes", probe_path(k), b[k].get("summary"), None, "removed"))
+        changes.append(Change("probes", probe_path(k), b[k].get("summary"), None, "removed",
+                              note=_failed_note(b[k])))
     return changes
+
+
+def _failed_note(run: dict) -> str:
+    """A probe run that failed says why (its summary alone is empty or zeros)."""
+    error = str(run.get("error") or "")
+    if not error:
+        return ""
+    return f"probe {error}" if error.lower().startswith("failed") else f"probe failed: {error}"
 
 
 def diff_snapshots(before: dict, after: dict, before_name: str = "before",

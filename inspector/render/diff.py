@@ -54,6 +54,11 @@ def format_value(value: Any, key: str = "") -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
+        if key.endswith("_per_s"):       # a rate, not seconds: ops_per_s, bytes_per_s
+            unit = key[:-len("_per_s")]
+            if unit.endswith("bytes"):
+                return f"{_iec(value)}/s"
+            return f"{_number(value)} {unit.rsplit('_', 1)[-1]}/s"
         if key.endswith("bytes") or key in ("size", "bytes"):
             return _iec(value)
         if key.endswith("_kib"):
@@ -74,6 +79,8 @@ def format_value(value: Any, key: str = "") -> str:
         more = f", +{len(value) - MAX_LIST_ITEMS} more" if len(value) > MAX_LIST_ITEMS else ""
         return ", ".join(items) + more
     if isinstance(value, dict):
+        if not value:
+            return "none"
         if set(value) == {"unknown"}:
             return f"unknown ({value['unknown']})"
         return _record(value)

@@ -61,3 +61,36 @@ def test_a_down_nic_that_goes_away_is_only_a_change(tmp_path):
     assert res.status == 0, res.out
     removed = [c for c in res.json()["changes"] if c["path"] == "net.nics[name=eth0]"]
     assert removed and removed[0]["kind"] == "removed" and not removed[0]["regression"]
+
+
+def _with_probes(src, dst, probes):
+    import json
+    doc = json.loads(open(src).read())
+    doc["probes"] = probes
+    with open(dst, "w") as f:
+        json.dump(doc, f)
+    return str(dst)
+
+
+def test_probe_runs_that_came_or_went_say_why_they_failed_and_rates_are_rates(tmp_path,
+                                                                              monkeypatch):
+    base = _snapshot(fixture_root("xen-pv-guest"), tmp_path / "base.json")
+    io_ok = {"spec": "io:/var/tmp", "kind": "io", "target": "/var/tmp", "error": None,
+             "summary": {"requests": 56747, "duration_s": 3.0, "ops_per_s": 19264.6,
+                         "bytes_per_s": 78907892.07}}
+    io_bad = {"spec": "io:/nonexistent", "kind": "io", "target": "/nonexistent", "summary": {},
+              "error": "/nonexistent: no such file, directory or device"}
+    before = _with_probes(base, tmp_path / "b.json", [io_ok])
+    after = _with_probes(base, tmp_path / "a.json", [io_bad])
+    monkeypatch.setenv("COLUMNS", "200")
+    res = run_cli("diff", before, after)
+    out = res.out
+    added = next(l for l in out.splitlines() if "probes[io:/nonexistent]" in l)
+    assert "probe failed: /nonexistent: no such file" in added, out
+    assert "{}" not in out, out                      # an empty summary was printed as '{}…'
+    removed = next(l for l in out.splitlines() if "probes[io:/var/tmp]" in l)
+    # a rate is not seconds: ops_per_s was printed '19264.6 s', bytes_per_s '78907892.07 s'
+    assert "19264.6 ops/s" in removed and "75.3 MiB/s" in removed and "3 s" in removed, removed
+    js = run_cli("diff", "--json", before, after).json()
+    note = next(c["note"] for c in js["changes"] if c["path"] == "probes[io:/nonexistent]")
+    assert note == "probe failed: /nonexistent: no such file, directory or device"
