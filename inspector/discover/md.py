@@ -238,7 +238,7 @@ def read_md(root: HostRoot, name: str, mdstat: Mdstat | Unknown) -> MdArray:
         parsed = parse_sync_completed(array.sync_completed)
         if parsed:
             array.sync_done_sectors, array.sync_total_sectors = parsed
-            if parsed[1] > 0:
+            if 0 <= parsed[0] <= parsed[1] and parsed[1] > 0:   # else garbage: mdstat's %
                 array.progress_percent = round(100.0 * parsed[0] / parsed[1], 1)
     if array.sync_action not in (None, "idle", "frozen") and known(array.sync_action):
         array.speed_kib_s = _opt(root.try_int(f"{base}/sync_speed"))
