@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     except ProbeSpecError as exc:
         raise CliError(str(exc)) from None
     root = root_from_args(args)
+    if specs and not root.live:
+        # the probes would measure this machine and file it under the capture's hostname
+        raise CliError("--probe needs the live host; it cannot run against --root")
     try:
         db = HistoryDB(args.db or default_db_path())
     except (HistoryError, OSError) as exc:
