@@ -91,17 +91,26 @@ def _flags(dev: BlockDevice) -> Text:
     return text
 
 
+# queue/rotational says nothing about the medium here: a hypervisor's default (virtio "1", Xen
+# "0" on the same SSD-backed host), RAM (zram), an optical drive. --json keeps the flag.
+_MEDIUM_UNKNOWN = ("virtio", "xen", "zram", "rom")
+
+
 def _details(dev: BlockDevice) -> Text:
     """family, medium, scheduler, identity, IO limits: the wrapping column of the table."""
     text = Text()
     if dev.state and known(dev.state) and dev.state != "running":
         text.append(f"{dev.state.upper()} ", style="bold red")
     if dev.parent is None:
+        words: list[tuple[str, str]] = []
         if dev.family not in (dev.type, "md", "dm", "loop", "rom", "other"):
-            text.append(f"{dev.family} ")
-        text.append({True: "hdd", False: "ssd"}.get(dev.rotational, "?"), style="dim")
+            words.append((dev.family, ""))
+        if dev.family not in _MEDIUM_UNKNOWN:
+            words.append(({True: "hdd", False: "ssd"}.get(dev.rotational, "?"), "dim"))
         if dev.scheduler and known(dev.scheduler) and dev.scheduler != "none":
-            text.append(f" {dev.scheduler}", style="dim")
+            words.append((dev.scheduler, "dim"))
+        for word, style in words:
+            text.append(f" {word}" if text else word, style=style)
     identity = _identity(dev)
     if identity:
         text.append(f" {identity}" if text else identity)

@@ -30,3 +30,21 @@ def test_nic_table_keeps_queue_length_and_carrier_at_80_columns():
     assert rows["eno1"][3:5] == ["1500", "1000"], rows["eno1"]
     assert rows["eno2"][6].startswith("down, no") and "carrier" in table
     assert max(cell_len(line) for line in text.splitlines()) <= 80
+
+
+def _details_of(text: str, name: str) -> str:
+    table = text.split("╭─ Storage")[1].split("health")[0]
+    rows = [[c.strip() for c in line.split("│")[1].split()] for line in table.splitlines()
+            if line.startswith("│ ")]
+    return " ".join(next(r for r in rows if r and r[0] == name)[1:])
+
+
+def test_virtual_and_optical_disks_are_not_called_hdd_or_ssd():
+    # vda's rotational 1 is virtio's default, xvda's 0 Xen's, sr0 is a DVD-ROM: none a medium
+    guest = report_text("kvm-virtio-guest", sections=["storage"])
+    assert "hdd" not in _details_of(guest, "vda") and "hdd" not in _details_of(guest, "sr0")
+    assert "virtio mq-deadline" in _details_of(guest, "vda")
+    assert "ssd" not in _details_of(report_text("xen-pv-guest", sections=["storage"]), "xvda")
+    physical = report_text("storage-md-check", sections=["storage"])
+    assert "ata hdd mq-deadline" in _details_of(physical, "sdb")
+    assert "ata ssd mq-deadline" in _details_of(physical, "sda")
