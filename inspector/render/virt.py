@@ -16,6 +16,9 @@ def layers_line(section: VirtSection) -> str:
     """"docker > kvm (firecracker) > hardware"; "hardware" alone on bare metal; the host roles
     after it ("hardware; host role: xen-host"), since a dom0 looks like bare metal otherwise."""
     line = section.summary or "hardware"
+    hardware = section.layer("hardware")
+    if line == "hardware" and hardware is not None and hardware.confidence == "low":
+        line = "hardware?"   # nothing showed a VM, but nothing could be read either
     if section.roles:
         line += "; host role: " + ", ".join(role.role for role in section.roles)
     return line

@@ -48,3 +48,9 @@ def test_virtual_and_optical_disks_are_not_called_hdd_or_ssd():
     physical = report_text("storage-md-check", sections=["storage"])
     assert "ata hdd mq-deadline" in _details_of(physical, "sdb")
     assert "ata ssd mq-deadline" in _details_of(physical, "sda")
+
+
+def test_header_does_not_claim_bare_metal_when_no_virt_evidence_was_read():
+    # storage-md-check holds no cpuid, DMI or /proc: "hardware" there is a guess
+    assert "· hardware? ·" in report_text("storage-md-check").splitlines()[1]
+    assert "· hardware ·" in report_text("virt-01-baremetal-dell").splitlines()[1]
