@@ -227,36 +227,89 @@ SINGLE_SAMPLE_NOTE = "changed (single sample, not judged)"
 UNJUDGED_MENTION = 0.25
 
 
+def _interval_values(doc: dict, metric: str) -> list[float]:
+    intervals = doc.get("intervals")
+    return [v for v in (intervals.get(metric, []) if isinstance(intervals, dict) else [])
+            if _is_num(v)]
+
+
 def _interval_spread(doc: dict, metric: str) -> float | None:
     """Standard deviation of the per-interval values of a metric; None with fewer than 2."""
-    intervals = doc.get("intervals")
-    vals = [v for v in (intervals.get(metric, []) if isinstance(intervals, dict) else [])
-            if _is_num(v)]
+    vals = _interval_values(doc, metric)
     if len(vals) < 2:
         return None
     m = sum(vals) / len(vals)
     return math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
 
 
+RANK_P = 0.01        # one-sided rank-test level for "the after intervals are consistently higher"
+_EXACT_RANK_MAX = 100  # exact rank distribution up to this many intervals in all
+
+
+def rank_test_p(before: list[float], after: list[float]) -> float:
+    """One-sided Mann-Whitney U: the probability, with no change at all, of the after run's
+    intervals ranking at least this far above the before run's (ties count half). Exact for
+    short runs (the Gaussian binomial coefficient), normal approximation beyond."""
+    m, n = len(after), len(before)
+    if not m or not n:
+        return 1.0
+    u = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in after for b in before)
+    if m + n <= _EXACT_RANK_MAX:
+        # coefficients of [m+n choose m]_q: how many orderings give each U
+        poly = [1] + [0] * (m * n)
+        for i in range(1, m + 1):
+            for k in range(m * n, n + i - 1, -1):        # * (1 - q^(n+i))
+                poly[k] -= poly[k - n - i]
+            for k in range(i, m * n + 1):                 # / (1 - q^i)
+                poly[k] += poly[k - i]
+        at_least = sum(poly[math.ceil(u - 1e-9):])
+        return at_least / math.comb(m + n, m)
+    mean, sd = m * n / 2, math.sqrt(m * n * (m + n + 1) / 12)
+    z = (u - 0.5 - mean) / sd
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
 def latency_significance(before: dict, after: dict, metric: str = "p99_us") -> tuple[bool, str]:
+    return _significance(before, after, metric, lower=False)
+
+
+def _significance(before: dict, after: dict, metric: str, lower: bool) -> tuple[bool, str]:
     """Is the latency change beyond the run-to-run spread?
 
-    Each probe summary carries per-interval values of the metric (`intervals`); the change is
-    significant when it exceeds 10% AND twice the larger of the two runs' interval standard
-    deviations (a rough two-sigma rule that needs no distribution assumption beyond spread).
+    Each probe summary carries per-interval values of the metric (`intervals`). The change must
+    exceed 10%, AND either exceed twice the larger of the two runs' interval standard deviations
+    (a rough two-sigma rule), or the after run's intervals must rank consistently above the
+    before run's (one-sided Mann-Whitney rank test, p < 0.01). The rank test is what catches a
+    regression that is also noisy: a disk under load makes every interval slower AND the
+    intervals spread, and the spread alone then hid a 13x slower p99.
     A run without per-interval spread (one measurement, e.g. the dns probe) is evidence of
     nothing: its change is never significant, and the note says it was not judged."""
     b, a = before.get(metric), after.get(metric)
-    if not (_is_num(b) and _is_num(a)) or b <= 0:
+    if not (_is_num(b) and _is_num(a)) or b <= 0 or (lower and a <= 0):
         return False, "no comparable latency"
     rel = (a - b) / b
+    shown = rel
+    if lower:     # is after significantly LOWER than before? the same rule, mirrored
+        before, after, b, a, rel = after, before, a, b, (b - a) / a
     sb, sa = _interval_spread(before, metric), _interval_spread(after, metric)
     if sb is None or sa is None:
-        return False, f"{metric} {_fmt_us(b)} -> {_fmt_us(a)} ({rel:+.0%}); {SINGLE_SAMPLE_NOTE}"
+        return False, (f"{metric} {_fmt_us(before[metric])} -> {_fmt_us(after[metric])} "
+                       f"({rel:+.0%}); {SINGLE_SAMPLE_NOTE}")
     noise = 2 * max(sb, sa)
-    significant = rel > 0.10 and (a - b) > noise
-    return significant, (f"{rel:+.0%}, " + ("beyond" if significant else "within")
-                         + f" the run-to-run spread ±{_fmt_us(max(sb, sa))}")
+    if rel > 0.10 and (a - b) > noise:
+        return True, f"{shown:+.0%}, beyond the run-to-run spread ±{_fmt_us(max(sb, sa))}"
+    vb, va = _interval_values(before, metric), _interval_values(after, metric)
+    p = rank_test_p(vb, va)
+    if rel > 0.10 and p < RANK_P:
+        if lower:
+            beyond = sum(v < min(va) for v in vb)     # (swapped: vb is the after run)
+            where = f"{beyond} of {len(vb)} below the before run's fastest"
+        else:
+            beyond = sum(v > max(vb) for v in va)
+            where = f"{beyond} of {len(va)} above the before run's slowest"
+        return True, (f"{shown:+.0%}, beyond the run-to-run spread: intervals consistently "
+                      f"{'lower' if lower else 'higher'} ({where}; rank test p={p:.1g})")
+    return False, f"{shown:+.0%}, within the run-to-run spread ±{_fmt_us(max(sb, sa))}"
 
 
 def _fmt_us(us: float) -> str:
@@ -292,10 +345,16 @@ def diff_probes(before: list[dict], after: list[dict]) -> list[Change]:
                 continue
             significant, note = latency_significance(pb, pa, metric)
             worse = significant and va > vb
-            better = latency_significance(pa, pb, metric)[0] and va < vb
+            better_sig, better_note = _significance(pb, pa, metric, lower=True)
+            better = better_sig and va < vb
             if worse or better:
                 changes.append(Change("probes", probe_path(k, metric), vb, va,
-                                      "worse" if worse else "better", worse, note))
+                                      "worse" if worse else "better", worse,
+                                      note if worse else better_note))
+            elif abs(va - vb) / vb > UNJUDGED_MENTION:
+                # judged and not significant, but large: said, never silently dropped
+                changes.append(Change("probes", probe_path(k, metric), vb, va, "changed", False,
+                                      note if va > vb else better_note))
     for k in [k for k in a if k not in b]:
         changes.append(Change("probes", probe_path(k), None, a[k].get("summary"), "added",
                               note=_failed_note(a[k])))

@@ -94,3 +94,64 @@ def test_probe_runs_that_came_or_went_say_why_they_failed_and_rates_are_rates(tm
     js = run_cli("diff", "--json", before, after).json()
     note = next(c["note"] for c in js["changes"] if c["path"] == "probes[io:/nonexistent]")
     assert note == "probe failed: /nonexistent: no such file, directory or device"
+
+
+# Real io:/var/tmp probe summaries of this VM's disk (3 s, 12 intervals each): quiet before,
+# a dd of direct 1 MiB writes running through the whole after-run, the dd only in the first
+# intervals, and quiet again.
+QUIET = {"avg_us": 31.5, "p99_us": 49.3, "intervals": {
+    "p99_us": [38.7, 47.1, 101.0, 47.7, 38.1, 58.1, 51.0, 50.3, 51.4, 45.5, 43.3, 45.5],
+    "avg_us": [25.0, 26.7, 43.1, 27.2, 25.1, 33.4, 37.3, 34.7, 38.5, 31.4, 34.5, 31.2]}}
+UNDER_DD = {"avg_us": 396.0, "p99_us": 2156.5, "intervals": {
+    "p99_us": [2961.3, 1610.8, 31957.2, 2172.7, 20603.7, 1674.1, 1937.7, 1390.6, 1445.8,
+               1388.0, 1444.5, 1769.9],
+    "avg_us": [710.3, 342.7, 1557.0, 338.4, 1093.2, 196.9, 469.5, 366.7, 327.5, 330.9, 356.9,
+               371.6]}}
+DD_AT_START = {"avg_us": 47.1, "p99_us": 856.6, "intervals": {
+    "p99_us": [1104.2, 1257.9, 1171.0, 57715.1, 56343.6, 41.6, 35.9, 39.8, 35.5, 35.7, 37.7,
+               96.5],
+    "avg_us": [197.6, 219.2, 218.1, 32654.3, 34238.3, 64.6, 24.7, 25.1, 24.8, 24.8, 25.3, 38.5]}}
+QUIET_AGAIN = {"avg_us": 36.3, "p99_us": 51.9, "intervals": {
+    "p99_us": [253.0, 172.5, 61.3, 48.8, 42.1, 43.2, 49.5, 46.2, 51.2, 46.2, 80.1, 45.2],
+    "avg_us": [45.8, 49.6, 36.4, 34.9, 31.8, 34.7, 33.2, 37.1, 33.9, 36.3, 32.9, 36.5]}}
+
+
+def _io(summary):
+    return [{"spec": "io:/var/tmp", "kind": "io", "target": "/var/tmp", "error": None,
+             "summary": summary}]
+
+
+def _probe_diff(tmp_path, before, after):
+    base = _snapshot(fixture_root("xen-pv-guest"), tmp_path / "base.json")
+    b = _with_probes(base, tmp_path / "pb.json", _io(before))
+    a = _with_probes(base, tmp_path / "pa.json", _io(after))
+    res = run_cli("diff", "--json", b, a)
+    return res.status, {c["path"]: c for c in res.json()["changes"] if c["category"] == "probes"}
+
+
+def test_a_disk_slowed_13x_in_every_interval_is_a_regression(tmp_path):
+    # the after-run's intervals spread widely (a loaded disk does that), and the old rule
+    # "beyond twice the larger spread" hid the regression: diff said nothing and exited 0
+    status, probes = _probe_diff(tmp_path, QUIET, UNDER_DD)
+    assert status == 1, probes
+    for metric in ("avg_us", "p99_us"):
+        change = probes[f"probes[io:/var/tmp].{metric}"]
+        assert change["regression"] and change["kind"] == "worse", change
+        assert "consistently higher (12 of 12 above" in change["note"], change["note"]
+    status, probes = _probe_diff(tmp_path, UNDER_DD, QUIET)          # and back: better
+    assert status == 0 and probes["probes[io:/var/tmp].p99_us"]["kind"] == "better"
+    assert "-98%" in probes["probes[io:/var/tmp].p99_us"]["note"]
+    assert "consistently lower (12 of 12 below" in probes["probes[io:/var/tmp].p99_us"]["note"]
+
+
+def test_a_transient_stall_is_said_but_not_judged_a_regression(tmp_path):
+    status, probes = _probe_diff(tmp_path, QUIET, DD_AT_START)
+    assert status == 0, probes
+    p99 = probes["probes[io:/var/tmp].p99_us"]      # +1636%: said, not silently dropped
+    assert p99["kind"] == "changed" and not p99["regression"]
+    assert "within the run-to-run spread" in p99["note"]
+
+
+def test_two_quiet_runs_are_no_change(tmp_path):
+    status, probes = _probe_diff(tmp_path, QUIET, QUIET_AGAIN)     # +15% avg, p=0.04
+    assert status == 0 and not probes, probes
