@@ -239,14 +239,16 @@ def _private_file(directory: str) -> int:
         raise TargetError(f"{directory}: permission denied (cannot create a file)") from None
     except OSError as exc:
         if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
-            raise TargetError(f"{directory}: {exc.strerror}") from None
+            raise TargetError(f"{directory}: cannot create a temporary file: {exc.strerror}") \
+                from None
     import tempfile
     try:
         fd, name = tempfile.mkstemp(prefix=".inspector-ioprobe-", dir=directory)
     except PermissionError:
         raise TargetError(f"{directory}: permission denied (cannot create a file)") from None
-    except OSError as exc:
-        raise TargetError(f"{directory}: {exc.strerror}") from None
+    except OSError as exc:     # e.g. /proc: ENOENT, though the directory exists
+        raise TargetError(f"{directory}: cannot create a temporary file: {exc.strerror}") \
+            from None
     os.unlink(name)
     return fd
 
