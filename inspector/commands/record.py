@@ -77,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
         eprint(f"inspector record: signal {signum}, finishing the current sample")
         stop.set()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
+        # `nohup inspector record &` ignores SIGHUP so the recorder outlives the SSH session:
+        # keep a signal someone chose to ignore ignored (SIGINT too, for `cmd &` in sh)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, on_signal)
 
     samples = 0
     limit = 1 if args.once else args.count
