@@ -62,6 +62,8 @@ class Nic:
     statistics: NicStats       # byte, packet, error and drop counters
     offloads: list[Offload] | Unknown  # offload features, as `ethtool -k` lists them
     evidence: list[str] = field(default_factory=list)   # why `kind` says what it says
+    # a bridge's ports (brif/) or a bond's slaves (bonding/slaves); None for other interfaces
+    ports: list[str] | None = None
 
 
 @dataclass
@@ -114,8 +116,8 @@ def collect_nic(root: HostRoot, name: str) -> Nic:
         name=name, kind=kind, driver=driver, bus=bus, transport=transport, devtype=devtype,
         device=device, mac=root.try_line(f"{base}/address"),
         mtu=root.try_int(f"{base}/mtu"), tx_queue_len=root.try_int(f"{base}/tx_queue_len"),
-        speed_mbps=_speed(root.try_int(f"{base}/speed"), carrier == 1),
-        duplex=_duplex(root.try_line(f"{base}/duplex"), carrier == 1),
+        speed_mbps=_speed(root.try_int(f"{base}/speed"), carrier),
+        duplex=_duplex(root.try_line(f"{base}/duplex"), carrier),
         operstate=root.try_line(f"{base}/operstate"),
         admin_up=bool(flags & IFF_UP) if isinstance(flags, int) else flags,
         carrier=carrier == 1 if isinstance(carrier, int) else carrier,
@@ -124,7 +126,16 @@ def collect_nic(root: HostRoot, name: str) -> Nic:
         tx_queues=_count(root, f"{base}/queues", "tx-"),
         statistics=NicStats(*(root.try_int(f"{base}/statistics/{s}") for s in STAT_NAMES)),
         offloads=_offloads(root, name),
-        evidence=evidence)
+        evidence=evidence, ports=_ports(root, base, kind))
+
+
+def _ports(root: HostRoot, base: str, kind: str) -> list[str] | None:
+    if kind == "bridge":
+        return root.try_listdir(f"{base}/brif")
+    if kind == "bond":
+        slaves = root.try_line(f"{base}/bonding/slaves")
+        return slaves.split() if isinstance(slaves, str) else []
+    return None
 
 
 def classify(name: str, arptype: int | Unknown, driver: str | Unknown, bus: str | Unknown,
@@ -177,17 +188,21 @@ def _not_reported(link_up: bool) -> Unknown:
     return Unknown("not reported by the driver" if link_up else "not available (no carrier)")
 
 
-def _speed(value: int | Unknown, link_up: bool) -> int | Unknown:
+def _speed(value: int | Unknown, carrier: int | Unknown) -> int | Unknown:
+    if carrier == 0:   # no link, no speed: a veth still says 10000 with its peer down
+        return _not_reported(False)
     # -1 (SPEED_UNKNOWN) and 0xffffffff come from drivers that do not know (virtio, Xen)
     if isinstance(value, int) and (value <= 0 or value >= 0xFFFFFFFF):
         return Unknown("not reported by the driver")
-    return _not_reported(link_up) if isinstance(value, Unknown) else value
+    return _not_reported(carrier == 1) if isinstance(value, Unknown) else value
 
 
-def _duplex(value: str | Unknown, link_up: bool) -> str | Unknown:
+def _duplex(value: str | Unknown, carrier: int | Unknown) -> str | Unknown:
+    if carrier == 0:
+        return _not_reported(False)
     if value == "unknown":
         return Unknown("not reported by the driver")
-    return _not_reported(link_up) if isinstance(value, Unknown) else value
+    return _not_reported(carrier == 1) if isinstance(value, Unknown) else value
 
 
 def _count(root: HostRoot, rel: str, prefix: str) -> int:

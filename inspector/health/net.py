@@ -2,7 +2,9 @@
 
 - net.xen_tso (warn): TSO or GSO on a Xen netfront NIC, the mitigation for the known XenServer
   guest network freezes is to turn them off.
-- net.carrier_down (warn): an interface that is administratively up but has no carrier.
+- net.carrier_down (warn): an interface that is administratively up but has no carrier; the
+  advice names what to check (cable, the device under a veth/VLAN, a bridge's or bond's ports).
+  A bridge with no port at all (docker0 with no container) is only information (ok).
 - net.errors (warn): rx/tx error counters above zero.
 - net.drops (warn): dropped packets above 0.1% of the traffic (a few drops are normal: the
   kernel counts frames for protocols nobody listens to as rx_dropped).
@@ -52,9 +54,29 @@ def _xen_tso(nic: Nic) -> list[Finding]:
 def _carrier(nic: Nic) -> list[Finding]:
     if nic.admin_up is not True or nic.carrier is not False or nic.kind == "loopback":
         return []
+    evidence = [f"operstate {nic.operstate}", f"carrier 0, carrier_changes {nic.carrier_changes}"]
+    if nic.kind == "bridge" and not nic.ports:
+        # docker0 or virbr0 with nothing running: normal, and no cable to check
+        return [Finding(
+            Level.OK, nic.name, "bridge has no carrier: no port attached",
+            evidence + ["brif/: empty"],
+            "Nothing to do on an idle container/VM host; otherwise attach its port "
+            f"(ip link set PORT master {nic.name}).", code="net.carrier_down")]
+    if nic.kind in ("bridge", "bond"):
+        show = "bridge link" if nic.kind == "bridge" else f"cat /proc/net/bonding/{nic.name}"
+        return [Finding(
+            Level.WARN, nic.name, f"{nic.kind} is up but none of its ports has a link",
+            evidence + [f"ports: {', '.join(nic.ports or []) or 'none'}"],
+            f"Fix the ports' links (each port's own cable/switch port); {show} shows their "
+            "states.", code="net.carrier_down")]
+    if nic.operstate == "lowerlayerdown":
+        return [Finding(
+            Level.WARN, nic.name, "interface is up but the device under it is down",
+            evidence,
+            f"ip -d link show {nic.name} names that device after the @ (a veth's peer, a VLAN's "
+            "or macvlan's parent): bring it up or fix its link.", code="net.carrier_down")]
     return [Finding(
-        Level.WARN, nic.name, "interface is up but has no carrier (link down)",
-        [f"operstate {nic.operstate}", f"carrier 0, carrier_changes {nic.carrier_changes}"],
+        Level.WARN, nic.name, "interface is up but has no carrier (link down)", evidence,
         "Check the cable/switch port or the hypervisor's virtual switch; if the port is unused, "
         f"set it down (ip link set {nic.name} down).", code="net.carrier_down")]
 
