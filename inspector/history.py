@@ -204,8 +204,10 @@ class HistoryDB:
         return [dict(zip(_RUN_COLUMNS, row)) for row in self.conn.execute(sql, args)]
 
     def checks(self) -> list[dict]:
-        return [{"ts": ts, "worst": worst, "findings": json.loads(f)}
-                for ts, worst, f in self.conn.execute("SELECT ts, worst, findings FROM checks ORDER BY ts")]
+        return [{"ts": ts, "tz_offset_s": tz, "host": host, "worst": worst,
+                 "findings": json.loads(f)}
+                for ts, tz, host, worst, f in self.conn.execute(
+                    "SELECT ts, tz_offset_s, host, worst, findings FROM checks ORDER BY ts")]
 
 
 @dataclass
@@ -230,14 +232,50 @@ def _mean_stdev(values: list[float]) -> tuple[float | None, float | None]:
     return mean, math.sqrt(var)
 
 
+def _bucket_key(ts: float, tz_offset_s: int | None, by: str) -> str:
+    local = time.gmtime(ts + (tz_offset_s or 0))
+    return f"{local.tm_hour:02d}" if by == "hour" else time.strftime("%Y-%m-%d", local)
+
+
+@dataclass
+class CheckBucket:
+    key: str                    # "03" (hour of day) or "2015-02-15" (day)
+    samples: int
+    worst: dict[str, int]       # samples whose worst level was ok / warn / crit / unknown
+    findings: list[dict]        # non-ok finding codes, most frequent first: {code, samples}
+
+
+CHECK_LEVELS = ("ok", "warn", "crit", "unknown")
+
+
+def aggregate_checks(checks: list[dict], by: str = "hour", top: int = 3) -> list[CheckBucket]:
+    """The recorder's check results per hour of day or per day (local time of each sample):
+    how many samples were ok, warn, crit or unknown, and which findings came up most."""
+    groups: dict[str, list[dict]] = {}
+    for c in checks:
+        groups.setdefault(_bucket_key(c["ts"], c.get("tz_offset_s"), by), []).append(c)
+    out = []
+    for key in sorted(groups):
+        rows = groups[key]
+        worst = {level: sum(1 for r in rows if r["worst"] == level) for level in CHECK_LEVELS}
+        codes: dict[str, int] = {}
+        for r in rows:
+            seen = {f.get("code") or f.get("message") or "?" for f in r["findings"]
+                    if isinstance(f, dict) and f.get("level") not in (None, "ok")}
+            for code in seen:
+                codes[code] = codes.get(code, 0) + 1
+        frequent = [{"code": code, "samples": n}
+                    for code, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
+        out.append(CheckBucket(key, len(rows), worst, frequent))
+    return out
+
+
 def aggregate(runs: list[dict], by: str = "hour") -> list[Bucket]:
     """Per hour of day (local time of the run) or per calendar day: mean and standard deviation
     of throughput (ops/s or IOPS) and of mean latency, plus the mean p99 where recorded."""
     groups: dict[str, list[dict]] = {}
     for run in runs:
-        local = time.gmtime(run["ts"] + (run["tz_offset_s"] or 0))
-        key = f"{local.tm_hour:02d}" if by == "hour" else time.strftime("%Y-%m-%d", local)
-        groups.setdefault(key, []).append(run)
+        groups.setdefault(_bucket_key(run["ts"], run["tz_offset_s"], by), []).append(run)
     out = []
     for key in sorted(groups):
         rows = groups[key]

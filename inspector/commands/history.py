@@ -1,4 +1,5 @@
-"""`inspector history`: hour-of-day and per-day tables of recorded probe runs;
+"""`inspector history`: hour-of-day and per-day tables of recorded probe runs (`--checks`: of
+the recorder's check results);
 `inspector history import-ioping LOG`: import logs of periodic ioping runs."""
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 import sys
 
 from inspector.commands.common import CliError, eprint
-from inspector.history import HistoryDB, HistoryError, ProbeRun, aggregate, default_db_path
+from inspector.history import (CHECK_LEVELS, HistoryDB, HistoryError, ProbeRun, aggregate,
+                               aggregate_checks, default_db_path)
 from inspector.ioping_log import parse_ioping_log
 
 
@@ -16,6 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _db_arg(p)
     p.add_argument("--probe", metavar="KIND:TARGET", help="e.g. io:/var/lib/mysql (default: all)")
     p.add_argument("--by", choices=("hour", "day"), default="hour")
+    p.add_argument("--checks", action="store_true",
+                   help="the recorder's check results (worst level, frequent findings) "
+                        "instead of probe runs")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
     actions = p.add_subparsers(dest="history_action", metavar="ACTION")
@@ -64,7 +69,41 @@ def run_import(args: argparse.Namespace) -> int:
     return 0 if runs or not log.problems else 1
 
 
+def run_checks(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as db:
+        checks = db.checks()
+    buckets = aggregate_checks(checks, args.by)
+    if args.json:
+        from inspector.model import to_jsonable
+        json.dump({"by": args.by, "time_basis": TIME_BASIS, "checks": to_jsonable(buckets),
+                   "utc_offsets_s": sorted({c["tz_offset_s"] or 0 for c in checks})},
+                  sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not buckets:
+        raise CliError("no recorded checks", status=1)
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(show_edge=False, pad_edge=False, padding=(0, 1))
+    table.add_column(args.by, no_wrap=True)
+    for col in ("samples", *CHECK_LEVELS):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("most frequent findings (samples)")
+    for b in buckets:
+        table.add_row(b.key, str(b.samples), *(str(b.worst[level]) for level in CHECK_LEVELS),
+                      ", ".join(f"{f['code']} ({f['samples']})" for f in b.findings) or "-")
+    what = "hour of day, local time of each sample" if args.by == "hour" else \
+        "day, local date of each sample"
+    Console().print(Text(f"recorded checks: by {what}", style="bold"), table)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.checks:
+        if args.probe:
+            raise CliError("--checks and --probe: choose one (checks are per sample, not per probe)")
+        return run_checks(args)
     probe = target = None
     if args.probe:
         probe, _, target = args.probe.partition(":")
@@ -82,7 +121,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     if not tables:
-        raise CliError("no recorded runs" + (f" for {args.probe}" if args.probe else ""), status=1)
+        with _open(args, create=False) as db:
+            checks = len(db.checks())
+        hint = (f" ({checks} recorded checks: inspector history --checks)" if checks else "")
+        raise CliError("no recorded runs" + (f" for {args.probe}" if args.probe else "") + hint,
+                       status=1)
     from rich.console import Console
     console = Console()
     for name, buckets in tables.items():
