@@ -1,7 +1,7 @@
 """Rich renderer for the cpu section: model and topology, frequency policies, load and steal."""
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -29,18 +29,16 @@ def _cpus(cpus: list[int]) -> str:
     return ",".join(out) or "?"
 
 
-def policy_table(policies: list[CpuFreqPolicy]) -> Table:
-    table = Table(show_edge=False, pad_edge=False, title="cpufreq", title_justify="left",
-                  title_style="bold")
-    for name in ("policy", "cpus", "driver", "governor", "epp", "cur MHz", "min-max MHz",
-                 "hw range MHz"):
-        table.add_column(name, no_wrap=True)
-    # identical policies collapse into one row: 128 rows of "performance" help nobody
+def policy_lines(policies: list[CpuFreqPolicy]) -> list[Text]:
+    """One line per group of identical policies (128 rows of "performance" help nobody). Lines,
+    not a table: at 80 columns an eight-column table cut "0-15" to "0…" and "powersave" to
+    "powers…"; a line wraps and keeps every word."""
     rows: dict[tuple, list[CpuFreqPolicy]] = {}
     for p in policies:
         key = (_v(p.driver), _v(p.governor), _v(p.energy_performance_preference),
                _mhz(p.min_khz), _mhz(p.max_khz), _mhz(p.hw_min_khz), _mhz(p.hw_max_khz))
         rows.setdefault(key, []).append(p)
+    lines = []
     for key, group in rows.items():
         driver, governor, epp, lo, hi, hw_lo, hw_hi = key
         curs = [p.cur_freq_khz for p in group if isinstance(p.cur_freq_khz, int)]
@@ -48,11 +46,13 @@ def policy_table(policies: list[CpuFreqPolicy]) -> Table:
             _mhz(curs[0]) if curs else "?"
         name = group[0].name if len(group) == 1 else f"{len(group)} policies"
         cpus = sorted(c for p in group for c in p.cpus)
-        table.add_row(Text(name), Text(_cpus(cpus)), Text(driver),
-                      Text(governor, style="bold yellow" if governor == "powersave" else ""),
-                      Text(epp if epp != "?" or group[0].energy_performance_preference is not None
-                           else "-"), Text(cur), Text(f"{lo}-{hi}"), Text(f"{hw_lo}-{hw_hi}"))
-    return table
+        line = Text(f"{name}, CPUs {_cpus(cpus)}: {driver} ")
+        line.append(governor, style="bold yellow" if governor == "powersave" else "")
+        if epp != "?" or group[0].energy_performance_preference is not None:
+            line.append(f", EPP {epp}")
+        line.append(f"  cur {cur} MHz  limits {lo}-{hi} MHz (hw {hw_lo}-{hw_hi})")
+        lines.append(line)
+    return lines
 
 
 def _row(grid: Table, label: str, value: str | Text) -> None:
@@ -96,9 +96,9 @@ def render(section: object) -> RenderableType:
         power.append(f"intel_pstate {section.intel_pstate}")
     power.append(f"cpuidle {_v(section.cpuidle_driver)}")
     _row(grid, "power", "; ".join(power))
-    parts: list[RenderableType] = [grid]
     if isinstance(section.cpufreq, Unknown):
         _row(grid, "cpufreq", Text(str(section.cpufreq), style="dim"))
     else:
-        parts.append(policy_table(section.cpufreq))
-    return Group(*parts)
+        for i, line in enumerate(policy_lines(section.cpufreq)):
+            _row(grid, "cpufreq" if i == 0 else "", line)
+    return grid

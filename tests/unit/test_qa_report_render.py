@@ -54,3 +54,13 @@ def test_header_does_not_claim_bare_metal_when_no_virt_evidence_was_read():
     # storage-md-check holds no cpuid, DMI or /proc: "hardware" there is a guess
     assert "· hardware? ·" in report_text("storage-md-check").splitlines()[1]
     assert "· hardware ·" in report_text("virt-01-baremetal-dell").splitlines()[1]
+
+
+def test_cpufreq_policies_keep_every_value_at_80_columns():
+    server = report_text("cpu-powersave-server", sections=["cpu"]).split("╭─ CPU and power")[1]
+    assert "…" not in server
+    flat = " ".join(line.strip("│ ") for line in server.splitlines())
+    assert "16 policies, CPUs 0-15: acpi-cpufreq powersave" in flat
+    assert "limits 1000-2500 MHz (hw 1000-2500)" in flat
+    laptop = report_text("cpu-pstate-laptop", sections=["cpu"]).split("╭─ CPU and power")[1]
+    assert "…" not in laptop and "EPP balance_power" in laptop
