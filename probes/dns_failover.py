@@ -10,7 +10,9 @@ Use:
 or `probe.run_once()` for a single synchronous round (snapshots, the recorder).
 
 Every server is queried concurrently in its own thread with its own bound, so one silent
-server never delays the verdict on the others; a round takes at most max(timeout, tcp_timeout).
+server never delays the verdict on the others; a round takes at most timeout + tcp_timeout.
+stop() ends a round's waits for UDP replies at once (a first round then keeps what arrived,
+marked interrupted; a later one is dropped and the last complete round stays the verdict).
 """
 from __future__ import annotations
 
@@ -105,9 +107,12 @@ class DnsFailoverProbe:
     def probe_round(self) -> list[ServerResult]:
         with ThreadPoolExecutor(max_workers=len(self.s.servers), thread_name_prefix="dns") as pool:
             futures = [pool.submit(query_server, addr, port, self.s.name, self.s.rdtypes,
-                                   self._wait_for(i), self.s.tcp_timeout, self.s.resolver.edns0)
+                                   self._wait_for(i), self.s.tcp_timeout, self.s.resolver.edns0,
+                                   self._stop)
                        for i, (addr, port) in enumerate(self.s.servers)]
             results = [f.result() for f in futures]
+        if self._rounds and any(r.interrupted for r in results):
+            return results      # stopped mid-round: the last complete round stays the verdict
         self._last = results
         self._rounds += 1
         for r in results:
@@ -126,6 +131,8 @@ class DnsFailoverProbe:
             started = time.monotonic()
             results = await loop.run_in_executor(None, self.probe_round)
             for r in results:
+                if r.interrupted:     # not a measurement: how long it ran before stop()
+                    continue
                 yield DnsSample(time.monotonic() - self._start, round_no, r.server, r.kind,
                                 None if r.latency_s is None else r.latency_s * 1000)
             if round_no + 1 < self.s.count:
@@ -135,7 +142,7 @@ class DnsFailoverProbe:
                         await asyncio.wait_for(loop.run_in_executor(None, self._stop.wait, delay), delay + 1)
                     except asyncio.TimeoutError:
                         pass
-        if self.s.measure_getaddrinfo:
+        if self.s.measure_getaddrinfo and not self._stop.is_set():
             self._measured = await loop.run_in_executor(None, self.measure_getaddrinfo)
 
     def run_once(self) -> DnsProbeResult:

@@ -22,6 +22,7 @@ import ipaddress
 import select
 import socket
 import struct
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -39,6 +40,7 @@ FAILOVER_KINDS = {"refused", "unreachable", "timeout", "servfail", "rcode-refuse
 _RCODE_KIND = {dns.rcode.SERVFAIL: "servfail", dns.rcode.REFUSED: "rcode-refused",
                dns.rcode.NOTIMP: "notimp"}
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN, errno.ENETDOWN}
+STOP_POLL_S = 0.05                   # how soon a stop request ends the wait for replies
 
 
 @dataclass
@@ -67,6 +69,8 @@ class ServerResult:
     tcp: str | None = None           # after truncation: "answered in 2.1 ms", "timeout after 2 s"
     tcp_latency_s: float | None = None
     tcp_kind: str | None = None      # answered | refused | timeout | silent-after-accept | error
+    interrupted: bool = False        # stopped (Ctrl-C) before the window ended: the wait shown
+                                     # is how long it lasted, not glibc's whole window
 
 
 def parse_server(text: str, default_port: int = 53) -> tuple[str, int]:
@@ -95,8 +99,12 @@ def build_queries(name: str, rdtypes: list[str], edns: bool = False) -> list[dns
 
 
 def query_server(address: str, port: int, name: str, rdtypes: list[str], timeout: float,
-                 tcp_timeout: float = 2.0, edns: bool = False) -> ServerResult:
-    """Send the queries (back to back) on one connected UDP socket; wait `timeout` for all."""
+                 tcp_timeout: float = 2.0, edns: bool = False,
+                 stop: threading.Event | None = None) -> ServerResult:
+    """Send the queries (back to back) on one connected UDP socket; wait `timeout` for all.
+
+    Setting `stop` ends the wait within STOP_POLL_S: the result is classified on what arrived
+    so far, with `interrupted` set and the time actually waited."""
     server = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
     result = ServerResult(server=server, address=address, port=port, name=name, kind="error",
                           latency_s=None)
@@ -120,6 +128,11 @@ def query_server(address: str, port: int, name: str, rdtypes: list[str], timeout
             left = deadline - time.monotonic()
             if left <= 0:
                 break
+            if stop is not None:
+                if stop.is_set():
+                    result.interrupted = True
+                    break
+                left = min(left, STOP_POLL_S)
             if not poller.poll(left * 1000):
                 continue
             try:
@@ -141,6 +154,11 @@ def query_server(address: str, port: int, name: str, rdtypes: list[str], timeout
             _fill(entry[1], msg, now - start)
     finally:
         sock.close()
+    if result.interrupted:
+        waited = round(time.monotonic() - start, 2)
+        _classify(result, pending, waited, tcp_timeout, edns, tcp=False)
+        result.detail += " (interrupted)"
+        return result
     return _classify(result, pending, timeout, tcp_timeout, edns)
 
 
@@ -166,7 +184,7 @@ def _socket_error(result: ServerResult, exc: OSError, elapsed: float) -> ServerR
 
 
 def _classify(result: ServerResult, pending: dict, timeout: float, tcp_timeout: float,
-              edns: bool) -> ServerResult:
+              edns: bool, tcp: bool = True) -> ServerResult:
     types = [t for _, t in pending.values()]
     got = [t for t in types if t.rcode is not None]
     if not got:
@@ -182,7 +200,7 @@ def _classify(result: ServerResult, pending: dict, timeout: float, tcp_timeout: 
     truncated = [t for t in got if t.truncated]
     if truncated:
         result.kind = "truncated"
-        for t in truncated:
+        for t in truncated if tcp else ():
             _tcp_retry(result, t, tcp_timeout, edns)
             if result.tcp_kind != "answered":   # one bounded TCP failure is the verdict
                 break

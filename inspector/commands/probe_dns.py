@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 
 from typing import TYPE_CHECKING
@@ -106,19 +107,32 @@ def run(args: argparse.Namespace) -> int:
     from inspector.probes.dns_failover import DnsFailoverProbe
     settings, notes = settings_from_args(args)
     probe = DnsFailoverProbe(settings)
-    interrupted = False
+    stopped: list[int] = []
 
     async def drive() -> None:
-        async for sample in probe.samples():
-            if not args.json and settings.count > 1:
-                lat = "-" if sample.latency_ms is None else f"{sample.latency_ms:.1f} ms"
-                print(f"round {sample.round + 1} {sample.server:<22} {sample.kind:<13} {lat}", flush=True)
+        # Ctrl-C stops the probe's waits at once (partial round kept), instead of cancelling
+        # the task and then waiting in asyncio's executor shutdown for the slowest server
+        loop = asyncio.get_running_loop()
+
+        def on_sigint() -> None:
+            stopped.append(signal.SIGINT)
+            probe.stop()
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        try:
+            async for sample in probe.samples():
+                if not args.json and settings.count > 1:
+                    lat = "-" if sample.latency_ms is None else f"{sample.latency_ms:.1f} ms"
+                    print(f"round {sample.round + 1} {sample.server:<22} {sample.kind:<13} {lat}",
+                          flush=True)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
 
     try:
         asyncio.run(drive())
     except KeyboardInterrupt:
-        interrupted = True
+        stopped.append(signal.SIGINT)
         probe.stop()
+    interrupted = bool(stopped)
     if probe._rounds == 0:
         eprint("inspector: interrupted before any server answered")
         return 130

@@ -1,0 +1,71 @@
+"""QA defects in `inspector probe dns`: Ctrl-C while a nameserver is silent."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import inspector_bin
+from dns_responders import Responder
+
+
+@pytest.fixture
+def servers():
+    made = [Responder("127.0.0.1", 0, "silent"), Responder("127.0.0.1", 0, "ok")]
+    yield made
+    for r in made:
+        r.close()
+
+
+def _interrupt(args: list[str], after: float) -> tuple[int, str, str, float]:
+    """Run the binary as from a terminal (SIGINT not ignored), Ctrl-C it after `after` s."""
+    proc = subprocess.Popen([inspector_bin(), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "200"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(after)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err, time.monotonic() - sent
+
+
+def test_ctrl_c_during_a_silent_servers_wait_exits_at_once_with_what_arrived(servers):
+    # The silent server is first: glibc's wait for it is 5 s. Ctrl-C used to be honoured only
+    # when that wait was over (asyncio's executor shutdown joined the query thread): 3.8 s later.
+    silent, ok = servers
+    status, out, err, took = _interrupt(
+        ["probe", "dns", "example.com", "--server", silent.server, "--server", ok.server,
+         "--json"], after=1.5)
+    assert status == 130, err
+    assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
+    doc = json.loads(out)
+    by = {s["server"]: s for s in doc["servers"]}
+    assert by[ok.server]["kind"] == "answered" and not by[ok.server]["interrupted"]
+    quiet = by[silent.server]
+    assert quiet["interrupted"] and quiet["kind"] == "timeout"
+    assert quiet["detail"].endswith("(interrupted)") and quiet["latency_s"] < 5
+
+
+def test_ctrl_c_in_a_later_round_keeps_the_last_complete_round(servers):
+    # rounds of 3 s (the silent server's wait): Ctrl-C lands in round 2
+    silent, ok = servers
+    status, out, err, took = _interrupt(
+        ["probe", "dns", "example.com", "--server", silent.server, "--server", ok.server,
+         "--count", "5", "--interval", "0", "--timeout", "3"], after=4.5)
+    assert status == 130, err
+    assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
+    # the interrupted round is not shown as a measurement, live or in the table
+    live = [line for line in out.splitlines() if line.startswith("round ")]
+    assert f"round 1 {silent.server}" in "\n".join(live)
+    assert all("interrupted" not in line for line in live)
+    assert "no reply in 3 s" in out and "(interrupted)" not in out
