@@ -37,6 +37,9 @@ class Snapshot:
     findings: list[Finding] = field(default_factory=list)
     procs: dict[int, ProcStat] | Unknown = field(default_factory=dict, metadata=_SKIP)
     proc_io: dict[int, ProcIo] | Unknown = field(default_factory=dict, metadata=_SKIP)
+    # False: `wall` is when we read a tree that does not say when it was taken (a plain sysroot
+    # or fixture directory, no capture sidecar), not when its counters were
+    wall_known: bool = True
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Rates:
     top_io: list[ProcIoRate] | Unknown
     findings: list[Finding] = field(default_factory=list)
     since_boot: bool = False                     # averages since boot from one snapshot
+    wall_known: bool = True                      # see Snapshot.wall_known
 
 
 class LiveSampler:
@@ -70,9 +74,11 @@ class LiveSampler:
     def sample(self) -> Snapshot:
         root = self.root
         mono, wall = time.monotonic(), time.time()
+        wall_known = True
         if not root.live:     # a capture's moment, not ours (unknown for a plain tree: now)
             stamp = getattr(root, "sidecar_meta", {}).get("captured_at")
-            wall = float(stamp) if isinstance(stamp, (int, float)) else wall
+            wall_known = isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
+            wall = float(stamp) if wall_known else wall
         disks = read_diskstats(root)
         if known(disks):
             key = tuple(disks)
@@ -97,7 +103,7 @@ class LiveSampler:
         return Snapshot(mono=mono, wall=wall, source=root.label, uptime=read_uptime(root),
                         disks=disks, topology=self._topology, nics=nics, cpu=cpu,
                         load=read_loadavg(root), dstate=dstate, findings=findings,
-                        procs=procs, proc_io=proc_io)
+                        procs=procs, proc_io=proc_io, wall_known=wall_known)
 
 
 def read_uptime(root: HostRoot) -> float | Unknown:
@@ -126,6 +132,7 @@ def since_boot(snap: Snapshot, top: int = TOP_IO) -> Rates | Unknown:
     out = _rates(zero, snap, snap.uptime, top)
     out.top_io = snap.proc_io if not known(snap.proc_io) else Unknown("rates need two samples")
     out.since_boot = True
+    out.wall_known = snap.wall_known
     return out
 
 

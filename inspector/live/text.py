@@ -54,7 +54,8 @@ def format_block(r: Rates, show_idle: bool = False, width: int | None = None) ->
     """One interval: header, CPU, devices, NICs, D state, top IO, findings. With a terminal
     `width`, tables too wide for it drop to their essential columns (--wide keeps all)."""
     lines: list[str] = []
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall))
+    stamp = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall)) if r.wall_known
+             else "time not recorded")
     head = f"{stamp}  " + (f"averages since boot ({r.interval:.0f} s)" if r.since_boot
                             else f"interval {r.interval:.2f} s")
     if known(r.load):
@@ -197,8 +198,9 @@ def _io_lines(r: Rates) -> list[str]:
 
 def format_single(snap: Snapshot, since: Rates | Unknown, width: int | None = None) -> str:
     """A capture's one sample: what it holds, and why there are no interval rates."""
-    taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snap.wall))
-    note = (f"capture {snap.source}: one sample taken {taken}; rates need two samples, "
+    taken = (f"taken {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.wall))}"
+             if snap.wall_known else "(the tree does not say when it was taken)")
+    note = (f"capture {snap.source}: one sample {taken}; rates need two samples, "
             "so below are averages since boot (like iostat's first report).")
     if not known(since):
         lines = _wrap(note.split(";")[0] + f"; rates need two samples ({since.reason}).", width)

@@ -52,3 +52,17 @@ def test_wide_keeps_full_precision_and_states(tmp_path):
                for line in lines), res.stdout
     sda = next(line for line in lines if line.startswith("sda "))
     assert "987654.32" in sda.split(), sda
+
+
+def test_a_tree_that_does_not_say_when_it_was_taken_is_not_dated_now(tmp_path):
+    """A fixture or sysroot directory has no capture sidecar: `top --root` said "one sample
+    taken <the current time>", a time the counters were never read at."""
+    import json
+    import time
+    res = run_bin("top", "--root", str(_root(tmp_path)), env={"COLUMNS": "1000"})
+    first, second = res.stdout.splitlines()[:2]
+    assert "one sample (the tree does not say when it was taken)" in first, first
+    assert second.startswith("time not recorded  averages since boot"), second
+    assert time.strftime("%Y-%m-%d") not in "\n".join([first, second])
+    doc = json.loads(run_bin("top", "--json", "--root", str(_root(tmp_path / "j"))).stdout)
+    assert doc["snapshot"]["wall_known"] is False and doc["since_boot"]["wall_known"] is False
