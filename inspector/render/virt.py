@@ -64,7 +64,7 @@ def render(section: object) -> RenderableType:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=3)
         grid.add_column(width=7, no_wrap=True)
-        grid.add_column(ratio=1)
+        grid.add_column(ratio=1, overflow="fold")   # a container id is evidence: never cut
         for e in layer.evidence:
             body = Text(f"{e.source}: {e.value}")
             body.append(f" -> {e.points_to}", style="dim")

@@ -64,3 +64,11 @@ def test_cpufreq_policies_keep_every_value_at_80_columns():
     assert "limits 1000-2500 MHz (hw 1000-2500)" in flat
     laptop = report_text("cpu-pstate-laptop", sections=["cpu"]).split("╭─ CPU and power")[1]
     assert "…" not in laptop and "EPP balance_power" in laptop
+
+
+def test_virt_evidence_keeps_whole_container_ids():
+    text = report_text("virt-30-kubernetes-on-ec2", sections=["virt"])
+    joined = "".join(line.strip("│").strip() for line in text.splitlines())
+    assert "…" not in text
+    assert ("pod8a1c3a2e-1b2c-4d5e-8f90-a1b2c3d4e5f6/"
+            "4f66ad9a4f5b0d1c2a7c3e8b9d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e") in joined
