@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="Nagios/Icinga plugin: status line, perfdata, exit 0/1/2/3")
     add_root_argument(p)
     p.add_argument("--warn", action="append", default=[], metavar="METRIC=VALUE",
-                   help=f"warning threshold on a metric ({', '.join(THRESHOLD_METRICS)})")
+                   help=f"warning threshold on a metric ({', '.join(THRESHOLD_METRICS)}; "
+                        "steal is the percent of CPU time stolen since boot, load1 the 1-minute "
+                        "load average, crit/warn/unknown count findings)")
     p.add_argument("--crit", action="append", default=[], metavar="METRIC=VALUE",
                    help="critical threshold on a metric")
     p.add_argument("--ignore", action="append", default=[], metavar="CODE",
