@@ -195,6 +195,7 @@ class ProbeSummary:
     address: str | None = None       # the numeric address measured ([::1]:11211)
     target_error: str | None = None  # set when the target could not be used at all (resolve,
                                      # connect_refused...): nothing was measured
+    connections_failed: int = 0      # of connections_opened: turned away or died mid-run
 
     @property
     def error_total(self) -> int:
@@ -203,6 +204,13 @@ class ProbeSummary:
 
 def error_label(kind: str) -> str:
     return ERROR_LABELS.get(kind, kind)
+
+
+def error_text(kind: str, detail: str) -> str:
+    """The label and the first message, the message left out when the label already says it
+    ("server: ERROR Too many open connections", not that twice)."""
+    label = error_label(kind)
+    return f"{label}: {detail}" if detail and detail.strip() not in label else label
 
 
 # --- helpers on the wire that are not the hot path -------------------------------------------
@@ -468,15 +476,15 @@ class MemcachedProbe:
                 engine.open(host, load.port, load.concurrency, load.connect_timeout_s),
                 open_budget)
         except asyncio.TimeoutError:
-            engine.close()
+            state.close(engine)
             state.status, state.reason = "deadline", "deadline reached while connecting"
             return
         if self._stop_requested:
-            engine.close()
+            state.close(engine)
             state.status, state.reason = "stopped", "stopped while connecting"
             return
         if not engine.opened_count() or engine.open_connections() == 0:
-            engine.close()
+            state.close(engine)
             state.fail(_first_error_line(engine) or "no connection could be opened")
             return
         t0 = perf_counter_ns()
@@ -517,7 +525,7 @@ class MemcachedProbe:
             if now >= hard_end and closed_at is None:
                 state.status = "deadline"
                 state.reason = f"deadline of {load.deadline_s:g} s reached"
-                engine.close()
+                state.close(engine)
                 closed_at = now
             if closed_at is not None:
                 # closed: only the final reports of worker processes are awaited, briefly
@@ -530,7 +538,7 @@ class MemcachedProbe:
             state.status, state.reason = "stopped", "stopped by the user (partial figures)"
         elif state.status == "completed":
             self._judge_end(engine, state)
-        engine.close()          # the run is over: release the connections (and their fds)
+        state.close(engine)          # the run is over: release the connections (and their fds)
         await asyncio.sleep(0.05)   # let the closes reach the server before its counters are read
 
     def _judge_end(self, engine: Engine, state: "_RunState") -> None:
@@ -634,7 +642,8 @@ class MemcachedProbe:
             flushed=state.flushed, preload=state.preload, server=server,
             samples=self.sample_count,
             address=state.address.display if state.address else None,
-            target_error=state.target_error)
+            target_error=state.target_error,
+            connections_failed=state.connections_failed or 0)
 
 
 def _first_error_line(engine: Engine) -> str:
@@ -642,7 +651,8 @@ def _first_error_line(engine: Engine) -> str:
         return ""
     kind, count = engine.errors.most_common(1)[0]
     detail = engine.first_error.get(kind, "")
-    return f"{error_label(kind)} x{count}" + (f" ({detail})" if detail else "")
+    label = error_label(kind)
+    return f"{label} x{count}" + (f" ({detail})" if detail and detail.strip() not in label else "")
 
 
 @dataclass
@@ -659,6 +669,13 @@ class _RunState:
     failed: bool = False
     address: Address | None = None
     target_error: str | None = None    # resolve | connect_refused | ... (the run never started)
+
+    connections_failed: int | None = None   # counted before the close kills them all
+
+    def close(self, engine) -> None:
+        if self.connections_failed is None:
+            self.connections_failed = engine.dead_count()
+        engine.close()
 
     def fail(self, reason: str) -> None:
         self.status, self.reason, self.failed = "failed", reason, True

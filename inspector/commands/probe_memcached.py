@@ -15,7 +15,8 @@ from inspector.model import to_jsonable
 from inspector.probes.mc_ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
 from inspector.probes.memcached import (DEFAULT_PORT, TESTS, MemcachedLoad, MemcachedProbe,
-                                        ProbeError, ProbeSummary, ensure_nofile, error_label)
+                                        ProbeError, ProbeSummary, ensure_nofile, error_label,
+                                        error_text)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -284,7 +285,7 @@ def print_load(s: ProbeSummary) -> None:
     if s.errors:
         print("  errors:")
         for kind, n in sorted(s.errors.items(), key=lambda kv: -kv[1]):
-            print(f"    {n:>8}  {error_label(kind)}: {s.error_details.get(kind, '')}")
+            print(f"    {n:>8}  {error_text(kind, s.error_details.get(kind, ''))}")
     else:
         print("  errors: none")
     print_server(s)
@@ -296,7 +297,10 @@ def summary_line(s: ProbeSummary) -> str:
     what = {"mix": "mixed set/get"}.get(s.test, s.test)
     p99 = max((o.latency.p("p99") or 0 for o in s.ops.values()), default=0) or None
     errors = s.error_total
-    return (f"summary: memcached {s.target}, {what} load on {s.connections_opened} connections: "
+    conns = f"{s.connections_opened} connection{'s' if s.connections_opened != 1 else ''}"
+    if s.connections_failed:       # turned away by the server or died: not all carried load
+        conns += f" ({s.connections_failed} failed)"
+    return (f"summary: memcached {s.target}, {what} load on {conns}: "
             f"{s.ops_total} requests answered in {s.load_s:.2f} s, {s.ops_per_s:.0f} ops/s, "
             f"p99 {_ms(p99)} ms, {errors} error{'s' if errors != 1 else ''} ({s.status})")
 
@@ -305,8 +309,8 @@ def print_server(s: ProbeSummary) -> None:
     srv = s.server
     if srv is None:
         return
-    if srv.error and not srv.deltas:
-        print(f"  server counters: unknown ({srv.error})")
+    if not srv.deltas:
+        print(f"  server counters: unknown ({srv.error or 'stats reported none of them'})")
     else:
         if srv.error:
             print(f"  server counters: {srv.error}")
@@ -338,7 +342,7 @@ def report_ramp(s: RampSummary, as_json: bool, signum: int | None = None) -> int
     elif not s.target_error:
         if not s.steps:
             print(f"ramp on {s.target}: no step ran")
-        print(f"ramp {s.status}: {s.reason}")
+        print(f"ramp {s.status}" + (f": {s.reason}" if s.reason != s.status else ""))
         if s.max_connections_server is not None:
             print(f"  server max_connections: {s.max_connections_server}")
         for line in ramp_verdict(s):

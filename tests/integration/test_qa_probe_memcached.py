@@ -1,0 +1,109 @@
+"""QA defects in `inspector probe memcached` output, against a real memcached and a server
+that answers without counters."""
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+
+import pytest
+
+from conftest import run_cli
+from memcached_server import memcached  # noqa: F401 (pytest fixture)
+
+SMALL = ["--key-size", "10-30", "--value-size", "10-300"]
+
+
+def test_summary_line_says_how_many_connections_were_turned_away(memcached):
+    # memcached -c 40 turns most of 100 connections away: the headline read "set load on 100
+    # connections", as if all of them had carried load
+    server = memcached("-c", "40")
+    r = run_cli("probe", "memcached", "-c", "100", "-e", "20", *SMALL, server.address)
+    assert r.status == 1, r.err
+    line = next(l for l in r.out.splitlines() if l.startswith("summary:"))
+    m = re.search(r"set load on 100 connections \((\d+) failed\):", line)
+    assert m, line
+    rejected = int(m.group(1))
+    assert 50 <= rejected < 100
+    # the error list names the error once, not "label: the same text again"
+    listed = [l for l in r.out.splitlines() if "Too many open connections" in l
+              and not l.lstrip().startswith(("status", "summary"))]
+    assert listed and all(l.count("Too many open connections") == 1 for l in listed), listed
+    status = next(l for l in r.out.splitlines() if l.lstrip().startswith("status:"))
+    assert status.count("Too many open connections") == 1, status
+
+
+def test_summary_line_of_a_clean_run_has_no_failed_count(memcached):
+    server = memcached()
+    r = run_cli("probe", "memcached", "-c", "1", "-e", "20", *SMALL, "--json", server.address)
+    assert r.status == 0, r.err
+    assert json.loads(r.out)["connections_failed"] == 0
+    r = run_cli("probe", "memcached", "-c", "1", "-e", "20", *SMALL, server.address)
+    assert "set load on 1 connection: 20 requests" in r.out, r.out
+
+
+def test_ramp_status_line_does_not_repeat_itself(memcached):
+    server = memcached()
+    r = run_cli("probe", "memcached", "--ramp", "--start-connections", "2",
+                "--max-connections", "4", "--step-seconds", "0.2", *SMALL, server.address)
+    assert r.status == 0, r.err
+    assert "ramp completed\n" in r.out and "completed: completed" not in r.out, r.out
+
+
+@pytest.fixture
+def counterless_server():
+    """Answers STORED to every set and `stats` with no counter at all."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    sock.settimeout(0.1)
+    stop = threading.Event()
+
+    def handle(conn: socket.socket) -> None:
+        conn.settimeout(0.2)
+        with conn:
+            buf = b""
+            while not stop.is_set():
+                try:
+                    data = conn.recv(65536)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                while b"\r\n" in buf:
+                    line, _, rest = buf.partition(b"\r\n")
+                    if line.startswith(b"stats"):
+                        conn.sendall(b"STAT pid 1\r\nEND\r\n")
+                        buf = rest
+                    elif line.startswith(b"set "):
+                        if rest.count(b"\r\n") < 1:
+                            break             # the value is not all here yet
+                        buf = rest.partition(b"\r\n")[2]
+                        conn.sendall(b"STORED\r\n")
+                    else:
+                        buf = rest
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{sock.getsockname()[1]}"
+    stop.set()
+    thread.join(2)
+    sock.close()
+
+
+def test_stats_without_counters_say_unknown_not_an_empty_list(counterless_server):
+    r = run_cli("probe", "memcached", "-c", "2", "-e", "10", *SMALL, counterless_server)
+    assert "server counter deltas: \n" not in r.out + "\n", r.out
+    assert "  server counters: unknown (stats reported none of them)" in r.out, r.out
