@@ -18,6 +18,9 @@ from inspector.metrics import _is_unknown, collect_metrics, section_up
 from inspector.model import Level, to_jsonable
 
 STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
+# Collectors run in parallel, so the whole check takes about this plus a fraction of a second
+# when one hangs: under check_nrpe's default 10 s.
+CHECK_TIMEOUT = 8.0
 # Short names accepted by --warn/--crit, mapped to perfdata labels.
 THRESHOLD_METRICS = {
     "steal": "steal_pct", "crit": "crit", "warn": "warn", "unknown": "unknown",
@@ -38,7 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="CODE",
                    help="ignore findings whose code matches (glob, e.g. net.offload.*)")
     p.add_argument("--section", action="append", metavar="NAME", help="limit to some sections")
-    p.add_argument("--timeout", type=positive_float, default=10.0)
+    p.add_argument("--timeout", type=positive_float, default=CHECK_TIMEOUT, metavar="S",
+                   help=f"per-collector timeout, seconds (default {CHECK_TIMEOUT:g}: a hung "
+                        "collector still gets an UNKNOWN line out before check_nrpe's 10 s "
+                        "socket timeout, which would read CRITICAL)")
     p.monitoring_plugin = True   # usage mistakes exit 3 UNKNOWN (see OneLineErrorParser)
     p.set_defaults(func=run)
 
