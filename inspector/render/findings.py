@@ -21,7 +21,7 @@ def render_findings(findings: list[Finding]) -> Table | Text:
     table = Table(title="Findings", title_justify="left", show_edge=False, expand=False)
     table.add_column("level", no_wrap=True)
     table.add_column("subject", style="bold", no_wrap=True)
-    table.add_column("finding")
+    table.add_column("finding", overflow="fold")
     for f in findings:
         table.add_row(level_text(f.level), f.subject, _finding_body(f))
     return table
@@ -34,7 +34,7 @@ def _finding_body(f: Finding) -> Group | Text:
         return Text(f.message)
     details = Table.grid(padding=(0, 1))
     details.add_column(no_wrap=True)
-    details.add_column(ratio=1)
+    details.add_column(ratio=1, overflow="fold")   # a long path or uuid is folded, never cut
     for line in f.evidence:
         details.add_row(Text(" evidence", style="dim"), Text(line, style="dim"))
     if f.advice:

@@ -72,3 +72,17 @@ def test_virt_evidence_keeps_whole_container_ids():
     assert "…" not in text
     assert ("pod8a1c3a2e-1b2c-4d5e-8f90-a1b2c3d4e5f6/"
             "4f66ad9a4f5b0d1c2a7c3e8b9d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e") in joined
+
+
+def test_findings_fold_long_evidence_instead_of_cutting_it():
+    from inspector.model import Finding, Level
+    from inspector.render.findings import render_findings
+    uuid = "LVM-" + "Xq3v9T2kLmN8pQ4rS7uW1yZ5aB6cD0eF" * 2
+    finding = Finding(Level.WARN, "dm-3", "dm device is suspended", [f"dm/uuid: {uuid}"],
+                      f"dmsetup resume {uuid}")
+    buf = io.StringIO()
+    Console(file=buf, width=80, color_system=None).print(render_findings([finding]))
+    text = buf.getvalue()
+    joined = "".join(line.split("│")[-1].strip() for line in text.splitlines())
+    assert "…" not in text
+    assert f"dm/uuid:{uuid}" in joined and f"dmsetup resume{uuid}" in joined
