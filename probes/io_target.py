@@ -210,7 +210,9 @@ def _open_directory(path: str, request_size: int, working_set: int, direct: bool
         vfs = os.fstatvfs(fd)
         free = vfs.f_bavail * vfs.f_frsize
         if vfs.f_blocks and free < working_set:     # ramfs and the like report no sizes
-            raise TargetError(f"{path}: {free} bytes free, the working set needs {working_set}")
+            from inspector.probes.io_format import fmt_size
+            raise TargetError(f"{path}: {fmt_size(free)} free, the working set needs "
+                              f"{fmt_size(working_set)} (-S sets it)")
         _fill(fd, working_set, path)
         direct_ok = False
         if direct:

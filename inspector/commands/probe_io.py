@@ -92,6 +92,9 @@ def _config(args: argparse.Namespace) -> tuple["IoConfig", int | None]:
         raise CliError(f"working set {args.working_set} must be positive", EXIT_PREP)
     if args.jobs < 1:
         raise CliError("--jobs must be at least 1", EXIT_USAGE)
+    if args.ramp and args.count is not None:     # each step runs for -w: -c was ignored
+        raise CliError("--ramp runs every step for -w (default 2s): -c does not apply",
+                       EXIT_USAGE)
     if args.count is not None and args.count < args.jobs:
         raise CliError(f"-c {args.count}: at least one request per worker is needed", EXIT_USAGE)
     if args.ramp:

@@ -50,3 +50,20 @@ def test_directory_where_no_file_can_be_created_says_so():
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("inspector: /proc: cannot create a temporary file: "
                                    "No such file or directory")
+
+
+def test_ramp_refuses_a_count_it_would_ignore(data_file):
+    # every ramp step runs for -w: "-c 100" used to be accepted and silently ignored
+    r = run_cli("probe", "io", data_file, "--ramp", "-j", "2", "-c", "100")
+    assert r.status == 1
+    assert "-c does not apply" in r.err
+
+
+def test_working_set_larger_than_free_space_is_told_in_human_sizes(tmp_path):
+    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    r = run_cli("probe", "io", str(tmp_path), "-c", "3", "-S", f"{free // (1 << 30) + 10}g")
+    assert r.status == 2
+    # "84688584704 bytes free, the working set needs 107374182400" before
+    assert "bytes free" not in r.err
+    assert "GiB free, the working set needs" in r.err and "(-S sets it)" in r.err
+    assert os.listdir(tmp_path) == []
