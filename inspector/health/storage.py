@@ -202,13 +202,27 @@ def block_findings(section: StorageSection) -> list[Finding]:
                                    "card in read-only mode, a SAN path) before remounting",
                                    code="block.ro_mounted_rw"))
         if isinstance(dev.state, str) and dev.state not in ("running",) and dev.parent is None:
-            holders = f" (path of {', '.join(dev.holders)})" if dev.holders else ""
+            # "path of" and multipathd only for a multipath member: an offline LVM PV is no
+            # path, and multipathd has nothing to say about it
+            mpath = [h for h in dev.holders if h in section.dm and section.dm[h].kind == "mpath"]
+            others = [_label(section, h) for h in dev.holders if h not in mpath]
+            holders = "; ".join(
+                ([f"path of {', '.join(_label(section, h) for h in mpath)}"] if mpath else []) +
+                ([f"under {', '.join(others)}"] if others else []))
+            advice = ("check the HBA/cabling/SAN; multipathd -k'show paths' for path states"
+                      if mpath else "check the disk, its cabling and the HBA (dmesg); every "
+                      "device above it fails IO until it is back")
             out.append(Finding(Level.CRIT if dev.state in ("offline", "transport-offline") else Level.WARN,
-                               name, f"SCSI device {name}{holders} is {dev.state}",
-                               [f"/sys/block/{name}/device/state: {dev.state}"],
-                               "check the HBA/cabling/SAN; multipathd -k'show paths' for path states",
+                               name, f"SCSI device {name}{f' ({holders})' if holders else ''} "
+                               f"is {dev.state}",
+                               [f"/sys/block/{name}/device/state: {dev.state}"], advice,
                                code="block.scsi_offline"))
     return out
+
+
+def _label(section: StorageSection, name: str) -> str:
+    dm = section.dm.get(name)
+    return dm.dm_name if dm is not None and known(dm.dm_name) else name
 
 
 def _sys(dev) -> str:

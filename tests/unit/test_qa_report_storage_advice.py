@@ -41,3 +41,19 @@ def test_every_storage_finding_that_is_not_ok_says_what_to_do():
         for f in findings(root):
             if f.level is not Level.OK:
                 assert f.advice, (root, f.code, f.message)
+
+
+def test_offline_lvm_disk_is_not_called_a_multipath_path():
+    sdc = by(findings("storage-dm-suspended"), "block.scsi_offline", "sdc")   # PV of vg0-data
+    assert "path of" not in sdc.message and "under vg0-data" in sdc.message
+    assert "multipathd" not in sdc.advice
+
+
+def test_offline_multipath_path_still_points_at_multipathd(tmp_path):
+    import shutil
+    root = tmp_path / "mp"
+    shutil.copytree(fixture_root("storage-multipath"), root, symlinks=True)
+    (root / "sys/block/sdb/device/state").write_text("offline\n")
+    found = build_report(HostRoot(str(root)), ["storage"]).findings
+    sdb = by(found, "block.scsi_offline", "sdb")
+    assert "path of mpatha" in sdb.message and "multipathd" in sdb.advice
