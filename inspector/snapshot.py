@@ -94,5 +94,29 @@ def read_snapshot(path: str) -> dict:
                else f"is not supported (this Inspector reads {sorted(READABLE_VERSIONS)})"))
     if not isinstance(doc.get("report"), dict) or "sections" not in doc["report"]:
         raise SnapshotError(f"{path}: snapshot has no report (truncated or edited?)")
-    doc.setdefault("probes", [])
+    if doc.get("probes") is None:
+        doc["probes"] = []
+    problem = _shape_problem(doc)
+    if problem:
+        raise SnapshotError(f"{path}: not a usable snapshot: {problem} (edited by hand?)")
     return doc
+
+
+def _shape_problem(doc: dict) -> str | None:
+    """What diff relies on, checked before it runs: an edited file is a clear error (exit 2),
+    never a traceback whose exit status 1 reads 'regressions' to a runbook."""
+    report = doc["report"]
+    if not isinstance(report["sections"], dict):
+        return "report.sections is not an object"
+    if not isinstance(report.get("host", {}), dict):
+        return "report.host is not an object"
+    findings = report.get("findings", [])
+    if not isinstance(findings, list) or not all(isinstance(f, dict) for f in findings):
+        return "report.findings is not a list of objects"
+    probes = doc.get("probes", [])
+    if not isinstance(probes, list) or not all(isinstance(p, dict) for p in probes):
+        return "probes is not a list of objects"
+    for p in probes:
+        if not isinstance(p.get("summary") or {}, dict):
+            return f"probe {p.get('spec')!r}: summary is not an object"
+    return None

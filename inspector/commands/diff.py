@@ -24,7 +24,11 @@ def run(args: argparse.Namespace) -> int:
         before, after = read_snapshot(args.before), read_snapshot(args.after)
     except SnapshotError as exc:
         raise CliError(str(exc)) from None
-    result = diff_snapshots(before, after, args.before, args.after)
+    try:
+        result = diff_snapshots(before, after, args.before, args.after)
+    except Exception as exc:   # a shape read_snapshot did not foresee: exit 2, never 1
+        raise CliError(f"cannot compare {args.before} and {args.after}: "
+                       f"{type(exc).__name__}: {exc}") from None
     status = 1 if result.regressions else 0
     if args.json:
         json.dump({"before": args.before, "after": args.after, "regressions": len(result.regressions),

@@ -155,3 +155,39 @@ def test_a_transient_stall_is_said_but_not_judged_a_regression(tmp_path):
 def test_two_quiet_runs_are_no_change(tmp_path):
     status, probes = _probe_diff(tmp_path, QUIET, QUIET_AGAIN)     # +15% avg, p=0.04
     assert status == 0 and not probes, probes
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda d: d.__setitem__("probes", [1]), "probes is not a list of objects"),
+    (lambda d: d["report"].__setitem__("findings", None), "report.findings is not a list"),
+    (lambda d: d["report"].__setitem__("findings", ["md0 degraded"]), "report.findings"),
+    (lambda d: d["report"].__setitem__("sections", []), "report.sections is not an object"),
+    (lambda d: d["report"].__setitem__("host", None), "report.host is not an object"),
+])
+def test_an_edited_snapshot_is_an_error_never_a_traceback_that_reads_as_regressions(
+        tmp_path, edit, says):
+    """Exit 1 means "regressions" to a runbook; a snapshot diff cannot read must exit 2 with
+    one line (it was a traceback, exit 1)."""
+    import json
+    good = _snapshot(fixture_root("xen-pv-guest"), tmp_path / "good.json")
+    doc = json.loads(open(good).read())
+    edit(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    for pair in ((good, str(bad)), (str(bad), good)):
+        res = run_cli("diff", *pair)
+        assert res.status == 2, (res.status, res.err)
+        assert says in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_a_snapshot_with_null_probes_is_a_snapshot_without_probes(tmp_path):
+    import json
+    good = _snapshot(fixture_root("xen-pv-guest"), tmp_path / "good.json")
+    doc = json.loads(open(good).read())
+    doc["probes"] = None
+    (tmp_path / "null.json").write_text(json.dumps(doc))
+    res = run_cli("diff", good, str(tmp_path / "null.json"))
+    assert res.status == 0 and "No changes." in res.out, (res.out, res.err)
