@@ -216,9 +216,14 @@ def md_block(section: StorageSection) -> Text:
                         style="yellow" if array.mismatch_cnt else "")
         if known(array.chunk_size_bytes) and array.chunk_size_bytes:
             text.append(f"  chunk {human_size(array.chunk_size_bytes)}")
-        text.append(f"  metadata {_text(array.metadata_version)}")
+        text.append(f"  metadata {_text(array.metadata_version) or '?'}")
         text.append("\n  members: ")
-        text.append_text(_members(array))
+        members = _members(array)
+        if members.plain:
+            text.append_text(members)
+        else:   # an array with no dev-* entry: say so rather than print nothing
+            text.append("? (no dev-* entries under md/ in sysfs; mdadm --detail lists them)",
+                        style="yellow")
         for line in array.disagreements:
             text.append(f"\n  mdstat/sysfs disagree: {line}", style="yellow")
     return text

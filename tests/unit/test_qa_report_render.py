@@ -86,3 +86,10 @@ def test_findings_fold_long_evidence_instead_of_cutting_it():
     joined = "".join(line.split("│")[-1].strip() for line in text.splitlines())
     assert "…" not in text
     assert f"dm/uuid:{uuid}" in joined and f"dmsetup resume{uuid}" in joined
+
+
+def test_md_block_says_unknown_instead_of_printing_nothing():
+    text = report_text("live-md-busy-member", sections=["storage"])
+    flat = " ".join(line.strip("│ ") for line in text.splitlines())
+    assert "metadata ?" in flat and "members: ? (no dev-* entries" in flat
+    assert "metadata 1.2" in report_text("storage-md-check", sections=["storage"])
