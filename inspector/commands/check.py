@@ -119,6 +119,18 @@ def run(args: argparse.Namespace) -> int:
     except CliError as exc:
         print(f"INSPECTOR UNKNOWN - {plugin_text(str(exc))}")
         return 3
+    try:
+        return _check(args, root, sections, warn, crit)
+    except Exception as exc:
+        # an uncaught error would exit 1, which Nagios reads as WARNING: say UNKNOWN and why
+        import traceback
+        traceback.print_exc()
+        print(f"INSPECTOR UNKNOWN - internal error: "
+              f"{plugin_text(f'{type(exc).__name__}: {exc}')}")
+        return 3
+
+
+def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict) -> int:
     report = build_report(root, sections, timeout=args.timeout)
     findings = [f for f in report.findings
                 if not any(fnmatch.fnmatch(f.code or "", pat) for pat in args.ignore)]

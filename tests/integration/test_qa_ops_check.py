@@ -60,3 +60,16 @@ def test_a_hung_collector_still_answers_before_check_nrpe_gives_up(tmp_path):
     assert res.returncode == 3, res.stdout
     assert res.stdout.startswith("INSPECTOR UNKNOWN - ") and "storage not collected: timed out" \
         in res.stdout.splitlines()[0], res.stdout
+
+
+def test_an_internal_error_is_unknown_not_warning(monkeypatch):
+    """An uncaught exception exits 1, which Nagios reads as WARNING."""
+    import inspector.commands.check as check
+
+    def broken(doc):
+        raise KeyError("sections")
+    monkeypatch.setattr(check, "collect_metrics", broken)
+    res = run_cli("check", "--root", str(fixture_root("xen-pv-guest")))
+    assert res.status == 3, (res.status, res.out, res.err)
+    assert res.out.splitlines() == ["INSPECTOR UNKNOWN - internal error: KeyError: 'sections'"]
+    assert "Traceback" in res.err            # the details stay on stderr for whoever debugs
