@@ -38,6 +38,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from inspector.render.diff import render_diff
     console = Console(highlight=False)
-    for line in render_diff(result, console.width):
+    try:
+        lines = render_diff(result, console.width)
+    except Exception as exc:   # exit 1 would say "regressions": a failure to show is 2
+        raise CliError(f"cannot show the diff ({type(exc).__name__}: {exc}); "
+                       "`inspector diff --json` has it") from None
+    for line in lines:
         console.print(line, soft_wrap=True)   # lines are already fitted to the width
     return status
