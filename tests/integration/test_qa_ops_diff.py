@@ -191,3 +191,14 @@ def test_a_snapshot_with_null_probes_is_a_snapshot_without_probes(tmp_path):
     (tmp_path / "null.json").write_text(json.dumps(doc))
     res = run_cli("diff", good, str(tmp_path / "null.json"))
     assert res.status == 0 and "No changes." in res.out, (res.out, res.err)
+
+
+def test_a_render_failure_is_exit_2_not_regressions(tmp_path, monkeypatch):
+    import inspector.render.diff as render
+    good = _snapshot(fixture_root("xen-pv-guest"), tmp_path / "good.json")
+
+    def broken(result, width):
+        raise ValueError("bad width")
+    monkeypatch.setattr(render, "render_diff", broken)
+    res = run_cli("diff", good, good)
+    assert res.status == 2 and "--json" in res.err and res.err.count("\n") == 1, res.err
