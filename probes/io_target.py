@@ -46,6 +46,7 @@ class IoTarget:
     fs_source: str = "?"
     fs_size: int | None = None
     cached: bool = False          # --cached: buffered and the page cache left alone
+    device_size: int | None = None   # a block device's whole size (-S may probe less of it)
     notes: list[str] = field(default_factory=list)   # e.g. the O_DIRECT fallback, for humans
     closed: bool = False
 
@@ -57,8 +58,8 @@ class IoTarget:
     def describe(self) -> str:
         """ioping's parenthesised description: "ext4 /dev/vda 252.0 GiB"."""
         from inspector.probes.io_format import fmt_size
-        if self.kind == "block device":
-            return f"block device {fmt_size(self.working_set)}"
+        if self.kind == "block device":     # like ioping: the device's size, whatever -S is
+            return f"block device {fmt_size(self.device_size or self.working_set)}"
         parts = [self.fs_type, self.fs_source]
         if self.fs_size:
             parts.append(fmt_size(self.fs_size))
@@ -160,7 +161,7 @@ def _open_readonly(path: str, kind: str, request_size: int, working_set: int | N
                    direct: bool) -> IoTarget:
     fd, direct_ok = _open_flags(path, os.O_RDONLY, direct)
     try:
-        size = _device_size(fd) if kind == "block device" else os.fstat(fd).st_size
+        size = full = _device_size(fd) if kind == "block device" else os.fstat(fd).st_size
         if kind == "block device" and direct_ok:
             sector = _logical_block_size(fd)     # the kernel's word, should sysfs differ
             if request_size % sector:
@@ -179,7 +180,8 @@ def _open_readonly(path: str, kind: str, request_size: int, working_set: int | N
     except BaseException:
         os.close(fd)
         raise
-    target = IoTarget(path, kind, fd, size, direct_ok, writable=False)
+    target = IoTarget(path, kind, fd, size, direct_ok, writable=False,
+                      device_size=full if kind == "block device" else None)
     if direct and not direct_ok:
         target.notes.append(_fallback_note(path))
     return target

@@ -67,3 +67,28 @@ def test_working_set_larger_than_free_space_is_told_in_human_sizes(tmp_path):
     assert "bytes free" not in r.err
     assert "GiB free, the working set needs" in r.err and "(-S sets it)" in r.err
     assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture
+def loop_4k(tmp_path):
+    """A read-only loop device with 4096-byte logical blocks over a 4 MiB file."""
+    from conftest import require_root
+    require_root()
+    backing = tmp_path / "disk.img"
+    backing.write_bytes(os.urandom(4 << 20))
+    dev = subprocess.run(["losetup", "-f", "--show", "-r", "-b", "4096", str(backing)],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+def test_block_device_is_described_by_its_size_not_the_working_set(loop_4k):
+    # like ioping: "(block device 4 MiB)" whatever -S is; it read "(block device 8 KiB)"
+    r = run_cli("probe", "io", loop_4k, "-c", "3", "-S", "10k", "--json")
+    assert r.status == 0, r.err
+    assert json.loads(r.out)["summary"]["description"] == "block device 4 MiB"
+    r = run_cli("probe", "io", loop_4k, "-c", "3", "-S", "10k", "-q")
+    assert f"--- {loop_4k} (block device 4 MiB) ioping statistics ---" in r.out
+
