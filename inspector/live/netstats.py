@@ -24,6 +24,9 @@ class NicCounters:
     operstate: str | Unknown
     carrier: bool | Unknown
     counters: tuple[int | None, ...]         # COUNTERS order; None when that file is unreadable
+    # a NIC deleted and created again under the same name (a VPN's tun0 reconnecting, a
+    # bond rebuilt) gets a new ifindex and counters from 0: no rate across that, never a wrap
+    ifindex: int | None = None
 
 
 @dataclass(slots=True)
@@ -52,7 +55,10 @@ def read_nic(root: HostRoot, name: str) -> NicCounters:
     operstate = root.try_line(f"{base}/operstate")
     carrier_raw = root.try_line(f"{base}/carrier")   # EINVAL while the interface is down
     carrier = carrier_raw if isinstance(carrier_raw, Unknown) else carrier_raw == "1"
-    return NicCounters(name, operstate, carrier, tuple(values))
+    ifindex_raw = root.try_line(f"{base}/ifindex")
+    ifindex = int(ifindex_raw) if isinstance(ifindex_raw, str) and ifindex_raw.isdigit() \
+        else None
+    return NicCounters(name, operstate, carrier, tuple(values), ifindex)
 
 
 def read_nics(root: HostRoot) -> dict[str, NicCounters] | Unknown:
@@ -76,9 +82,16 @@ def nic_rates(prev: NicCounters, cur: NicCounters, interval: float) -> NicRates:
     return NicRates(cur.name, cur.operstate, cur.carrier, *rates)
 
 
+def same_nic(prev: NicCounters, cur: NicCounters) -> bool:
+    return prev.ifindex is None or cur.ifindex is None or prev.ifindex == cur.ifindex
+
+
 def all_nic_rates(prev: dict[str, NicCounters], cur: dict[str, NicCounters],
                   interval: float) -> list[NicRates]:
-    return [nic_rates(prev[name], c, interval) for name, c in cur.items() if name in prev]
+    """Rates of the NICs present in both samples as the same interface (a NIC re-created
+    under its name in between has no rate for this interval, like a new one)."""
+    return [nic_rates(prev[name], c, interval) for name, c in cur.items()
+            if name in prev and same_nic(prev[name], c)]
 
 
 # ----------------------------------------------------------------------------- stall detector
@@ -90,6 +103,7 @@ class _NicTrack:
     last_rx_mono: float = 0.0       # when rx_packets last moved (monotonic) ...
     last_rx_wall: float = 0.0       # ... and the same moment on the wall clock
     tx_since_rx: int = 0            # packets sent since the last received one
+    ifindex: int | None = None      # the interface these counters belong to
 
 
 @dataclass
@@ -111,8 +125,9 @@ class StallDetector:
                 self._tracks.pop(name, None)
                 continue
             track = self._tracks.get(name)
-            if track is None:
-                self._tracks[name] = _NicTrack(rx, tx, last_rx_mono=mono, last_rx_wall=wall)
+            if track is None or track.ifindex != nic.ifindex:    # new, or re-created
+                self._tracks[name] = _NicTrack(rx, tx, last_rx_mono=mono, last_rx_wall=wall,
+                                               ifindex=nic.ifindex)
                 continue
             if rx != track.rx_packets:
                 track.rx_seen = True

@@ -178,7 +178,7 @@ def _zero_nics(nics):
     if not known(nics):
         return nics
     return {name: NicCounters(name, n.operstate, n.carrier,
-                              tuple(None if v is None else 0 for v in n.counters))
+                              tuple(None if v is None else 0 for v in n.counters), n.ifindex)
             for name, n in nics.items()}
 
 
