@@ -121,6 +121,9 @@ def _sizes(args) -> tuple[SizeRange, SizeRange]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "root", None):     # like probe io: a capture cannot be load-tested
+        raise CliError("probe memcached loads a live server from this host; it cannot run on "
+                       "--root")
     host, port = parse_server(args.server)
     key_size, value_size = _sizes(args)
     if args.flush:

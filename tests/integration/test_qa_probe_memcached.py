@@ -107,3 +107,13 @@ def test_stats_without_counters_say_unknown_not_an_empty_list(counterless_server
     r = run_cli("probe", "memcached", "-c", "2", "-e", "10", *SMALL, counterless_server)
     assert "server counter deltas: \n" not in r.out + "\n", r.out
     assert "  server counters: unknown (stats reported none of them)" in r.out, r.out
+
+
+def test_root_is_refused_like_probe_io(memcached):
+    # --root (a capture) used to be ignored: the load went to the live server all the same
+    server = memcached()
+    before = server.stats()["cmd_set"]
+    r = run_cli("probe", "memcached", "--root", "/", "-c", "1", "-e", "5", server.address)
+    assert r.status == 2
+    assert "cannot run on --root" in r.err
+    assert server.stats()["cmd_set"] == before
