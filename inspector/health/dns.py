@@ -1,6 +1,7 @@
 """Health rules for the resolver (dns) section.
 
-- dns.unreadable (warn): /etc/resolv.conf could not be read.
+- dns.unreadable (warn): /etc/resolv.conf could not be read: missing, a dangling link (its
+  manager, e.g. systemd-resolved, not running), or unreadable.
 - dns.single_nameserver (warn): one nameserver (for the systemd-resolved stub: one upstream).
 - dns.too_many_nameservers (warn): more than three; glibc ignores the rest.
 - dns.failover_delay (warn): a blackholed first server costs each lookup more than 2 s.
@@ -25,9 +26,7 @@ def rules(report: Report) -> Iterable[Finding]:
         return []
     cfg = s.config
     if not hasattr(cfg, "nameservers"):
-        return [Finding(Level.WARN, "resolver", f"resolver configuration unreadable: {cfg}",
-                        [s.path], "Every lookup through glibc falls back to 127.0.0.1.",
-                        code="dns.unreadable")]
+        return [_unreadable(s)]
     out: list[Finding] = []
     out.extend(_count_rules(s))
     if cfg.attempts <= 0:
@@ -70,6 +69,40 @@ def rules(report: Report) -> Iterable[Finding]:
             "A nameserver line takes one IPv4 or IPv6 address (no port, no comment glued on).",
             code="dns.invalid_nameserver"))
     return out
+
+
+_SERVICES = {"systemd-resolved": "systemd-resolved", "NetworkManager": "NetworkManager"}
+
+
+def _unreadable(s: ResolverSection) -> Finding:
+    """No usable resolv.conf. glibc then sends every lookup to 127.0.0.1:53, so the advice
+    depends on why: a link whose target is gone (its manager is not running), no file, or a
+    file glibc cannot read either."""
+    reason = getattr(s.config, "reason", str(s.config))
+    fallback = "until then glibc sends every lookup to 127.0.0.1, which fails unless a local " \
+               "resolver listens there"
+    if "not present" in reason and s.link_target:
+        target = s.real_path if isinstance(s.real_path, str) else s.link_target
+        target = target if target.startswith("/") else f"/{target}"
+        service = _SERVICES.get(s.manager or "")
+        return Finding(
+            Level.WARN, "resolver", f"{s.path} is a dangling link: {target} does not exist"
+            + (f" ({s.manager} not running?)" if s.manager else ""),
+            [f"{s.path} -> {s.link_target}", f"{target}: not present"],
+            (f"Start {service} (systemctl start {service}) or replace the link with a file "
+             if service else "Restore the link's target or replace the link with a file ")
+            + f"listing your nameservers; {fallback}.", code="dns.unreadable")
+    if "not present" in reason:
+        return Finding(
+            Level.WARN, "resolver", f"no {s.path}: glibc sends every lookup to 127.0.0.1",
+            [f"{s.path}: not present"],
+            f"Create {s.path} with your nameservers, unless a local resolver listens on "
+            "127.0.0.1:53 on purpose.", code="dns.unreadable")
+    return Finding(
+        Level.WARN, "resolver", f"resolver configuration unreadable: {s.config}", [s.path],
+        (f"Make {s.path} readable by every user (chmod 644); " if "permission" in reason.lower()
+         else f"Check {s.path} (ls -l, dmesg for I/O errors); ") + f"{fallback}.",
+        code="dns.unreadable")
 
 
 def _count_rules(s: ResolverSection) -> list[Finding]:
