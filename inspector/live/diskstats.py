@@ -251,20 +251,34 @@ class DiskChanges:
 def disk_rates(prev: dict[str, DiskCounters], cur: dict[str, DiskCounters], interval: float,
                topology: dict[str, DiskInfo] | None = None
                ) -> tuple[list[DiskRates], DiskChanges]:
-    """Rates of every device present in both samples (a device whose major:minor changed was
-    replaced: it counts as new), in /proc/diskstats order, and which devices came or went."""
+    """Rates of every device present in both samples (a device whose major:minor changed, or
+    whose counters started over, was replaced: it counts as new), in /proc/diskstats order,
+    and which devices came or went."""
     topology = topology or {}
     out: list[DiskRates] = []
     changes = DiskChanges()
     for name, c in cur.items():
         p = prev.get(name)
-        if p is None or (p.major, p.minor) != (c.major, c.minor):
+        if p is None or (p.major, p.minor) != (c.major, c.minor) or restarted(p, c, interval):
             changes.appeared.append(name)
             continue
         out.append(device_rates(p, c, interval, topology.get(name)))
     changes.vanished = [name for name in prev if name not in cur]
     flag_busy_members(out)
     return out, changes
+
+
+MAX_IOPS = 10_000_000     # no device completes more: a "wrap" implying more is a restart
+
+
+def restarted(p: DiskCounters, c: DiskCounters, interval: float) -> bool:
+    """The device was torn down and made again under the same name and number (md0 stopped
+    and re-assembled, a SCSI disk removed and rescanned): its counters start from 0. Told from
+    a counter wrap by what the wrap would imply: more IOs in the interval than any device does
+    (a real 32-bit wrap goes from just under 2^32 to a little above 0)."""
+    limit = MAX_IOPS * max(interval, 1.0)
+    return any(cur < prev and counter_delta(prev, cur) > limit
+               for prev, cur in ((p.rd_ios, c.rd_ios), (p.wr_ios, c.wr_ios)))
 
 
 def flag_busy_members(rates: list[DiskRates]) -> None:
