@@ -236,7 +236,8 @@ class DnsFailoverProbe:
             if first.seconds is None or first.seconds > 2.0:
                 out.append(Finding(Level.WARN, "resolver",
                                    f"losing {whatifs[0].server} (blackholed) would make lookups "
-                                   f"take {first.text()}",
+                                   + ("hang (no timeout on glibc's TCP path)"
+                                      if first.seconds is None else f"take {first.text()}"),
                                    first.steps[:6], "lower `options timeout:` / `attempts:`, use "
                                    "rotate, or run a local cache (systemd-resolved, nscd, unbound)",
                                    code="dns.failover_delay"))

@@ -69,3 +69,23 @@ def test_ctrl_c_in_a_later_round_keeps_the_last_complete_round(servers):
     assert f"round 1 {silent.server}" in "\n".join(live)
     assert all("interrupted" not in line for line in live)
     assert "no reply in 3 s" in out and "(interrupted)" not in out
+
+
+def test_failover_finding_reads_hang_when_the_next_server_hangs_glibc():
+    # the second server truncates and its TCP never answers: losing the first one makes
+    # every lookup hang. The finding read "would make lookups take hangs (...)".
+    made = [Responder("127.0.0.1", 0, "ok"), Responder("127.0.0.1", 0, "tcp-silent")]
+    try:
+        proc = subprocess.run(
+            [inspector_bin(), "probe", "dns", "example.com", "--json", "--tcp-timeout", "0.5",
+             "--server", made[0].server, "--server", made[1].server],
+            capture_output=True, text=True, timeout=30)
+    finally:
+        for r in made:
+            r.close()
+    doc = json.loads(proc.stdout)
+    failover = [f for f in doc["findings"] if f.get("code") == "dns.failover_delay"]
+    assert failover, doc["findings"]
+    text = failover[0]["message"]
+    assert "take hangs" not in text
+    assert "would make lookups hang (no timeout on glibc's TCP path)" in text
