@@ -327,10 +327,15 @@ def diff_probes(before: list[dict], after: list[dict]) -> list[Change]:
     for k in [k for k in b if k in a]:
         pb, pa = b[k].get("summary") or {}, a[k].get("summary") or {}
         if b[k].get("error") != a[k].get("error"):
-            bad = bool(a[k].get("error"))
-            changes.append(Change("probes", probe_path(k), b[k].get("error"), a[k].get("error"),
+            eb, ea = b[k].get("error"), a[k].get("error")
+            if eb and ea:      # failed before and after, in other words: nothing got worse
+                changes.append(Change("probes", probe_path(k), eb, ea, "changed", False,
+                                      "probe failed before and after"))
+                continue
+            bad = bool(ea)
+            changes.append(Change("probes", probe_path(k), eb, ea,
                                   "worse" if bad else "better", bad,
-                                  f"probe error: {a[k].get('error') or 'none now'}"))
+                                  f"probe error: {ea or 'none now'}"))
             continue
         for metric in ("p99_us", "avg_us"):
             vb, va = pb.get(metric), pa.get(metric)

@@ -202,3 +202,22 @@ def test_a_render_failure_is_exit_2_not_regressions(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "render_diff", broken)
     res = run_cli("diff", good, good)
     assert res.status == 2 and "--json" in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_a_probe_failing_before_and_after_is_not_a_regression(tmp_path):
+    """The memcached that was down before the window and is still down after it, with another
+    error text, got no worse: a change to read, not exit 1. Starting to fail still is one."""
+    base = _snapshot(fixture_root("xen-pv-guest"), tmp_path / "base.json")
+
+    def mc(error):
+        return [{"spec": "memcached:10.0.0.5:11211", "kind": "memcached",
+                 "target": "10.0.0.5:11211", "summary": {}, "error": error}]
+    refused = _with_probes(base, tmp_path / "r.json", mc("failed: connection refused"))
+    timeout = _with_probes(base, tmp_path / "t.json", mc("failed: connect timed out"))
+    fine = _with_probes(base, tmp_path / "f.json", mc(None))
+    res = run_cli("diff", "--json", refused, timeout)
+    assert res.status == 0, res.out
+    [change] = [c for c in res.json()["changes"] if c["category"] == "probes"]
+    assert change["kind"] == "changed" and change["note"] == "probe failed before and after"
+    worse = run_cli("diff", "--json", fine, timeout)
+    assert worse.status == 1 and worse.json()["regressions"] == 1
