@@ -16,8 +16,7 @@ def evaluate(report: Report) -> list[Finding]:
     # never be printed for a host we did not manage to look at.
     findings: list[Finding] = [
         Finding(Level.UNKNOWN, name, f"{name} not collected: {section.reason}",
-                advice=("Run again with a longer --timeout." if "timed out" in section.reason
-                        else ""),
+                advice=_not_collected_advice(name, section.reason),
                 code=f"{name}.not_collected")
         for name, section in report.sections.items() if isinstance(section, Unknown)]
     for name in RULE_MODULES:
@@ -28,6 +27,20 @@ def evaluate(report: Report) -> list[Finding]:
             findings.append(Finding(Level.UNKNOWN, name, f"health rules for {name} failed: "
                                     f"{type(exc).__name__}: {exc}", code=f"{name}.rules_failed"))
     return sort_findings(findings)
+
+
+def _not_collected_advice(name: str, reason: str) -> str:
+    if "timed out" in reason:
+        # a read that hangs (a dying disk's sysfs, a stuck vendor tool, NFS) does not finish
+        # with more time: say where to look before suggesting patience
+        return (f"A read or a command of the {name} collector hung or was slow: look for "
+                "processes stuck in D state (inspector top, ps -eo stat,pid,cmd | grep ^D) and "
+                "the kernel log; run again with a longer --timeout only if the host is just "
+                "loaded.")
+    if reason.startswith("collector failed"):
+        return ("An inspector bug on this host's data: the other sections stand; report it with "
+                "an `inspector capture` of the host.")
+    return ""
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

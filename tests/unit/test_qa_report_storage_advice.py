@@ -57,3 +57,23 @@ def test_offline_multipath_path_still_points_at_multipathd(tmp_path):
     found = build_report(HostRoot(str(root)), ["storage"]).findings
     sdb = by(found, "block.scsi_offline", "sdb")
     assert "path of mpatha" in sdb.message and "multipathd" in sdb.advice
+
+
+def test_a_section_that_timed_out_or_crashed_says_where_to_look(monkeypatch):
+    import inspector.discover.cpu as cpu_module
+    import inspector.discover.net as net_module
+
+    def hang(root):
+        import time
+        time.sleep(2)
+
+    def crash(root):
+        raise KeyError("boom")
+    monkeypatch.setattr(cpu_module, "collect", hang)
+    monkeypatch.setattr(net_module, "collect", crash)
+    found = build_report(HostRoot(str(fixture_root("flash-mixed"))), ["cpu", "net"],
+                         timeout=0.2).findings
+    cpu = by(found, "cpu.not_collected", "cpu")
+    assert "timed out" in cpu.message and "D state" in cpu.advice
+    net = by(found, "net.not_collected", "net")
+    assert "collector failed: KeyError" in net.message and "inspector capture" in net.advice
