@@ -25,7 +25,11 @@ def evaluate(report: Report) -> list[Finding]:
             findings.extend(module.rules(report))
         except Exception as exc:
             findings.append(Finding(Level.UNKNOWN, name, f"health rules for {name} failed: "
-                                    f"{type(exc).__name__}: {exc}", code=f"{name}.rules_failed"))
+                                    f"{type(exc).__name__}: {exc}",
+                                    advice=f"An inspector bug: the {name} section below is "
+                                    "still what was read, but nothing in it was judged; report "
+                                    "it with an `inspector capture` of the host.",
+                                    code=f"{name}.rules_failed"))
     return sort_findings(findings)
 
 

@@ -77,3 +77,14 @@ def test_a_section_that_timed_out_or_crashed_says_where_to_look(monkeypatch):
     assert "timed out" in cpu.message and "D state" in cpu.advice
     net = by(found, "net.not_collected", "net")
     assert "collector failed: KeyError" in net.message and "inspector capture" in net.advice
+
+
+def test_failed_health_rules_say_what_is_left(monkeypatch):
+    import inspector.health.cpu as cpu_rules
+
+    def broken(report):
+        raise ValueError("bad rule")
+    monkeypatch.setattr(cpu_rules, "rules", broken)
+    found = build_report(HostRoot(str(fixture_root("cpu-powersave-server"))), ["cpu"]).findings
+    f = by(found, "cpu.rules_failed", "cpu")
+    assert "nothing in it was judged" in f.advice
