@@ -100,6 +100,8 @@ class HistoryDB:
             raise HistoryError(f"{path}: no such history database")
         if create:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.read_only = False
+        self.note = ""        # said to the reader when opened read-only
         try:
             self.conn = sqlite3.connect(path, timeout=10, isolation_level=None)
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -109,10 +111,48 @@ class HistoryDB:
             self._check_version()
             self._ensure_unique_runs()
         except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{path}: not a usable history database: {exc}") from None
+            # Reading needs no write access: a database on a read-only mount, or the root
+            # recorder's file read by an operator who cannot create its -shm file beside it.
+            if create or not self._open_read_only(path):
+                self.close()          # no open file left behind (a mount stays unmountable)
+                raise HistoryError(f"{path}: not a usable history database: {exc}") from None
+
+    def _open_read_only(self, path: str) -> bool:
+        from urllib.parse import quote
+        uri = "file:" + quote(os.path.abspath(path))
+        for query, note in (("mode=ro", ""),
+                            ("immutable=1", "opened read-only without its write-ahead log "
+                                            "(no write access beside it): the latest samples "
+                                            "may be missing")):
+            try:
+                conn = sqlite3.connect(f"{uri}?{query}", uri=True, timeout=10,
+                                       isolation_level=None)
+            except sqlite3.DatabaseError:
+                continue
+            try:
+                conn.execute("SELECT COUNT(*) FROM probe_runs").fetchone()
+                conn.execute("SELECT COUNT(*) FROM checks").fetchone()
+            except sqlite3.DatabaseError:
+                conn.close()
+                continue
+            try:
+                self.conn.close()
+            except (AttributeError, sqlite3.Error):
+                pass
+            try:
+                wal_pending = os.path.getsize(path + "-wal") > 0
+            except OSError:
+                wal_pending = False
+            self.conn, self.read_only = conn, True
+            self.note = note if wal_pending else ""
+            self._check_version()
+            return True
+        return False
 
     def _check_version(self) -> None:
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None and self.read_only:
+            return
         if row is None:
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
@@ -134,7 +174,9 @@ class HistoryDB:
                               "ON probe_runs (ts, probe, target, source)")
 
     def close(self) -> None:
-        self.conn.close()
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
 
     def __enter__(self) -> "HistoryDB":
         return self

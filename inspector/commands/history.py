@@ -38,9 +38,13 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
 
 def _open(args: argparse.Namespace, create: bool) -> HistoryDB:
     try:
-        return HistoryDB(getattr(args, "db", None) or default_db_path(), create=create)
+        db = HistoryDB(getattr(args, "db", None) or default_db_path(), create=create)
     except (HistoryError, OSError) as exc:
         raise CliError(str(exc)) from None
+    if db.note and not getattr(args, "_noted", False):
+        eprint(f"note: {db.path}: {db.note}")
+        args._noted = True
+    return db
 
 
 def run_import(args: argparse.Namespace) -> int:

@@ -40,3 +40,33 @@ def test_checks_bucket_in_the_local_time_of_each_sample(tmp_path):
     doc = run_cli("history", "--db", str(db), "--checks", "--json").json()
     assert [b["key"] for b in doc["checks"]] == ["07"] and doc["utc_offsets_s"] == [32400]
     assert run_cli("history", "--db", str(db), "--checks", "--probe", "io").status == 2
+
+
+def test_a_database_on_a_read_only_mount_can_be_read(tmp_path):
+    """Reading history needs no write access: a recorder's database on a read-only mount (a
+    backup, a snapshot of /var/lib) or read by an operator who cannot create the -shm file
+    beside it said "not a usable history database: unable to open database file"."""
+    import subprocess
+    from conftest import require_root
+    require_root()
+    src = tmp_path / "src"
+    src.mkdir()
+    db = src / "h.sqlite"
+    run_cli("record", "--once", "--root", str(fixture_root("xen-pv-guest")), "--db", str(db))
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "--bind", str(src), str(ro)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], check=True)
+        res = run_cli("history", "--db", str(ro / "h.sqlite"), "--checks", "--json")
+        assert res.status == 0, res.err
+        assert [b["samples"] for b in res.json()["checks"]] == [1]
+        assert "not a usable" not in res.err
+        # and nothing was written there (it could not be): the recorder still owns the file
+        assert run_cli("record", "--once", "--db", str(ro / "h.sqlite")).status == 2
+    finally:
+        done = subprocess.run(["umount", str(ro)], capture_output=True, text=True)
+        if done.returncode:
+            subprocess.run(["umount", "-l", str(ro)], check=False)
+    # inspector left no file open on the mount (a failed open used to leak its connection)
+    assert done.returncode == 0, done.stderr
