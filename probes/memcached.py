@@ -33,6 +33,10 @@ SAMPLE_INTERVAL_S = 0.25
 NOFILE_SLACK = 64          # descriptors beyond the connections: stats, flush, python, stdio
 MAX_SAMPLES_QUEUED = 4 * 600
 DEFER_MAX_VALUES = 2_000_000   # 16 MB of raw latencies at most before they are recorded
+# The workload holds every key and its requests in memory (~350 bytes a key) and is built
+# before the deadline is watched: -e 10000000 used to mean 10 M keys, 3.5 GB and 30 s.
+DEFAULT_MAX_KEYS = 100_000     # the default key count (the execute number) stops here
+MAX_KEY_COUNT = 1_000_000      # --key-count beyond this is refused (~350 MB)
 
 
 class ProbeError(Exception):
@@ -48,7 +52,8 @@ class MemcachedLoad:
     duration_s: float | None = None       # or run for this long
     test: str = "set"                     # set | get | mix
     set_ratio: float = 0.1                # for mix: fraction of sets (memaslap's 1:9)
-    key_count: int | None = None          # default: execute_number (like memcslap), else 10000
+    key_count: int | None = None          # default: execute_number (like memcslap) up to
+                                          # DEFAULT_MAX_KEYS, else 10000
     key_size: SizeRange = SizeRange(20, 60)       # memcslap's key lengths
     value_size: SizeRange = SizeRange(50, 5000)   # memcslap's value lengths
     flush: bool = False
@@ -80,6 +85,9 @@ class MemcachedLoad:
             raise ProbeError(f"key size must be within 1..{MAX_KEY_BYTES} bytes")
         if self.value_size.hi > MAX_VALUE_BYTES or self.value_size.lo < 0:
             raise ProbeError(f"value size must be within 0..{MAX_VALUE_BYTES} bytes")
+        if self.key_count is not None and not 1 <= self.key_count <= MAX_KEY_COUNT:
+            raise ProbeError(f"key count must be within 1..{MAX_KEY_COUNT} (every key is held in "
+                             "memory)")
         if not 1 <= self.workers <= self.concurrency:
             raise ProbeError("workers must be within 1..concurrency")
         if self.deadline_s <= 0 or self.request_timeout_s <= 0 or self.connect_timeout_s <= 0:
@@ -99,7 +107,7 @@ class MemcachedLoad:
     def effective_key_count(self) -> int:
         if self.key_count:
             return self.key_count
-        return self.effective_execute_number or 10000
+        return min(self.effective_execute_number or 10000, DEFAULT_MAX_KEYS)
 
     @property
     def set_fraction(self) -> float:

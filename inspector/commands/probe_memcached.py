@@ -14,7 +14,8 @@ from inspector.commands.common import CliError, add_root_argument, positive_floa
 from inspector.model import to_jsonable
 from inspector.probes.mc_ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
-from inspector.probes.memcached import (DEFAULT_PORT, TESTS, MemcachedLoad, MemcachedProbe,
+from inspector.probes.memcached import (DEFAULT_PORT, MAX_KEY_COUNT, TESTS, MemcachedLoad,
+                                        MemcachedProbe,
                                         ProbeError, ProbeSummary, ensure_nofile, error_label,
                                         error_text)
 
@@ -42,7 +43,9 @@ def register(kinds: argparse._SubParsersAction) -> None:
                    help=f"key length in bytes (default 20-60 like memcslap; max {MAX_KEY_BYTES})")
     p.add_argument("--value-size", default="50-5000", metavar="N|MIN-MAX",
                    help="value length in bytes (default 50-5000 like memcslap)")
-    p.add_argument("--key-count", type=positive_int, help="distinct keys (default: the execute number)")
+    p.add_argument("--key-count", type=positive_int,
+                   help="distinct keys (default: the execute number, at most 100000; "
+                        f"max {MAX_KEY_COUNT})")
     p.add_argument("--rate", type=positive_float, metavar="OPS",
                    help="limit each connection to OPS requests/s (default: as fast as replies come)")
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
@@ -129,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
     if args.flush:
         confirm_flush(host, port, args.yes)
     if args.ramp:
+        if args.key_count is not None and args.key_count > MAX_KEY_COUNT:
+            raise CliError(f"key count must be within 1..{MAX_KEY_COUNT} (every key is held in "
+                           "memory)")
         if args.max_connections < 1 or args.start_connections < 1 or args.step_seconds <= 0:
             raise CliError("--max-connections, --start-connections and --step-seconds must be positive")
         cfg = RampConfig(host=host, port=port, start=args.start_connections,

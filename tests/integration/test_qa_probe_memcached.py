@@ -117,3 +117,37 @@ def test_root_is_refused_like_probe_io(memcached):
     assert r.status == 2
     assert "cannot run on --root" in r.err
     assert server.stats()["cmd_set"] == before
+
+
+def test_a_huge_execute_number_does_not_build_a_key_per_request(memcached):
+    # -e 10000000 used to mean 10 M keys built in memory before the deadline was watched:
+    # 34 s and gigabytes for "--deadline 1". The default key count now stops at 100000.
+    import os
+    import subprocess
+    import time
+    from conftest import inspector_bin
+    server = memcached()
+    start = time.monotonic()
+    proc = subprocess.Popen([inspector_bin(), "probe", "memcached", "-c", "2", "-e", "10000000",
+                             "--deadline", "1", *SMALL, "--json", server.address],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        out = proc.stdout.read()          # bounded: the probe ends at its deadline
+        _, _, usage = os.wait4(proc.pid, 0)   # this child's own peak RSS
+    finally:
+        if proc.returncode is None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    took = time.monotonic() - start
+    doc = json.loads(out)
+    assert doc["status"] == "deadline" and doc["key_count"] == 100_000
+    assert doc["ops_total"] > 0
+    assert took < 5, took
+    assert usage.ru_maxrss < 300_000, usage.ru_maxrss   # KB
+
+def test_key_count_beyond_the_bound_is_a_usage_error(memcached):
+    server = memcached()
+    for extra in ([], ["--ramp"]):
+        r = run_cli("probe", "memcached", "--key-count", "2000000", "-c", "1", *extra,
+                    server.address)
+        assert r.status == 2 and "key count must be within 1..1000000" in r.err, r.err
