@@ -52,6 +52,8 @@ JOIN_TIMEOUT = 2.0
 TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged
 STRAGGLER_POLL_NS = 2_000_000  # while a worker has not handed its share of a tick over yet
 DONE_NS = 1 << 62              # a finished worker covers all time
+MAX_JOBS = 1024                # workers are threads of this process, ~270 KB each (histograms,
+                               # buffers): -j 10000 would mean gigabytes on the host probed
 
 
 @dataclass
@@ -80,8 +82,9 @@ class IoConfig:
                              f"({self.jobs} workers)")
         if self.deadline is not None and self.deadline <= 0:
             raise ValueError("deadline must be positive")
-        if self.jobs < 1:
-            raise ValueError("jobs must be at least 1")
+        if not 1 <= self.jobs <= MAX_JOBS:
+            raise ValueError(f"jobs must be within 1..{MAX_JOBS} (each worker is a thread of "
+                             "this process)")
         if self.interval < 0 or self.sample_period <= 0:
             raise ValueError("interval must be >= 0 and sample period > 0")
 

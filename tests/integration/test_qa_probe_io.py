@@ -92,3 +92,13 @@ def test_block_device_is_described_by_its_size_not_the_working_set(loop_4k):
     r = run_cli("probe", "io", loop_4k, "-c", "3", "-S", "10k", "-q")
     assert f"--- {loop_4k} (block device 4 MiB) ioping statistics ---" in r.out
 
+
+
+def test_jobs_are_bounded(data_file):
+    # every worker is a thread with its own histograms and buffer (~270 KB): -j 1000 peaked
+    # at 300 MB RSS; nothing stopped -j 10000 from taking gigabytes of the host probed
+    r = run_cli("probe", "io", data_file, "-j", "1025", "-c", "1025")
+    assert r.status == 1
+    assert "jobs must be within 1..1024" in r.err
+    r = run_cli("probe", "io", data_file, "-j", "1025", "--ramp")
+    assert r.status == 1 and "jobs must be within 1..1024" in r.err
