@@ -10,6 +10,7 @@ from inspector.capture import write_capture
 from inspector.collect import build_report
 from inspector.commands.common import CliError, eprint, positive_float
 from inspector.host import HostRoot
+from inspector.model import Unknown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,13 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def capture_live(out_path: str, timeout: float = 15.0) -> dict:
     root = HostRoot("/", record=True)
-    build_report(root, timeout=timeout)
+    report = build_report(root, timeout=timeout)
     try:  # one sample of the live counters, so `top --root` can say what it saw
         from inspector.live import capture_sample
         capture_sample(root)
     except ImportError:
         pass
-    return write_capture(root, out_path)
+    info = write_capture(root, out_path)
+    # a section that timed out or failed here is missing from the capture too: the person who
+    # ships it must know now, not when someone replays it
+    info["incomplete"] = {name: section.reason for name, section in report.sections.items()
+                          if isinstance(section, Unknown)}
+    return info
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,4 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
     eprint(f"wrote {info['path']}: {info['files']} files, {info['entries']} entries, "
            f"{info['bytes']} bytes")
+    for name, reason in info.get("incomplete", {}).items():
+        eprint(f"warning: {name} not collected ({reason}): the capture lacks it; a hung read "
+               "is worth a look (D-state processes, kernel log) before a retry with a longer "
+               "--timeout")
     return 0
