@@ -150,7 +150,11 @@ def _is_nic_entry(path: str) -> bool:
 
 
 def _nic_was_up(nic: Any) -> bool:
-    return isinstance(nic, dict) and nic.get("operstate") == "up"
+    """An up NIC whose going away matters: not a plain software interface (kind "virtual":
+    a container's veth, a VPN's tun), which comes and goes with what created it (every
+    restarted container renames its veth); bonds, VLANs, bridges and real NICs count."""
+    return isinstance(nic, dict) and nic.get("operstate") == "up" \
+        and nic.get("kind") != "virtual"
 
 
 def _last_key(path: str) -> str:

@@ -221,3 +221,28 @@ def test_a_probe_failing_before_and_after_is_not_a_regression(tmp_path):
     assert change["kind"] == "changed" and change["note"] == "probe failed before and after"
     worse = run_cli("diff", "--json", fine, timeout)
     assert worse.status == 1 and worse.json()["regressions"] == 1
+
+
+def test_a_container_veth_going_away_is_not_a_regression(tmp_path):
+    """A docker host restarts its containers during the window: each host-side veth goes and
+    a new one with a random name comes. That is churn, not a NIC that failed to come back."""
+    def add_veth(root):
+        nic = root / "sys/devices/virtual/net/veth3f2a9c1"
+        shutil.copytree(root / "sys/devices/virtual/net/lo", nic, symlinks=True)
+        (nic / "operstate").write_text("up\n")
+        (nic / "type").write_text("1\n")                    # ARPHRD_ETHER, not loopback
+        (root / "sys/class/net/veth3f2a9c1").symlink_to("../../devices/virtual/net/veth3f2a9c1")
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("xen-pv-guest"), root, symlinks=True)
+    add_veth(root)
+    before = _snapshot(root, tmp_path / "before.json")
+    import json
+    nic = next(n for n in json.loads(open(before).read())["report"]["sections"]["net"]["nics"]
+               if n["name"] == "veth3f2a9c1")
+    assert nic["kind"] == "virtual" and nic["operstate"] == "up", nic
+    (root / "sys/class/net/veth3f2a9c1").unlink()
+    after = _snapshot(root, tmp_path / "after.json")
+    res = run_cli("diff", "--json", before, after)
+    assert res.status == 0, res.out
+    [gone] = [c for c in res.json()["changes"] if c["path"] == "net.nics[name=veth3f2a9c1]"]
+    assert gone["kind"] == "removed" and not gone["regression"]
