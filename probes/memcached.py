@@ -12,6 +12,7 @@ The connection ramp lives in mc_ramp.py.
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import time
 from array import array
@@ -37,6 +38,12 @@ DEFER_MAX_VALUES = 2_000_000   # 16 MB of raw latencies at most before they are 
 # before the deadline is watched: -e 10000000 used to mean 10 M keys, 3.5 GB and 30 s.
 DEFAULT_MAX_KEYS = 100_000     # the default key count (the execute number) stops here
 MAX_KEY_COUNT = 1_000_000      # --key-count beyond this is refused (~350 MB)
+
+
+def max_workers() -> int:
+    """Load processes beyond the cores add no CPU, only ~37 MB each (a Python interpreter):
+    --workers 4096 would have started 4096 of them on the host."""
+    return max(2, os.cpu_count() or 1)
 
 
 class ProbeError(Exception):
@@ -90,6 +97,9 @@ class MemcachedLoad:
                              "memory)")
         if not 1 <= self.workers <= self.concurrency:
             raise ProbeError("workers must be within 1..concurrency")
+        if self.workers > max_workers():
+            raise ProbeError(f"--workers {self.workers}: at most {max_workers()} on this host "
+                             f"(one load process per core, {os.cpu_count()} cores)")
         if self.deadline_s <= 0 or self.request_timeout_s <= 0 or self.connect_timeout_s <= 0:
             raise ProbeError("timeouts and deadline must be positive")
 

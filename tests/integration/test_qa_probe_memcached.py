@@ -151,3 +151,18 @@ def test_key_count_beyond_the_bound_is_a_usage_error(memcached):
         r = run_cli("probe", "memcached", "--key-count", "2000000", "-c", "1", *extra,
                     server.address)
         assert r.status == 2 and "key count must be within 1..1000000" in r.err, r.err
+
+
+def test_workers_are_bounded_by_the_cores(memcached):
+    # each worker is a Python process (~37 MB): --workers 40 -c 40 started 40 of them
+    # (1.5 GB) on a 2-core host; --workers 4096 would have started 4096
+    import os
+    server = memcached()
+    before = server.stats()["total_connections"]
+    n = max(2, os.cpu_count() or 1) + 1
+    r = run_cli("probe", "memcached", "-c", str(n), "--workers", str(n), "--duration", "0.3",
+                *SMALL, server.address)
+    assert r.status == 2, r.out
+    assert f"--workers {n}: at most {n - 1} on this host" in r.err
+    # nothing was started: only the stats connection of this test itself
+    assert server.stats()["total_connections"] == before + 1
