@@ -74,7 +74,7 @@ def format_block(r: Rates, show_idle: bool = False, width: int | None = None) ->
     lines += _cpu_lines(r)
     lines += _disk_lines(r, show_idle, width)
     lines += _nic_lines(r, width)
-    lines += _dstate_lines(r)
+    lines += _dstate_lines(r, width)
     lines += _io_lines(r)
     for f in r.findings:
         lines += _wrap(f"{f.level.label.upper()} {f.subject}: {f.message}", width)
@@ -169,7 +169,7 @@ def _sum(a, b):
     return a + b if known(a) and known(b) else (a if known(a) else b)
 
 
-def _dstate_lines(r: Rates) -> list[str]:
+def _dstate_lines(r: Rates, width: int | None = None) -> list[str]:
     if not known(r.dstate):
         return [_unknown_line("D state", r.dstate)]
     if not r.dstate:
@@ -180,7 +180,10 @@ def _dstate_lines(r: Rates) -> list[str]:
         # one sample (a capture) cannot tell how long: only that it was in D then
         secs = "      -" if r.since_boot else f"{d.seconds:7.1f}"
         comm = d.comm if d.tgid == d.pid else f"{d.comm} (thread of {d.tgid})"
-        out.append(f"         {d.pid:>7}  {secs}  {comm:<16} {wchan}")
+        row = f"         {d.pid:>7}  {secs}  {comm:<16} {wchan}"
+        if width and len(row) > width:     # a thread's name and a long wchan: wchan below
+            row = f"         {d.pid:>7}  {secs}  {comm}\n{'':{27}}wchan {wchan}"
+        out.append(row)
     return out
 
 

@@ -25,6 +25,9 @@ def _root(tmp_path):
     stats[0] = " ".join(sda)
     stats.append("259 12 nvme10n1p12 5 0 40 1 0 0 0 0 0 1 1 0 0 0 0 0 0")
     (root / "proc/diskstats").write_text("\n".join(stats) + "\n")
+    # a thread of a multi-threaded process stuck under a long kernel function name
+    task = root / "proc/18833/task/18901"
+    (task / "wchan").write_text("jbd2_log_wait_commit_and_more_of_a_long_name")
     return root
 
 
@@ -39,6 +42,8 @@ def test_every_line_fits_80_columns(tmp_path):
     sda = next(line for line in lines if line.startswith("sda "))
     wkb = sda.split()[4]                                         # wkB/s, fewer decimals
     assert len(wkb) < len("987654.32") and abs(float(wkb) - 987654.32) < 1, sda
+    assert any(line.strip() == "wchan jbd2_log_wait_commit_and_more_of_a_long_name"
+               for line in lines), res.stdout                   # wchan below, not cut
     part = next(line for line in lines if line.strip().startswith("nvme10n1p12"))
     assert len(part.split()) == 9, part                          # name and 8 columns
     # the capture's note is wrapped, not cut
