@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 
@@ -27,8 +28,8 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         line = f"{self.prog}: {message} (see {self.prog} --help)"
-        if self.monitoring_plugin:
-            print(f"INSPECTOR UNKNOWN - {line}")
+        if self.monitoring_plugin:   # '|' starts perfdata for Nagios: not in our text
+            print(f"INSPECTOR UNKNOWN - {line}".replace("|", "/"))
             self.exit(3)
         self.exit(2, line + "\n")
 
@@ -84,6 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("inspector: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        # a bug of ours must not read as a verdict: exit 1 means "regressions" to diff and
+        # WARNING to Nagios; 2 (3 for check) says the command itself failed
+        line = f"internal error: {type(exc).__name__}: {exc}"
+        if os.environ.get("INSPECTOR_DEBUG"):
+            raise
+        if parser.monitoring_plugin:
+            print(f"INSPECTOR UNKNOWN - {line}".replace("|", "/"))
+            return 3
+        print(f"inspector: {line} (INSPECTOR_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

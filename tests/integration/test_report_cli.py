@@ -106,3 +106,25 @@ def test_report_does_not_import_the_probes():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_a_bug_of_ours_is_a_failure_not_a_verdict(monkeypatch):
+    """An unexpected exception exits 2 with one line (3 and an UNKNOWN line for check): exit 1
+    would read as "regressions" to diff and WARNING to Nagios."""
+    import inspector.commands.check as check_cmd
+    import inspector.commands.diff as diff_cmd
+
+    def broken(args):
+        raise KeyError("schema|field")
+    monkeypatch.setattr(diff_cmd, "run", broken)
+    monkeypatch.setattr(check_cmd, "run", broken)
+    res = run_cli("diff", "a.json", "b.json")
+    assert res.status == 2 and res.out == ""
+    assert res.err.strip().splitlines() == [
+        "inspector: internal error: KeyError: 'schema|field' (INSPECTOR_DEBUG=1 shows the traceback)"]
+    res = run_cli("check")
+    assert res.status == 3
+    assert res.out == "INSPECTOR UNKNOWN - internal error: KeyError: 'schema/field'\n"
+    monkeypatch.setenv("INSPECTOR_DEBUG", "1")
+    with pytest.raises(KeyError):
+        run_cli("diff", "a.json", "b.json")
