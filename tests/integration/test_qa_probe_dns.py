@@ -89,3 +89,37 @@ def test_failover_finding_reads_hang_when_the_next_server_hangs_glibc():
     text = failover[0]["message"]
     assert "take hangs" not in text
     assert "would make lookups hang (no timeout on glibc's TCP path)" in text
+
+
+def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
+    # getaddrinfo against a silent server takes glibc's whole failover (5 s here, up to the
+    # 60 s bound): Ctrl-C used to wait for it. A private mount namespace gives this run its own
+    # /etc/resolv.conf.
+    from conftest import require_root
+    require_root()
+    silent = Responder("127.45.67.89", 53, "silent")
+    conf = tmp_path / "resolv.conf"
+    conf.write_text("nameserver 127.45.67.89\noptions timeout:5 attempts:1\n")
+    try:
+        cmd = (f"mount --bind {conf} /etc/resolv.conf && exec {inspector_bin()} probe dns "
+               "example.com --timeout 0.5 --measure-getaddrinfo --json")
+        proc = subprocess.Popen(["unshare", "-m", "sh", "-c", cmd], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(2.5)          # start-up and the 0.5 s round are over: getaddrinfo is waiting
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        took = time.monotonic() - sent
+    finally:
+        silent.close()
+    assert proc.returncode == 130, err
+    assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
+    measured = json.loads(out)["getaddrinfo"]
+    assert measured["seconds"] is None
+    assert measured["result"].startswith("interrupted after ")
