@@ -161,10 +161,15 @@ class HostRoot:
         try:
             # os.open/os.read: a third cheaper than a file object, which the live samplers
             # (hundreds of small /proc reads per sample) feel; the path by concatenation, as
-            # os.path.join costs a tenth of a multipath root's discovery
-            fd = os.open(self._prefix + rel if rel else self.path, os.O_RDONLY | os.O_CLOEXEC)
+            # os.path.join costs a tenth of a multipath root's discovery. O_NONBLOCK: a FIFO
+            # in a tree given to --root must not block the open or the read (regular, proc
+            # and sysfs files ignore the flag)
+            fd = os.open(self._prefix + rel if rel else self.path,
+                         os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
             try:
                 data = os.read(fd, limit)
+                if not data and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    raise Unavailable("a FIFO, not a file")
             finally:
                 os.close(fd)
         except OSError as exc:

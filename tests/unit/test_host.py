@@ -98,3 +98,16 @@ def test_recorded_readlink_through_a_link_is_stored_at_its_real_path(tmp_path):
     with tarfile.open(out) as tar:
         tar.extractall(tmp_path / "x", filter="data")
     assert os.readlink(tmp_path / "x/sys/block/dm-0") == "../devices/virtual/block/dm-0"
+
+
+def test_a_fifo_in_a_tree_is_unknown_not_a_hang(tmp_path):
+    """A FIFO planted where a file should be (`--root` on a crafted or damaged tree) must
+    not block the open or the read: it is unknown with a reason, at once."""
+    import time
+    (tmp_path / "proc").mkdir()
+    os.mkfifo(tmp_path / "proc" / "mdstat")
+    root = HostRoot(str(tmp_path))
+    start = time.monotonic()
+    value = root.try_text("proc/mdstat")
+    assert time.monotonic() - start < 1
+    assert isinstance(value, Unknown) and "FIFO" in value.reason
