@@ -12,6 +12,8 @@ Thresholds (see design/research/storage.md):
 - NVMe: CRIT any critical-warning bit or available spare at/below threshold, controller dead
   or being deleted; WARN percent used >= 90, media errors > 0, controller resetting/connecting.
   Level unknown (no finding) when no tool gave the SMART log.
+- hio/fio: UNKNOWN when the tool's output carries no verdict (no Health/Event log line, no media
+  status or reserves): output cut short must not read as healthy.
 - SATA/SAS: CRIT SMART overall status failed or exit-status bits 3, 4, 7; WARN bits 5, 6,
   attributes 5/187/197/198 raw > 0, 199 (CRC: cabling), grown defects > 0, temperature >= 60 C.
 Each finding's evidence is the output line or JSON field it came from.
@@ -62,12 +64,15 @@ def device_findings(name: str, health: Any) -> list[Finding]:
     return []
 
 
+_SEVERITY = {Level.OK: 0, Level.WARN: 1, Level.UNKNOWN: 2, Level.CRIT: 3}
+
+
 def worst_level(name: str, health: Any) -> Level:
     """The device's worst finding; UNKNOWN when nothing was found only because nothing could
     be read (an NVMe drive whose SMART log no tool could give: "OK" would be a guess)."""
     findings = device_findings(name, health)
-    if findings:
-        return max(f.level for f in findings)
+    if findings:   # as the findings table ranks them: a crit is never hidden by an unknown
+        return max((f.level for f in findings), key=_SEVERITY.__getitem__)
     if isinstance(health, NvmeHealth) and not known(health.critical_warning):
         return Level.UNKNOWN
     return Level.OK
@@ -101,6 +106,13 @@ def _ev(health: Any, *keys: str) -> list[str]:
 # ------------------------------------------------------------------ hio
 def hio_findings(name: str, h: HioHealth) -> list[Finding]:
     out: list[Finding] = []
+    if not known(h.health) and not known(h.event_log):
+        # Health and Event log are hio_info's last lines: output cut short loses the verdict,
+        # and the rest (serial, size) must not read as "OK"
+        out.append(Finding(Level.UNKNOWN, name, "hio_info gave no Health or Event log line: "
+                           "the card's own verdict is unknown", [f"{h.source}: {h.health}"],
+                           f"run hio_info -d /dev/{name} by hand; output cut short can mean a "
+                           "stuck card or driver (check dmesg)", "hio.health_unknown"))
     for attr, label, code in (("health", "Health", "hio.health"),
                               ("event_log", "Event log", "hio.event_log"),
                               ("battery_status", "Battery status", "hio.battery")):
@@ -153,6 +165,12 @@ def _fio_rules(subject: str, c: FioHealth) -> list[Finding]:
     elif c.state == "detached":
         out.append(Finding(Level.WARN, subject, "card detached (no block device)", _ev(c, "state"),
                            "attach it with fio-attach if it should be in use", "fio.detached"))
+    if (c.state not in ("failed", "detached") and not c.offline and not c.read_only
+            and not known(c.media_status) and not known(c.reserves_pct)):
+        out.append(Finding(Level.UNKNOWN, subject, "fio-status shows no media status or "
+                           "reserves: the card's health is unknown", _ev(c, "state"),
+                           "run fio-status -a by hand; output cut short can mean a stuck card "
+                           "or driver (check dmesg)", "fio.health_unknown"))
     media = c.media_status.lower() if known(c.media_status) else ""
     if c.read_only or "read-only" in media:
         out.append(Finding(Level.CRIT, subject, "card in READ-ONLY mode: all writes fail",
