@@ -328,6 +328,7 @@ class Engine:
         self.countdown = CLOCK_EVERY
         self.stopping = False
         self.closing = False
+        self._dead_at_close = 0
         self.done = asyncio.Event()
         # Writes of the next requests are queued while replies are handled, and written
         # together once this loop iteration's I/O callbacks are done. Each write wakes a server
@@ -420,6 +421,8 @@ class Engine:
 
     def close(self) -> None:
         """Drop every connection at once (in-flight requests are abandoned)."""
+        if not self.closing:     # our own close is no failure: dead_count stays as it was
+            self._dead_at_close = self.dead_count()
         self.stopping = True
         self.closing = True
         for conn in self.conns:
@@ -432,6 +435,10 @@ class Engine:
         return len(self.conns)
 
     def dead_count(self) -> int:
+        """Connections that failed (turned away, closed by the server, timed out); once
+        close() has dropped them all, the count from just before it."""
+        if self.closing:
+            return self._dead_at_close
         return sum(1 for c in self.conns if c.dead)
 
     def in_flight(self) -> int:
