@@ -741,8 +741,11 @@ class IoRamp:
         self.steps: list[RampStep] = []
         self.current: IoLatencyProbe | None = None
         self.result: RampResult | None = None
+        self._stopped = False
 
     def stop(self) -> None:
+        """End the ramp: the current step stops after its requests in flight, no next step."""
+        self._stopped = True
         if self.current:
             self.current.stop()
 
@@ -753,6 +756,9 @@ class IoRamp:
         error, interrupted = None, False
         try:
             for jobs in self.jobs:
+                if self._stopped:
+                    interrupted = True
+                    break
                 cfg = replace(self.cfg, jobs=jobs, count=None, deadline=self.step_seconds)
                 self.current = IoLatencyProbe(self.target, cfg)
                 try:
@@ -770,4 +776,4 @@ class IoRamp:
             interrupted = True
             raise
         finally:
-            self.result = summarize_ramp(self.steps, error, interrupted)
+            self.result = summarize_ramp(self.steps, error, interrupted or self._stopped)

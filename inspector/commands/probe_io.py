@@ -9,8 +9,9 @@ Exit status (like ioping): 0 done, 1 usage error in the values given to probe io
 option is rejected by the main parser with 2), 2 target could not be prepared (missing,
 permission denied, refused write) or the request size does not fit it (zero or negative,
 larger than the target, not a multiple of the device's logical block size with O_DIRECT),
-3 a request failed mid-run (partial results printed), 130 interrupted by Ctrl-C (partial
-results printed).
+3 a request failed mid-run (partial results printed), 130 interrupted by Ctrl-C, 143 by
+SIGTERM, 129 by SIGHUP (partial results printed, like probe memcached: `timeout 5 inspector
+probe io ...` still gets its figures).
 
 With several workers (-j) the summary is the merge of the workers' figures: requests and busy
 time summed, histograms added (percentiles of the merge), IOPS summed; "completed in" is the
@@ -139,15 +140,37 @@ def run(args: argparse.Namespace) -> int:
         target.close()
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
 async def _drive(probe, out: "_Printer") -> bool:
-    """Consume the samples; True when interrupted (Ctrl-C cancels asyncio.run's task)."""
+    """Consume the samples; True when interrupted (Ctrl-C cancels asyncio.run's task).
+    SIGTERM and SIGHUP stop the probe the same way (requests in flight finish, partial results
+    kept); out.signum records which, for the exit status."""
     import asyncio
+    import signal
+    loop = asyncio.get_running_loop()
+    installed = []
+
+    def on_signal(signum: int) -> None:
+        out.signum = out.signum or signum
+        probe.stop()
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name)
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
     try:
         async for sample in probe:
             out.sample(sample)
     except asyncio.CancelledError:
         return True
-    return False
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+    return bool(out.signum)
 
 
 class _Printer:
@@ -155,6 +178,7 @@ class _Printer:
         self.args, self.path, self.description, self.cfg = args, path, description, cfg
         self.request_no = 0
         self.samples: list[IoSample] = []
+        self.signum = 0                  # SIGTERM/SIGHUP that stopped the run, if any
 
     def sample(self, s: "IoSample") -> None:
         from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
@@ -197,6 +221,11 @@ class _Printer:
             print(f"inspector: {error} (partial results kept)", file=sys.stderr)
             return EXIT_RUNTIME
         if interrupted:
+            import signal
+            if self.signum:
+                print(f"inspector: stopped by {signal.Signals(self.signum).name} (partial "
+                      "results kept)", file=sys.stderr)
+                return 128 + self.signum
             print("inspector: interrupted (partial results kept)", file=sys.stderr)
             return EXIT_INTERRUPTED
         return EXIT_OK
