@@ -2,7 +2,8 @@
 predicted (and measured with --measure-getaddrinfo).
 
 Exit status: 0 all servers answered, 1 a server is down or misbehaving (findings), 2 usage or
-input error, 130 interrupted (partial results printed)."""
+input error, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (partial results
+printed)."""
 from __future__ import annotations
 
 import argparse
@@ -103,6 +104,9 @@ def _uses_musl(root) -> bool:
     return any(n.startswith("ld-musl-") for n in root.try_listdir("lib"))
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def run(args: argparse.Namespace) -> int:
     from inspector.probes.dns_failover import DnsFailoverProbe
     settings, notes = settings_from_args(args)
@@ -114,10 +118,11 @@ def run(args: argparse.Namespace) -> int:
         # the task and then waiting in asyncio's executor shutdown for the slowest server
         loop = asyncio.get_running_loop()
 
-        def on_sigint() -> None:
-            stopped.append(signal.SIGINT)
+        def on_signal(signum: int) -> None:
+            stopped.append(signum)
             probe.stop()
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, on_signal, signum)
         try:
             async for sample in probe.samples():
                 if not args.json and settings.count > 1:
@@ -125,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
                     print(f"round {sample.round + 1} {sample.server:<22} {sample.kind:<13} {lat}",
                           flush=True)
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
+            for signum in STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
 
     try:
         asyncio.run(drive())
@@ -135,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     interrupted = bool(stopped)
     if probe._rounds == 0:
         eprint("inspector: interrupted before any server answered")
-        return 130
+        return 128 + (stopped[0] if stopped else signal.SIGINT)
     result = probe.result()
     if args.json:
         doc = to_jsonable(result)
@@ -145,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_human(result, notes, settings)
     if interrupted:
-        return 130
+        return 128 + stopped[0]
     # what-ifs about the configuration are findings, but no server misbehaves: status 0
     config_only = {"dns.failover_delay", "dns.single_server"}
     return 1 if any(f.level >= Level.WARN for f in result.findings if f.code not in config_only) else 0

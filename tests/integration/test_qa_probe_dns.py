@@ -123,3 +123,24 @@ def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
     measured = json.loads(out)["getaddrinfo"]
     assert measured["seconds"] is None
     assert measured["result"].startswith("interrupted after ")
+
+
+def test_sigterm_stops_like_ctrl_c_with_its_own_status(servers):
+    # SIGTERM killed the probe with nothing printed while a silent server was being waited for
+    silent, ok = servers
+    proc = subprocess.Popen([inspector_bin(), "probe", "dns", "example.com", "--server",
+                             silent.server, "--server", ok.server, "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert time.monotonic() - sent < 1.0
+    doc = json.loads(out)
+    assert [s["interrupted"] for s in doc["servers"]] == [True, False]
