@@ -73,7 +73,7 @@ def host_identity(root: HostRoot) -> HostIdentity:
     machine = uname["machine"] if known(uname) else Unknown("uname not recorded")
     collected = root.fact("time", "collected_at", time.time)
     return HostIdentity(hostname=hostname, kernel=kernel, machine=machine, source=root.label,
-                        collected_at=collected if known(collected) else 0.0)
+                        collected_at=float(collected) if type(collected) in (int, float) else 0.0)
 
 
 def build_report(root: HostRoot, sections: list[str] | None = None,

@@ -82,9 +82,20 @@ class CommandResult:
 
     @classmethod
     def from_json(cls, d: dict) -> "CommandResult":
-        return cls(argv=list(d.get("argv", [])), returncode=d.get("returncode"),
-                   stdout=d.get("stdout", ""), stderr=d.get("stderr", ""), error=d.get("error"),
-                   duration=float(d.get("duration", 0.0)))
+        """From a recording; a capture is foreign input: a field of the wrong type raises
+        ValueError rather than travel on into a parser."""
+        if not isinstance(d, dict):
+            raise ValueError("not an object")
+        returncode, error = d.get("returncode"), d.get("error")
+        stdout, stderr = d.get("stdout", ""), d.get("stderr", "")
+        if (not isinstance(stdout, str) or not isinstance(stderr, str)
+                or not (returncode is None or type(returncode) is int)
+                or not (error is None or isinstance(error, str))):
+            raise ValueError("field of the wrong type")
+        argv = d.get("argv", [])
+        return cls(argv=[str(a) for a in argv] if isinstance(argv, list) else [],
+                   returncode=returncode, stdout=stdout, stderr=stderr, error=error,
+                   duration=float(d.get("duration", 0.0) or 0.0))
 
 
 @dataclass
@@ -284,21 +295,33 @@ class HostRoot:
         value = self.fact("command", key, produce)
         if isinstance(value, Unknown):
             return CommandResult(argv=list(argv), error=value.reason)
-        return CommandResult.from_json(value)
+        try:
+            return CommandResult.from_json(value)
+        except (TypeError, ValueError, AttributeError):
+            return CommandResult(argv=list(argv), error="malformed recording in capture")
 
     def environ(self, name: str) -> str | None:
         value = self.fact("env", name, lambda: os.environ.get(name))
-        return None if isinstance(value, Unknown) else value
+        return value if isinstance(value, str) else None
 
     def uname(self) -> dict | Unknown:
         def produce() -> dict:
             u = os.uname()
             return {"sysname": u.sysname, "nodename": u.nodename, "release": u.release,
                     "version": u.version, "machine": u.machine}
-        return self.fact("uname", "uname", produce)
+        value = self.fact("uname", "uname", produce)
+        if isinstance(value, Unknown):
+            return value
+        if (not isinstance(value, dict)
+                or not all(isinstance(value.get(k), str) for k in ("nodename", "release", "machine"))):
+            return Unknown("malformed uname in capture")
+        return value
 
     def uid(self) -> int | Unknown:
-        return self.fact("uid", "uid", os.geteuid)
+        value = self.fact("uid", "uid", os.geteuid)
+        if isinstance(value, Unknown) or type(value) is int:
+            return value
+        return Unknown("malformed uid in capture")
 
     # ----------------------------------------------------------------- sidecar
     def _load_sidecar(self) -> None:

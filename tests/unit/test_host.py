@@ -111,3 +111,28 @@ def test_a_fifo_in_a_tree_is_unknown_not_a_hang(tmp_path):
     value = root.try_text("proc/mdstat")
     assert time.monotonic() - start < 1
     assert isinstance(value, Unknown) and "FIFO" in value.reason
+
+
+def test_malformed_recordings_in_a_capture_are_unknown(tmp_path):
+    """A capture is foreign input: a uname without its release, a command recorded as a
+    string, a non-string stdout, an environment value that is a list — each is unknown for
+    what needs it, and the report is still built."""
+    import json
+    from inspector.collect import build_report
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "inspector-sidecar.json").write_text(json.dumps({"facts": {
+        "uname": {"uname": {"nodename": "h1", "machine": "x86_64"}},
+        "command": {"hio_info -d /dev/hioa": "garbage",
+                    "ethtool -k eth0": {"argv": ["ethtool"], "returncode": 0, "stdout": 12}},
+        "env": {"RES_OPTIONS": ["timeout:1"]},
+        "uid": {"uid": "root"},
+        "time": {"collected_at": "yesterday"}}}))
+    root = HostRoot(str(tmp_path))
+    assert isinstance(root.uname(), Unknown) and "malformed" in root.uname().reason
+    assert root.run(["hio_info", "-d", "/dev/hioa"]).error == "malformed recording in capture"
+    assert root.run(["ethtool", "-k", "eth0"]).error == "malformed recording in capture"
+    assert root.environ("RES_OPTIONS") is None
+    assert isinstance(root.uid(), Unknown)
+    report = build_report(root, timeout=10)
+    assert report.host.collected_at == 0.0          # "yesterday" is no time
+    assert set(report.sections) >= {"storage", "net", "dns", "cpu", "virt"}
