@@ -27,7 +27,13 @@ def render_section(name: str, section: object) -> RenderableType:
 
 def render_report(report: Report, console: Console) -> None:
     console.print(render_header(report))
-    console.print(render_findings(report.findings))
+    if not report.findings and set(report.sections) != set(SECTION_TITLES):
+        # `--section cpu` with nothing wrong says nothing about storage or the network
+        names = ", ".join(SECTION_TITLES.get(n, n) for n in report.sections)
+        console.print(Text(f"No findings in the sections read ({names}); the others were "
+                           "not checked.", style="green"))
+    else:
+        console.print(render_findings(report.findings))
     for name, section in report.sections.items():
         console.print(Panel(render_section(name, section), title=SECTION_TITLES.get(name, name),
                             title_align="left", border_style="blue"))
@@ -53,7 +59,23 @@ def render_header(report: Report) -> RenderableType:
                   if any(not c.startswith("0 ") for c in counts) else " · no findings")
     if host.source == "live":
         return Group(first, second)
-    return Group(first, second, Text(f"source: {host.source}", style="dim", overflow="fold"))
+    return Group(first, second, Text(f"source: {host.source}" + _captured(host.collected_at),
+                                     style="dim", overflow="fold"))
+
+
+def _captured(collected_at: float) -> str:
+    """When the capture was taken, in UTC and in age: a days-old capture reads differently."""
+    if not collected_at:
+        return " · capture time not recorded"
+    import time
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(collected_at))
+    age = time.time() - collected_at
+    if age < 0:
+        return f" · captured {stamp}"
+    for unit, seconds in (("d", 86400), ("h", 3600), ("min", 60)):
+        if age >= seconds:
+            return f" · captured {stamp} ({age / seconds:.0f} {unit} ago)"
+    return f" · captured {stamp} (just now)"
 
 
 def _known_or(value: object, fallback: str) -> str:

@@ -128,3 +128,19 @@ def test_a_bug_of_ours_is_a_failure_not_a_verdict(monkeypatch):
     monkeypatch.setenv("INSPECTOR_DEBUG", "1")
     with pytest.raises(KeyError):
         run_cli("diff", "a.json", "b.json")
+
+
+def test_capture_header_says_when_and_a_partial_report_says_what_it_checked(tmp_path):
+    out = tmp_path / "c.tar.gz"
+    assert run_bin("capture", "-o", str(out)).returncode == 0
+    res = run_bin("report", "--root", str(out), "--section", "cpu")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert re.search(r"source: .*c\.tar\.gz · captured \d{4}-\d\d-\d\d \d\d:\d\d UTC "
+                     r"\((just now|\d+ min ago)\)", res.stdout), lines[:4]
+    if "No findings" in res.stdout:   # this machine's CPU may have findings of its own
+        assert "No findings in the sections read (CPU and power); the others were not checked." \
+            in res.stdout
+        assert "nothing wrong detected" not in res.stdout
+    plain = run_bin("report", "--root", str(fixture_root("virt-02-kvm-qemu")))
+    assert "capture time not recorded" in plain.stdout
