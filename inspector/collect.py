@@ -98,6 +98,12 @@ def build_report(root: HostRoot, sections: list[str] | None = None,
         if name not in results:
             results[name] = Unknown(f"timed out after {timeout:g} s")
             timings[name] = timeout
+    if not root.live:   # what the capture could not collect on its host stays not collected
+        incomplete = root.fact("capture", "incomplete", dict)
+        if isinstance(incomplete, dict):
+            for name in names:
+                if isinstance(incomplete.get(name), str):
+                    results[name] = Unknown(f"not collected when captured: {incomplete[name]}")
     report = Report(host=host_identity(root), sections={n: results[n] for n in names},
                     timings={n: round(timings[n], 6) for n in names})
     rule_start = time.perf_counter()

@@ -28,11 +28,14 @@ def capture_live(out_path: str, timeout: float = 15.0) -> dict:
         capture_sample(root)
     except ImportError:
         pass
-    info = write_capture(root, out_path)
     # a section that timed out or failed here is missing from the capture too: the person who
-    # ships it must know now, not when someone replays it
-    info["incomplete"] = {name: section.reason for name, section in report.sections.items()
-                          if isinstance(section, Unknown)}
+    # ships it must know now, and a replay must say so (not show the files read before the
+    # hang as if they were the whole story)
+    incomplete = {name: section.reason for name, section in report.sections.items()
+                  if isinstance(section, Unknown)}
+    root.fact("capture", "incomplete", lambda: incomplete)
+    info = write_capture(root, out_path)
+    info["incomplete"] = incomplete
     return info
 
 

@@ -144,3 +144,30 @@ def test_capture_header_says_when_and_a_partial_report_says_what_it_checked(tmp_
         assert "nothing wrong detected" not in res.stdout
     plain = run_bin("report", "--root", str(fixture_root("virt-02-kvm-qemu")))
     assert "capture time not recorded" in plain.stdout
+
+
+def test_a_section_lost_at_capture_time_is_not_collected_on_replay(tmp_path, monkeypatch):
+    """The storage collector hung while capturing: the replay must say storage was not
+    collected (as the live report did), not show the files read before the hang as the
+    whole story."""
+    import inspector.collect as collect
+    from inspector.commands.capture import capture_live
+    from inspector.capture import open_root
+    from inspector.model import Unknown
+    real = collect.collect_section
+
+    def storage_hangs(root, name, timeout):
+        if name == "storage":
+            return Unknown("timed out after 15 s"), 15.0
+        return real(root, name, timeout)
+    monkeypatch.setattr(collect, "collect_section", storage_hangs)
+    info = capture_live(str(tmp_path / "c.tar.gz"))
+    assert info["incomplete"] == {"storage": "timed out after 15 s"}
+    monkeypatch.undo()
+    replay = collect.build_report(open_root(str(tmp_path / "c.tar.gz")))
+    storage = replay.sections["storage"]
+    assert isinstance(storage, Unknown)
+    assert storage.reason == "not collected when captured: timed out after 15 s"
+    lost = [f for f in replay.findings if f.code == "storage.not_collected"]
+    assert len(lost) == 1 and "D state" in lost[0].advice
+    assert not isinstance(replay.sections["net"], Unknown)    # the rest replays as it was
