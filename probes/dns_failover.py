@@ -20,6 +20,7 @@ import asyncio
 import socket
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -31,6 +32,9 @@ from inspector.probes.dns_predict import (MUSL_NOTE, RESOLVED_NOTE, Prediction, 
 from inspector.probes.dns_query import ServerResult, query_server
 
 MAX_ROUNDS = 10_000
+# what a server did in a round that costs a lookup time or an answer
+BAD_KINDS = {"timeout", "refused", "unreachable", "servfail", "rcode-refused", "notimp", "lame",
+             "a-only", "partial", "error"}
 MAX_TIMEOUT_S = 30.0
 
 
@@ -229,6 +233,24 @@ class DnsFailoverProbe:
                 out.append(Finding(Level.CRIT, r.server, f"nameserver {r.server} truncates and "
                                    f"its TCP fails ({r.tcp_kind}): glibc has no TCP timeout",
                                    [r.detail], code="dns.tcp_broken"))
+        # With several rounds, the last one is not the whole story: a server that failed in an
+        # earlier round but answers now is intermittent (lookups pay its timeout now and then)
+        if self._rounds > 1:
+            for r in self._last[:3]:
+                kinds = self._history.get(r.server, [])
+                bad = [(i, k) for i, k in enumerate(kinds) if k in BAD_KINDS]
+                if not bad or r.kind in BAD_KINDS or r.kind == "truncated":
+                    continue
+                tally = Counter(k for _, k in bad)
+                out.append(Finding(
+                    Level.WARN, r.server,
+                    f"nameserver {r.server} {r.kind} now but failed in {len(bad)} of "
+                    f"{len(kinds)} rounds (" + ", ".join(f"{k} x{n}" for k, n in
+                                                         tally.most_common()) + ")",
+                    [f"round {i + 1}: {k}" for i, k in bad][:6],
+                    "an intermittent server costs lookups its failover delay whenever it "
+                    "fails: keep watching it (--count) and fix or remove it",
+                    code="dns.intermittent"))
         # Only when the configuration itself has one server: `--server X` probes one of many.
         if whatifs and len(self._last) == 1 and len(self.s.resolver.used_nameservers) <= 1:
             lost = whatifs[0].blackholed

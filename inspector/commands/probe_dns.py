@@ -165,7 +165,8 @@ def print_human(result: "DnsProbeResult", notes: list[str], settings: "DnsProbeS
     console = Console()
     console.print(Text.assemble(("DNS probe ", "bold"), f"{result.name} "
                                 f"({'+'.join(settings.rdtypes)}), options: {' '.join(result.options)}"))
-    table = Table(show_edge=False, title="servers (as glibc queries them)", title_justify="left")
+    title = "servers (as glibc queries them)" + (", last round" if result.rounds > 1 else "")
+    table = Table(show_edge=False, title=title, title_justify="left")
     for col in ("#", "server", "state", "latency", "detail"):
         table.add_column(col, no_wrap=col != "detail")
     style = {"answered": "green", "timeout": "bold red", "refused": "red", "a-only": "yellow",
@@ -175,6 +176,17 @@ def print_human(result: "DnsProbeResult", notes: list[str], settings: "DnsProbeS
         idx = str(i + 1) if i < 3 else "ignored"
         table.add_row(idx, r.server, Text(r.kind, style=style.get(r.kind, "yellow")), lat, r.detail)
     console.print(table)
+    if result.rounds > 1:        # the table is the last round: say how every round went
+        from collections import Counter
+        rounds = Table(show_edge=False, title=f"every round ({result.rounds})",
+                       title_justify="left")
+        for col in ("server", "rounds"):
+            rounds.add_column(col, no_wrap=col == "server")
+        for server, kinds in result.history.items():
+            tally = Counter(kinds)
+            rounds.add_row(server, ", ".join(f"{k} {n}/{len(kinds)}"
+                                             for k, n in tally.most_common()))
+        console.print(rounds)
     pred = Table(show_edge=False, title="predicted lookup time (glibc)", title_justify="left")
     for col in ("case", "lookup"):
         pred.add_column(col)

@@ -144,3 +144,48 @@ def test_sigterm_stops_like_ctrl_c_with_its_own_status(servers):
     assert time.monotonic() - sent < 1.0
     doc = json.loads(out)
     assert [s["interrupted"] for s in doc["servers"]] == [True, False]
+
+
+def test_several_rounds_are_summed_up_not_only_the_last(servers):
+    # with --count the table showed the last round only: a server that timed out in 2 rounds
+    # of 3 and answered in the last read "answered"
+    silent, ok = servers
+    proc = subprocess.run([inspector_bin(), "probe", "dns", "example.com", "--server",
+                           silent.server, "--server", ok.server, "--count", "2", "--interval",
+                           "0", "--timeout", "0.3"], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "COLUMNS": "120"})
+    assert proc.returncode == 1, proc.stderr
+    assert "servers (as glibc queries them), last round" in proc.stdout
+    assert "every round (2)" in proc.stdout
+    rows = {line.split("│")[0].strip(): line.split("│")[1].strip()
+            for line in proc.stdout.splitlines() if line.count("│") == 1}
+    assert rows[silent.server] == "timeout 2/2" and rows[ok.server] == "answered 2/2", rows
+
+
+def test_a_server_that_failed_in_an_earlier_round_is_a_finding():
+    # the verdict was the last round alone: silent in round 1, answering in rounds 2-3 gave
+    # no finding at all (and exit 0)
+    import asyncio
+    from inspector.discover.resolver_conf import parse_resolv_conf
+    from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeSettings
+    flappy, steady = Responder("127.0.0.1", 0, "silent"), Responder("127.0.0.1", 0, "ok")
+    try:
+        probe = DnsFailoverProbe(DnsProbeSettings(
+            servers=[(flappy.address, flappy.port), (steady.address, steady.port)],
+            resolver=parse_resolv_conf("nameserver 127.0.0.1\n"), name="example.com",
+            timeout=0.3, count=3, interval=0))
+
+        async def run():
+            async for sample in probe.samples():
+                if sample.round == 0:
+                    flappy.mode = "ok"          # answers from round 2 on
+        asyncio.run(run())
+        result = probe.result()
+    finally:
+        flappy.close()
+        steady.close()
+    assert [r.kind for r in result.servers] == ["answered", "answered"]
+    found = [f for f in result.findings if f.code == "dns.intermittent"]
+    assert len(found) == 1 and found[0].subject == flappy.server
+    assert "failed in 1 of 3 rounds (timeout x1)" in found[0].message
+    assert found[0].evidence == ["round 1: timeout"]
