@@ -132,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict) -> int:
     report = build_report(root, sections, timeout=args.timeout)
-    findings = [f for f in report.findings
+    from inspector.render.findings import printable   # no escape sequences into a terminal
+    findings = [printable(f) for f in report.findings
                 if not any(fnmatch.fnmatch(f.code or "", pat) for pat in args.ignore)]
     data = perfdata(report, findings)
     status = 0

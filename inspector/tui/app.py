@@ -187,6 +187,11 @@ class InspectorApp(App):
         report, error = None, None
         try:
             report = run_bounded(lambda: self.collector(self.root), self.collect_timeout)
+            if report is not None:
+                # a device model or hostname carrying escape sequences (a hostile or broken
+                # capture) must not drive the operator's terminal: \xNN from here on
+                from inspector.render.findings import printable
+                report = printable(report)
         except CollectorTimeout as exc:
             error = f"discovery {exc}"
         except Exception as exc:

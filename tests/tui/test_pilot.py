@@ -285,3 +285,19 @@ async def test_run_row_shows_whole_figures_and_a_failed_run_says_why(tmp_path):
         # wrapped over the chart's lines, a long path broken where it must be
         assert shown.startswith("failed:") and "no such file" in shown
         assert "no-such-file" in shown.replace(" ", "")
+
+
+async def test_escape_sequences_in_host_strings_never_reach_the_terminal(tmp_path):
+    """A capture whose hostname carries an OSC title sequence (hostile or broken): the TUI
+    shows it as \\xNN text, the way `report` does."""
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("kvm-virtio-guest"), root, symlinks=True)
+    (root / "proc" / "sys" / "kernel" / "hostname").write_text("host\x1b]0;pwned\x07x\n")
+    app = InspectorApp(HostRoot(str(root)), sampler=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.report is not None)
+        await pilot.pause(0.2)
+        identity = text_of(app, "#identity")
+        assert "host\\x1b]0;pwned\\x07x" in identity and "\x1b" not in identity
+        assert "\x1b" not in str(app.report.host.hostname)

@@ -124,3 +124,22 @@ def test_check_usage_mistake_is_unknown_on_stdout(args):
     assert "--help" in res.out
     other = run_cli("report", *args)          # other commands keep argparse's usage status
     assert other.status == 2 and "INSPECTOR" not in other.out
+
+
+def test_check_output_carries_no_escape_sequences(tmp_path):
+    """A vendor tool's line quoted in a finding carries an escape sequence (a capture from a
+    broken or hostile host): check's text shows it as \\xNN, never raw."""
+    import json
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("flash-mixed"), root, symlinks=True)
+    sidecar = root / "inspector-sidecar.json"
+    doc = json.loads(sidecar.read_text())
+    commands = doc["facts"]["command"]
+    key = next(k for k in commands if k.startswith("hio_info") and "hioa" in k)
+    commands[key]["stdout"] = commands[key]["stdout"].replace(
+        "Battery status: warning", "Battery status: warning\x1b]0;pwned\x07")
+    sidecar.write_text(json.dumps(doc))
+    res = run_cli("check", "--root", str(root))
+    assert res.status == 2, res.out
+    assert "\x1b" not in res.out and "warning\\x1b]0;pwned\\x07" in res.out, res.out
