@@ -8,7 +8,11 @@ A log is a sequence of runs, each a `## <date>` line followed by what ioping pri
 - raw lines from -B or -p: 1.x has 10 integers (count sum_ns iops bps min_ns avg_ns max_ns mdev_ns
   total wall_ns); 0.x has 8 numbers with times in microseconds.
 Per-request lines ("4 KiB <<< ...", "4096 bytes from ...") are ignored. Dates carry a time zone
-(abbreviation or numeric offset); unknown abbreviations are reported and read as UTC.
+(abbreviation or numeric offset); unknown abbreviations are reported and read as UTC; a bare
+number is unix time (`date +%s`).
+`inspector probe io` prints ioping's block plus lines of its own (interval samples, the
+percentile line, "2 workers, O_DIRECT", one line per worker, "note: ..."): they are skipped, so
+a log of its runs imports like one of ioping's.
 A malformed block is reported with its line number and skipped; the rest is imported.
 """
 from __future__ import annotations
@@ -90,11 +94,18 @@ _MINMAX_0X = re.compile(
     rf"^min/avg/max/mdev\s*=\s*{_NUM}/{_NUM}/{_NUM}/{_NUM}\s*(ns|us|µs|ms|s)\s*$")
 _RAW = re.compile(r"^\d+(?:\.\d+)?(?:\s+\d+(?:\.\d+)?){7,9}\s*$")
 _PER_REQUEST = re.compile(r"(<<<|>>>|bytes (?:from|to) |request=\d+)")
+# inspector probe io's own lines around ioping's block
+_INSPECTOR_EXTRA = re.compile(
+    r"^(?:p50/p90/p99/p99\.9\s*=|worker \d+: |note: |\S.*?:(?: jobs=\d+)? t=\d+(?:\.\d+)? s "
+    r"|(?:\d+ workers, )?(?:\d+ reads, \d+ writes, )?(?:O_DIRECT|buffered)$)")
+_EPOCH = re.compile(r"^@?(\d{9,11}(?:\.\d+)?)$")
 
 
 def parse_date(text: str) -> tuple[float, int, str | None]:
     """`## ` date text -> (unix time, tz offset seconds, warning or None)."""
     text = text.strip()
+    if m := _EPOCH.match(text):       # date +%s: unix time, no zone needed
+        return float(m.group(1)), 0, None
     # ISO 8601 (date -Is / --rfc-3339)
     iso = text.replace(" ", "T", 1) if re.match(r"^\d{4}-\d{2}-\d{2} \d", text) else text
     try:
@@ -201,7 +212,7 @@ def _parse_block(header_line: int, date_text: str, lines: list[tuple[int, str]],
     saw_completed = saw_minmax = False
     for lineno, text in lines:
         s = text.strip()
-        if not s or _PER_REQUEST.search(s):
+        if not s or _PER_REQUEST.search(s) or _INSPECTOR_EXTRA.match(s):
             continue
         if m := _STATS_HEADER.match(s):
             run.target = m.group("target")
