@@ -24,12 +24,14 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import dns.exception
+
 from inspector.discover.resolver_conf import ResolverConfig
 from inspector.discover.resolver_delay import server_wait
 from inspector.model import Finding, Level
 from inspector.probes.dns_predict import (MUSL_NOTE, RESOLVED_NOTE, Prediction, ServerState,
                                           WhatIf, predict, what_ifs)
-from inspector.probes.dns_query import ServerResult, query_server
+from inspector.probes.dns_query import ServerResult, build_queries, query_server
 
 MAX_ROUNDS = 10_000
 # what a server did in a round that costs a lookup time or an answer
@@ -92,6 +94,10 @@ class DnsFailoverProbe:
     def __init__(self, settings: DnsProbeSettings):
         if not settings.servers:
             raise ValueError("no nameservers to probe")
+        try:       # a name no query can carry ("a..b", a label over 63 bytes): say so now,
+            build_queries(settings.name, settings.rdtypes)    # not from every query thread
+        except (dns.exception.DNSException, ValueError) as exc:
+            raise ValueError(f"invalid name {settings.name!r}: {exc}") from None
         settings.count = max(1, min(settings.count, MAX_ROUNDS))
         self.s = settings
         self._stop = threading.Event()

@@ -110,7 +110,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 def run(args: argparse.Namespace) -> int:
     from inspector.probes.dns_failover import DnsFailoverProbe
     settings, notes = settings_from_args(args)
-    probe = DnsFailoverProbe(settings)
+    try:
+        probe = DnsFailoverProbe(settings)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     stopped: list[int] = []
 
     async def drive() -> None:

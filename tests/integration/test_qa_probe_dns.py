@@ -189,3 +189,14 @@ def test_a_server_that_failed_in_an_earlier_round_is_a_finding():
     assert len(found) == 1 and found[0].subject == flappy.server
     assert "failed in 1 of 3 rounds (timeout x1)" in found[0].message
     assert found[0].evidence == ["round 1: timeout"]
+
+
+@pytest.mark.parametrize("name, why", [("a..b", "A DNS label is empty"),
+                                       ("a" * 70 + ".com", "A DNS label is > 63 octets long")])
+def test_a_name_no_query_can_carry_is_a_usage_error(name, why):
+    # it was "inspector: internal error: EmptyLabel: ..." from a query thread
+    r = subprocess.run([inspector_bin(), "probe", "dns", "--server", "127.0.0.1:9", name],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"inspector: invalid name {name!r}: {why}."
+    assert "internal error" not in r.stderr
