@@ -248,6 +248,21 @@ async def flush_all(host: str, port: int, timeout: float = 3.0) -> None:
     await _one_shot(host, port, b"flush_all\r\n", b"OK\r\n", timeout)
 
 
+class _SetRequests:
+    """The preload's set requests, encoded a window at a time: a list of them all would hold
+    every value at once (key count x value size: gigabytes past the workload's pre-encoding
+    budget)."""
+
+    def __init__(self, workload: Workload):
+        self.workload = workload
+
+    def __len__(self) -> int:
+        return self.workload.key_count
+
+    def __getitem__(self, window: slice) -> list[bytes]:
+        return [self.workload.set_request(i) for i in range(*window.indices(len(self)))]
+
+
 class _PreloadProtocol(asyncio.Protocol):
     """Pipelined sets in windows: the keys exist before a get or mix test (like memcslap)."""
 
@@ -302,11 +317,23 @@ class _PreloadProtocol(asyncio.Protocol):
         if not self.done.done():
             self.done.set_exception(ConnectionError(str(exc) if exc else "closed by server"))
 
+    def cancel(self) -> None:
+        """Stop now (Ctrl-C): what is stored so far stays counted."""
+        self.error = self.error or "stopped by the user"
+        if not self.done.done():
+            self.done.set_result(None)
+        if self.transport is not None:
+            self.transport.abort()
 
-async def preload_keys(host: str, port: int, workload: Workload, timeout: float) -> Preload:
+
+async def preload_keys(host: str, port: int, workload: Workload, timeout: float,
+                       bound_s: float | None = None, started=None) -> Preload:
+    """Store every key (pipelined). The wait is `timeout` plus 1 s per 5000 keys, at most
+    `bound_s` (what is left of the run's deadline); `started(proto)` lets a stop cancel it."""
     loop = asyncio.get_running_loop()
-    requests = [workload.set_request(i) for i in range(workload.key_count)]
-    proto = _PreloadProtocol(requests)
+    proto = _PreloadProtocol(_SetRequests(workload))
+    if started is not None:
+        started(proto)
     start = perf_counter_ns()
     try:
         transport, _ = await asyncio.wait_for(
@@ -314,10 +341,13 @@ async def preload_keys(host: str, port: int, workload: Workload, timeout: float)
     except (OSError, asyncio.TimeoutError) as exc:
         return Preload(workload.key_count, 0, 0, 0.0, f"preload connect: {exc or 'timed out'}")
     error = None
+    wait = timeout + workload.key_count / 5000
+    if bound_s is not None:
+        wait = max(0.1, min(wait, bound_s))
     try:
-        await asyncio.wait_for(proto.done, timeout + workload.key_count / 5000)
+        await asyncio.wait_for(proto.done, wait)
     except (OSError, asyncio.TimeoutError) as exc:
-        error = f"preload: {exc or 'timed out'}"
+        error = f"preload: {str(exc) or 'timed out'}"
     finally:
         transport.abort()
     return Preload(workload.key_count, proto.sent, proto.stored,
@@ -339,6 +369,7 @@ class MemcachedProbe:
         self._stop_requested = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._engine: Engine | None = None
+        self._preload: _PreloadProtocol | None = None
         self.total = {"set": LatencyRecorder(), "get": LatencyRecorder()}
         # raw latencies waiting to enter `total`: recorded after the load (or when the backlog
         # passes DEFER_MAX_VALUES), so the histogram's cost does not compete with the load
@@ -393,6 +424,8 @@ class MemcachedProbe:
 
     def _stop_now(self) -> None:
         self._stop_requested = True
+        if self._preload is not None:
+            self._preload.cancel()
         if self._engine is not None:
             self._engine.close()
         if self._wake is not None:
@@ -454,9 +487,13 @@ class MemcachedProbe:
                     state.flushed = True
                 except (OSError, asyncio.TimeoutError) as exc:
                     state.fail(f"flush_all failed: {exc or 'timed out'}")
-            if not state.failed and load.test in ("get", "mix") and load.preload:
-                state.preload = await preload_keys(host, load.port, workload,
-                                                   load.request_timeout_s)
+            if (not state.failed and load.test in ("get", "mix") and load.preload
+                    and not self._stop_requested):
+                state.preload = await preload_keys(
+                    host, load.port, workload, load.request_timeout_s,
+                    bound_s=hard_end - time.monotonic(),
+                    started=lambda proto: setattr(self, "_preload", proto))
+                self._preload = None
                 if state.preload.error and state.preload.stored == 0:
                     state.fail(state.preload.error)
             if not state.failed and not self._stop_requested:

@@ -192,3 +192,83 @@ def test_stopping_the_run_does_not_count_its_connections_as_failed(memcached):
         doc = json.loads(out)
         assert doc["status"] == "stopped" and doc["ops_total"] > 0
         assert doc["connections_failed"] == 0, (workers, doc["connections_failed"])
+
+
+def _big_get_load(server, **kw):
+    from inspector.probes.memcached import MemcachedLoad
+    from inspector.probes.mc_workload import SizeRange
+    return MemcachedLoad(host=server.host, port=server.port, concurrency=2, test="get",
+                         duration_s=5, key_count=300_000, key_size=SizeRange(20, 20),
+                         value_size=SizeRange(4000, 4000), **kw)
+
+
+def test_stop_during_the_preload_ends_it_at_once(memcached):
+    # Ctrl-C while a get test stored its keys waited for the whole preload (seconds; up to
+    # 2 s + 1 s per 5000 keys), then reported the run as never started
+    import asyncio
+    import time
+    import uvloop
+    from inspector.probes.memcached import MemcachedProbe
+    server = memcached("-m", "32")
+    probe = MemcachedProbe(_big_get_load(server))
+    stopped_at = []
+
+    async def main():
+        async def stopper():
+            while probe._preload is None or probe._preload.stored < 1000:
+                await asyncio.sleep(0.005)
+            stopped_at.append(time.monotonic())
+            probe.stop()
+        task = asyncio.ensure_future(stopper())
+        async for _ in probe:
+            pass
+        task.cancel()
+    uvloop.run(main())
+    took = time.monotonic() - stopped_at[0]
+    s = probe.summary
+    assert took < 0.5, f"ended {took:.2f} s after stop()"
+    assert s.status == "stopped" and s.preload.error == "stopped by the user"
+    assert 1000 <= s.preload.stored < 300_000
+
+
+def test_the_preload_keeps_to_the_deadline(memcached):
+    # the preload waited up to 2 s + 1 s per 5000 keys (62 s here) whatever --deadline said
+    import time
+    import uvloop
+    from inspector.probes.memcached import MemcachedProbe
+    server = memcached("-m", "32")
+    probe = MemcachedProbe(_big_get_load(server, deadline_s=0.6))
+
+    async def main():
+        async for _ in probe:
+            pass
+    start = time.monotonic()
+    uvloop.run(main())
+    took = time.monotonic() - start
+    s = probe.summary
+    assert took < 1.2, took
+    assert s.status == "deadline"
+    assert s.preload.error == "preload: timed out" and s.preload.stored < 300_000
+
+
+def test_the_preload_does_not_hold_every_value_at_once(memcached):
+    # 300000 keys of 4000-byte values: the preload built every set request first (1.3 GB
+    # peak RSS); a window at a time it stays near the workload's own size (~120 MB)
+    import os
+    import subprocess
+    from conftest import inspector_bin
+    server = memcached("-m", "32")
+    proc = subprocess.Popen([inspector_bin(), "probe", "memcached", "-t", "get", "--key-count",
+                             "300000", "--key-size", "20", "--value-size", "4000", "-c", "2",
+                             "--duration", "0.2", "--json", server.address],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        out = proc.stdout.read()
+        _, _, usage = os.wait4(proc.pid, 0)
+    finally:
+        if proc.returncode is None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    doc = json.loads(out)
+    assert doc["preload"]["stored"] == 300_000
+    assert usage.ru_maxrss < 400_000, usage.ru_maxrss     # KB
