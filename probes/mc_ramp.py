@@ -135,6 +135,7 @@ class MemcachedRamp:
         self.steps_planned = ramp_steps(config.start, config.max_connections)
         self.summary: RampSummary | None = None
         self._engine: Engine | None = None
+        self._preload = None              # the preload in progress, for stop()
         self._stopped = False
         self._queue: asyncio.Queue | None = None
         self._task: asyncio.Task | None = None
@@ -168,6 +169,8 @@ class MemcachedRamp:
 
     def stop(self) -> None:
         self._stopped = True
+        if self._preload is not None:
+            self._preload.cancel()
         if self._engine is not None:
             self._engine.close()
 
@@ -195,8 +198,12 @@ class MemcachedRamp:
         try:
             if cfg.flush:
                 await flush_all(host, cfg.port, cfg.connect_timeout_s)
-            if cfg.test in ("get", "mix"):
-                pre = await preload_keys(host, cfg.port, workload, cfg.request_timeout_s)
+            if cfg.test in ("get", "mix") and not self._stopped:
+                # like the load's: stop() cancels it, the deadline bounds it
+                pre = await preload_keys(host, cfg.port, workload, cfg.request_timeout_s,
+                                         bound_s=hard_end - time.monotonic(),
+                                         started=lambda proto: setattr(self, "_preload", proto))
+                self._preload = None
                 if pre.error and not pre.stored:
                     raise OSError(pre.error)
         except (OSError, asyncio.TimeoutError) as exc:

@@ -272,3 +272,20 @@ def test_the_preload_does_not_hold_every_value_at_once(memcached):
     doc = json.loads(out)
     assert doc["preload"]["stored"] == 300_000
     assert usage.ru_maxrss < 400_000, usage.ru_maxrss     # KB
+
+
+def test_ramp_preload_keeps_to_the_deadline(memcached):
+    # the ramp's preload ignored --deadline too (2 s + 1 s per 5000 keys)
+    import time
+    import uvloop
+    from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
+    from inspector.probes.mc_workload import SizeRange
+    server = memcached("-m", "32")
+    cfg = RampConfig(server.host, server.port, start=2, max_connections=4, step_s=0.2,
+                     test="get", key_count=300_000, key_size=SizeRange(20, 20),
+                     value_size=SizeRange(4000, 4000), deadline_s=0.6)
+    start = time.monotonic()
+    summary = uvloop.run(MemcachedRamp(cfg).run())
+    took = time.monotonic() - start
+    assert took < 1.2, took
+    assert summary.status in ("deadline", "failed") and summary.steps == []
