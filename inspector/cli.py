@@ -73,10 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     # Die quietly when piped into `head`; the TUI installs its own handlers.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    if not args.command:
-        args = parser.parse_args(["tui", *argv])
+    try:   # Ctrl-C while the command's modules import: no traceback either
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        if not args.command:
+            args = parser.parse_args(["tui", *argv])
+    except KeyboardInterrupt:
+        print("inspector: interrupted", file=sys.stderr)
+        return 130
     try:
         return int(args.func(args) or 0)
     except CliError as exc:
