@@ -79,7 +79,10 @@ class OverviewScreen(InspectorScreen):
             self._fill_findings(self._merged(report))  # no-op unless the findings changed
 
     def _fill_findings(self, findings: list[Finding]) -> None:
-        key = tuple((f.level, f.subject, f.message) for f in findings)
+        # whether a report is in belongs to the key: an empty list before the first report
+        # ("collecting...") and after it ("no findings") are not the same table
+        done = getattr(self.app, "report", None) is not None
+        key = (done, tuple((f.level, f.subject, f.message) for f in findings))
         if key == self._findings_key:
             return  # unchanged: do not rebuild the table every refresh
         self._findings_key = key
@@ -88,7 +91,6 @@ class OverviewScreen(InspectorScreen):
         table.clear()
         self.call_after_refresh(self._show_more)
         if not findings:
-            done = getattr(self.app, "report", None) is not None
             table.add_row(Text(" OK ", style="bold black on green") if done else "",
                           "", "no findings: nothing wrong detected" if done else "collecting...")
             return

@@ -301,3 +301,21 @@ async def test_escape_sequences_in_host_strings_never_reach_the_terminal(tmp_pat
         identity = text_of(app, "#identity")
         assert "host\\x1b]0;pwned\\x07x" in identity and "\x1b" not in identity
         assert "\x1b" not in str(app.report.host.hostname)
+
+
+async def test_a_host_without_findings_says_so_once_discovered():
+    """The findings table before the first report says "collecting..."; a report with no
+    findings must replace it with "no findings" (both are an empty list: the table kept
+    "collecting..." forever on a healthy host)."""
+    root = HostRoot(str(fixture_root("kvm-virtio-guest")))
+
+    def clean(root):
+        report = build_report(root)
+        report.findings = []
+        return report
+    app = InspectorApp(root, collector=clean, sampler=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.report is not None)
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#findings", DataTable)
+        assert "no findings" in str(table.get_row_at(0)[2])
