@@ -18,6 +18,11 @@ def _final_extra(percentiles: dict, buckets: list, max_ns: Any, note: str = "") 
             "max_ns": max_ns, "note": note}
 
 
+# raw IO latencies held before folding into the histogram: 2 MB, not the CLI's 32 MB (the
+# TUI's probe may run for hours; bench_tui's Probes screen went 57 -> 63 MB in 15 s more)
+TUI_RAW_LIMIT = 1 << 18
+
+
 async def io_adapter(run) -> AsyncIterator[dict]:
     from inspector.probes.io_latency import READ, WRITE, IoConfig, IoLatencyProbe
     from inspector.probes.io_target import open_target
@@ -27,7 +32,7 @@ async def io_adapter(run) -> AsyncIterator[dict]:
     try:
         probe = IoLatencyProbe(target, IoConfig(
             mode=WRITE if req.write else READ, deadline=req.duration, count=req.count,
-            jobs=req.concurrency, sample_period=req.interval))
+            jobs=req.concurrency, sample_period=req.interval, raw_limit=TUI_RAW_LIMIT))
         run.stop_hook = probe.stop
         ops = 0
         async for s in probe:

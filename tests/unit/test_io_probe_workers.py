@@ -117,3 +117,23 @@ def test_human_summary_lists_workers_whose_requests_add_up(data_file):
     parts = [count(re.match(r"worker \d: ([\d.]+(?: k)?) requests", l)[1]) for l in per_worker]
     assert abs(sum(parts) - total) <= 0.01 * total + 2, (parts, total)
     assert all("p50" in l and "p99" in l for l in per_worker)
+
+
+def test_raw_limit_folds_latencies_mid_run(data_file, monkeypatch):
+    """The TUI's raw limit (IoConfig.raw_limit) bounds the raw latencies a worker holds: they
+    are folded into the histogram mid-run instead of growing 8 bytes a request (32 MB by
+    default), and the statistics still count every request."""
+    import inspector.probes.io_latency as io_latency
+    folds = []
+    real = io_latency.record_batch
+
+    def counting(recorder, raw):
+        folds.append(len(raw))
+        return real(recorder, raw)
+    monkeypatch.setattr(io_latency, "record_batch", counting)
+    limit = io_latency.LATENCY_SLOTS
+    with open_target(data_file, direct=False) as target:
+        res = asyncio.run(IoLatencyProbe(target, IoConfig(count=3 * limit + 1,
+                                                          raw_limit=limit)).run_to_end())
+    assert res.latency.count == 3 * limit      # the warm-up is not counted
+    assert len(folds) >= 3 and max(folds) < 2 * limit, folds
