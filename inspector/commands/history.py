@@ -83,7 +83,7 @@ def run_checks(args: argparse.Namespace) -> int:
                    "utc_offsets_s": sorted({c["tz_offset_s"] or 0 for c in checks})},
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return 0
+        return 0 if buckets else 1    # the document stays valid; the status says "nothing"
     if not buckets:
         raise CliError("no recorded checks", status=1)
     from rich.console import Console
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"by": args.by, "time_basis": TIME_BASIS, "series": to_jsonable(tables),
                    "utc_offsets_s": offsets}, sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return 0
+        return 0 if tables else 1     # as the text form: exit 1 when nothing was recorded
     if not tables:
         with _open(args, create=False) as db:
             checks = len(db.checks())

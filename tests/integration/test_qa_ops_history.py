@@ -15,6 +15,9 @@ def test_recorded_checks_read_back_by_hour_and_day(tmp_path):
     # probe history alone says where the samples are instead of "no recorded runs"
     res = run_cli("history", "--db", str(db))
     assert res.status == 1 and "3 recorded checks: inspector history --checks" in res.err
+    # --json agrees with the text form: a valid, empty document and exit 1
+    res = run_cli("history", "--db", str(db), "--json")
+    assert res.status == 1 and res.json()["series"] == {}
     res = run_cli("history", "--db", str(db), "--checks", "--by", "day", "--json")
     assert res.status == 0, res.err
     doc = res.json()
