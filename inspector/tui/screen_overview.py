@@ -91,17 +91,34 @@ class OverviewScreen(InspectorScreen):
         table.clear()
         self.call_after_refresh(self._show_more)
         if not findings:
-            table.add_row(Text(" OK ", style="bold black on green") if done else "",
-                          "", "no findings: nothing wrong detected" if done else "collecting...")
+            rows = [(Text(" OK ", style="bold black on green") if done else "", "",
+                     "no findings: nothing wrong detected" if done else "collecting...")]
+            self._set_widths(table, rows)
+            table.add_row(*rows[0])
             return
         subject_w = min(16, max(len(f.subject) for f in findings))
         # level badge (9) + subject + cell padding: the message gets the rest, cut with "…" so
         # the table never needs a horizontal scrollbar (Enter shows the whole finding)
         message_w = max(20, (self.size.width or self.app.size.width) - 9 - subject_w - 8)
-        for i, f in enumerate(findings):
+        rows = []
+        for f in findings:
             subject = f.subject if len(f.subject) <= subject_w else f.subject[:subject_w - 1] + "…"
             message = f.message if len(f.message) <= message_w else f.message[:message_w - 1] + "…"
-            table.add_row(badge(f.level), Text(subject, style="bold"), message, key=str(i))
+            rows.append((badge(f.level), Text(subject, style="bold"), message))
+        self._set_widths(table, rows)
+        for i, row in enumerate(rows):
+            table.add_row(*row, key=str(i))
+
+    @staticmethod
+    def _set_widths(table: DataTable, rows: list[tuple]) -> None:
+        """Column widths from the rows, set outright: left to DataTable's auto width they are
+        measured on a later idle pass, and a frame drawn before it showed the header widths
+        (messages cut to "no findings:")."""
+        for index, column in enumerate(table.columns.values()):
+            cells = [Text(str(column.label))] + [r[index] if isinstance(r[index], Text)
+                                                 else Text(str(r[index])) for r in rows]
+            column.width = max(cell.cell_len for cell in cells)
+            column.auto_width = False
 
     def _show_more(self) -> None:
         """A findings list longer than the pane says so: "+N more", never a silent cut."""
