@@ -5,8 +5,10 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -54,6 +56,25 @@ def run_bin(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProces
     env = {**os.environ, "COLUMNS": "200", **kw.pop("env", {})}
     return subprocess.run([inspector_bin(), *args], capture_output=True, text=True,
                           timeout=timeout, env=env, **kw)
+
+
+def signal_after(argv: list[str], after: float, signum: int = signal.SIGINT,
+                 timeout: float = 20, env: dict | None = None) -> tuple[int, str, str, float]:
+    """Run a command as from a terminal (SIGINT not ignored), send it `signum` after `after`
+    seconds; returns its status, stdout, stderr and the seconds from the signal to its exit.
+    A process still there after `timeout` is killed."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(after)
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err, time.monotonic() - sent
 
 
 def require_root() -> None:

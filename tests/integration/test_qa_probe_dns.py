@@ -5,11 +5,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
-from conftest import inspector_bin
+from conftest import inspector_bin, signal_after
 from dns_responders import Responder
 
 
@@ -22,21 +21,8 @@ def servers():
 
 
 def _interrupt(args: list[str], after: float) -> tuple[int, str, str, float]:
-    """Run the binary as from a terminal (SIGINT not ignored), Ctrl-C it after `after` s."""
-    proc = subprocess.Popen([inspector_bin(), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(after)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    try:
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err, time.monotonic() - sent
+    """The binary as from a terminal, Ctrl-C after `after` s."""
+    return signal_after([inspector_bin(), *args], after, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_ctrl_c_during_a_silent_servers_wait_exits_at_once_with_what_arrived(servers):
@@ -103,22 +89,11 @@ def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
     try:
         cmd = (f"mount --bind {conf} /etc/resolv.conf && exec {inspector_bin()} probe dns "
                "example.com --timeout 0.5 --measure-getaddrinfo --json")
-        proc = subprocess.Popen(["unshare", "-m", "sh", "-c", cmd], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        time.sleep(2.5)          # start-up and the 0.5 s round are over: getaddrinfo is waiting
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, err = proc.communicate(timeout=20)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        took = time.monotonic() - sent
+        # start-up and the 0.5 s round are over after 2.5 s: getaddrinfo is waiting
+        status, out, err, took = signal_after(["unshare", "-m", "sh", "-c", cmd], 2.5)
     finally:
         silent.close()
-    assert proc.returncode == 130, err
+    assert status == 130, err
     assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
     measured = json.loads(out)["getaddrinfo"]
     assert measured["seconds"] is None
@@ -128,20 +103,11 @@ def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
 def test_sigterm_stops_like_ctrl_c_with_its_own_status(servers):
     # SIGTERM killed the probe with nothing printed while a silent server was being waited for
     silent, ok = servers
-    proc = subprocess.Popen([inspector_bin(), "probe", "dns", "example.com", "--server",
-                             silent.server, "--server", ok.server, "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    try:
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert time.monotonic() - sent < 1.0
+    status, out, err, took = signal_after(
+        [inspector_bin(), "probe", "dns", "example.com", "--server", silent.server, "--server",
+         ok.server, "--json"], 1.5, signal.SIGTERM)
+    assert status == 128 + signal.SIGTERM, err
+    assert took < 1.0
     doc = json.loads(out)
     assert [s["interrupted"] for s in doc["servers"]] == [True, False]
 

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import inspector_bin, run_cli
+from conftest import inspector_bin, run_cli, signal_after
 
 
 @pytest.fixture
@@ -104,29 +104,12 @@ def test_jobs_are_bounded(data_file):
     assert r.status == 1 and "jobs must be within 1..1024" in r.err
 
 
-def _signal_after(args, after, signum):
-    import signal
-    import time
-    proc = subprocess.Popen([inspector_bin(), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(after)
-    sent = time.monotonic()
-    proc.send_signal(signum)
-    try:
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err, time.monotonic() - sent
-
-
 def test_sigterm_keeps_the_partial_results_like_probe_memcached(data_file):
     # `timeout 5 inspector probe io -w 60 ...` used to die silently: no figures at all
     import signal
-    status, out, err, took = _signal_after(["probe", "io", data_file, "-w", "30", "--json"],
-                                           1.5, signal.SIGTERM)
+    status, out, err, took = signal_after(
+        [inspector_bin(), "probe", "io", data_file, "-w", "30", "--json"], 1.5, signal.SIGTERM,
+        timeout=30)
     assert status == 128 + signal.SIGTERM, err
     assert took < 2
     summary = json.loads(out)["summary"]
@@ -136,8 +119,9 @@ def test_sigterm_keeps_the_partial_results_like_probe_memcached(data_file):
 
 def test_sighup_ends_a_ramp_without_starting_the_next_step(data_file):
     import signal
-    status, out, err, took = _signal_after(
-        ["probe", "io", data_file, "--ramp", "-j", "8", "-w", "2", "-q"], 1.5, signal.SIGHUP)
+    status, out, err, took = signal_after(
+        [inspector_bin(), "probe", "io", data_file, "--ramp", "-j", "8", "-w", "2", "-q"], 1.5,
+        signal.SIGHUP, timeout=30)
     assert status == 128 + signal.SIGHUP, err
     assert took < 2, f"the ramp went on for {took:.1f} s"
     rows = [l.split()[0] for l in out.splitlines() if l.strip() and l.split()[0].isdigit()]

@@ -169,26 +169,14 @@ def test_workers_are_bounded_by_the_cores(memcached):
 def test_stopping_the_run_does_not_count_its_connections_as_failed(memcached):
     # Ctrl-C / SIGTERM close every connection: the summary read "load on 4 connections (4
     # failed)" after a clean run that was merely stopped
-    import os
     import signal
-    import subprocess
-    import time
-    from conftest import inspector_bin
+    from conftest import inspector_bin, signal_after
     server = memcached()
     for workers in ("1", "2"):
-        proc = subprocess.Popen([inspector_bin(), "probe", "memcached", "-c", "4", "--workers",
-                                 workers, "--duration", "20", *SMALL, "--json", server.address],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        time.sleep(1.5)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            out, err = proc.communicate(timeout=20)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        assert proc.returncode == 128 + signal.SIGTERM, err
+        status, out, err, _ = signal_after(
+            [inspector_bin(), "probe", "memcached", "-c", "4", "--workers", workers, "--duration",
+             "20", *SMALL, "--json", server.address], 1.5, signal.SIGTERM)
+        assert status == 128 + signal.SIGTERM, err
         doc = json.loads(out)
         assert doc["status"] == "stopped" and doc["ops_total"] > 0
         assert doc["connections_failed"] == 0, (workers, doc["connections_failed"])
