@@ -27,11 +27,11 @@ def render_findings(findings: list[Finding]) -> Table | Text:
     table.add_column("subject", style="bold", no_wrap=True)
     table.add_column("finding", overflow="fold")
     for f in findings:
-        table.add_row(level_text(f.level), f.subject, _finding_body(f))
+        table.add_row(level_text(f.level), f.subject, finding_body(f))
     return table
 
 
-def _finding_body(f: Finding) -> Group | Text:
+def finding_body(f: Finding) -> Group | Text:
     """The message, then evidence and advice in a grid so their wrapped lines stay indented
     under their own text at 80 columns instead of running back under the label."""
     if not f.evidence and not f.advice:

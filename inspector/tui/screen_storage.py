@@ -194,16 +194,12 @@ class StorageScreen(InspectorScreen):
         # what is wrong comes first: on an 80x24 terminal the attribute table would push it
         # below the fold, and a CRIT badge in the tree is what brought the operator here
         if own:
+            from inspector.render.findings import finding_body   # as `report` shows it
             grid = Table.grid(padding=(0, 1))   # wrapped lines hang under the message
             grid.add_column(no_wrap=True)
             grid.add_column()
             for f in own:
-                body = Text(f.message)
-                for ev in f.evidence[:4]:
-                    body.append(f"\n{ev}", style="grey62")
-                if f.advice:
-                    body.append(f"\n-> {f.advice}", style="cyan")
-                grid.add_row(badge(f.level), body)
+                grid.add_row(badge(f.level), finding_body(f))
             parts.append(grid)
         else:
             parts.append(Text("no findings for this device", style="green"))
