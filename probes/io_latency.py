@@ -6,12 +6,15 @@
         ...
     probe.result                        # IoResult: ioping's statistics plus percentiles
 
-Workers are threads: os.preadv/os.pwritev release the GIL for the syscall, and the timed loop
-keeps its per-request Python work to a minimum (offsets precomputed in chunks outside the
-timed window, a preallocated aligned mmap buffer, latencies stored into a preallocated
-array('q'), one comparison per request for deadline/flush). Statistics are folded in at flush
-time, 4 times a second, by the worker itself outside the timed window, so the async side only
-drains small hand-offs and never holds the GIL for long.
+Workers are threads. Each runs its requests in bursts of about 5 ms, timed by the C loop of
+probes/_ioloop.c with the GIL released for the whole burst: the clock reads sit tight around
+the syscall as in ioping, and no other thread of the process (the TUI's) can add a GIL wait to
+a latency. Where the extension is not built, a Python loop with the same interface does the
+same work (~1 us more per request, and exposed to GIL waits; IoResult.loop says which ran).
+Offsets are drawn in chunks outside the timed window, the buffer is a page-aligned mmap and
+latencies go into preallocated slots. Statistics are folded in at flush time, 4 times a
+second, by the worker itself outside the timed window, so the async side only drains small
+hand-offs and never holds the GIL for long.
 
 Intervals: a sample covers (end of the previous sample, its own end]: its tick, once every
 worker has handed over its share of that tick, or the run's real end for the last, partial
@@ -35,17 +38,23 @@ import threading
 import time
 from array import array
 from dataclasses import asdict, dataclass, field, replace
-from typing import AsyncIterator, Callable, Sequence
+from typing import AsyncIterator, Callable
 
 from inspector.probes.io_stats import BatchStats, IntervalPart, record_batch
 from inspector.probes.io_target import IoTarget
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 
+try:                                   # the timed request loop in C (probes/_ioloop.c)
+    from inspector.probes import _ioloop
+except ImportError:                    # installed without a compiler: the Python loop
+    _ioloop = None
+
 READ, WRITE, MIXED = "read", "write", "mixed"
 OFFSET_CHUNK = 4096            # offsets drawn per refill, outside the timed loop
-LATENCY_SLOTS = 1 << 16        # latencies per hand-off at most (besides the 4 Hz ticks)
+LATENCY_SLOTS = 1 << 13        # latencies per hand-off at most (besides the 4 Hz ticks):
+                               # preallocated, 64 KB per worker
 BURST_NS = 5_000_000           # requests run in bursts of ~5 ms between tick/deadline checks
-MAX_BURST = 1024
+MAX_BURST = OFFSET_CHUNK
 RAW_LIMIT = 1 << 22            # raw latencies kept (all workers) before folding into the
                                # histogram mid-run; below it, folding waits for the end
 JOIN_TIMEOUT = 2.0
@@ -76,6 +85,10 @@ class IoConfig:
     # time.monotonic_ns: the same CLOCK_MONOTONIC as perf_counter_ns on Linux, ~70 ns
     # cheaper per call in CPython 3.11 (two calls per request, one inside the timed window)
     clock: Callable[[], int] = field(default=time.monotonic_ns, repr=False)
+    # time requests in the C loop (GIL released for a whole burst, clock reads tight around
+    # the syscall) when it is built; False forces the Python loop, the only one that can use
+    # an injected clock
+    native: bool = True
 
     def validate(self) -> None:
         if self.mode not in (READ, WRITE, MIXED):
@@ -92,6 +105,16 @@ class IoConfig:
                              "this process)")
         if self.interval < 0 or self.sample_period <= 0:
             raise ValueError("interval must be >= 0 and sample period > 0")
+
+
+def uses_native_loop(cfg: IoConfig) -> bool:
+    """Whether the C loop times this configuration's requests (else the Python loop)."""
+    return cfg.native and _ioloop is not None and cfg.clock is time.monotonic_ns
+
+
+PYTHON_LOOP_NOTE = ("requests timed by the Python loop (the C loop of inspector.probes._ioloop "
+                    "is not built: reinstall with a C compiler): about 1 us more per request, "
+                    "and another busy thread of this process shows as latency")
 
 
 @dataclass
@@ -131,6 +154,7 @@ class IoResult:
     error: str | None = None
     interrupted: bool = False
     stuck_workers: int = 0
+    loop: str = "c"              # what timed the requests: "c" or "python"
     recorder: LatencyRecorder | None = field(default=None, repr=False)
     samples: list[IoSample] = field(default_factory=list, repr=False)
     workers: list["IoWorkerResult"] = field(default_factory=list, repr=False)
@@ -185,7 +209,7 @@ class IoResult:
             "bytes_per_s": self.bytes_per_s, "wall_bytes_per_s": self.wall_bytes_per_s,
             "min_ns": lat.min_ns, "avg_ns": lat.avg_ns, "max_ns": lat.max_ns,
             "mdev_ns": lat.mdev_ns, "percentiles_ns": dict(lat.percentiles_ns),
-            "error": self.error, "interrupted": self.interrupted,
+            "error": self.error, "interrupted": self.interrupted, "loop": self.loop,
             "workers": [w.to_json() for w in self.workers],
         }
 
@@ -259,15 +283,28 @@ class _Worker(threading.Thread):
         self.buf = mmap.mmap(-1, max(cfg.request_size, mmap.PAGESIZE))   # page aligned
         if cfg.mode != READ:
             self.buf.write(os.urandom(len(self.buf)))   # not zeros: no shortcut for the device
+        self.bufs: list[memoryview] = [memoryview(self.buf)[:cfg.request_size]]  # Python loop
+        # the C loop times the requests unless it is not built or the clock is injected (it
+        # reads CLOCK_MONOTONIC itself)
+        self.native = uses_native_loop(cfg)
+        # latencies since the last hand-off: preallocated slots for the C loop, appended to
+        # by the Python loop
+        self.lat = array("q", bytes(8 * LATENCY_SLOTS) if self.native else b"")
+        self.filled = 0
+        self.native_flags = 0
+        if self.native:
+            self.native_flags = ((_ioloop.WRITE if cfg.mode == WRITE else 0)
+                                 | (_ioloop.FADVISE if target.fadvise else 0))
 
     # -- offsets -------------------------------------------------------------------------------
-    def _offsets(self, n: int) -> Sequence[int]:
+    def _offsets(self, n: int) -> array:
+        """n request offsets, as an array of uint64 (what the C loop reads)."""
         blocks = len(self.population)
         size = self.cfg.request_size
         if self.cfg.sequential:
             start = self.next_seq
             self.next_seq = (start + n) % blocks
-            return [self.population[(start + i) % blocks] for i in range(n)]
+            return array("Q", [self.population[(start + i) % blocks] for i in range(n)])
         if self.lane_mask:
             # power-of-two working set and request size: one big-int AND masks every 64-bit
             # lane of random bytes down to an aligned offset (~50 ns per offset, no bias)
@@ -278,7 +315,7 @@ class _Worker(threading.Thread):
             draws = array("I", self.rng.randbytes(4 * n))
         else:
             draws = array("Q", self.rng.randbytes(8 * n))
-        return [x % blocks * size for x in draws]
+        return array("Q", [x % blocks * size for x in draws])
 
     def _mask_for(self, n: int) -> int:
         mask = self.masks.get(n)
@@ -287,12 +324,90 @@ class _Worker(threading.Thread):
                 self.lane_mask.to_bytes(8, "little") * n, "little")
         return mask
 
-    def _ops(self, n: int) -> list[bool] | None:
+    def _ops(self, n: int) -> bytes | None:
+        """Mixed mode: one byte per request, 1 for a write."""
         if self.cfg.mode == MIXED:
             rnd = self.rng.random
             ratio = self.cfg.write_ratio
-            return [rnd() < ratio for _ in range(n)]
+            return bytes(rnd() < ratio for _ in range(n))
         return None
+
+    # -- bursts: timed requests, in C when built, else in Python ------------------------------
+    # burst(offsets, ops, pos, n, stop_at) runs up to n requests at offsets[pos:], one at a
+    # time, storing latencies from self.lat[self.filled] on; it returns after the first request
+    # that ends at or after stop_at, or at the first failure. ops (mixed mode) flags the
+    # writes; None means every request is the mode's own (mixed mode's warm-up: a read).
+    # Returns (ran, t1, writes, failure): failure is None or (errno, bytes transferred) of
+    # request number `ran` (errno 0: a short transfer; -1 bytes: the call failed).
+
+    def _native_burst(self, offsets: array, ops: bytes | None, pos: int, n: int,
+                      stop_at: int) -> tuple[int, int, int, tuple[int, int] | None]:
+        flags = self.native_flags | (_ioloop.MIXED if ops is not None else 0)
+        ran, t1, writes, err, nbytes = _ioloop.burst(
+            self.target.fd, self.buf, self.cfg.request_size, offsets, ops, pos, n, self.lat,
+            self.filled, stop_at, flags)
+        self.filled += ran
+        return ran, t1, writes, None if nbytes == self.cfg.request_size else (err, nbytes)
+
+    def _python_burst(self, offsets: array, ops: bytes | None, pos: int, n: int,
+                      stop_at: int) -> tuple[int, int, int, tuple[int, int] | None]:
+        # Only the request, its two clock reads, the short-IO check, the append and one
+        # comparison with stop_at per request; fadvise sits outside the timed window. Here
+        # self.lat grows by append (cheaper in Python than a store at an index).
+        fd, size, lat, clock = self.target.fd, self.cfg.request_size, self.lat, self.cfg.clock
+        bufs, append = self.bufs, self.lat.append
+        fadvise = os.posix_fadvise if self.target.fadvise else None
+        dontneed = os.POSIX_FADV_DONTNEED
+        read_op, write_op = os.preadv, os.pwritev
+        first = len(lat)
+        t1 = writes = 0
+        failure = None
+        todo = offsets[pos:pos + n]
+        try:
+            if ops is not None:
+                for off, is_write in zip(todo, ops[pos:pos + n]):
+                    if fadvise:
+                        fadvise(fd, off, size, dontneed)
+                    t0 = clock()
+                    got = (write_op if is_write else read_op)(fd, bufs, off)
+                    t1 = clock()
+                    if got != size:
+                        failure = (0, got)
+                        break
+                    append(t1 - t0)
+                    writes += is_write
+                    if t1 >= stop_at:
+                        break
+            elif fadvise:
+                op = write_op if self.cfg.mode == WRITE else read_op
+                for off in todo:
+                    fadvise(fd, off, size, dontneed)
+                    t0 = clock()
+                    got = op(fd, bufs, off)
+                    t1 = clock()
+                    if got != size:
+                        failure = (0, got)
+                        break
+                    append(t1 - t0)
+                    if t1 >= stop_at:
+                        break
+            else:
+                op = write_op if self.cfg.mode == WRITE else read_op
+                for off in todo:
+                    t0 = clock()
+                    got = op(fd, bufs, off)
+                    t1 = clock()
+                    if got != size:
+                        failure = (0, got)
+                        break
+                    append(t1 - t0)
+                    if t1 >= stop_at:
+                        break
+        except OSError as exc:
+            t1 = clock()
+            failure = (exc.errno or errno.EIO, -1)
+        self.filled = len(lat)
+        return self.filled - first, t1, writes, failure
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -309,9 +424,10 @@ class _Worker(threading.Thread):
             self.end_ns = time.monotonic_ns()
             self.covered_ns = DONE_NS
             self._fold()
+            self.bufs[0].release()
             try:
                 self.buf.close()
-            except BufferError:          # a traceback still holds the loop's memoryview
+            except BufferError:          # a traceback still holds a view of it
                 pass
             self.on_done()
 
@@ -329,33 +445,41 @@ class _Worker(threading.Thread):
         if len(self.raw) >= self.raw_limit:
             self._fold()
 
+    def _take(self) -> array:
+        """The latencies stored since the last hand-off; the slots are free again."""
+        if self.native:
+            chunk = self.lat[:self.filled]
+        else:
+            chunk, self.lat = self.lat, array("q")
+        self.filled = 0
+        return chunk
+
+    def _failed(self, failure: tuple[int, int], off: int, is_write: bool, request: int) -> str:
+        err, got = failure
+        mode = (WRITE if is_write else READ) if self.cfg.mode == MIXED else self.cfg.mode
+        if err:
+            return _os_error(mode, OSError(err, os.strerror(err)), off, request, is_write)
+        return _short(mode, off, got, self.cfg.request_size, request)
+
     def _run(self) -> None:
-        cfg, target, stop = self.cfg, self.target, self.stop
-        fd, size = target.fd, cfg.request_size
-        bufs = [memoryview(self.buf)[:size]]
+        cfg, stop = self.cfg, self.stop
+        burst = self._native_burst if self.native else self._python_burst
         clock = cfg.clock
-        fadvise = os.posix_fadvise if target.fadvise else None
-        dontneed = os.POSIX_FADV_DONTNEED
-        read_op, write_op = os.preadv, os.pwritev
-        single_op = write_op if cfg.mode == WRITE else read_op
-        mixed = cfg.mode == MIXED
         period = int(cfg.sample_period * 1e9)
         ping = cfg.interval > 0          # flush after every request so each one is shown
 
-        # warm-up: one request, timed and shown, excluded from the statistics (like ioping)
-        off = self._offsets(1)[0]
-        if fadvise:
-            fadvise(fd, off, size, dontneed)
-        t0 = clock()
-        n = single_op(fd, bufs, off)
-        t1 = clock()
-        if n != size:
-            raise IoError(_short(cfg.mode, off, n, size, 1))
+        # warm-up: one request, timed and shown, excluded from the statistics (like ioping);
+        # mixed mode warms up with a read
+        offsets = self._offsets(1)
+        _, t1, _, failure = burst(offsets, None, 0, 1, 0)
+        if failure:
+            raise IoError(self._failed(failure, offsets[0], cfg.mode == WRITE, 1))
         self.warmups = 1
-        # ticks aligned with the async side's when both use CLOCK_MONOTONIC (the default)
-        base = self.start_ns if clock is time.monotonic_ns else t0
+        warmups = self._take().tolist()
+        # ticks aligned with the async side's when both use CLOCK_MONOTONIC (the default);
+        # with an injected clock, from the warm-up request's start
+        base = self.start_ns if clock is time.monotonic_ns else t1 - warmups[0]
         deadline = base + self.deadline_ns if self.deadline_ns is not None else 1 << 62
-        warmups = [t1 - t0]
         if ping:
             self._publish(array("q"), True, warmups, 0, covered=t1)
             warmups = []
@@ -363,94 +487,56 @@ class _Worker(threading.Thread):
             if self.quota == 1 or not self._pause(cfg.interval, clock, deadline):
                 return
 
-        lat = array("q")
-        append = lat.append
+        slots = LATENCY_SLOTS
+        injected = clock is not time.monotonic_ns
         done = 1             # requests handed over, warm-up included
         writes = 0
         next_flush = base + period
         next_event = 0 if ping else min(next_flush, deadline)
-        offsets: Sequence[int] = ()
+        offsets = array("Q")
+        ops: bytes | None = None
         pos = 0              # next unused entry of `offsets`
-        ops: list[bool] = []
-        burst = 1            # requests per burst, sized to last about BURST_NS
-        off = 0
-        is_write = cfg.mode == WRITE
-        try:
-            while not stop.is_set() and t1 < deadline:
-                if pos >= len(offsets):
-                    left = None if self.quota is None else self.quota - done - len(lat)
-                    if left is not None and left <= 0:
-                        break
-                    chunk = OFFSET_CHUNK if left is None else min(OFFSET_CHUNK, left)
-                    offsets, pos = self._offsets(chunk), 0
-                    ops = self._ops(chunk) if mixed else []
-                todo = offsets[pos:pos + burst]
-                start_t = t1
-                before = len(lat)
-                # The hot loops: only the request, its two clock reads, the short-IO check,
-                # the append and one comparison with the next tick/deadline, so a run ends
-                # within one request of its deadline. Stop is checked between bursts.
-                if mixed:
-                    for off, is_write in zip(todo, ops[pos:pos + burst]):
-                        if fadvise:
-                            fadvise(fd, off, size, dontneed)
-                        t0 = clock()
-                        n = (write_op if is_write else read_op)(fd, bufs, off)
-                        t1 = clock()
-                        if n != size:
-                            raise IoError(_short(WRITE if is_write else READ, off, n, size,
-                                                 done + len(lat) + 1))
-                        append(t1 - t0)
-                        writes += is_write
-                        if t1 >= next_event:
-                            break
-                elif fadvise:
-                    for off in todo:
-                        fadvise(fd, off, size, dontneed)
-                        t0 = clock()
-                        n = single_op(fd, bufs, off)
-                        t1 = clock()
-                        if n != size:
-                            raise IoError(_short(cfg.mode, off, n, size, done + len(lat) + 1))
-                        append(t1 - t0)
-                        if t1 >= next_event:
-                            break
-                else:
-                    for off in todo:
-                        t0 = clock()
-                        n = single_op(fd, bufs, off)
-                        t1 = clock()
-                        if n != size:
-                            raise IoError(_short(cfg.mode, off, n, size, done + len(lat) + 1))
-                        append(t1 - t0)
-                        if t1 >= next_event:
-                            break
-                ran = len(lat) - before
-                pos += ran
-                if not ping:
-                    per_request = (t1 - start_t) / ran if t1 > start_t else 1
-                    burst = max(1, min(MAX_BURST, int(BURST_NS / per_request)))
-                if t1 >= next_event or len(lat) >= LATENCY_SLOTS:
-                    # a tick, the deadline or a full buffer: hand the interval over
-                    done += len(lat)
-                    self._publish(lat, ping, warmups, writes, covered=t1)
-                    lat = array("q")
-                    append = lat.append
-                    warmups, writes = [], 0
-                    next_flush = t1 - (t1 - base) % period + period
-                    if ping and (done == self.quota
-                                 or not self._pause(cfg.interval, clock, deadline)):
-                        return
-                    next_event = 0 if ping else min(next_flush, deadline)
-        except OSError as exc:
-            self._publish(lat, ping, warmups, writes,
-                          _os_error(cfg.mode, exc, off, done + len(lat) + 1, is_write))
-            return
-        except IoError as exc:
-            self._publish(lat, ping, warmups, writes, str(exc))
-            return
-        if lat or warmups:
-            self._publish(lat, ping, warmups, writes, covered=t1)
+        size = 1             # requests per burst, sized to last about BURST_NS
+        # Stop is checked between bursts; a burst ends within one request of next_event
+        # (the next tick or the deadline), so a run ends within one request of its deadline.
+        while not stop.is_set() and t1 < deadline:
+            if pos >= len(offsets):
+                left = None if self.quota is None else self.quota - done - self.filled
+                if left is not None and left <= 0:
+                    break
+                chunk = OFFSET_CHUNK if left is None else min(OFFSET_CHUNK, left)
+                offsets, pos = self._offsets(chunk), 0
+                ops = self._ops(chunk)
+            # the burst's own time, not the wait for the GIL after the previous one (a busy
+            # thread would shrink bursts to a request each, and each would wait for the GIL);
+            # an injected clock is read only around requests
+            start_t = t1 if injected else clock()
+            ran, t1, wrote, failure = burst(offsets, ops, pos, min(size, len(offsets) - pos,
+                                                                   slots - self.filled),
+                                            next_event)
+            pos += ran
+            writes += wrote
+            if failure:
+                request = done + self.filled + 1
+                is_write = bool(ops[pos]) if ops is not None else cfg.mode == WRITE
+                self._publish(self._take(), ping, warmups, writes,
+                              self._failed(failure, offsets[pos], is_write, request))
+                return
+            if not ping and ran:
+                per_request = (t1 - start_t) / ran if t1 > start_t else 1
+                size = max(1, min(MAX_BURST, int(BURST_NS / per_request)))
+            if t1 >= next_event or self.filled >= slots:
+                # a tick, the deadline or full slots: hand the interval over
+                done += self.filled
+                self._publish(self._take(), ping, warmups, writes, covered=t1)
+                warmups, writes = [], 0
+                next_flush = t1 - (t1 - base) % period + period
+                if ping and (done == self.quota
+                             or not self._pause(cfg.interval, clock, deadline)):
+                    return
+                next_event = 0 if ping else min(next_flush, deadline)
+        if self.filled or warmups:
+            self._publish(self._take(), ping, warmups, writes, covered=t1)
 
     def _pause(self, seconds: float, clock, deadline: int) -> bool:
         """Wait between pings, never past the deadline; False when the run should end."""
@@ -659,7 +745,8 @@ class IoLatencyProbe:
             request_size=self.cfg.request_size, jobs=self.cfg.jobs, direct=self.target.direct,
             requests=recorder.count, warmups=warmups, wall_ns=wall, reads=self._reads,
             writes=self._writes, latency=recorder.summary(), error=error,
-            interrupted=self._interrupted, stuck_workers=stuck, recorder=recorder,
+            interrupted=self._interrupted, stuck_workers=stuck,
+            loop="c" if uses_native_loop(self.cfg) else "python", recorder=recorder,
             samples=self.samples, workers=workers)
 
 

@@ -114,7 +114,8 @@ def _config(args: argparse.Namespace) -> tuple["IoConfig", int | None]:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    from inspector.probes.io_latency import READ, IoLatencyProbe, IoRamp
+    from inspector.probes.io_latency import (PYTHON_LOOP_NOTE, READ, IoLatencyProbe, IoRamp,
+                                             uses_native_loop)
     from inspector.probes.io_target import TargetError, open_target
     if getattr(args, "root", None):
         raise CliError("probe io measures this host; it cannot run on --root", EXIT_USAGE)
@@ -124,10 +125,13 @@ def run(args: argparse.Namespace) -> int:
                              working_set=working_set, direct=not args.cached)
     except TargetError as exc:
         raise CliError(str(exc), EXIT_PREP) from None
+    notes = list(target.notes)
+    if not uses_native_loop(cfg):
+        notes.append(PYTHON_LOOP_NOTE)
     try:
         out = _Printer(args, target.path, target.describe(), cfg)
         if not args.json:
-            for note in target.notes:
+            for note in notes:
                 print(f"note: {note}", file=sys.stderr)
         if args.ramp:
             ramp = IoRamp(target, cfg, args.jobs, cfg.deadline)
@@ -135,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             return out.ramp_done(ramp.result, interrupted)
         probe = IoLatencyProbe(target, cfg)
         interrupted = asyncio.run(_drive(probe, out))
-        return out.done(probe.result, interrupted, target.notes)
+        return out.done(probe.result, interrupted, notes)
     finally:
         target.close()
 

@@ -80,6 +80,19 @@ def _iostat_on(dev: str, first: tuple[str, str], second: tuple[str, str], workdi
     return {col: float(val) for col, val in zip(headers[-1][1:], rows[-1][1:])}
 
 
+def _wait_for_io(dev: str, fio: subprocess.Popen, timeout: float = 20) -> None:
+    def ios() -> int:
+        fields = next(ln.split() for ln in _sample()[1].splitlines() if ln.split()[2] == dev)
+        return int(fields[3]) + int(fields[7])            # reads + writes completed
+    start, deadline = ios(), time.monotonic() + timeout
+    while ios() - start < 100:
+        if fio.poll() is not None:
+            pytest.fail(f"fio exited early: {fio.stderr.read().decode(errors='replace')}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"fio did no IO on {dev} within {timeout:g} s")
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def loop_device(tmp_path):
     require_root()
@@ -99,10 +112,13 @@ def test_diskstats_math_matches_iostat_under_real_load(loop_device, tmp_path):
     fio = subprocess.Popen(
         ["fio", "--name=load", f"--filename={loop_device}", "--rw=randrw", "--rwmixread=60",
          "--bs=4k", "--direct=1", "--ioengine=psync", "--numjobs=2", "--time_based",
-         "--runtime=3", "--group_reporting", "--output-format=terse"],
+         "--runtime=30", "--group_reporting", "--output-format=terse"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        time.sleep(0.6)          # let fio open the device and settle
+        # fio's first start on a fresh machine (cold binary and libraries) can take over a
+        # second: wait until its IO shows in the counters, then let it settle
+        _wait_for_io(dev, fio)
+        time.sleep(0.3)
         first = _sample()
         time.sleep(1.2)
         second = _sample()

@@ -1,4 +1,5 @@
-"""The wheel installs widgets/ and probes/ as inspector.widgets / inspector.probes only."""
+"""The wheel installs widgets/ and probes/ as inspector.widgets / inspector.probes only, with
+the IO probe's C loop compiled in; the sdist carries its source so `pip install` can build it."""
 import subprocess
 import sys
 import zipfile
@@ -19,3 +20,16 @@ def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
     assert "inspector/probes/latency.py" in names and "inspector/widgets/__init__.py" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "inspector = inspector.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    # the IO probe's C request loop, compiled for this interpreter
+    assert any(n.startswith("inspector/probes/_ioloop.") and n.endswith(".so") for n in names)
+
+
+def test_sdist_carries_the_c_loop_source(tmp_path):
+    import tarfile
+    res = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation",
+                          "--outdir", str(tmp_path), str(REPO)],
+                         capture_output=True, text=True, timeout=240)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    sdist = next(tmp_path.glob("live_inspector-*.tar.gz"))
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    assert "probes/_ioloop.c" in names and "pyproject.toml" in names

@@ -4,6 +4,7 @@ import asyncio
 import math
 import os
 import random
+import re
 import statistics
 import time
 
@@ -20,6 +21,10 @@ def data_file(tmp_path):
     path = tmp_path / "data.bin"
     path.write_bytes(os.urandom(4 << 20))
     return str(path)
+
+
+# the C request loop (the default) and the Python one (no compiler at install time)
+both_loops = pytest.mark.parametrize("native", [True, False], ids=["c_loop", "python_loop"])
 
 
 class FakeClock:
@@ -61,10 +66,12 @@ def test_statistics_match_a_known_distribution(data_file):
     assert sum(c for _, c in res.histogram()) == len(timed)
 
 
-def test_count_includes_one_warmup_per_worker_and_is_split(data_file):
+@both_loops
+def test_count_includes_one_warmup_per_worker_and_is_split(data_file, native):
     with open_target(data_file) as target:
-        res = asyncio.run(IoLatencyProbe(target, IoConfig(count=101, jobs=3)).run_to_end())
-    assert res.error is None
+        res = asyncio.run(IoLatencyProbe(target, IoConfig(count=101, jobs=3, native=native))
+                          .run_to_end())
+    assert res.error is None and res.loop == ("c" if native else "python")
     assert res.total_requests == 101 and res.warmups == 3 and res.requests == 98
     assert res.reads == 98 and res.writes == 0 and res.direct
 
@@ -86,10 +93,11 @@ def test_deadline_bounds_the_run_and_samples_arrive_4_per_second(data_file):
     assert stamps == sorted(stamps)
 
 
-def test_cancel_stops_promptly_and_keeps_partial_results(data_file):
+@both_loops
+def test_cancel_stops_promptly_and_keeps_partial_results(data_file, native):
     async def run():
         with open_target(data_file) as target:
-            probe = IoLatencyProbe(target, IoConfig(deadline=30))
+            probe = IoLatencyProbe(target, IoConfig(deadline=30, native=native))
             task = asyncio.ensure_future(probe.run_to_end())
             await asyncio.sleep(0.4)
             t = time.monotonic()
@@ -103,13 +111,14 @@ def test_cancel_stops_promptly_and_keeps_partial_results(data_file):
     assert res.latency.count == res.requests
 
 
-def test_write_and_mixed_in_directory_leave_nothing_behind(tmp_path):
+@both_loops
+def test_write_and_mixed_in_directory_leave_nothing_behind(tmp_path, native):
     before = set(os.listdir(tmp_path))
     for mode in (WRITE, MIXED):
         with open_target(str(tmp_path), write=True, working_set=1 << 20) as target:
             assert target.kind == "directory" and target.working_set == 1 << 20
-            res = asyncio.run(IoLatencyProbe(target, IoConfig(mode=mode, count=200, seed=3))
-                              .run_to_end())
+            res = asyncio.run(IoLatencyProbe(target, IoConfig(mode=mode, count=200, seed=3,
+                                                              native=native)).run_to_end())
         assert res.error is None and res.requests == 199
         if mode == WRITE:
             assert res.writes == 199 and res.reads == 0
@@ -146,27 +155,30 @@ def test_missing_and_unreadable_targets(tmp_path, data_file):
         open_target(str(small))
 
 
-def test_truncated_file_mid_run_reports_error_and_keeps_partial_results(tmp_path):
+@both_loops
+def test_truncated_file_mid_run_reports_error_and_keeps_partial_results(tmp_path, native):
     path = tmp_path / "shrinks.bin"
     path.write_bytes(os.urandom(8 << 20))
 
     async def run():
         with open_target(str(path)) as target:
-            probe = IoLatencyProbe(target, IoConfig(deadline=10))
+            probe = IoLatencyProbe(target, IoConfig(deadline=10, native=native))
             async for s in probe:
                 if s.t > 0.3:
                     os.truncate(path, 4096)          # reads past 4 KiB now come back short
             return probe.result
     res = asyncio.run(run())
     assert res.error and "short read" in res.error and "shrink" in res.error
+    assert re.search(r"short read at offset \d+ \(request \d+\): \d+ of 4096 bytes", res.error)
     assert res.requests > 0 and not res.interrupted
     assert res.wall_ns < 5e9
 
 
-def test_sequential_offsets_walk_the_working_set(data_file):
+@both_loops
+def test_sequential_offsets_walk_the_working_set(data_file, native):
     with open_target(data_file, working_set=64 << 10) as target:
-        res = asyncio.run(IoLatencyProbe(target, IoConfig(count=40, sequential=True))
-                          .run_to_end())
+        res = asyncio.run(IoLatencyProbe(target, IoConfig(count=40, sequential=True,
+                                                          native=native)).run_to_end())
     assert res.error is None and res.requests == 39
 
 
