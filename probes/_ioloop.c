@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,10 +107,108 @@ release:
     return result;
 }
 
+/* part(values, k, step) -> (total, min, max, top, mid)
+ *
+ * IntervalPart.of's figures of a worker's hand-off in one pass, without the GIL: the sum, the
+ * minimum and maximum, the k largest values (descending, as heapq.nlargest gives them) and
+ * sorted(values[::step]). In Python these cost ~100 ns per request, as much as the request
+ * loop's other bookkeeping together; here ~10 ns.
+ */
+static int cmp_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sift_down(int64_t *heap, Py_ssize_t n, Py_ssize_t i)
+{   /* a min-heap: heap[0] is the smallest of the k largest seen so far */
+    for (;;) {
+        Py_ssize_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && heap[l] < heap[least]) least = l;
+        if (r < n && heap[r] < heap[least]) least = r;
+        if (least == i) return;
+        int64_t t = heap[i]; heap[i] = heap[least]; heap[least] = t;
+        i = least;
+    }
+}
+
+static PyObject *int64_list(const int64_t *v, Py_ssize_t n, int descending)
+{
+    PyObject *list = PyList_New(n);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyLong_FromLongLong(v[descending ? n - 1 - i : i]);
+        if (item == NULL) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *part(PyObject *self, PyObject *args)
+{
+    Py_buffer values;
+    Py_ssize_t k, step;
+    PyObject *result = NULL, *top = NULL, *mid = NULL;
+
+    if (!PyArg_ParseTuple(args, "y*nn", &values, &k, &step))
+        return NULL;
+    Py_ssize_t n = values.len / (Py_ssize_t)sizeof(int64_t);
+    if (n < 1 || k < 1 || step < 1 || values.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "part: needs int64 values, k >= 1 and step >= 1");
+        PyBuffer_Release(&values);
+        return NULL;
+    }
+    if (k > n)
+        k = n;
+    Py_ssize_t n_mid = (n + step - 1) / step;
+    int64_t *heap = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(k + n_mid));
+    if (heap == NULL) {
+        PyBuffer_Release(&values);
+        return PyErr_NoMemory();
+    }
+    int64_t *sample = heap + k;
+    const int64_t *v = values.buf;
+    long long total = 0;
+    int64_t lo = v[0], hi = v[0];
+
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t x = v[i];
+        total += x;
+        if (x < lo) lo = x;
+        if (x > hi) hi = x;
+        if (i < k) {
+            heap[i] = x;
+            if (i == k - 1)
+                for (Py_ssize_t j = k / 2; j-- > 0;)
+                    sift_down(heap, k, j);
+        } else if (x > heap[0]) {
+            heap[0] = x;
+            sift_down(heap, k, 0);
+        }
+    }
+    qsort(heap, (size_t)k, sizeof(int64_t), cmp_int64);
+    for (Py_ssize_t i = 0, j = 0; i < n; i += step)
+        sample[j++] = v[i];
+    qsort(sample, (size_t)n_mid, sizeof(int64_t), cmp_int64);
+    Py_END_ALLOW_THREADS
+
+    if ((top = int64_list(heap, k, 1)) != NULL && (mid = int64_list(sample, n_mid, 0)) != NULL)
+        result = Py_BuildValue("(LLLOO)", total, (long long)lo, (long long)hi, top, mid);
+    Py_XDECREF(top);
+    Py_XDECREF(mid);
+    PyMem_RawFree(heap);
+    PyBuffer_Release(&values);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"burst", burst, METH_VARARGS,
      "burst(fd, buf, size, offsets, ops, first, count, lat, lat_pos, stop_at_ns, flags)"
      " -> (ran, t1_ns, writes, err, nbytes): timed requests with the GIL released"},
+    {"part", part, METH_VARARGS,
+     "part(values, k, step) -> (total, min, max, top, mid): an interval part's figures"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -292,6 +292,7 @@ class _Worker(threading.Thread):
         self.lat = array("q", bytes(8 * LATENCY_SLOTS) if self.native else b"")
         self.filled = 0
         self.native_flags = 0
+        self.native_part = _ioloop.part if self.native else None
         if self.native:
             self.native_flags = ((_ioloop.WRITE if cfg.mode == WRITE else 0)
                                  | (_ioloop.FADVISE if target.fadvise else 0))
@@ -438,7 +439,8 @@ class _Worker(threading.Thread):
     def _publish(self, chunk: array, in_order: bool, warmups: list[int],
                  writes: int, error: str | None = None, covered: int | None = None) -> None:
         self.raw.extend(chunk)
-        self.out.append(_Batch(IntervalPart.of(chunk), chunk.tolist() if in_order else [],
+        self.out.append(_Batch(IntervalPart.of(chunk, self.native_part),
+                               chunk.tolist() if in_order else [],
                                warmups, writes, error))
         if covered is not None:        # after the append: covered means "already in out"
             self.covered_ns = self.last_ns = covered

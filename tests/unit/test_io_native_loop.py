@@ -1,6 +1,7 @@
 """The IO probe's C request loop (probes/_ioloop.c): built and used by default, its contract
-(offsets, latency slots, stop time, failures, bounds), and what it is for: another busy
-Python thread of the process (the TUI's) must not show as IO latency."""
+(offsets, latency slots, stop time, failures, bounds), its interval figures (equal to the
+Python ones), and what it is for: another busy Python thread of the process (the TUI's) must
+not show as IO latency."""
 import asyncio
 import ctypes
 import errno
@@ -14,10 +15,12 @@ import time
 from array import array
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import inspector_bin
 from inspector.probes import io_latency
 from inspector.probes.io_latency import IoConfig, IoLatencyProbe
+from inspector.probes.io_stats import IntervalPart
 from inspector.probes.io_target import open_target
 
 # None when the extension is not built: then the tests that call it fail, none is skipped
@@ -198,3 +201,20 @@ def test_the_cli_says_when_the_python_loop_times_the_run(data_file):
                            capture_output=True, text=True, timeout=60)
     doc = json.loads(built.stdout)
     assert doc["summary"]["loop"] == "c" and not any("Python loop" in n for n in doc["notes"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=(1 << 62) // 9000), min_size=1,
+                max_size=9000))
+def test_c_part_equals_the_python_figures(values):
+    """An interval part from the C loop's part() is the one IntervalPart.of computes in
+    Python: sum, min, max, the k largest (descending) and the sorted subsample."""
+    chunk = array("q", values)
+    assert IntervalPart.of(chunk, _ioloop.part) == IntervalPart.of(chunk)
+
+
+def test_c_part_refuses_what_it_cannot_summarize():
+    for args in ((array("q"), 2, 1), (array("q", [1]), 0, 1), (array("q", [1]), 1, 0),
+                 (b"\0" * 12, 1, 1)):
+        with pytest.raises(ValueError):
+            _ioloop.part(*args)
