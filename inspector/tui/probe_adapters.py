@@ -24,7 +24,8 @@ TUI_RAW_LIMIT = 1 << 18
 
 
 async def io_adapter(run) -> AsyncIterator[dict]:
-    from inspector.probes.io_latency import READ, WRITE, IoConfig, IoLatencyProbe
+    from inspector.probes.io_latency import (READ, WRITE, IoConfig, IoLatencyProbe,
+                                             uses_native_loop)
     from inspector.probes.io_target import open_target
 
     req = run.request
@@ -34,6 +35,8 @@ async def io_adapter(run) -> AsyncIterator[dict]:
             mode=WRITE if req.write else READ, deadline=req.duration, count=req.count,
             jobs=req.concurrency, sample_period=req.interval, raw_limit=TUI_RAW_LIMIT))
         run.stop_hook = probe.stop
+        # "python": the C loop is not built, and this screen's own work can show as latency
+        loop = "c" if uses_native_loop(probe.cfg) else "python"
         ops = 0
         async for s in probe:
             ops += s.requests
@@ -44,15 +47,16 @@ async def io_adapter(run) -> AsyncIterator[dict]:
                    "p50": p50 if p50 is not None else getattr(st, "avg_ns", None),
                    "p99": getattr(st, "p99_ns", None), "max": getattr(st, "max_ns", None),
                    "errors": 1 if s.error else 0,
-                   "extra": {"bytes_per_s": s.bytes_per_s, "primary": "p50" if p50 is not None else "avg"}}
+                   "extra": {"bytes_per_s": s.bytes_per_s, "primary": "p50" if p50 is not None else "avg",
+                             "loop": loop}}
         res = probe.result
         if res is not None:
             lat = res.latency
             yield {"elapsed": res.wall_ns / 1e9, "ops": res.requests, "ops_per_s": res.iops_wall,
                    "p50": lat.p("p50"), "p99": lat.p("p99"), "max": lat.max_ns,
                    "errors": 1 if res.error else 0,
-                   "extra": _final_extra(lat.percentiles_ns, res.histogram(), lat.max_ns,
-                                         res.description)}
+                   "extra": {**_final_extra(lat.percentiles_ns, res.histogram(), lat.max_ns,
+                                            res.description), "loop": loop}}
             if res.error:
                 raise RuntimeError(res.error)
         yield {"summary": res}

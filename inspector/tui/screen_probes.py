@@ -98,6 +98,10 @@ class RunPanel(Vertical):
         table.add_row("max", format_ns(extra.get("max_ns", update.max)))
         if update.errors:
             table.add_row(Text("errors", style="bold red"), str(update.errors))
+        if extra.get("loop") == "python":
+            # the IO probe's C loop is not built: its Python loop counts GIL waits (this
+            # screen's own work) as IO latency (README: the IO probe's C loop)
+            table.add_row(Text("timing", style="yellow"), Text("Python", style="yellow"))
         # fixed-size panes: repaint without a layout pass (4 Hz)
         self.query_one(".run-table", Static).update(table, layout=False)
         hist = self.query_one(LatencyHistogram)

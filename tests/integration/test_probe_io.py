@@ -15,9 +15,9 @@ from conftest import inspector_bin, require_root, run_cli
 
 SUMMARY = re.compile(
     r"--- (?P<path>\S+) \((?P<desc>[^)]*)\) ioping statistics ---\n"
-    r"(?P<done>[\d.]+(?: k)?) requests completed in [\d.]+ [mun]?s, [\d.]+ [KMG]?i?B (read|written), "
-    r"[\d.]+(?: k)? iops, [\d.]+ [KMG]?i?B/s\n"
-    r"generated (?P<total>[\d.]+(?: k)?) requests in [\d.]+ [mun]?s, .*\n"
+    r"(?P<done>[\d.]+(?: [kMG])?) requests completed in [\d.]+ [mun]?s, [\d.]+ [KMG]?i?B (read|written), "
+    r"[\d.]+(?: [kMG])? iops, [\d.]+ [KMG]?i?B/s\n"
+    r"generated (?P<total>[\d.]+(?: [kMG])?) requests in [\d.]+ [mun]?s, .*\n"
     r"min/avg/max/mdev = [\d.]+ [mun]?s / [\d.]+ [mun]?s / [\d.]+ [mun]?s / [\d.]+ [mun]?s\n"
     r"p50/p90/p99/p99\.9 = [\d.]+ [mun]?s / [\d.]+ [mun]?s / [\d.]+ [mun]?s / [\d.]+ [mun]?s\n")
 

@@ -77,5 +77,5 @@ def test_cli_exits_3_with_the_failure_and_the_summary(failing_fs):
     out, err = proc.communicate(timeout=15)
     assert proc.returncode == 3, (out, err)
     assert FAILED.search(err) and "(partial results kept)" in err, err
-    assert re.search(r"^[\d.]+(?: k)? requests completed in ", out, re.M), out
+    assert re.search(r"^[\d.]+(?: [kMG])? requests completed in ", out, re.M), out
     assert "min/avg/max/mdev" in out

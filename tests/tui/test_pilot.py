@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -319,3 +320,28 @@ async def test_a_host_without_findings_says_so_once_discovered():
         await pilot.pause(0.2)
         table = app.screen.query_one("#findings", DataTable)
         assert "no findings" in str(table.get_row_at(0)[2])
+
+
+async def test_io_run_panel_warns_only_when_requests_are_timed_in_python(tmp_path, monkeypatch):
+    """With the probe's C loop built (the normal case) the run panel has no timing row; on an
+    install without it, the panel says the requests were timed in Python (where the screen's
+    own work can add to the latencies)."""
+    import inspector.probes.io_latency as io_latency
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(4 << 20))
+
+    async def panel_after_a_run(app, pilot, index: int) -> str:
+        await start_probe(app, pilot, "io", str(target), seconds="1")
+        await wait_for(pilot, lambda: len(app.probes.runs) > index
+                       and not app.probes.runs[index].active, timeout=15)
+        await pilot.pause(0.2)
+        assert app.probes.runs[index].state == "done", app.probes.runs[index].error
+        table = app.screen.query_one("#panel-a .run-table", Static)
+        return "\n".join(table.render_line(y).text for y in range(table.size.height))
+
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        shown = await panel_after_a_run(app, pilot, 0)
+        assert "p99" in shown and "timing" not in shown
+        monkeypatch.setattr(io_latency, "_ioloop", None)
+        assert re.search(r"^ti\S*\s+Python$", await panel_after_a_run(app, pilot, 1), re.M)

@@ -112,9 +112,9 @@ def test_human_summary_lists_workers_whose_requests_add_up(data_file):
 
     def count(text):                         # ioping's "12.3 k" numbers
         num, _, unit = text.partition(" ")
-        return float(num) * (1000 if unit == "k" else 1)
-    total = count(re.search(r"^([\d.]+(?: k)?) requests completed", r.out, re.M)[1])
-    parts = [count(re.match(r"worker \d: ([\d.]+(?: k)?) requests", l)[1]) for l in per_worker]
+        return float(num) * {"k": 10**3, "M": 10**6, "G": 10**9}.get(unit, 1)
+    total = count(re.search(r"^([\d.]+(?: [kMG])?) requests completed", r.out, re.M)[1])
+    parts = [count(re.match(r"worker \d: ([\d.]+(?: [kMG])?) requests", l)[1]) for l in per_worker]
     assert abs(sum(parts) - total) <= 0.01 * total + 2, (parts, total)
     assert all("p50" in l and "p99" in l for l in per_worker)
 
