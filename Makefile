@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-# Debian packages the tests use as real components and reference tools.
-SYSTEM_PACKAGES := memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
-SYSTEM_COMMANDS := memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
+# Debian packages the tests use as real components and reference tools; gcc builds the IO
+# probe's C loop (installed first: pip builds it when it installs Inspector).
+SYSTEM_PACKAGES := gcc memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+SYSTEM_COMMANDS := gcc memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
 
 .PHONY: run test venv test-deps system-deps bench clean
 
@@ -31,10 +32,10 @@ system-deps:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SYSTEM_PACKAGES); \
 	fi
 
-test: test-deps system-deps
+test: system-deps test-deps
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-bench: test-deps system-deps
+bench: system-deps test-deps
 	$(VENV)/bin/python -m pytest -q -s tests/bench -p no:cacheprovider -o addopts="" -o python_files="bench_*.py"
 
 clean:
