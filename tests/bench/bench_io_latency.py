@@ -1,15 +1,19 @@
 """Benchmark: `inspector probe io` against `ioping` at queue depth 1 (run by `make bench`).
 
 Both tools read the same 64 MiB file with O_DIRECT, 4 KiB requests, random offsets over the
-whole file, no pause between requests, a fixed request count; the runs alternate (and which
-tool goes first alternates too) over five pairs so drift on a shared machine hits both alike.
-Printed: every pair, then the median ratios (ours / ioping) of achieved IOPS (requests per
-wall second), of IOPS as 1/mean latency, and of mean latency.
+whole file, no pause between requests, a fixed request count; the runs alternate over five
+pairs so drift on a shared machine hits both alike. Within a pair each tool's 20000 requests
+are BENCH_SPLIT (4) count-bounded runs in ABBA order (ioping, ours, ours, ioping, ...): this
+disk's latency drifts by 2x within seconds, and one long run each let the pair-to-pair ratios
+range from 0.6 to 1.5; short interleaved runs see the same conditions. Each tool's figures in
+a pair are its requests over its summed times. Printed: every pair, then the median ratios
+(ours / ioping) of achieved IOPS (requests per wall second), of IOPS as 1/mean latency, and
+of mean latency. BENCH_SPLIT=1 gives one run per tool and pair.
 Goal: achieved IOPS >= 0.95x ioping's and mean latency within 5%.
 
 As root both tools run under the same real-time priority (`chrt -f 10`) so that other load on
 a shared machine disturbs neither; BENCH_CHRT=0 turns that off. BENCH_PAIRS and BENCH_COUNT
-override the five pairs of 20000 requests; BENCH_INSPECTOR names another `inspector` to run
+override the five pairs of 20000 requests per tool; BENCH_INSPECTOR names another `inspector` to run
 (before/after comparisons).
 
 A second benchmark runs both tools at the same time on the same file (deadline-bounded, one
@@ -38,6 +42,7 @@ from pathlib import Path
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", 5))
 COUNT = int(os.environ.get("BENCH_COUNT", 20000))
+SPLIT = int(os.environ.get("BENCH_SPLIT", 4))
 FILE_SIZE = 64 << 20
 VENV_BIN = Path(sys.executable).parent
 
@@ -65,39 +70,55 @@ def priority() -> list[str]:
     return ["chrt", "-f", "10"] if wanted and os.geteuid() == 0 and shutil.which("chrt") else []
 
 
-def run_ioping(path: str) -> dict:
+def run_ioping(path: str, count: int) -> dict:
     # -B raw: valid sum_ns iops bytes_per_s min avg max mdev total_requests wall_ns
-    out = subprocess.run([*priority(), "ioping", "-D", "-c", str(COUNT), "-i", "0", "-s", "4k", "-S", "64m",
-                          "-B", "-q", path], capture_output=True, text=True, check=True,
-                         timeout=300).stdout.split()
-    valid, sum_ns, _iops, _bps, _mn, avg, _mx, _md, total, wall = (float(x) for x in out[:10])
-    return {"iops_wall": 1e9 * total / wall, "iops_mean": 1e9 * valid / sum_ns, "avg_ns": avg}
+    out = subprocess.run([*priority(), "ioping", "-D", "-c", str(count), "-i", "0", "-s", "4k",
+                          "-S", "64m", "-B", "-q", path], capture_output=True, text=True,
+                         check=True, timeout=300).stdout.split()
+    valid, sum_ns, _iops, _bps, _mn, _avg, _mx, _md, total, wall = (float(x) for x in out[:10])
+    return {"valid": valid, "sum_ns": sum_ns, "total": total, "wall_ns": wall}
 
 
-def run_inspector(path: str) -> dict:
-    out = subprocess.run([*priority(), inspector_bin(), "probe", "io", path, "-c", str(COUNT), "-i", "0",
-                          "-s", "4k", "-S", "64m", "--json"], capture_output=True, text=True,
-                         check=True, timeout=300).stdout
+def run_inspector(path: str, count: int) -> dict:
+    out = subprocess.run([*priority(), inspector_bin(), "probe", "io", path, "-c", str(count),
+                          "-i", "0", "-s", "4k", "-S", "64m", "--json"], capture_output=True,
+                         text=True, check=True, timeout=300).stdout
     s = json.loads(out)["summary"]
-    assert s["direct"] and s["requests"] == COUNT - 1
-    return {"iops_wall": s["iops_wall"], "iops_mean": s["iops"], "avg_ns": s["avg_ns"]}
+    assert s["direct"] and s["requests"] == count - 1 and s["loop"] == "c", s
+    return {"valid": s["requests"], "sum_ns": s["busy_ns"], "total": s["total_requests"],
+            "wall_ns": s["wall_ns"]}
+
+
+def combine(runs: list[dict]) -> dict:
+    """One tool's figures over several runs: requests over their summed times."""
+    valid, sum_ns = sum(r["valid"] for r in runs), sum(r["sum_ns"] for r in runs)
+    total, wall = sum(r["total"] for r in runs), sum(r["wall_ns"] for r in runs)
+    return {"iops_wall": 1e9 * total / wall, "iops_mean": 1e9 * valid / sum_ns,
+            "avg_ns": sum_ns / valid}
 
 
 def bench() -> dict:
+    sub = COUNT // SPLIT
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as d:
         path = make_file(d)
-        run_ioping(path)                 # one untimed round each: page tables, binaries cached
-        run_inspector(path)
+        run_ioping(path, sub)            # one untimed round each: page tables, binaries cached
+        run_inspector(path, sub)
         ratios = {"iops_wall": [], "iops_mean": [], "avg_ns": []}
-        print(f"\nIO latency QD1, O_DIRECT, 4 KiB random reads, 64 MiB file, {COUNT} requests"
+        print(f"\nIO latency QD1, O_DIRECT, 4 KiB random reads, 64 MiB file, {COUNT} requests "
+              f"per tool and pair, in {SPLIT} runs of {sub} each, ABBA order"
               + (f" ({' '.join(priority())})" if priority() else ""))
         print(f"{'pair':>4} {'ioping iops':>12} {'ours iops':>10} {'ioping avg':>11} "
               f"{'ours avg':>9}")
         for i in range(PAIRS):
-            if i % 2 == 0:
-                ref, ours = run_ioping(path), run_inspector(path)
-            else:
-                ours, ref = run_inspector(path), run_ioping(path)
+            refs, ours_runs = [], []
+            for j in range(SPLIT):           # AB BA AB BA ...: linear drift hits both alike
+                if (i + j) % 2 == 0:
+                    refs.append(run_ioping(path, sub))
+                    ours_runs.append(run_inspector(path, sub))
+                else:
+                    ours_runs.append(run_inspector(path, sub))
+                    refs.append(run_ioping(path, sub))
+            ref, ours = combine(refs), combine(ours_runs)
             for key in ratios:
                 ratios[key].append(ours[key] / ref[key])
             print(f"{i + 1:>4} {ref['iops_wall']:>12.0f} {ours['iops_wall']:>10.0f} "
