@@ -6,13 +6,16 @@
  * 70 us read is timed as ~5 ms, the interpreter's switch interval. Here a whole burst runs with
  * the GIL released and both clock reads sit tight around the syscall, as in ioping.
  *
- * burst(fd, buf, size, offsets, ops, first, count, lat, lat_pos, stop_at_ns, flags)
+ * burst(fd, buf, size, offsets, ops, first, count, lat, lat_pos, stop_at_ns, flags, stop)
  *     -> (ran, t1_ns, writes, err, nbytes)
  *
  * Runs up to `count` requests of `size` bytes, one at a time, at offsets[first:first+count]
  * (a buffer of uint64) from/into `buf`, storing each latency (ns) at lat[lat_pos + i] (a
  * writable buffer of int64). It stops after the first request that ends at or after
- * `stop_at_ns` (CLOCK_MONOTONIC, the clock of time.monotonic_ns), or at the first failure.
+ * `stop_at_ns` (CLOCK_MONOTONIC, the clock of time.monotonic_ns), at the first failure, or
+ * before the next request once stop[0] (a bytearray the probe's stop() sets) is non-zero: so
+ * a burst may last until the next interval tick and still stop at once, and a thousand
+ * workers need the GIL a few times a second each, not every few milliseconds.
  * flags: WRITE (pwrite instead of pread), FADVISE (POSIX_FADV_DONTNEED on the range before each
  * request, outside the timed window), MIXED (ops[first + i] != 0 means a write).
  * Returns: ran = requests completed (latencies stored); t1 = the clock after the last request
@@ -46,11 +49,11 @@ static PyObject *burst(PyObject *self, PyObject *args)
     int fd, flags;
     Py_ssize_t size, first, count, lat_pos;
     long long stop_at;
-    Py_buffer buf, offsets, ops = {0}, lat;
+    Py_buffer buf, offsets, ops = {0}, lat, stop;
     PyObject *ops_obj, *result = NULL;
 
-    if (!PyArg_ParseTuple(args, "iw*ny*Onnw*nLi", &fd, &buf, &size, &offsets, &ops_obj,
-                          &first, &count, &lat, &lat_pos, &stop_at, &flags))
+    if (!PyArg_ParseTuple(args, "iw*ny*Onnw*nLiy*", &fd, &buf, &size, &offsets, &ops_obj,
+                          &first, &count, &lat, &lat_pos, &stop_at, &flags, &stop))
         return NULL;
     int mixed = (flags & FLAG_MIXED) != 0;
     if (mixed && PyObject_GetBuffer(ops_obj, &ops, PyBUF_SIMPLE) < 0)
@@ -58,7 +61,7 @@ static PyObject *burst(PyObject *self, PyObject *args)
     if (size <= 0 || size > buf.len || first < 0 || count < 0 || lat_pos < 0
         || first + count > offsets.len / (Py_ssize_t)sizeof(uint64_t)
         || lat_pos + count > lat.len / (Py_ssize_t)sizeof(int64_t)
-        || (mixed && first + count > ops.len)) {
+        || (mixed && first + count > ops.len) || stop.len < 1) {
         PyErr_SetString(PyExc_ValueError, "burst: request, offsets or latency slots out of range");
         goto release;
     }
@@ -67,6 +70,7 @@ static PyObject *burst(PyObject *self, PyObject *args)
     const unsigned char *op = mixed ? (const unsigned char *)ops.buf + first : NULL;
     int64_t *out = (int64_t *)lat.buf + lat_pos;
     char *data = buf.buf;
+    const unsigned char *stopped = stop.buf;
     int always_write = (flags & FLAG_WRITE) != 0, fadvise = (flags & FLAG_FADVISE) != 0;
     Py_ssize_t ran = 0, writes = 0, nbytes = size;
     int64_t t1 = 0;
@@ -74,6 +78,8 @@ static PyObject *burst(PyObject *self, PyObject *args)
 
     Py_BEGIN_ALLOW_THREADS
     for (; ran < count; ran++) {
+        if (__atomic_load_n(stopped, __ATOMIC_RELAXED))
+            break;
         off_t where = (off_t)off[ran];
         int is_write = mixed ? op[ran] != 0 : always_write;
         if (fadvise) {
@@ -102,6 +108,7 @@ release:
     PyBuffer_Release(&buf);
     PyBuffer_Release(&offsets);
     PyBuffer_Release(&lat);
+    PyBuffer_Release(&stop);
     if (mixed && ops.obj)
         PyBuffer_Release(&ops);
     return result;
@@ -205,7 +212,7 @@ static PyObject *part(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"burst", burst, METH_VARARGS,
-     "burst(fd, buf, size, offsets, ops, first, count, lat, lat_pos, stop_at_ns, flags)"
+     "burst(fd, buf, size, offsets, ops, first, count, lat, lat_pos, stop_at_ns, flags, stop)"
      " -> (ran, t1_ns, writes, err, nbytes): timed requests with the GIL released"},
     {"part", part, METH_VARARGS,
      "part(values, k, step) -> (total, min, max, top, mid): an interval part's figures"},

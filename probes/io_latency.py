@@ -52,7 +52,7 @@ except ImportError:                    # installed without a compiler: the Pytho
 READ, WRITE, MIXED = "read", "write", "mixed"
 OFFSET_CHUNK = 4096            # offsets drawn per refill, outside the timed loop
 LATENCY_SLOTS = 1 << 13        # latencies per hand-off at most (besides the 4 Hz ticks):
-                               # preallocated, 64 KB per worker
+                               # preallocated for the C loop, 64 KB per worker (up to 8)
 BURST_NS = 5_000_000           # requests run in bursts of ~5 ms between tick/deadline checks
 MAX_BURST = OFFSET_CHUNK
 RAW_LIMIT = 1 << 22            # raw latencies kept (all workers) before folding into the
@@ -61,8 +61,9 @@ JOIN_TIMEOUT = 2.0
 TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged
 STRAGGLER_POLL_NS = 2_000_000  # while a worker has not handed its share of a tick over yet
 DONE_NS = 1 << 62              # a finished worker covers all time
-MAX_JOBS = 1024                # workers are threads of this process, ~270 KB each (histograms,
-                               # buffers): -j 10000 would mean gigabytes on the host probed
+MAX_JOBS = 256                 # workers are threads of this process, and each needs the GIL
+                               # a few times a second: 256 start within ~0.15 s of each other;
+                               # 512 took 1.3 s (a 1 s run's workers mostly never began)
 
 
 @dataclass
@@ -102,7 +103,7 @@ class IoConfig:
             raise ValueError("deadline must be positive")
         if not 1 <= self.jobs <= MAX_JOBS:
             raise ValueError(f"jobs must be within 1..{MAX_JOBS} (each worker is a thread of "
-                             "this process)")
+                             "this process; more of them cannot all run at once)")
         if self.interval < 0 or self.sample_period <= 0:
             raise ValueError("interval must be >= 0 and sample period > 0")
 
@@ -255,12 +256,32 @@ class _Batch:
     error: str | None = None
 
 
+class _Stop:
+    """A probe's stop signal: an Event for the Python side, and a byte the C loop reads before
+    each request with the GIL released (so a burst can last until the next tick)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.flag = bytearray(1)
+
+    def set(self) -> None:
+        self.flag[0] = 1
+        self.event.set()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self.event.wait(timeout)
+
+
 class _Worker(threading.Thread):
     def __init__(self, index: int, target: IoTarget, cfg: IoConfig, quota: int | None,
-                 deadline_ns: int | None, stop: threading.Event, on_done: Callable[[], None]):
+                 deadline_ns: int | None, stop: "_Stop", go: threading.Event,
+                 on_done: Callable[[], None]):
         super().__init__(name=f"io-probe-{index}", daemon=True)
         self.target, self.cfg, self.quota = target, cfg, quota
-        self.deadline_ns, self.stop, self.on_done = deadline_ns, stop, on_done
+        self.deadline_ns, self.stop, self.go, self.on_done = deadline_ns, stop, go, on_done
         self.out: collections.deque[_Batch] = collections.deque()
         self.recorder = LatencyRecorder()
         self.raw = array("q")
@@ -289,7 +310,10 @@ class _Worker(threading.Thread):
         self.native = uses_native_loop(cfg)
         # latencies since the last hand-off: preallocated slots for the C loop, appended to
         # by the Python loop
-        self.lat = array("q", bytes(8 * LATENCY_SLOTS) if self.native else b"")
+        # (fewer per worker when there are many: each one's share of the device is smaller,
+        # and -j 1024 would otherwise hold 64 MB of slots)
+        slots = min(LATENCY_SLOTS, max(1024, (LATENCY_SLOTS * 8) // cfg.jobs))
+        self.lat = array("q", bytes(8 * slots) if self.native else b"")
         self.filled = 0
         self.native_flags = 0
         self.native_part = _ioloop.part if self.native else None
@@ -346,7 +370,7 @@ class _Worker(threading.Thread):
         flags = self.native_flags | (_ioloop.MIXED if ops is not None else 0)
         ran, t1, writes, err, nbytes = _ioloop.burst(
             self.target.fd, self.buf, self.cfg.request_size, offsets, ops, pos, n, self.lat,
-            self.filled, stop_at, flags)
+            self.filled, stop_at, flags, self.stop.flag)
         self.filled += ran
         return ran, t1, writes, None if nbytes == self.cfg.request_size else (err, nbytes)
 
@@ -465,6 +489,9 @@ class _Worker(threading.Thread):
 
     def _run(self) -> None:
         cfg, stop = self.cfg, self.stop
+        self.go.wait()                   # every worker starts at once, once all exist
+        if stop.is_set():
+            return
         burst = self._native_burst if self.native else self._python_burst
         clock = cfg.clock
         period = int(cfg.sample_period * 1e9)
@@ -489,7 +516,7 @@ class _Worker(threading.Thread):
             if self.quota == 1 or not self._pause(cfg.interval, clock, deadline):
                 return
 
-        slots = LATENCY_SLOTS
+        slots = len(self.lat) if self.native else LATENCY_SLOTS
         injected = clock is not time.monotonic_ns
         done = 1             # requests handed over, warm-up included
         writes = 0
@@ -498,9 +525,12 @@ class _Worker(threading.Thread):
         offsets = array("Q")
         ops: bytes | None = None
         pos = 0              # next unused entry of `offsets`
-        size = 1             # requests per burst, sized to last about BURST_NS
-        # Stop is checked between bursts; a burst ends within one request of next_event
-        # (the next tick or the deadline), so a run ends within one request of its deadline.
+        # Requests per burst. The C loop checks the stop byte before each request, so its
+        # bursts run until the next tick (or a full chunk); the Python loop checks stop
+        # between bursts, sized to last about BURST_NS. A burst ends within one request of
+        # next_event (the next tick or the deadline), so a run ends within one request of its
+        # deadline.
+        size = MAX_BURST if self.native else 1
         while not stop.is_set() and t1 < deadline:
             if pos >= len(offsets):
                 left = None if self.quota is None else self.quota - done - self.filled
@@ -512,10 +542,13 @@ class _Worker(threading.Thread):
             # the burst's own time, not the wait for the GIL after the previous one (a busy
             # thread would shrink bursts to a request each, and each would wait for the GIL);
             # an injected clock is read only around requests
-            start_t = t1 if injected else clock()
-            ran, t1, wrote, failure = burst(offsets, ops, pos, min(size, len(offsets) - pos,
-                                                                   slots - self.filled),
-                                            next_event)
+            start_t = t1 if injected or self.native else clock()
+            ran, t_end, wrote, failure = burst(offsets, ops, pos,
+                                               min(size, len(offsets) - pos,
+                                                   slots - self.filled), next_event)
+            if not ran and not failure:
+                break                    # the C loop saw the stop byte before a request
+            t1 = t_end
             pos += ran
             writes += wrote
             if failure:
@@ -524,7 +557,7 @@ class _Worker(threading.Thread):
                 self._publish(self._take(), ping, warmups, writes,
                               self._failed(failure, offsets[pos], is_write, request))
                 return
-            if not ping and ran:
+            if not ping and ran and not self.native:
                 per_request = (t1 - start_t) / ran if t1 > start_t else 1
                 size = max(1, min(MAX_BURST, int(BURST_NS / per_request)))
             if t1 >= next_event or self.filled >= slots:
@@ -579,7 +612,7 @@ class IoLatencyProbe:
         self.target, self.cfg = target, cfg
         self.result: IoResult | None = None
         self.samples: list[IoSample] = []
-        self._stop = threading.Event()
+        self._stop = _Stop()
         self._workers: list[_Worker] = []
         self._error: str | None = None
         self._interrupted = False
@@ -622,13 +655,30 @@ class IoLatencyProbe:
                     pass
 
         deadline_ns = None if self.cfg.deadline is None else int(self.cfg.deadline * 1e9)
-        self._workers = [_Worker(i, self.target, self.cfg, quota, deadline_ns, self._stop,
+        go = threading.Event()
+        self._workers = [_Worker(i, self.target, self.cfg, quota, deadline_ns, self._stop, go,
                                  worker_done) for i, quota in enumerate(self._quotas())]
+        started = 0
+        try:
+            for w in self._workers:
+                w.start()
+                started += 1
+        except RuntimeError as exc:      # "can't start new thread": ulimit -u or -v
+            self._error = f"could not start worker {started + 1} of {self.cfg.jobs}: {exc}"
+            self._stop.set()             # the started ones end at once, without a request
+            del self._workers[started:]
+            with lock:
+                remaining[0] -= self.cfg.jobs - started
+                if remaining[0] == 0:
+                    finished.set()
+        # The workers wait for `go`: started one by one while the first ones already ran,
+        # 1024 workers took over a second to start (each start waits for the GIL), and most
+        # of a 1 s run's workers never got past their warm-up.
         start = time.monotonic_ns()
         self._start = self._covered = start
         for w in self._workers:
             w.start_ns = start
-            w.start()
+        go.set()
         # Interval accounting: a sample covers [end of the previous sample, its own end].
         # With the default clock the workers' clock is this one, so a sample ends exactly
         # at its tick (or at the run's real end for the last, partial interval) and waits

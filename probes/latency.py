@@ -10,7 +10,9 @@ at interval boundaries: HdrHistogram's pure-Python record costs ~2.5 us per valu
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Iterable
 
 from hdrh.histogram import HdrHistogram
@@ -76,23 +78,42 @@ class LatencyRecorder:
 
     def percentile(self, q: float) -> int | None:
         """Nearest-rank percentile (the ceil(q/100*n)-th smallest value), like a sorted list."""
-        if not self.count:
-            return None
-        rank = max(1, math.ceil(q / 100.0 * self.count - 1e-9))
-        # hdrh rounds q/100*n to the nearest count; ask for the percentile whose rounding is `rank`
-        adjusted = min(100.0, 100.0 * (rank - 0.5 + 1e-6) / self.count)
-        # HdrHistogram reports a bucket's highest equivalent value; never above the true max
-        return min(self.hist.get_value_at_percentile(adjusted), self.max)
+        return self.percentiles([q])[0] if self.count else None
+
+    def percentiles(self, qs: Iterable[float]) -> list[int]:
+        """percentile(q) for each q, from one pass over the histogram's counts.
+
+        hdrh's get_value_at_percentile sums the counts one index at a time in Python from the
+        start, for each percentile (~5 ms each): the summaries of a 256-worker run took 1.7 s.
+        Here the running sums are built once, in C (itertools.accumulate), and each
+        percentile is a bisection; the result is hdrh's, value for value."""
+        hist = self.hist
+        cumulative = list(accumulate(hist.counts[:min(hist.counts_len, len(hist.counts))]))
+        out = []
+        for q in qs:
+            rank = max(1, math.ceil(q / 100.0 * self.count - 1e-9))
+            # hdrh rounds q/100*n to the nearest count; ask for the percentile whose rounding
+            # is `rank`
+            adjusted = min(100.0, 100.0 * (rank - 0.5 + 1e-6) / self.count)
+            index = bisect_left(cumulative, hist.get_target_count_at_percentile(adjusted))
+            if index >= len(cumulative):
+                out.append(self.max)          # hdrh: 0, past every count; cannot happen
+                continue
+            # HdrHistogram reports a bucket's highest equivalent value; never above the max
+            value = hist.get_highest_equivalent_value(hist.get_value_from_index(index))
+            out.append(min(value, self.max))
+        return out
 
     def summary(self, percentiles: Iterable[float] = PERCENTILES) -> LatencySummary:
         if not self.count:
             return LatencySummary(0, None, None, None, None, {})
         mean = self.total / self.count
         variance = max(self.total_sq / self.count - mean * mean, 0.0)
+        qs = list(percentiles)
         return LatencySummary(
             count=self.count, min_ns=self.min, avg_ns=mean, max_ns=self.max,
             mdev_ns=math.sqrt(variance),
-            percentiles_ns={percentile_key(q): self.percentile(q) for q in percentiles})
+            percentiles_ns={percentile_key(q): v for q, v in zip(qs, self.percentiles(qs))})
 
     def buckets(self) -> list[tuple[int, int]]:
         """(upper bound ns, count) for each non-empty histogram bucket, for JSON and charts.

@@ -48,12 +48,13 @@ def test_the_c_loop_is_built_and_times_runs_by_default(data_file):
 
 
 def _burst(fd, offsets, *, size=4096, buf=None, ops=None, first=0, count=None, lat=None,
-           lat_pos=0, stop_at=1 << 62, flags=0):
+           lat_pos=0, stop_at=1 << 62, flags=0, stop=None):
     buf = buf if buf is not None else mmap.mmap(-1, 4096)
     lat = lat if lat is not None else array("q", bytes(8 * 16))
     count = len(offsets) - first if count is None else count
+    stop = stop if stop is not None else bytearray(1)
     return _ioloop.burst(fd, buf, size, offsets, ops, first, count, lat, lat_pos, stop_at,
-                         flags), buf, lat
+                         flags, stop), buf, lat
 
 
 def test_burst_reads_the_offsets_given_and_stores_latencies_in_the_slots(data_file):
@@ -86,6 +87,27 @@ def test_burst_stops_after_the_request_that_reaches_stop_at(data_file):
         os.close(fd)
 
 
+def test_burst_stops_before_the_next_request_once_the_stop_byte_is_set(data_file):
+    """stop() sets a byte the C loop reads between requests, GIL released: a burst can last
+    until the next tick and still end at once."""
+    fd = os.open(data_file, os.O_RDONLY)
+    try:
+        (ran, t1, *_), _, _ = _burst(fd, array("Q", [0] * 4), stop=bytearray(b"\1"))
+        assert (ran, t1) == (0, 0)
+        # a burst of seconds of page-cache reads, stopped from another thread after 0.2 s
+        stop = bytearray(1)
+        many = array("Q", [0]) * 5_000_000
+        slots = array("q", bytes(8 * len(many)))
+        timer = threading.Timer(0.2, stop.__setitem__, (0, 1))
+        t = time.monotonic()
+        timer.start()
+        (ran, *_), _, _ = _burst(fd, many, lat=slots, stop_at=time.monotonic_ns() + 10**10,
+                                 stop=stop)
+        assert 0.15 < time.monotonic() - t < 2 and 0 < ran < len(many)
+    finally:
+        os.close(fd)
+
+
 def test_burst_reports_short_reads_and_errors_of_the_request_that_failed(tmp_path):
     path = tmp_path / "short.bin"
     path.write_bytes(os.urandom(6000))
@@ -106,7 +128,7 @@ def test_burst_refuses_out_of_range_arguments(data_file):
         for kwargs in ({"count": 3}, {"first": 1, "count": 2}, {"lat": array("q", [0]),
                                                                "count": 2},
                        {"lat_pos": 15, "count": 2}, {"size": 8192}, {"size": 0},
-                       {"flags": _ioloop.MIXED, "ops": b"\0"}):
+                       {"flags": _ioloop.MIXED, "ops": b"\0"}, {"stop": bytearray()}):
             with pytest.raises(ValueError, match="out of range"):
                 _burst(fd, offsets, **kwargs)
         with pytest.raises(TypeError):

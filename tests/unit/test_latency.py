@@ -43,3 +43,18 @@ def test_mdev_is_population_stdev_and_merge():
 def test_empty_summary():
     s = LatencyRecorder().summary()
     assert s.count == 0 and s.avg_ns is None and s.percentiles_ns == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=10**12), min_size=1, max_size=3000),
+       st.lists(st.floats(min_value=0.001, max_value=100.0), min_size=1, max_size=6))
+def test_percentiles_in_one_pass_are_hdrhs_own(values, qs):
+    """LatencyRecorder.percentiles bisects running sums built once; hdrh's own
+    get_value_at_percentile walks the counts from the start for each one (5 ms each, 1.7 s
+    for the summaries of a 256-worker run). Same values, whatever the data."""
+    r = LatencyRecorder()
+    r.record_many(values)
+    for q, got in zip(qs, r.percentiles(qs)):
+        rank = max(1, math.ceil(q / 100.0 * r.count - 1e-9))
+        adjusted = min(100.0, 100.0 * (rank - 0.5 + 1e-6) / r.count)
+        assert got == min(r.hist.get_value_at_percentile(adjusted), r.max)
