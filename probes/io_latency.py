@@ -6,11 +6,14 @@
         ...
     probe.result                        # IoResult: ioping's statistics plus percentiles
 
-Workers are threads. Each runs its requests in bursts of about 5 ms, timed by the C loop of
-probes/_ioloop.c with the GIL released for the whole burst: the clock reads sit tight around
-the syscall as in ioping, and no other thread of the process (the TUI's) can add a GIL wait to
-a latency. Where the extension is not built, a Python loop with the same interface does the
-same work (~1 us more per request, and exposed to GIL waits; IoResult.loop says which ran).
+Workers are threads; they wait for one start signal once all exist, so all run for the
+whole run. Each runs its requests in bursts timed by the C loop of probes/_ioloop.c with the
+GIL released for the whole burst: the clock reads sit tight around the syscall as in ioping,
+no other thread of the process (the TUI's) can add a GIL wait to a latency, and since the C
+loop reads the stop byte before each request a burst lasts until the next tick, so a worker
+needs the GIL only a few times a second. Where the extension is not built, a Python loop with
+the same interface does the same work in bursts of ~5 ms (~1 us more per request, and exposed
+to GIL waits; IoResult.loop says which ran).
 Offsets are drawn in chunks outside the timed window, the buffer is a page-aligned mmap and
 latencies go into preallocated slots. Statistics are folded in at flush time, 4 times a
 second, by the worker itself outside the timed window, so the async side only drains small
@@ -22,7 +25,7 @@ interval, so rates are requests over real elapsed time. Ping pauses (-i) end at 
 Each worker keeps its own figures (IoResult.workers); the summary is their merge: histograms
 added, requests and busy time summed, IOPS summed.
 
-Cancellation (task cancel, Ctrl-C) sets a stop event; workers stop after the request in flight
+Cancellation (task cancel, Ctrl-C) sets the stop signal; workers stop after the request in flight
 and the partial results stay in `probe.result`. A failing request (EIO, short read because the
 target shrank) stops the run with `result.error` set, keeping everything measured before it.
 """
@@ -500,9 +503,11 @@ class _Worker(threading.Thread):
         # warm-up: one request, timed and shown, excluded from the statistics (like ioping);
         # mixed mode warms up with a read
         offsets = self._offsets(1)
-        _, t1, _, failure = burst(offsets, None, 0, 1, 0)
+        ran, t1, _, failure = burst(offsets, None, 0, 1, 0)
         if failure:
             raise IoError(self._failed(failure, offsets[0], cfg.mode == WRITE, 1))
+        if not ran:
+            return                       # stopped before the warm-up (the C loop's stop byte)
         self.warmups = 1
         warmups = self._take().tolist()
         # ticks aligned with the async side's when both use CLOCK_MONOTONIC (the default);
