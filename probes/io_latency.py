@@ -313,10 +313,9 @@ class _Worker(threading.Thread):
         self.native = uses_native_loop(cfg)
         # latencies since the last hand-off: preallocated slots for the C loop, appended to
         # by the Python loop
-        # (fewer per worker when there are many: each one's share of the device is smaller,
-        # and -j 1024 would otherwise hold 64 MB of slots)
-        slots = min(LATENCY_SLOTS, max(1024, (LATENCY_SLOTS * 8) // cfg.jobs))
-        self.lat = array("q", bytes(8 * slots) if self.native else b"")
+        # (fewer per worker when there are many: each one's share of the device is smaller)
+        self.slots = min(LATENCY_SLOTS, max(1024, (LATENCY_SLOTS * 8) // cfg.jobs))
+        self.lat = array("q", bytes(8 * self.slots) if self.native else b"")
         self.filled = 0
         self.native_flags = 0
         self.native_part = _ioloop.part if self.native else None
@@ -406,22 +405,11 @@ class _Worker(threading.Thread):
                     writes += is_write
                     if t1 >= stop_at:
                         break
-            elif fadvise:
-                op = write_op if self.cfg.mode == WRITE else read_op
-                for off in todo:
-                    fadvise(fd, off, size, dontneed)
-                    t0 = clock()
-                    got = op(fd, bufs, off)
-                    t1 = clock()
-                    if got != size:
-                        failure = (0, got)
-                        break
-                    append(t1 - t0)
-                    if t1 >= stop_at:
-                        break
             else:
                 op = write_op if self.cfg.mode == WRITE else read_op
                 for off in todo:
+                    if fadvise:
+                        fadvise(fd, off, size, dontneed)
                     t0 = clock()
                     got = op(fd, bufs, off)
                     t1 = clock()
@@ -444,7 +432,7 @@ class _Worker(threading.Thread):
         except IoError as exc:           # the warm-up request failed
             self.out.append(_Batch(IntervalPart(), [], [], 0, str(exc)))
         except OSError as exc:
-            self.out.append(_Batch(IntervalPart(), [], [], 0, _os_error(self.cfg.mode, exc, 0, 1,
+            self.out.append(_Batch(IntervalPart(), [], [], 0, _os_error(self.cfg.mode, exc.errno or errno.EIO, 0, 1,
                                                             self.cfg.mode == WRITE)))
         except BaseException as exc:     # never die silently: the async side reports it
             self.out.append(_Batch(IntervalPart(), [], [], 0, f"worker failed: {exc!r}"))
@@ -487,7 +475,7 @@ class _Worker(threading.Thread):
         err, got = failure
         mode = (WRITE if is_write else READ) if self.cfg.mode == MIXED else self.cfg.mode
         if err:
-            return _os_error(mode, OSError(err, os.strerror(err)), off, request, is_write)
+            return _os_error(mode, err, off, request, is_write)
         return _short(mode, off, got, self.cfg.request_size, request)
 
     def _run(self) -> None:
@@ -521,7 +509,7 @@ class _Worker(threading.Thread):
             if self.quota == 1 or not self._pause(cfg.interval, clock, deadline):
                 return
 
-        slots = len(self.lat) if self.native else LATENCY_SLOTS
+        slots = self.slots
         injected = clock is not time.monotonic_ns
         done = 1             # requests handed over, warm-up included
         writes = 0
@@ -597,10 +585,10 @@ def _short(mode: str, off: int, n: int, size: int, request: int) -> str:
             "did the target shrink?")
 
 
-def _os_error(mode: str, exc: OSError, off: int, request: int, is_write: bool) -> str:
+def _os_error(mode: str, err: int, off: int, request: int, is_write: bool) -> str:
     verb = "write" if mode == WRITE or (mode == MIXED and is_write) else "read"
-    name = errno.errorcode.get(exc.errno or 0, "error")
-    return f"{verb} failed at offset {off} (request {request}): {name} {exc.strerror}"
+    name = errno.errorcode.get(err, "error")
+    return f"{verb} failed at offset {off} (request {request}): {name} {os.strerror(err)}"
 
 
 class IoLatencyProbe:

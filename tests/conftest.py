@@ -86,3 +86,11 @@ def require_root() -> None:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    """A 4 MiB file of random bytes for IO probe tests (a test module may define its own)."""
+    path = tmp_path / "data.bin"
+    path.write_bytes(os.urandom(4 << 20))
+    return str(path)

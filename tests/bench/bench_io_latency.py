@@ -70,31 +70,44 @@ def priority() -> list[str]:
     return ["chrt", "-f", "10"] if wanted and os.geteuid() == 0 and shutil.which("chrt") else []
 
 
-def run_ioping(path: str, count: int) -> dict:
+def ioping_figures(stdout: str) -> dict:
     # -B raw: valid sum_ns iops bytes_per_s min avg max mdev total_requests wall_ns
-    out = subprocess.run([*priority(), "ioping", "-D", "-c", str(count), "-i", "0", "-s", "4k",
-                          "-S", "64m", "-B", "-q", path], capture_output=True, text=True,
-                         check=True, timeout=300).stdout.split()
-    valid, sum_ns, _iops, _bps, _mn, _avg, _mx, _md, total, wall = (float(x) for x in out[:10])
+    valid, sum_ns, _iops, _bps, _mn, _avg, _mx, _md, total, wall = \
+        (float(x) for x in stdout.split()[:10])
     return {"valid": valid, "sum_ns": sum_ns, "total": total, "wall_ns": wall}
 
 
-def run_inspector(path: str, count: int) -> dict:
-    out = subprocess.run([*priority(), inspector_bin(), "probe", "io", path, "-c", str(count),
-                          "-i", "0", "-s", "4k", "-S", "64m", "--json"], capture_output=True,
-                         text=True, check=True, timeout=300).stdout
-    s = json.loads(out)["summary"]
-    assert s["direct"] and s["requests"] == count - 1 and s["loop"] == "c", s
+def inspector_figures(stdout: str) -> dict:
+    s = json.loads(stdout)["summary"]
+    assert s["loop"] == "c", s
     return {"valid": s["requests"], "sum_ns": s["busy_ns"], "total": s["total_requests"],
-            "wall_ns": s["wall_ns"]}
+            "wall_ns": s["wall_ns"], "direct": s["direct"]}
+
+
+def run_ioping(path: str, count: int, mode: str = "-D") -> dict:
+    """mode: -D (O_DIRECT) or -C (cached)."""
+    return ioping_figures(subprocess.run(
+        [*priority(), "ioping", mode, "-c", str(count), "-i", "0", "-s", "4k", "-S", "64m",
+         "-B", "-q", path], capture_output=True, text=True, check=True, timeout=300).stdout)
+
+
+def run_inspector(path: str, count: int, *extra: str) -> dict:
+    """extra: () for O_DIRECT, ("--cached",) for page-cache reads."""
+    ours = inspector_figures(subprocess.run(
+        [*priority(), inspector_bin(), "probe", "io", path, *extra, "-c", str(count), "-i", "0",
+         "-s", "4k", "-S", "64m", "--json"], capture_output=True, text=True, check=True,
+        timeout=300).stdout)
+    assert ours["direct"] != ("--cached" in extra) and ours["valid"] == count - 1, ours
+    return ours
 
 
 def combine(runs: list[dict]) -> dict:
-    """One tool's figures over several runs: requests over their summed times."""
+    """One tool's figures over one or more runs: requests over their summed times, and the
+    time per request spent outside the timed window."""
     valid, sum_ns = sum(r["valid"] for r in runs), sum(r["sum_ns"] for r in runs)
     total, wall = sum(r["total"] for r in runs), sum(r["wall_ns"] for r in runs)
     return {"iops_wall": 1e9 * total / wall, "iops_mean": 1e9 * valid / sum_ns,
-            "avg_ns": sum_ns / valid}
+            "avg_ns": sum_ns / valid, "overhead_ns": wall / total - sum_ns / valid}
 
 
 def bench() -> dict:
@@ -157,12 +170,8 @@ def bench_concurrent() -> dict:
                  "-q", path], stdout=subprocess.PIPE, text=True)
             ref_out, _ = ref_p.communicate(timeout=60)
             ours_out, _ = ours_p.communicate(timeout=60)
-            valid, sum_ns, _i, _b, _mn, avg, _mx, _md, total, wall = \
-                (float(x) for x in ref_out.split()[:10])
-            ref = {"iops_wall": 1e9 * total / wall, "iops_mean": 1e9 * valid / sum_ns,
-                   "avg_ns": avg}
-            s = json.loads(ours_out)["summary"]
-            ours = {"iops_wall": s["iops_wall"], "iops_mean": s["iops"], "avg_ns": s["avg_ns"]}
+            ref = combine([ioping_figures(ref_out)])
+            ours = combine([inspector_figures(ours_out)])
             for key in ratios:
                 ratios[key].append(ours[key] / ref[key])
             print(f"{i + 1:>5} {ref['iops_wall']:>12.0f} {ours['iops_wall']:>10.0f} "
@@ -183,32 +192,19 @@ def bench_cached() -> dict:
         with open(path, "rb") as f:          # into the page cache
             while f.read(1 << 20):
                 pass
-        n = str(CACHED_COUNT)
-
-        def ioping() -> dict:
-            out = subprocess.run([*priority(), "ioping", "-C", "-c", n, "-i", "0", "-s", "4k",
-                                  "-S", "64m", "-B", "-q", path], capture_output=True,
-                                 text=True, check=True, timeout=300).stdout.split()
-            avg, total, wall = float(out[5]), float(out[8]), float(out[9])
-            return {"iops_wall": 1e9 * total / wall, "avg_ns": avg,
-                    "overhead_ns": wall / total - avg}
-
-        def ours() -> dict:
-            out = subprocess.run([*priority(), inspector_bin(), "probe", "io", path, "--cached",
-                                  "-c", n, "-i", "0", "-s", "4k", "-S", "64m", "--json"],
-                                 capture_output=True, text=True, check=True,
-                                 timeout=300).stdout
-            s = json.loads(out)["summary"]
-            return {"iops_wall": s["iops_wall"], "avg_ns": s["avg_ns"],
-                    "overhead_ns": s["wall_ns"] / s["total_requests"] - s["avg_ns"],
-                    "loop": s["loop"]}
-        ioping(), ours()
+        n = CACHED_COUNT
+        run_ioping(path, n, "-C"), run_inspector(path, n, "--cached")    # untimed, as in bench()
         print(f"\ncached: page-cache 4 KiB random reads, 64 MiB file, {n} requests, {PAIRS} pairs")
         print(f"{'pair':>4} {'ioping iops':>12} {'ours iops':>10} {'ioping avg':>11} "
               f"{'ours avg':>9} {'ioping +/req':>13} {'ours +/req':>11}")
         rows = []
         for i in range(PAIRS):
-            ref, our = (ioping(), ours()) if i % 2 == 0 else reversed((ours(), ioping()))
+            if i % 2 == 0:
+                ref = combine([run_ioping(path, n, "-C")])
+                our = combine([run_inspector(path, n, "--cached")])
+            else:
+                our = combine([run_inspector(path, n, "--cached")])
+                ref = combine([run_ioping(path, n, "-C")])
             rows.append((ref, our))
             print(f"{i + 1:>4} {ref['iops_wall']:>12.0f} {our['iops_wall']:>10.0f} "
                   f"{ref['avg_ns']:>9.0f}ns {our['avg_ns']:>7.0f}ns "
@@ -219,8 +215,7 @@ def bench_cached() -> dict:
            "ioping_overhead_ns": statistics.median(r["overhead_ns"] for r, _ in rows)}
     print(f"cached median ratio ours/ioping: achieved IOPS {med['iops_wall']:.3f}, mean latency "
           f"{med['avg_ns']:.3f}; outside the timed window per request: ours "
-          f"{med['ours_overhead_ns']:.0f} ns, ioping {med['ioping_overhead_ns']:.0f} ns "
-          f"(loop: {rows[-1][1]['loop']})")
+          f"{med['ours_overhead_ns']:.0f} ns, ioping {med['ioping_overhead_ns']:.0f} ns")
     return med
 
 

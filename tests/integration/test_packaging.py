@@ -2,18 +2,24 @@
 the IO probe's C loop compiled in; the sdist carries its source so `pip install` can build it."""
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
-                          "--outdir", str(tmp_path), str(REPO)],
+def build(kind: str, outdir: Path, pattern: str) -> Path:
+    """`python -m build --wheel|--sdist` of this checkout (no isolation: no network)."""
+    res = subprocess.run([sys.executable, "-m", "build", kind, "--no-isolation",
+                          "--outdir", str(outdir), str(REPO)],
                          capture_output=True, text=True, timeout=240)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    wheel = next(tmp_path.glob("live_inspector-*.whl"))
+    return next(outdir.glob(pattern))
+
+
+def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
+    wheel = build("--wheel", tmp_path, "live_inspector-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names}
     assert "widgets" not in tops and "probes" not in tops
@@ -25,11 +31,6 @@ def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
 
 
 def test_sdist_carries_the_c_loop_source(tmp_path):
-    import tarfile
-    res = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation",
-                          "--outdir", str(tmp_path), str(REPO)],
-                         capture_output=True, text=True, timeout=240)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    sdist = next(tmp_path.glob("live_inspector-*.tar.gz"))
+    sdist = build("--sdist", tmp_path, "live_inspector-*.tar.gz")
     names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
     assert "probes/_ioloop.c" in names and "pyproject.toml" in names

@@ -8,13 +8,6 @@ import pytest
 from conftest import inspector_bin, run_cli, signal_after
 
 
-@pytest.fixture
-def data_file(tmp_path):
-    path = tmp_path / "data.bin"
-    path.write_bytes(os.urandom(4 << 20))
-    return str(path)
-
-
 def test_ping_mode_does_not_pause_after_the_last_request(data_file):
     # ioping -c 3 -i 0.5 sleeps twice (between requests): 3 requests in ~1.0 s. The probe
     # used to sleep once more after the last one: "generated 3 requests in 1.50 s" and a run

@@ -16,13 +16,6 @@ from inspector.probes.io_stats import nearest_rank
 from inspector.probes.io_target import TargetError, open_target
 
 
-@pytest.fixture
-def data_file(tmp_path):
-    path = tmp_path / "data.bin"
-    path.write_bytes(os.urandom(4 << 20))
-    return str(path)
-
-
 # the C request loop (the default) and the Python one (no compiler at install time)
 both_loops = pytest.mark.parametrize("native", [True, False], ids=["c_loop", "python_loop"])
 

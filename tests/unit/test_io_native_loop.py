@@ -27,13 +27,6 @@ from inspector.probes.io_target import open_target
 _ioloop = io_latency._ioloop
 
 
-@pytest.fixture
-def data_file(tmp_path):
-    path = tmp_path / "data.bin"
-    path.write_bytes(os.urandom(1 << 20))
-    return str(path)
-
-
 def test_the_c_loop_is_built_and_times_runs_by_default(data_file):
     # a build without it would pass every other test on the Python loop: fail here instead
     assert io_latency._ioloop is not None, "probes/_ioloop.c was not built (no compiler?)"

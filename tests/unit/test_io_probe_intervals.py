@@ -2,11 +2,9 @@
 over its real time, ping pauses end at the deadline; and every interval carries a p50."""
 import asyncio
 import math
-import os
 import random
 import time
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from inspector.probes.io_latency import IoConfig, IoLatencyProbe
@@ -14,13 +12,6 @@ from inspector.probes.io_stats import MID_SAMPLE, BatchStats, IntervalPart, near
 from inspector.probes.io_target import open_target
 
 from conftest import run_cli
-
-
-@pytest.fixture
-def data_file(tmp_path):
-    path = tmp_path / "data.bin"
-    path.write_bytes(os.urandom(4 << 20))
-    return str(path)
 
 
 def run_probe(path: str, cfg: IoConfig, direct: bool):

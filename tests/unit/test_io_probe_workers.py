@@ -3,12 +3,10 @@ requests and busy time summed, IOPS summed, percentiles from the added histogram
 import asyncio
 import itertools
 import math
-import os
 import random
 import re
 import threading
 
-import pytest
 from hdrh.histogram import HdrHistogram
 
 from inspector.probes.io_latency import IoConfig, IoLatencyProbe
@@ -17,13 +15,6 @@ from inspector.probes.io_target import open_target
 from inspector.probes.latency import HIGHEST_NS, LOWEST_NS, SIGNIFICANT_DIGITS
 
 from conftest import run_cli
-
-
-@pytest.fixture
-def data_file(tmp_path):
-    path = tmp_path / "data.bin"
-    path.write_bytes(os.urandom(4 << 20))
-    return str(path)
 
 
 class PerWorkerClock:
