@@ -5,9 +5,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 # Debian packages the tests use as real components and reference tools; gcc builds the IO
-# probe's C loop (installed first: pip builds it when it installs Inspector).
-SYSTEM_PACKAGES := gcc memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
-SYSTEM_COMMANDS := gcc memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
+# probe's C loop (installed first: pip builds it when it installs Inspector). Debian's own
+# python3.11 (3.11.2, no tarfile filter) runs the extraction tests on the oldest Python we admit;
+# sosreport makes real sosreports for the --root tests; e2fsprogs checks loop filesystems.
+SYSTEM_PACKAGES := gcc python3.11 sosreport e2fsprogs memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+SYSTEM_COMMANDS := gcc /usr/bin/python3.11 sos e2fsck blkid memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
 
 .PHONY: run test venv test-deps system-deps bench clean
 
