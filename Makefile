@@ -15,16 +15,26 @@ SYSTEM_COMMANDS := gcc /usr/bin/python3.11 sos e2fsck blkid memcached memcslap f
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP) install -q --upgrade pip >$(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
 
-venv: $(PY)
-	$(PIP) install -q -e .
+# The install is editable, so source edits need no reinstall: only the packaging (pyproject.toml)
+# and the C loop's source do. Stamps keep `make run` from reinstalling on every start (4 s and
+# a screen of setuptools warnings before the TUI); pip's output goes to a log shown on failure.
+INSTALL_INPUTS := pyproject.toml probes/_ioloop.c
+$(VENV)/.installed: $(PY) $(INSTALL_INPUTS)
+	@$(PIP) install -q -e . >$(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $@
+
+$(VENV)/.installed-test: $(PY) $(INSTALL_INPUTS)
+	@$(PIP) install -q -e '.[test]' >$(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $@ $(VENV)/.installed
+
+venv: $(VENV)/.installed
 
 run: venv
-	$(VENV)/bin/inspector $(ARGS)
+	@$(VENV)/bin/inspector $(ARGS)
 
-test-deps: $(PY)
-	$(PIP) install -q -e '.[test]'
+test-deps: $(VENV)/.installed-test
 
 system-deps:
 	@missing=""; for c in $(SYSTEM_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
