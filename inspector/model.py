@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 SCHEMA_VERSION = 1
 
@@ -37,15 +37,30 @@ def or_default(value: Any, default: Any) -> Any:
 
 
 class Level(enum.IntEnum):
-    """Finding severity; ordered so max() gives the worst."""
+    """Finding severity. The values are Nagios' exit statuses (UNKNOWN = 3, "could not check"),
+    so they do NOT order by severity: rank with `severity` / `worst()`, never with max()."""
     OK = 0
     WARN = 1
     CRIT = 2
-    UNKNOWN = 3  # Nagios' 3: only used for "could not check"
+    UNKNOWN = 3
 
     @property
     def label(self) -> str:
         return self.name.lower()
+
+    @property
+    def severity(self) -> int:
+        """How bad, for ranking: ok < warn < unknown < crit. A crit is never hidden by an
+        unknown (a known failure outranks a failed check), an unknown outranks a warning."""
+        return _SEVERITY[self]
+
+
+_SEVERITY = {Level.OK: 0, Level.WARN: 1, Level.UNKNOWN: 2, Level.CRIT: 3}
+
+
+def worst(levels: Iterable[Level]) -> Level:
+    """The worst of `levels` by severity; OK for none. The one ranking every command uses."""
+    return max(levels, key=_SEVERITY.__getitem__, default=Level.OK)
 
 
 @dataclass
@@ -85,7 +100,7 @@ class Report:
         return self.sections.get(name)
 
     def worst(self) -> Level:
-        return max((f.level for f in self.findings), default=Level.OK)
+        return worst(f.level for f in self.findings)
 
 
 def to_jsonable(obj: Any) -> Any:

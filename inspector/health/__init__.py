@@ -48,5 +48,4 @@ def _not_collected_advice(name: str, reason: str) -> str:
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
-    order = {Level.CRIT: 0, Level.UNKNOWN: 1, Level.WARN: 2, Level.OK: 3}
-    return sorted(findings, key=lambda f: (order[f.level], f.subject, f.code, f.message))
+    return sorted(findings, key=lambda f: (-f.level.severity, f.subject, f.code, f.message))

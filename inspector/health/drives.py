@@ -27,7 +27,7 @@ from inspector.discover.fio_status import FioHealth
 from inspector.discover.hio import HioHealth
 from inspector.discover.nvme_health import NvmeHealth
 from inspector.discover.smart import WATCHED_ATTRIBUTES, SmartHealth
-from inspector.model import Finding, Level, Report, Unknown, known
+from inspector.model import Finding, Level, Report, Unknown, known, worst
 
 HIO_OVER_TEMP_C = 90   # hio driver's controller over-temperature point
 FIO_THROTTLE_C = 78.0
@@ -64,15 +64,12 @@ def device_findings(name: str, health: Any) -> list[Finding]:
     return []
 
 
-_SEVERITY = {Level.OK: 0, Level.WARN: 1, Level.UNKNOWN: 2, Level.CRIT: 3}
-
-
 def worst_level(name: str, health: Any) -> Level:
     """The device's worst finding; UNKNOWN when nothing was found only because nothing could
     be read (an NVMe drive whose SMART log no tool could give: "OK" would be a guess)."""
     findings = device_findings(name, health)
     if findings:   # as the findings table ranks them: a crit is never hidden by an unknown
-        return max((f.level for f in findings), key=_SEVERITY.__getitem__)
+        return worst(f.level for f in findings)
     if isinstance(health, NvmeHealth) and not known(health.critical_warning):
         return Level.UNKNOWN
     return Level.OK
