@@ -71,25 +71,15 @@ def write_capture(root: HostRoot, out_path: str) -> dict:
         for rel, data in rec.files.items():
             entries[rel] = ("file", data, "")
     # A path that is both a directory (from listings) and has recorded children is a dir.
-    out_dir = os.path.dirname(os.path.abspath(out_path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".capture-", suffix=".tar.gz", dir=out_dir)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
-                for path in sorted(entries):
-                    kind, data, target = entries[path]
-                    _add(tar, path, kind, data, target, now)
-                sidecar = json.dumps(root.sidecar(), indent=1, sort_keys=True).encode()
-                _add(tar, SIDECAR_NAME, "file", sidecar, mtime=now)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, out_path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # atomic_output: never over a device node (-o /dev/sda), private (0600) when new
+    from inspector.atomic_write import atomic_output
+    with atomic_output(out_path, private=True) as raw:
+        with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
+            for path in sorted(entries):
+                kind, data, target = entries[path]
+                _add(tar, path, kind, data, target, now)
+            sidecar = json.dumps(root.sidecar(), indent=1, sort_keys=True).encode()
+            _add(tar, SIDECAR_NAME, "file", sidecar, mtime=now)
     files = sum(1 for k, _, _ in entries.values() if k == "file")
     return {"path": out_path, "entries": len(entries), "files": files,
             "bytes": os.path.getsize(out_path)}

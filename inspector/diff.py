@@ -162,6 +162,10 @@ def _last_key(path: str) -> str:
     return re.sub(r"\[[^\]]*\]", "", path).rsplit(".", 1)[-1]
 
 
+def _known_level(value: Any) -> bool:
+    return isinstance(value, str) and value in LEVEL_RANK
+
+
 def diff_sections(before: dict, after: dict) -> list[Change]:
     changes: list[Change] = []
     names = list(before) + [n for n in after if n not in before]
@@ -184,7 +188,7 @@ def diff_sections(before: dict, after: dict) -> list[Change]:
                     and a == "up":
                 change.kind = "better"
             elif path.startswith("storage.health[") and key == "level" \
-                    and isinstance(b, str) and isinstance(a, str):
+                    and _known_level(b) and _known_level(a):     # an unknown word: no verdict
                 worse = LEVEL_RANK.get(a, 1) > LEVEL_RANK.get(b, 1)
                 change.kind, change.regression = ("worse" if worse else "better"), worse
                 change.note = f"drive health {b} -> {a}"

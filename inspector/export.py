@@ -5,6 +5,7 @@ texts is inspector.metrics.METRICS and the README. Written atomically: node_expo
 read a half-written file."""
 from __future__ import annotations
 
+from inspector.escapes import visible
 from inspector.metrics import METRICS, Sample, collect_metrics
 from inspector.model import Report
 
@@ -12,6 +13,10 @@ PREFIX = "inspector_"
 
 
 def _escape(value: str) -> str:
+    """A label value in the exposition format: backslash, quote and newline escaped as it
+    defines; other controls and bidi/format characters first made visible (\\x1b: the
+    format knows no other escape, so they arrive as text) for whoever reads the metrics."""
+    value = visible(value)
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 

@@ -1,24 +1,38 @@
 """Snapshots: the full report model plus short bounded probe runs, in one JSON file.
 
-Written atomically (temp file in the same directory, fsync, rename, fsync of the directory) so a
-maintenance runbook never diffs a half-written file. Reading checks the kind and the schema
-version and says clearly what is wrong with a file it refuses.
+Written atomically (inspector.atomic_write: temp file in the same directory, fsync, rename) so a
+maintenance runbook never diffs a half-written file, and never over a device node. Reading
+checks the kind and the schema version and says clearly what is wrong with a file it refuses;
+it reads a regular file (or stdin) of at most MAX_SNAPSHOT_BYTES, refuses NaN, infinities,
+implausible timestamps, unknown finding levels and nesting deeper than any report has, so a
+hostile or broken file is one error line (exit 2), never a 5 GB read or a wrong verdict.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
-import tempfile
+import stat
+import sys
 import time
 from typing import Any
 
-from inspector.model import SCHEMA_VERSION, Report, to_jsonable
+from inspector.atomic_write import file_kind, write_atomic
+from inspector.model import SCHEMA_VERSION, Level, Report, to_jsonable
 
 SNAPSHOT_KIND = "inspector-snapshot"
 SNAPSHOT_VERSION = 1
 # Snapshot versions this Inspector can read (older ones are upgraded on load when they appear).
 READABLE_VERSIONS = {1}
+
+
+# A snapshot of a host with thousands of devices is a few MB (a small VM's: 73 KB, 453 objects,
+# 8 levels deep); the bounds below leave room for that and stop a file built to exhaust memory.
+MAX_SNAPSHOT_BYTES = 64 << 20
+MAX_CONTAINERS = 2_000_000     # objects and arrays: each costs Python ~60 bytes or more
+MAX_DEPTH = 64                 # diff walks the tree recursively
+LATEST_TIME = 253402300799     # 9999-12-31T23:59:59Z: what time.gmtime and strftime take
 
 
 class SnapshotError(Exception):
@@ -32,7 +46,7 @@ def build_snapshot(report: Report, probes: list[dict]) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "created_at": time.time(),
         "report": to_jsonable(report),
-        "probes": probes,
+        "probes": to_jsonable(probes),     # a NaN in a probe's figures becomes null
     }
 
 
@@ -41,52 +55,39 @@ def default_name(hostname: str | None = None, when: float | None = None) -> str:
     return time.strftime(f"inspector-{host}-%Y%m%dT%H%M%S.json", time.localtime(when))
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".inspector-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+def snapshot_bytes(doc: dict) -> bytes:
+    # allow_nan=False: never write what read_snapshot refuses
+    return (json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n").encode()
 
 
 def write_snapshot(doc: dict, path: str) -> None:
-    write_atomic(path, (json.dumps(doc, indent=1, sort_keys=False) + "\n").encode())
+    write_atomic(path, snapshot_bytes(doc))
 
 
 def read_snapshot(path: str) -> dict:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise SnapshotError(f"{path}: {exc.strerror or exc}") from None
+    """The snapshot in `path` ("-": stdin), checked; SnapshotError with one line otherwise."""
+    raw = _read_bounded(path)
     if not raw.strip():
         raise SnapshotError(f"{path}: empty file, not a snapshot")
+    containers = raw.count(b"{") + raw.count(b"[")     # an upper bound (strings hold some)
+    if containers > MAX_CONTAINERS:
+        raise SnapshotError(f"{path}: over {MAX_CONTAINERS} JSON objects and arrays: not a "
+                            "snapshot Inspector wrote")
     try:
-        doc = json.loads(raw)
+        doc = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite_float)
+    except _NonFinite as exc:
+        raise SnapshotError(f"{path}: not a usable snapshot: {exc} (edited by hand?)") from None
+    except RecursionError:
+        raise SnapshotError(f"{path}: JSON nested too deeply: not a snapshot") from None
     except ValueError as exc:
         raise SnapshotError(f"{path}: corrupt or truncated snapshot (invalid JSON: {exc})") from None
+    if _depth_over(doc, MAX_DEPTH):
+        raise SnapshotError(f"{path}: JSON nested over {MAX_DEPTH} levels deep: not a snapshot "
+                            "Inspector wrote")
     if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:
         raise SnapshotError(f"{path}: not an Inspector snapshot (no kind {SNAPSHOT_KIND!r})")
     version = doc.get("snapshot_version")
-    if version not in READABLE_VERSIONS:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         newer = isinstance(version, int) and version > max(READABLE_VERSIONS)
         raise SnapshotError(
             f"{path}: snapshot version {version!r} "
@@ -100,6 +101,66 @@ def read_snapshot(path: str) -> dict:
     if problem:
         raise SnapshotError(f"{path}: not a usable snapshot: {problem} (edited by hand?)")
     return doc
+
+
+def _read_bounded(path: str) -> bytes:
+    """At most MAX_SNAPSHOT_BYTES of a regular file (or stdin): /dev/zero, a FIFO nobody
+    writes to or a 5 GB file is refused, not read."""
+    if path == "-":
+        raw = sys.stdin.buffer.read(MAX_SNAPSHOT_BYTES + 1)
+    else:
+        try:
+            # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise SnapshotError(f"{path}: {exc.strerror or exc}") from None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise SnapshotError(f"{path}: {file_kind(st.st_mode)}, not a snapshot file")
+            if st.st_size > MAX_SNAPSHOT_BYTES:
+                raise SnapshotError(f"{path}: {st.st_size} bytes, over the "
+                                    f"{MAX_SNAPSHOT_BYTES >> 20} MiB a snapshot can be")
+            try:
+                raw = f.read(MAX_SNAPSHOT_BYTES + 1)      # it may have grown since fstat
+            except OSError as exc:
+                raise SnapshotError(f"{path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"{path}: over the {MAX_SNAPSHOT_BYTES >> 20} MiB a snapshot can be")
+    return raw
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _not_a_number(name: str):
+    raise _NonFinite(f"{name} is not a number a snapshot holds")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):    # 1e400 parses as infinity
+        raise _NonFinite(f"{text} is out of range")
+    return value
+
+
+def _depth_over(doc: Any, limit: int) -> bool:
+    """Whether `doc` nests containers more than `limit` deep (iteratively: no recursion)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list)))
+    return False
 
 
 def _shape_problem(doc: dict) -> str | None:
@@ -119,4 +180,15 @@ def _shape_problem(doc: dict) -> str | None:
     for p in probes:
         if not isinstance(p.get("summary") or {}, dict):
             return f"probe {p.get('spec')!r}: summary is not an object"
+    levels = [level.label for level in Level]
+    for index, f in enumerate(findings):
+        # an unknown level (5, "fatal") would rank as anything diff guesses: never a verdict
+        if f.get("level", "ok") not in levels:
+            return (f"finding {index + 1} ({f.get('code') or f.get('subject')!s:.60}): level "
+                    f"{f.get('level')!r:.40} is not one of {', '.join(levels)}")
+    for where, value in (("created_at", doc.get("created_at")),
+                         ("report.host.collected_at", report.get("host", {}).get("collected_at"))):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value <= LATEST_TIME):
+            return f"{where} {value!r:.40} is not a time"
     return None

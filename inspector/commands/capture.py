@@ -2,21 +2,24 @@
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import time
 
+from inspector.atomic_write import OutputError
 from inspector.capture import write_capture
 from inspector.collect import build_report
-from inspector.commands.common import CliError, eprint, positive_float
+from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, check_output, eprint
 from inspector.host import HostRoot
 from inspector.model import Unknown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capture", help="write what discovery reads to a tar.gz (for --root)")
-    p.add_argument("-o", "--output", metavar="FILE.tar.gz", help="default: inspector-HOST-TIME.tar.gz")
-    p.add_argument("--timeout", type=positive_float, default=15.0, help="per-collector timeout, seconds")
+    p.add_argument("-o", "--output", metavar="FILE.tar.gz",
+                   help="a regular file or a new path (default: inspector-HOST-TIME.tar.gz); "
+                        "written atomically, mode 0600 when new")
+    p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
+                   help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
     p.set_defaults(func=run)
 
 
@@ -43,10 +46,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "root", None) not in (None, "/"):
         raise CliError("capture reads the live host; --root makes no sense here")
     out = args.output or time.strftime(f"inspector-{socket.gethostname()}-%Y%m%dT%H%M%S.tar.gz")
-    if os.path.isdir(out):
-        raise CliError(f"-o {out}: is a directory")
+    check_output(out)        # a device, a directory or a FIFO: refused before the capture runs
     try:
         info = capture_live(out, args.timeout)
+    except OutputError as exc:
+        raise CliError(f"-o {exc}") from None
     except OSError as exc:
         raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
     eprint(f"wrote {info['path']}: {info['files']} files, {info['entries']} entries, "

@@ -12,7 +12,8 @@ import fnmatch
 import math
 
 from inspector.collect import build_report
-from inspector.commands.common import CliError, add_root_argument, positive_float, root_from_args
+from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
+                                       root_from_args)
 from inspector.commands.report import parse_sections
 from inspector.metrics import _is_unknown, collect_metrics, section_up
 from inspector.model import Level, to_jsonable
@@ -41,8 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="CODE",
                    help="ignore findings whose code matches (glob, e.g. net.offload.*)")
     p.add_argument("--section", action="append", metavar="NAME", help="limit to some sections")
-    p.add_argument("--timeout", type=positive_float, default=CHECK_TIMEOUT, metavar="S",
-                   help=f"per-collector timeout, seconds (default {CHECK_TIMEOUT:g}: a hung "
+    p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=CHECK_TIMEOUT, metavar="DURATION",
+                   help=f"per-collector timeout ({COLLECTOR_TIMEOUT.bounds}; default "
+                        f"{CHECK_TIMEOUT:g}s: a hung "
                         "collector still gets an UNKNOWN line out before check_nrpe's 10 s "
                         "socket timeout, which would read CRITICAL)")
     p.monitoring_plugin = True   # usage mistakes exit 3 UNKNOWN (see OneLineErrorParser)

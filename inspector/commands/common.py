@@ -1,7 +1,10 @@
-"""Helpers shared by subcommands: --root handling and the one-line error convention."""
+"""Helpers shared by subcommands: --root handling, the one-line error convention, the parsers
+of numeric options and the checks of output paths."""
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 
 from inspector.capture import CaptureError, open_root
@@ -30,27 +33,152 @@ def root_from_args(args: argparse.Namespace, record: bool = False) -> HostRoot:
         raise CliError(str(exc)) from None
 
 
-def _number(convert, minimum, inclusive: bool, what: str):
-    """An argparse type: a number bounded below, so `--timeout -1` is a usage error, not a hang
-    or an instant failure that looks like a host problem."""
-    def parse(text: str):
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise argparse.ArgumentTypeError(f"{text!r} must be a finite number")
-        if value < minimum or (value == minimum and not inclusive):
-            raise argparse.ArgumentTypeError(f"{text!r} must be {what}")
+# ----------------------------------------------------------------------------- numbers
+# Every numeric option is parsed by one of the two types below: a 20-digit number, nan, inf, a
+# negative or a zero where none makes sense is a usage error in one line (exit 2; `check`: its
+# UNKNOWN line), never a traceback from deep inside (an OverflowError from a 1e20 s wait) or a
+# run that would outlast the machine. The bounds are generous and said in each option's --help.
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "": 1.0,
+                   "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hour": 3600.0,
+                   "d": 86400.0, "day": 86400.0, "w": 604800.0}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(e[+-]?\d+)?\s*([a-z]*)\s*", re.IGNORECASE)
+_INTEGER = re.compile(r"\s*[+-]?\d+\s*")
+DURATION_EXAMPLES = "250ms, 5s, 5m, 1h, 30d"
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact form: 0.25 -> 250ms, 3600 -> 1h, 90 -> 90s."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1),
+                       ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= size and abs(seconds / size - round(seconds / size)) < 1e-9:
+            return f"{round(seconds / size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _shown(text: str) -> str:
+    """The argument as quoted in a message, cut short (a 5000-digit number is one line too)."""
+    return repr(text if len(text) <= 32 else text[:29] + "...")
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else f"{value:g}"
+
+
+def _not_finite(text: str) -> bool:
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+class Duration:
+    """argparse type: a duration as `250ms`, `5s`, `5m`, `1h`, `30d` (a bare number is seconds),
+    greater than 0 (or 0 too, with `zero=True`) and at most `maximum` seconds."""
+
+    def __init__(self, maximum: float, zero: bool = False):
+        self.maximum, self.zero = maximum, zero
+        self.__name__ = "duration"        # argparse names the type in its own messages
+
+    @property
+    def bounds(self) -> str:
+        """For --help: 'at most 1h' or '0 to 1h'."""
+        top = format_duration(self.maximum)
+        return f"0 to {top}" if self.zero else f"at most {top}"
+
+    def __call__(self, text: str) -> float:
+        m = _DURATION.fullmatch(text)
+        unit = m and _DURATION_UNITS.get(m.group(3).lower())
+        if not m or unit is None:
+            if _not_finite(text):
+                raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number")
+            if text.strip().startswith("-") and _DURATION.fullmatch(text.strip()[1:]):
+                raise argparse.ArgumentTypeError(
+                    f"{_shown(text)} must be {'0 or more' if self.zero else 'greater than 0'}")
+            raise argparse.ArgumentTypeError(
+                f"{_shown(text)} is not a number or a duration (examples: {DURATION_EXAMPLES})")
+        value = float(m.group(1) + (m.group(2) or "")) * unit   # 1e400 is inf: over the bound
+        if value == 0 and not self.zero:
+            raise argparse.ArgumentTypeError(f"{_shown(text)} must be greater than 0")
+        if value > self.maximum:
+            raise argparse.ArgumentTypeError(
+                f"{_shown(text)} must be at most {format_duration(self.maximum)}")
         return value
-    parse.__name__ = what  # argparse names the type in its messages
-    return parse
 
 
-positive_float = _number(float, 0, False, "greater than 0")
-non_negative_float = _number(float, 0, True, "0 or more")
-positive_int = _number(int, 0, False, "a whole number greater than 0")
-non_negative_int = _number(int, 0, True, "a whole number, 0 or more")
+class Bounded:
+    """argparse type: an int (`integer=True`) or a finite float within minimum..maximum;
+    `above=True` excludes the minimum itself (greater than 0)."""
+
+    def __init__(self, minimum: float, maximum: float, integer: bool = False,
+                 above: bool = False):
+        self.minimum, self.maximum, self.integer, self.above = minimum, maximum, integer, above
+        self.__name__ = "whole number" if integer else "number"
+
+    @property
+    def bounds(self) -> str:
+        """For --help: '1 to 10000', or 'at most 10000' above 0."""
+        if self.above and self.minimum == 0:
+            return f"at most {_number_text(self.maximum)}"
+        return f"{_number_text(self.minimum)} to {_number_text(self.maximum)}"
+
+    def __call__(self, text: str):
+        if self.integer:
+            if not _INTEGER.fullmatch(text):
+                raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number")
+            digits = text.strip().lstrip("+-")
+            # no 5000-digit int(): Python refuses those, and any such number is out of bounds
+            value = int(text) if len(digits) <= 30 else \
+                (-1 if text.strip().startswith("-") else 1) * 10 ** 30
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
+            if not math.isfinite(value):
+                raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number")
+        if value < self.minimum or (value == self.minimum and self.above):
+            if self.minimum == 0:
+                what = "greater than 0" if self.above else "0 or more"
+            else:
+                what = f"at least {_number_text(self.minimum)}"
+            raise argparse.ArgumentTypeError(f"{_shown(text)} must be {what}")
+        if value > self.maximum:
+            raise argparse.ArgumentTypeError(
+                f"{_shown(text)} must be at most {_number_text(self.maximum)}")
+        return value
+
+
+# Bounds shared by several commands.
+MAX_COUNT = 10 ** 9                                 # samples, rounds, intervals, requests
+COLLECTOR_TIMEOUT = Duration(maximum=3600)          # report, export, snapshot, capture, check
+PROBE_SECONDS = Duration(maximum=3600)              # snapshot/record --probe-seconds
+positive_float = Bounded(0, 1e9, above=True)
+non_negative_float = Bounded(0, 1e9)
+positive_int = Bounded(1, MAX_COUNT, integer=True)
+non_negative_int = Bounded(0, MAX_COUNT, integer=True)
+
+
+# ------------------------------------------------------------------------- output paths
+def check_output(path: str) -> None:
+    """`-o PATH` refused at once, before any work, when it names a device, a directory, a
+    FIFO... (see inspector.atomic_write): one line, exit 2."""
+    from inspector.atomic_write import OutputError, output_target
+    try:
+        output_target(path)
+    except OutputError as exc:
+        raise CliError(f"-o {exc}") from None
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write `-o PATH` atomically; a refusal or a failed write is a CliError."""
+    from inspector.atomic_write import OutputError, write_atomic
+    try:
+        write_atomic(path, data)
+    except OutputError as exc:
+        raise CliError(f"-o {exc}") from None
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def eprint(*parts: object) -> None:

@@ -13,13 +13,15 @@ from inspector.snapshot import SnapshotError, read_snapshot
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diff", help="compare two snapshots (exit 1 on regressions)")
-    p.add_argument("before", metavar="BEFORE")
-    p.add_argument("after", metavar="AFTER")
+    p.add_argument("before", metavar="BEFORE", help="snapshot file (- reads stdin)")
+    p.add_argument("after", metavar="AFTER", help="snapshot file (- reads stdin)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.before == args.after == "-":
+        raise CliError("BEFORE and AFTER cannot both be - (stdin holds one snapshot)")
     try:
         before, after = read_snapshot(args.before), read_snapshot(args.after)
     except SnapshotError as exc:
@@ -36,10 +38,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return status
     from rich.console import Console
+    from inspector.escapes import printable
     from inspector.render.diff import render_diff
     console = Console(highlight=False)
-    try:
-        lines = render_diff(result, console.width)
+    try:   # names and messages from the snapshots never reach the terminal as escapes
+        lines = render_diff(printable(result), console.width)
     except Exception as exc:   # exit 1 would say "regressions": a failure to show is 2
         raise CliError(f"cannot show the diff ({type(exc).__name__}: {exc}); "
                        "`inspector diff --json` has it") from None

@@ -15,11 +15,17 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from inspector.commands.common import CliError, add_root_argument, eprint, non_negative_float, positive_float, positive_int, root_from_args
+from inspector.commands.common import (Bounded, CliError, Duration, add_root_argument, eprint,
+                                       root_from_args)
 from inspector.model import Level, Unknown, to_jsonable
 
 if TYPE_CHECKING:   # the probe modules load dnspython: only when this command runs
     from inspector.probes.dns_failover import DnsProbeResult, DnsProbeSettings
+
+
+ROUNDS = Bounded(1, 10000, integer=True)
+ROUND_INTERVAL = Duration(maximum=3600, zero=True)
+SERVER_TIMEOUT = Duration(maximum=300)       # glibc caps resolv.conf's timeout at 30 s
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -30,12 +36,16 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--resolv-conf", metavar="FILE", help="read this file instead of /etc/resolv.conf")
     p.add_argument("--server", action="append", default=[], metavar="ADDR[:PORT]",
                    help="probe these servers instead of resolv.conf's (repeatable)")
-    p.add_argument("--count", type=positive_int, default=1, metavar="N", help="rounds (default 1)")
-    p.add_argument("--interval", type=non_negative_float, default=1.0, metavar="S", help="seconds between rounds")
-    p.add_argument("--timeout", type=positive_float, metavar="S",
-                   help="per-server wait (default: glibc's wait for that server)")
-    p.add_argument("--tcp-timeout", type=positive_float, default=3.0, metavar="S",
-                   help="bound on the TCP retry after truncation (glibc has none)")
+    p.add_argument("--count", type=ROUNDS, default=1, metavar="N",
+                   help=f"rounds (default 1, {ROUNDS.bounds})")
+    p.add_argument("--interval", type=ROUND_INTERVAL, default=1.0, metavar="DURATION",
+                   help=f"time between rounds (default 1s, {ROUND_INTERVAL.bounds})")
+    p.add_argument("--timeout", type=SERVER_TIMEOUT, metavar="DURATION",
+                   help=f"per-server wait (default: glibc's wait for that server; "
+                        f"{SERVER_TIMEOUT.bounds})")
+    p.add_argument("--tcp-timeout", type=SERVER_TIMEOUT, default=3.0, metavar="DURATION",
+                   help=f"bound on the TCP retry after truncation (glibc has none; default 3s, "
+                        f"{SERVER_TIMEOUT.bounds})")
     p.add_argument("--measure-getaddrinfo", action="store_true",
                    help="also time the real getaddrinfo (uses /etc/resolv.conf)")
     p.add_argument("--json", action="store_true")
@@ -84,10 +94,6 @@ def settings_from_args(args: argparse.Namespace) -> tuple["DnsProbeSettings", li
         servers = [parse_server(s) for s in cfg.used_nameservers]
         if cfg.ignored_nameservers:
             notes.append(f"glibc ignores nameservers past the third: {', '.join(cfg.ignored_nameservers)}")
-    if args.count < 1 or args.count > 10000:
-        raise CliError("--count must be between 1 and 10000")
-    if args.interval < 0 or (args.timeout is not None and args.timeout <= 0):
-        raise CliError("--interval and --timeout must be positive")
     name = args.name or (cfg.search[0] if cfg.search else ".")
     rdtypes = ["A", "AAAA"] if name != "." else ["NS"]
     if cfg.no_aaaa:

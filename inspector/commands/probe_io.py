@@ -23,7 +23,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from inspector.commands.common import CliError, add_root_argument
+from inspector.commands.common import MAX_COUNT, Bounded, CliError, Duration, add_root_argument
 
 if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run
     from inspector.probes.io_latency import IoConfig, IoResult, IoSample, RampResult
@@ -31,6 +31,9 @@ if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only 
 EXIT_OK, EXIT_USAGE, EXIT_PREP, EXIT_RUNTIME, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 DEFAULT_DEADLINE = 3.0          # like `ioping -R` when neither -c nor -w is given
 DEFAULT_STEP = 2.0              # seconds per ramp step
+REQUESTS = Bounded(1, MAX_COUNT, integer=True)
+DEADLINE = Duration(maximum=86400)
+PAUSE = Duration(maximum=3600, zero=True)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -39,15 +42,17 @@ def register(kinds: argparse._SubParsersAction) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_root_argument(p)
     p.add_argument("target", metavar="TARGET", help="directory, mountpoint, file or block device")
-    p.add_argument("-c", "--count", type=int, help="stop after COUNT requests (warm-up included)")
-    p.add_argument("-w", "--deadline", help="stop after this time (3s default without -c; "
-                                            "with --ramp: time per step, default 2s)")
+    p.add_argument("-c", "--count", type=REQUESTS,
+                   help=f"stop after COUNT requests (warm-up included; {REQUESTS.bounds})")
+    p.add_argument("-w", "--deadline", type=DEADLINE, metavar="DURATION",
+                   help=f"stop after this time (3s default without -c; with --ramp: time per "
+                        f"step, default 2s; {DEADLINE.bounds})")
     p.add_argument("-s", "--size", default="4k", help="request size (default 4k)")
     p.add_argument("-S", "--working-set", help="working set (default 64m for a directory, the "
                                                "whole file or device otherwise)")
-    p.add_argument("-i", "--interval", default="0",
-                   help="pause between a worker's requests (default 0: as fast as possible); "
-                        "with an interval every request is printed")
+    p.add_argument("-i", "--interval", type=PAUSE, default=0.0, metavar="DURATION",
+                   help="pause between a worker's requests (default 0: as fast as possible; "
+                        f"{PAUSE.bounds}); with an interval every request is printed")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true",
                       help="write requests (directory targets only: a private temporary file)")
@@ -78,13 +83,11 @@ def _signed_size(text: str) -> int:
 
 
 def _config(args: argparse.Namespace) -> tuple["IoConfig", int | None]:
-    from inspector.probes.io_format import parse_seconds
     from inspector.probes.io_latency import MIXED, READ, WRITE, IoConfig
+    interval, deadline = args.interval, args.deadline
     try:
         size = _signed_size(args.size)
         working_set = _signed_size(args.working_set) if args.working_set else None
-        interval = parse_seconds(args.interval)
-        deadline = parse_seconds(args.deadline) if args.deadline else None
     except ValueError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     if size <= 0:      # the size does not fit any target: the preparation status, like ioping

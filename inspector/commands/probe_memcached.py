@@ -10,7 +10,8 @@ import signal
 import socket
 import sys
 
-from inspector.commands.common import CliError, add_root_argument, positive_float, positive_int
+from inspector.commands.common import (MAX_COUNT, Bounded, CliError, Duration, add_root_argument,
+                                       positive_int)
 from inspector.model import to_jsonable
 from inspector.probes.mc_ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
@@ -18,6 +19,15 @@ from inspector.probes.memcached import (DEFAULT_PORT, MAX_KEY_COUNT, TESTS, Memc
                                         MemcachedProbe,
                                         ProbeError, ProbeSummary, ensure_nofile, error_label,
                                         error_text)
+
+
+CONNECTIONS = Bounded(1, 1_000_000, integer=True)   # a file descriptor each (fs.nr_open)
+REQUESTS = Bounded(1, MAX_COUNT, integer=True)
+RUN_TIME = Duration(maximum=86400)
+WAIT = Duration(maximum=3600)
+RATE = Bounded(0, 1e9, above=True)
+RATIO = Bounded(0, 1)
+WORKERS = Bounded(1, 1024, integer=True)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -28,13 +38,16 @@ def register(kinds: argparse._SubParsersAction) -> None:
                     "and after; --ramp steps the connection count up to find where it degrades.")
     add_root_argument(p)
     p.add_argument("server", metavar="HOST[:PORT]", help=f"memcached server (port {DEFAULT_PORT})")
-    p.add_argument("-c", "--concurrency", type=int, default=32, help="connections (default 32)")
+    p.add_argument("-c", "--concurrency", type=CONNECTIONS, default=32,
+                   help=f"connections (default 32, {CONNECTIONS.bounds})")
     bound = p.add_mutually_exclusive_group()
-    bound.add_argument("-e", "--execute-number", type=int,
-                       help="requests per connection (default 10000, like memslap)")
-    bound.add_argument("--duration", type=positive_float, metavar="S", help="run for S seconds instead")
+    bound.add_argument("-e", "--execute-number", type=REQUESTS,
+                       help=f"requests per connection (default 10000, like memslap; "
+                            f"{REQUESTS.bounds})")
+    bound.add_argument("--duration", type=RUN_TIME, metavar="DURATION",
+                       help=f"run for this long instead ({RUN_TIME.bounds})")
     p.add_argument("-t", "--test", choices=TESTS, default="set", help="set, get or mix (default set)")
-    p.add_argument("--ratio", type=float, default=0.1, metavar="R",
+    p.add_argument("--ratio", type=RATIO, default=0.1, metavar="R",
                    help="mix: fraction of sets (default 0.1, i.e. set:get 1:9)")
     p.add_argument("-F", "--flush", action="store_true", help="flush_all before the test")
     p.add_argument("-y", "--yes", action="store_true",
@@ -46,22 +59,26 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--key-count", type=positive_int,
                    help="distinct keys (default: the execute number, at most 100000; "
                         f"max {MAX_KEY_COUNT})")
-    p.add_argument("--rate", type=positive_float, metavar="OPS",
-                   help="limit each connection to OPS requests/s (default: as fast as replies come)")
-    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+    p.add_argument("--rate", type=RATE, metavar="OPS",
+                   help="limit each connection to OPS requests/s (default: as fast as replies "
+                        f"come; {RATE.bounds})")
+    p.add_argument("--workers", type=WORKERS, default=1, metavar="N",
                    help="load processes sharing the connections (default 1; more when the "
-                        "client host has idle cores)")
-    p.add_argument("--connect-timeout", type=positive_float, default=3.0, metavar="S")
-    p.add_argument("--timeout", type=positive_float, default=2.0, metavar="S",
-                   help="per-request timeout (default 2 s)")
-    p.add_argument("--deadline", type=positive_float, default=600.0, metavar="S",
-                   help="hard bound on the whole run (default 600 s)")
+                        f"client host has idle cores; {WORKERS.bounds})")
+    p.add_argument("--connect-timeout", type=WAIT, default=3.0, metavar="DURATION",
+                   help=f"default 3s, {WAIT.bounds}")
+    p.add_argument("--timeout", type=WAIT, default=2.0, metavar="DURATION",
+                   help=f"per-request timeout (default 2s, {WAIT.bounds})")
+    p.add_argument("--deadline", type=RUN_TIME, default=600.0, metavar="DURATION",
+                   help=f"hard bound on the whole run (default 10m, {RUN_TIME.bounds})")
     p.add_argument("--ramp", action="store_true",
                    help="step connections 32, 64, 128 ... up to --max-connections")
-    p.add_argument("--max-connections", type=positive_int, default=4096, metavar="N")
-    p.add_argument("--start-connections", type=positive_int, default=32, metavar="N")
-    p.add_argument("--step-seconds", type=positive_float, default=2.0, metavar="S",
-                   help="ramp: load time per step (default 2 s)")
+    p.add_argument("--max-connections", type=CONNECTIONS, default=4096, metavar="N",
+                   help=f"ramp: default 4096, {CONNECTIONS.bounds}")
+    p.add_argument("--start-connections", type=CONNECTIONS, default=32, metavar="N",
+                   help=f"ramp: default 32, {CONNECTIONS.bounds}")
+    p.add_argument("--step-seconds", type=WAIT, default=2.0, metavar="DURATION",
+                   help=f"ramp: load time per step (default 2s, {WAIT.bounds})")
     p.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     p.set_defaults(func=run)
 

@@ -6,44 +6,38 @@ the recorder loops every --every until SIGTERM/SIGINT (it finishes the current t
 from __future__ import annotations
 
 import argparse
-import re
 import signal
 import threading
 import time
 
 from inspector.collect import build_report
-from inspector.commands.common import (CliError, add_root_argument, eprint, non_negative_int,
-                                       positive_float, root_from_args)
+from inspector.commands.common import (DURATION_EXAMPLES, PROBE_SECONDS, CliError, Duration,
+                                       add_root_argument, eprint, non_negative_int,
+                                       root_from_args)
 from inspector.history import HistoryDB, HistoryError, ProbeRun, default_db_path, local_offset
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_duration(text: str) -> float:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 30s, 5m, 2h, 30d)")
-    value = float(m.group(1)) * _UNITS[m.group(2) or "s"]
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"duration must be positive: {text!r}")
-    return value
+EVERY = Duration(maximum=7 * 86400)              # longer: a systemd timer is the tool
+RETENTION = Duration(maximum=3650 * 86400)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("record", help="record findings and probe runs into SQLite on a schedule")
     add_root_argument(p)
-    p.add_argument("--every", type=parse_duration, default=300.0, metavar="DURATION",
-                   help="interval between samples (default 5m)")
+    p.add_argument("--every", type=EVERY, default=300.0, metavar="DURATION",
+                   help=f"interval between samples ({DURATION_EXAMPLES}; default 5m, "
+                        f"{EVERY.bounds})")
     p.add_argument("--probe", action="append", default=[], metavar="SPEC",
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable)")
-    p.add_argument("--probe-seconds", type=positive_float, default=3.0, metavar="S")
+    p.add_argument("--probe-seconds", type=PROBE_SECONDS, default=3.0, metavar="DURATION",
+                   help=f"time bound of each probe run (default 3s, {PROBE_SECONDS.bounds})")
     p.add_argument("--db", metavar="FILE", help=f"default {default_db_path()}")
-    p.add_argument("--retention", type=parse_duration, default=30 * 86400.0, metavar="DURATION",
-                   help="prune rows older than this (default 30d)")
+    p.add_argument("--retention", type=RETENTION, default=30 * 86400.0, metavar="DURATION",
+                   help=f"prune rows older than this (default 30d, {RETENTION.bounds})")
     p.add_argument("--once", action="store_true", help="one sample, then exit (for timers)")
-    p.add_argument("--count", type=non_negative_int, default=0, help="stop after N samples (0 = forever)")
+    p.add_argument("--count", type=non_negative_int, default=0, metavar="N",
+                   help=f"stop after N samples (0 = forever; {non_negative_int.bounds})")
     p.set_defaults(func=run)
 
 

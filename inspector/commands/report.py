@@ -6,7 +6,8 @@ import json
 import sys
 
 from inspector.collect import SECTIONS, build_report
-from inspector.commands.common import CliError, add_root_argument, positive_float, root_from_args
+from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
+                                       root_from_args)
 from inspector.model import to_jsonable
 
 SECTION_ALIASES = {"storage": "storage", "virt": "virt", "virtualization": "virt", "net": "net",
@@ -21,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--section", action="append", metavar="NAME",
                    help="limit to storage|virt|net|dns|cpu (repeatable)")
     p.add_argument("--diagnose", action="store_true", help="print how long each collector took")
-    p.add_argument("--timeout", type=positive_float, default=15.0, help="per-collector timeout, seconds")
+    p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
+                   help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
     p.set_defaults(func=run)
 
 

@@ -5,22 +5,26 @@ import argparse
 import os
 
 from inspector.collect import build_report
-from inspector.commands.common import (CliError, add_root_argument, eprint, positive_float,
-                                       root_from_args)
+from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
+                                       add_root_argument, check_output, eprint, root_from_args,
+                                       write_output)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
-from inspector.snapshot import build_snapshot, default_name, write_snapshot
+from inspector.snapshot import build_snapshot, default_name, snapshot_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("snapshot", help="save the report plus short probe runs (for diff)")
     add_root_argument(p)
-    p.add_argument("-o", "--output", metavar="FILE", help="default: inspector-HOST-TIME.json")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="a regular file, a new path or a directory (default: "
+                        "inspector-HOST-TIME.json); written atomically")
     p.add_argument("--probe", action="append", default=[], metavar="SPEC",
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable; short bounded runs)")
-    p.add_argument("--probe-seconds", type=positive_float, default=3.0, metavar="S",
-                   help="time bound of each probe run (default 3)")
-    p.add_argument("--timeout", type=positive_float, default=15.0, help="per-collector timeout, seconds")
+    p.add_argument("--probe-seconds", type=PROBE_SECONDS, default=3.0, metavar="DURATION",
+                   help=f"time bound of each probe run (default 3s, {PROBE_SECONDS.bounds})")
+    p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
+                   help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
     p.set_defaults(func=run)
 
 
@@ -29,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
         specs = [parse_probe_spec(s) for s in args.probe]
     except ProbeSpecError as exc:
         raise CliError(str(exc)) from None
+    if args.output and not os.path.isdir(args.output):
+        check_output(args.output)      # a device or FIFO is refused now, not after the probes
     root = root_from_args(args)
     if specs and not root.live:
         raise CliError("--probe needs the live host; it cannot run against --root")
@@ -41,10 +47,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.output or default_name(hostname)
     if os.path.isdir(out):
         out = os.path.join(out, default_name(hostname))
-    try:
-        write_snapshot(build_snapshot(report, probes), out)
-    except OSError as exc:
-        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+    write_output(out, snapshot_bytes(build_snapshot(report, probes)))
     failed = [p for p in probes if p.get("error")]
     eprint(f"wrote {out}: {len(report.findings)} findings, {len(probes)} probe runs"
            + (f" ({len(failed)} failed)" if failed else ""))

@@ -9,10 +9,14 @@ import shutil
 import sys
 import time
 
-from inspector.commands.common import CliError, add_root_argument, non_negative_int, positive_float, root_from_args
+from inspector.commands.common import (Duration, add_root_argument, non_negative_int,
+                                       root_from_args)
 from inspector.live import LiveSampler, rates, since_boot
 from inspector.live.text import format_block, format_single
 from inspector.model import Unknown, known, to_jsonable
+
+
+INTERVAL = Duration(maximum=86400)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,10 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Print one block per interval: CPU split (with steal and "
                                    "iowait), iostat -x per device, NIC rates, processes in D "
                                    "state and the top IO processes. Ctrl-C stops.")
-    p.add_argument("--interval", type=positive_float, default=1.0, metavar="S",
-                   help="seconds between samples (default 1)")
+    p.add_argument("--interval", type=INTERVAL, default=1.0, metavar="DURATION",
+                   help=f"time between samples (default 1s, {INTERVAL.bounds})")
     p.add_argument("--count", type=non_negative_int, default=0, metavar="N",
-                   help="stop after N intervals (default: until Ctrl-C)")
+                   help=f"stop after N intervals (default 0: until Ctrl-C; "
+                        f"{non_negative_int.bounds})")
     p.add_argument("--json", action="store_true", help="one JSON object per line per interval")
     p.add_argument("--all", action="store_true", help="also list devices with no IO")
     p.add_argument("--wide", action="store_true",
@@ -33,10 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.interval > 0 or args.interval > 86400:
-        raise CliError(f"--interval {args.interval:g}: must be above 0 and at most 86400 s")
-    if args.count < 0:
-        raise CliError(f"--count {args.count}: must be 0 (no limit) or more")
     root = root_from_args(args)
     sampler = LiveSampler(root)
     try:

@@ -3,16 +3,20 @@ from __future__ import annotations
 
 import argparse
 
-from inspector.commands.common import add_root_argument, positive_float, root_from_args
+from inspector.commands.common import Duration, add_root_argument, root_from_args
+
+REFRESH = Duration(maximum=86400)
+LIVE_INTERVAL = Duration(maximum=3600)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tui", help="open the terminal UI (the default)")
     add_root_argument(p)
-    p.add_argument("--refresh", type=positive_float, default=None, metavar="SECONDS",
-                   help="seconds between discovery refreshes on a live host (default 30)")
-    p.add_argument("--live-interval", type=positive_float, default=None, metavar="SECONDS",
-                   help="seconds between live samples (default 2)")
+    p.add_argument("--refresh", type=REFRESH, default=None, metavar="DURATION",
+                   help=f"time between discovery refreshes on a live host (default 30s, "
+                        f"{REFRESH.bounds})")
+    p.add_argument("--live-interval", type=LIVE_INTERVAL, default=None, metavar="DURATION",
+                   help=f"time between live samples (default 2s, {LIVE_INTERVAL.bounds})")
     p.add_argument("--db", metavar="FILE", default=None,
                    help="history database for the Probes screen's history chart (h); "
                         "default: the one `inspector record` and `inspector history` use")

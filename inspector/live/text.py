@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 import time
 
+from inspector.escapes import printable, visible
 from inspector.live.diskstats import DiskRates
 from inspector.live.sampler import Rates, Snapshot
 from inspector.model import Unknown, known
@@ -53,6 +54,7 @@ def _unknown_line(label: str, value: Unknown) -> str:
 def format_block(r: Rates, show_idle: bool = False, width: int | None = None) -> str:
     """One interval: header, CPU, devices, NICs, D state, top IO, findings. With a terminal
     `width`, tables too wide for it drop to their essential columns (--wide keeps all)."""
+    r = printable(r)     # a NIC or process name from a capture must not retitle the terminal
     lines: list[str] = []
     stamp = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall)) if r.wall_known
              else "time not recorded")
@@ -201,17 +203,18 @@ def _io_lines(r: Rates) -> list[str]:
 
 def format_single(snap: Snapshot, since: Rates | Unknown, width: int | None = None) -> str:
     """A capture's one sample: what it holds, and why there are no interval rates."""
+    source, dstate = visible(snap.source), printable(snap.dstate)   # host strings: see format_block
     taken = (f"taken {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.wall))}"
              if snap.wall_known else "(the tree does not say when it was taken)")
-    note = (f"capture {snap.source}: one sample {taken}; rates need two samples, "
+    note = (f"capture {source}: one sample {taken}; rates need two samples, "
             "so below are averages since boot (like iostat's first report).")
     if not known(since):
         lines = _wrap(note.split(";")[0] + f"; rates need two samples ({since.reason}).", width)
         if known(snap.load):
             lines.append(f"load {snap.load.load1:.2f} {snap.load.load5:.2f} "
                          f"{snap.load.load15:.2f}")
-        if known(snap.dstate):
+        if known(dstate):
             lines += [f"in D state: {d.comm} (pid {d.pid}, wchan "
-                      f"{d.wchan if known(d.wchan) else '?'})" for d in snap.dstate]
+                      f"{d.wchan if known(d.wchan) else '?'})" for d in dstate]
         return "\n".join(lines) + "\n"
     return "\n".join(_wrap(note, width)) + "\n" + format_block(since, width=width)

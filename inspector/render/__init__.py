@@ -7,6 +7,7 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from inspector.escapes import printable, visible
 from inspector.model import Level, Report, Unknown
 from inspector.render.findings import render_findings
 
@@ -41,7 +42,7 @@ def render_report(report: Report, console: Console) -> None:
 
 def render_header(report: Report) -> RenderableType:
     """Short lines that fit 80 columns: who, what it is and how it is, where it was read."""
-    host = report.host
+    host = printable(report.host)    # a hostname with ESC or U+202E must not act on the terminal
     first = Text.assemble(("Inspector report  ", "bold"),
                           (_known_or(host.hostname, "(hostname not recorded)"), "bold cyan"))
     if host.source == "live":
@@ -52,7 +53,7 @@ def render_header(report: Report) -> RenderableType:
     if virt is not None and not isinstance(virt, Unknown):
         from inspector.render.virt import layers_line
         second.append(" · ")
-        second.append(layers_line(virt), style="magenta")
+        second.append(visible(layers_line(virt)), style="magenta")
     counts = [f"{sum(1 for f in report.findings if f.level is level)} {level.label}"
               for level in (Level.CRIT, Level.WARN, Level.UNKNOWN)]
     second.append(" · findings " + ", ".join(c for c in counts if not c.startswith("0 "))
@@ -67,6 +68,8 @@ def _captured(collected_at: float) -> str:
     """When the capture was taken, in UTC and in age: a days-old capture reads differently."""
     if not collected_at:
         return " · capture time not recorded"
+    if not isinstance(collected_at, (int, float)) or not 0 < collected_at < 253402300800:
+        return " · capture time not a plausible time"     # after the year 9999: a forged file
     import time
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(collected_at))
     age = time.time() - collected_at

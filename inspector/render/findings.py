@@ -1,14 +1,12 @@
 """Findings table: the first thing a report shows."""
 from __future__ import annotations
 
-import dataclasses
-import re
-from typing import Any
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+# re-exported: the TUI, check and report take the one escaping rule (inspector.escapes) here
+from inspector.escapes import printable  # noqa: F401
 from inspector.model import Finding, Level
 
 LEVEL_STYLE = {Level.CRIT: "bold white on red", Level.WARN: "bold black on yellow",
@@ -45,35 +43,3 @@ def finding_body(f: Finding) -> Group | Text:
         details.add_row(Text(" advice", style="italic cyan"), Text(f.advice, style="italic cyan"))
     return Group(Text(f.message), details)
 
-
-# C0 controls but tab and newline, DEL and C1: ESC from a device's model string, a vendor tool's
-# output or a capture made elsewhere would otherwise reach the operator's terminal as a command
-# (clear the screen, retitle the window, worse on some terminals). Rich keeps ESC in Text.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _visible(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def printable(obj: Any) -> Any:
-    """A copy of a report (or any part of it) whose strings show control characters as \\xNN
-    escapes. Values without them are returned as they are."""
-    if isinstance(obj, str):
-        return _visible(obj) if _CONTROL.search(obj) else obj
-    if isinstance(obj, list):
-        return [printable(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(printable(v) for v in obj)
-    if isinstance(obj, (set, frozenset)):
-        return type(obj)(printable(v) for v in obj)
-    if isinstance(obj, dict):
-        return {printable(k): printable(v) for k, v in obj.items()}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        copy = object.__new__(type(obj))     # no __init__: frozen, init=False fields alike
-        for name, value in getattr(obj, "__dict__", {}).items():
-            object.__setattr__(copy, name, printable(value))
-        for f in dataclasses.fields(obj):    # slots dataclasses have no __dict__
-            object.__setattr__(copy, f.name, printable(getattr(obj, f.name)))
-        return copy
-    return obj
