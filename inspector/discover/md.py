@@ -3,18 +3,22 @@
 `parse_mdstat` is a pure function: any text gives an `Mdstat` (lines it cannot place are listed
 in `problems`), never an exception. sysfs is the kernel's own state; mdstat adds what sysfs does
 not show directly (speed, ETA, the [UU_] picture). When they disagree, the disagreement is kept
-as data: a health rule reports it.
+as data: a health rule reports it. An array the root has no md sysfs for (a sosreport, a pasted
+mdstat, a partial capture) is built from its mdstat lines alone: `array_from_mdstat`, source
+"mdstat".
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from inspector.host import HostRoot
 from inspector.model import Unknown, known
 
 # ----------------------------------------------------------------------------- /proc/mdstat
-_HEADER = re.compile(r"^(?P<name>[^\s:]+)\s*:\s*(?P<state>active|inactive)\b(?P<rest>.*)$")
+# "broken" (kernels 5.14+): running, but a member it cannot do without has failed (MD_BROKEN)
+_HEADER = re.compile(r"^(?P<name>[^\s:]+)\s*:\s*(?P<state>active|inactive|broken)\b(?P<rest>.*)$")
 _MEMBER = re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<number>\d+)\](?P<flags>(?:\([A-Za-z]\))*)$")
 _LEVEL = re.compile(r"^(raid\d+|linear|multipath|faulty|container)$")
 _BLOCKS = re.compile(r"^(\d+) blocks\b")
@@ -27,8 +31,12 @@ _PROGRESS = re.compile(
     r"(?:\s*\((?P<done>\d+)/(?P<total>\d+)\))?"
     r"(?:\s*finish=(?P<finish>\d+(?:\.\d+)?)min)?"
     r"(?:\s*speed=(?P<speed>\d+)K/sec)?")
+# raid10 layouts: "2 near-copies", "2 far-copies", "2 offset-copies" (offset: a far layout
+# whose copies sit one chunk apart instead of half a disk apart)
+_COPIES = re.compile(r"\b(\d+) (near|far|offset)-copies\b")
 _WAITING = re.compile(r"^(?P<action>recovery|resync|check|repair|reshape)\s*=\s*(?P<state>DELAYED|PENDING|delayed|pending)\s*$")
-_FLAG_NAMES = {"F": "faulty", "S": "spare", "W": "write_mostly", "R": "replacement", "J": "journal"}
+# mdstat member flags, in the words of sysfs dev-X/state
+MDSTAT_FLAGS = {"F": "faulty", "S": "spare", "W": "write_mostly", "R": "replacement", "J": "journal"}
 
 
 @dataclass
@@ -55,7 +63,10 @@ class MdstatProgress:
 class MdstatArray:
     """One array's lines in /proc/mdstat."""
     name: str                              # md0, md127 ...
-    active: bool                           # "active" (true) or "inactive" after the colon
+    active: bool                           # "active" or "broken" (true), "inactive" (false)
+    # "broken" after the colon: the kernel keeps it running but IO fails (a raid0/linear member
+    # or the last working member of a mirror failed); array_state says "broken" too
+    broken: bool = False
     read_only: str | None = None           # "read-only" | "auto-read-only"
     level: str | None = None               # raid1, raid5, linear ...; None when not shown
     members: list[MdstatMember] = field(default_factory=list)  # as listed, with their flags
@@ -64,7 +75,10 @@ class MdstatArray:
     chunk_kib: int | None = None           # chunk size in KiB ("512k chunks")
     raid_disks: int | None = None          # devices the array should have: N of [N/M]
     active_disks: int | None = None        # devices working now: M of [N/M]; M < N is degraded
-    status: str | None = None              # "UU_" as in [UU_]
+    status: str | None = None              # "UU_" as in [UU_]: U in sync, _ missing, by raid slot
+    near_copies: int | None = None         # raid10 "N near-copies"; None when not shown
+    far_copies: int | None = None          # raid10 "N far-copies" or "N offset-copies"
+    far_offset: bool = False               # the far copies are "offset-copies"
     progress: MdstatProgress | None = None  # a running or waiting resync/recovery/check ...
     # the write-intent bitmap line after "bitmap:", raw: "0/2 pages [0KB], 65536KB chunk"
     bitmap: str | None = None
@@ -101,8 +115,8 @@ def _parse_line(result: Mdstat, current: MdstatArray | None, number: int, raw: s
     if stripped.startswith("Personalities"):
         result.personalities = re.findall(r"\[([^\]]+)\]", stripped)
         return None
-    if stripped.startswith("unused devices"):
-        return None
+    if stripped.startswith(("unused devices", "read_ahead", "Event:")):
+        return None   # read_ahead and Event: lines of 2.4/2.6-era kernels carry no array state
     if not line[0].isspace():
         header = _HEADER.match(stripped)
         if header is None:
@@ -122,7 +136,8 @@ def _parse_line(result: Mdstat, current: MdstatArray | None, number: int, raw: s
 
 
 def _parse_header(match: re.Match, number: int, problems: list[str]) -> MdstatArray:
-    array = MdstatArray(name=match["name"], active=match["state"] == "active")
+    array = MdstatArray(name=match["name"], active=match["state"] != "inactive",
+                        broken=match["state"] == "broken")
     for token in match["rest"].split():
         if token in ("(read-only)", "(auto-read-only)"):
             array.read_only = token.strip("()")
@@ -133,7 +148,7 @@ def _parse_header(match: re.Match, number: int, problems: list[str]) -> MdstatAr
             if member is None:
                 problems.append(f"line {number}: unrecognised member {token[:40]!r} of {array.name}")
                 continue
-            flags = [_FLAG_NAMES.get(f, f"flag-{f}") for f in re.findall(r"\(([A-Za-z])\)", member["flags"])]
+            flags = [MDSTAT_FLAGS.get(f, f"flag-{f}") for f in re.findall(r"\(([A-Za-z])\)", member["flags"])]
             array.members.append(MdstatMember(member["name"], int(member["number"]), flags))
     return array
 
@@ -150,6 +165,11 @@ def _parse_detail(array: MdstatArray, line: str) -> bool:
             array.raid_disks, array.active_disks = int(m[1]), int(m[2])
         if (m := _STATUS.search(line)):
             array.status = m[1]
+        for count, kind in _COPIES.findall(line):
+            if kind == "near":
+                array.near_copies = int(count)
+            else:
+                array.far_copies, array.far_offset = int(count), kind == "offset"
         return True
     if (m := _WAITING.match(line)):
         array.progress = MdstatProgress(action=m["action"], state=m["state"].lower())
@@ -211,6 +231,10 @@ class MdArray:
     members: list[MdMember] = field(default_factory=list)  # from md/dev-*
     mdstat: MdstatArray | None = None      # this array's /proc/mdstat entry; None if not there
     disagreements: list[str] = field(default_factory=list)   # mdstat vs sysfs
+    # where the state comes from: "sysfs" (/sys/block/mdX/md, cross-checked with /proc/mdstat)
+    # or "mdstat" (from /proc/mdstat only: the root has no md sysfs for this array, as in a
+    # sosreport, a pasted file or a partial capture; sysfs-only fields are then unknown)
+    source: Literal["sysfs", "mdstat"] = "sysfs"
 
 
 # sysfs sync_action word -> mdstat progress word
@@ -337,6 +361,126 @@ def cross_check(array: MdArray, mdstat: Mdstat) -> list[str]:
             out.append(f"sync_action {array.sync_action} in sysfs, mdstat shows "
                        f"{md_action or 'no sync running'}")
     return out
+
+
+# ----------------------------------------------------------------------------- mdstat only
+# mdstat progress word -> sysfs sync_action word ("repair" is printed as "resync" by the kernel)
+_SYNC_ACTIONS = {"recovery": "recover", "resync": "resync", "check": "check", "repair": "repair",
+                 "reshape": "reshape"}
+_NOT_IN_MDSTAT = "not in /proc/mdstat (no md sysfs for this array in this root)"
+
+
+def is_container(entry: MdstatArray) -> bool:
+    """An IMSM/DDF container ("super external:imsm"): it holds the metadata and its members;
+    the kernel runs no personality on it, so it is "inactive" by design. The arrays inside it
+    say "super external:/md127/0" and are judged like any other array."""
+    return (entry.level in (None, "container") and entry.metadata is not None
+            and entry.metadata.startswith("external:") and "/" not in entry.metadata)
+
+
+def array_from_mdstat(entry: MdstatArray) -> MdArray:
+    """An MdArray built from its /proc/mdstat lines alone (source "mdstat"): what mdstat shows
+    is filled in, what only sysfs has is Unknown with the reason."""
+    missing_reason = Unknown(_NOT_IN_MDSTAT)
+    level: str | Unknown = entry.level or ("container" if is_container(entry) else
+                                           Unknown("not shown in /proc/mdstat"))
+    redundant = isinstance(level, str) and level not in _LEVELS_WITHOUT_REDUNDANCY
+    array = MdArray(
+        name=entry.name, level=level, array_state=_array_state(entry),
+        raid_disks=_raid_disks(entry, level), degraded=_degraded(entry, level),
+        sync_action=_sync_action(entry, level), sync_completed=missing_reason,
+        mismatch_cnt=missing_reason if redundant else None,
+        chunk_size_bytes=(entry.chunk_kib * 1024 if entry.chunk_kib is not None else
+                          None if level in ("raid1", "multipath", "container") else
+                          Unknown("not shown in /proc/mdstat")),
+        metadata_version=_metadata(entry),
+        members=[_member_from_mdstat(m, _flagless_in_sync(entry, level)) for m in entry.members],
+        mdstat=entry, source="mdstat")
+    progress = entry.progress
+    if progress is not None and progress.state == "running":
+        if progress.done_kib is not None and progress.total_kib is not None:
+            array.sync_done_sectors, array.sync_total_sectors = progress.done_kib * 2, progress.total_kib * 2
+    _merge_mdstat(array)
+    return array
+
+
+def _array_state(entry: MdstatArray) -> str | Unknown:
+    if not entry.active:
+        return "inactive"
+    if entry.broken:
+        return "broken"
+    if entry.read_only == "read-only":
+        return "readonly"
+    if entry.read_only == "auto-read-only":
+        return "read-auto"
+    return Unknown("/proc/mdstat says active: clean or active (writing) is not shown")
+
+
+def _raid_disks(entry: MdstatArray, level: str | Unknown) -> int | Unknown:
+    if entry.raid_disks is not None:
+        return entry.raid_disks
+    if level in ("raid0", "linear") and entry.active:   # mdstat shows no [n/m] for these
+        return sum(1 for m in entry.members if not {"spare", "journal"} & set(m.flags))
+    return Unknown("not shown in /proc/mdstat")
+
+
+def missing_slots(entry: MdstatArray) -> int | None:
+    """Devices the array lacks: the _ of [UU_] (one per slot), else N - M of [N/M]; None when
+    not shown or not adding up ([0/2], [2/3] without a slot picture)."""
+    disks, working, status = entry.raid_disks, entry.active_disks, entry.status
+    if disks is None or disks <= 0:
+        return None
+    if status is not None and len(status) == disks:
+        return status.count("_")
+    if working is not None and 0 <= working <= disks:
+        return disks - working
+    return None
+
+
+def _degraded(entry: MdstatArray, level: str | Unknown) -> int | None | Unknown:
+    if level in _LEVELS_WITHOUT_REDUNDANCY:
+        return None
+    missing = missing_slots(entry)
+    return missing if missing is not None else Unknown("not shown in /proc/mdstat")
+
+
+def _flagless_in_sync(entry: MdstatArray, level: str | Unknown) -> bool:
+    """Whether a member without flags is in sync: yes in a running raid0/linear (nothing to
+    rebuild) or a redundant array with every slot in sync; otherwise it may be rebuilding."""
+    if not entry.active:
+        return False
+    return level in ("raid0", "linear") or missing_slots(entry) == 0
+
+
+def _sync_action(entry: MdstatArray, level: str | Unknown) -> str | None | Unknown:
+    if entry.progress is not None:
+        return _SYNC_ACTIONS.get(entry.progress.action, entry.progress.action)
+    if level in _LEVELS_WITHOUT_REDUNDANCY:
+        return None
+    if entry.active and isinstance(level, str):
+        return "idle"   # an active redundant array with no sync line is idle
+    return Unknown("not shown in /proc/mdstat")
+
+
+def _metadata(entry: MdstatArray) -> str | Unknown:
+    if entry.metadata is not None:
+        return entry.metadata
+    if entry.blocks_kib is not None:
+        return "0.90"   # the kernel prints "super X.Y" for every format but 0.90
+    return Unknown("not shown in /proc/mdstat")
+
+
+def _member_from_mdstat(member: MdstatMember, flagless_in_sync: bool) -> MdMember:
+    flags = list(member.flags)
+    state: list[str] | Unknown = flags
+    if not {"faulty", "spare", "journal", "replacement"} & set(flags):
+        if flagless_in_sync:
+            state = ["in_sync", *flags]
+        elif not flags:
+            state = Unknown("/proc/mdstat does not say whether it is in sync or rebuilding")
+    return MdMember(name=member.name, state=state,
+                    slot=Unknown("/proc/mdstat shows the device number, not the slot"),
+                    errors=Unknown(_NOT_IN_MDSTAT))
 
 
 def md_type(array: MdArray) -> str:

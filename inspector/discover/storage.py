@@ -16,7 +16,9 @@ from inspector.model import Unknown
 @dataclass
 class StorageSection:
     """Block devices and their tree, md arrays, dm devices, swap and drive health."""
-    devices: dict[str, block.BlockDevice] = field(default_factory=dict)  # /sys/block + partitions
+    # /sys/block and partitions; plus md arrays seen only in /proc/mdstat (md[name].source
+    # "mdstat"), whose sysfs fields are unknown
+    devices: dict[str, block.BlockDevice] = field(default_factory=dict)
     roots: list[str] = field(default_factory=list)         # tree roots: devices without slaves
     md: dict[str, md.MdArray] = field(default_factory=dict)   # md arrays by name (sysfs + mdstat)
     # /proc/mdstat parsed; None when the host has neither md arrays nor /proc/mdstat
@@ -56,15 +58,28 @@ def collect(root: HostRoot) -> StorageSection:
     md_names = [n for n, d in inventory.devices.items() if d.family == "md" and d.parent is None]
     if md_names or root.exists("proc/mdstat"):
         section.mdstat = _guard(section, "mdstat", lambda: md.read_mdstat(root))
+    in_mdstat = section.mdstat.arrays if isinstance(section.mdstat, md.Mdstat) else {}
     for name in md_names:
-        array = _guard(section, name, lambda name=name: md.read_md(root, name, section.mdstat))
+        if name in in_mdstat and not root.exists(f"sys/block/{name}/md"):
+            # the block device is there but not its md directory: mdstat is all there is
+            array = _guard(section, name, lambda name=name: md.array_from_mdstat(in_mdstat[name]))
+        else:
+            array = _guard(section, name, lambda name=name: md.read_md(root, name, section.mdstat))
         if isinstance(array, md.MdArray):
             section.md[name] = array
             section.devices[name].type = md.md_type(array)
+    mdstat_only = []
+    for name, entry in in_mdstat.items():
+        if name in section.devices:
+            continue
+        array = _guard(section, name, lambda entry=entry: md.array_from_mdstat(entry))
+        if isinstance(array, md.MdArray):
+            section.md[name] = array
+            mdstat_only.append(array)
+        if inventory.devices or not any(p.startswith("/sys/block:") for p in section.problems):
+            section.problems.append(f"{name} is in /proc/mdstat but not in /sys/block: "
+                                    "judged from /proc/mdstat alone")
     if isinstance(section.mdstat, md.Mdstat):
-        for name in section.mdstat.arrays:
-            if name not in section.devices:
-                section.problems.append(f"{name} is in /proc/mdstat but not in /sys/block")
         section.problems.extend(f"/proc/mdstat {p}" for p in section.mdstat.problems)
 
     mapper_names: dict[str, str] = {}
@@ -81,7 +96,50 @@ def collect(root: HostRoot) -> StorageSection:
 
     whole = [n for n, d in section.devices.items() if d.parent is None]
     section.health = _drive_health(root, whole, section.problems)
+    if mdstat_only:   # after drive health: these have no drive to ask
+        _guard(section, "md arrays from /proc/mdstat", lambda: _add_mdstat_devices(root, section, mdstat_only))
     return section
+
+
+def _add_mdstat_devices(root: HostRoot, section: StorageSection, arrays: list[md.MdArray]) -> None:
+    """Tree rows for arrays only /proc/mdstat shows: under their members when those are known
+    block devices (as lsblk draws an array), else at the top of the tree."""
+    mounts = _mounts_by_source(root)
+    for array in arrays:
+        entry = array.mdstat
+        if entry is None:
+            continue
+        from_mdstat = Unknown("from /proc/mdstat only: no /sys/block entry")
+        dev = block.BlockDevice(
+            name=array.name, type=md.md_type(array), family="md", maj_min=from_mdstat,
+            sysfs_path=from_mdstat,
+            # an inactive array's "blocks" add up its members; the array itself has no size
+            size_bytes=(entry.blocks_kib * 1024 if entry.active and entry.blocks_kib is not None
+                        else Unknown("inactive: no array size") if not entry.active else from_mdstat),
+            read_only=entry.read_only == "read-only", removable=False, rotational=from_mdstat,
+            scheduler=None, schedulers=[],
+            queue=block.QueueLimits(from_mdstat, from_mdstat, from_mdstat, from_mdstat),
+            slaves=[m.name for m in entry.members], mounts=list(mounts.get(array.name, [])))
+        dev.swap = next((s for s in section.swaps if s.filename == f"/dev/{array.name}"), None)
+        section.devices[array.name] = dev
+        parents = [m for m in dev.slaves if m in section.devices and m != array.name]
+        for parent in parents:
+            lower = section.devices[parent]
+            lower.holders.append(array.name)
+            lower.children.append(array.name)
+        if not parents:
+            section.roots.append(array.name)
+
+
+def _mounts_by_source(root: HostRoot) -> dict[str, list[block.Mount]]:
+    text = root.try_text("proc/self/mountinfo")
+    if isinstance(text, Unknown):
+        return {}
+    out: dict[str, list[block.Mount]] = {}
+    for _, mount in block.parse_mountinfo(text):
+        if mount.source.startswith("/dev/"):
+            out.setdefault(mount.source[5:], []).append(mount)
+    return out
 
 
 def _guard(section: StorageSection, what: str, func):

@@ -2,7 +2,9 @@
 
 Codes (stable): md.degraded, md.inactive, md.sync_running, md.sync_waiting, md.member_faulty,
 md.mismatch, md.mdstat_disagrees, dm.suspended, block.ro_mounted_rw, block.scsi_offline,
-storage.incomplete. Evidence quotes the sysfs values and /proc/mdstat lines a finding rests on.
+storage.incomplete, md.failed (array_state broken); for arrays known from /proc/mdstat alone
+(health.md_mdstat) also md.read_only and md.mdstat_incomplete. Evidence quotes the sysfs values
+and /proc/mdstat lines a finding rests on.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Iterable
 
 from inspector.discover.md import MdArray
 from inspector.discover.storage import StorageSection
+from inspector.health.md_mdstat import broken_finding, mdstat_findings
 from inspector.model import Finding, Level, Report, known
 
 _ACTION_NAMES = {"recover": "recovery", "resync": "resync", "check": "check", "repair": "repair",
@@ -53,6 +56,8 @@ def _md_evidence(array: MdArray, *attrs: str, mdstat: str = "") -> list[str]:
 
 
 def md_findings(array: MdArray) -> list[Finding]:
+    if array.source == "mdstat":
+        return mdstat_findings(array)
     out: list[Finding] = []
     name = array.name
     if array.array_state in ("inactive", "clear"):
@@ -60,6 +65,10 @@ def md_findings(array: MdArray) -> list[Finding]:
                            _md_evidence(array, "array_state"),
                            "mdadm --detail / --examine the members; assemble with mdadm --assemble",
                            code="md.inactive"))
+    if array.array_state == "broken":
+        out.append(broken_finding(name, _level(array), sorted(
+            m.name for m in array.members if isinstance(m.state, list) and "faulty" in m.state),
+            _md_evidence(array, "array_state")))
     degraded = array.degraded
     entry = array.mdstat
     mdstat_missing = (entry.raid_disks - entry.active_disks

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.discover.block import BlockDevice
-from inspector.discover.md import MdArray
+from inspector.discover.md import MDSTAT_FLAGS, MdArray
 from inspector.discover.storage import StorageSection
 from inspector.model import Unknown, known
 
@@ -120,6 +120,16 @@ def _details(dev: BlockDevice) -> Text:
     return text
 
 
+_FROM_MDSTAT = "from /proc/mdstat only"
+
+
+def _row_details(section: StorageSection, name: str, dev: BlockDevice) -> Text:
+    array = section.md.get(name)
+    if array is not None and array.source == "mdstat" and not known(dev.sysfs_path):
+        return Text(_FROM_MDSTAT, style="dim")   # no sysfs: medium, scheduler, limits unknown
+    return _details(dev)
+
+
 def _label(section: StorageSection, name: str) -> str:
     mapped = section.dm.get(name)
     return mapped.dm_name if mapped is not None and known(mapped.dm_name) else name
@@ -138,7 +148,7 @@ def _plain_lines(section: StorageSection, rows: list[tuple[str, str]]) -> Text:
             cells.append((prefix + name, "?", "", "", "", "", ""))
             continue
         mounts = " ".join(f"{m.mountpoint} {m.fstype}" for m in dev.mounts) + (" [SWAP]" if dev.swap else "")
-        details = _details(dev).plain
+        details = _row_details(section, name, dev).plain
         if name in section.dm:
             details = f"{name} {details}"
         cells.append((prefix + _label(section, name), dev.type, human_size(dev.size_bytes),
@@ -188,7 +198,7 @@ def device_table(section: StorageSection) -> Table | Text:
         if dev is None:
             table.add_row(prefix + name, "?")
             continue
-        label, details = name, _details(dev)
+        label, details = name, _row_details(section, name, dev)
         mapped = section.dm.get(name)
         if mapped is not None and known(mapped.dm_name):  # lsblk shows /dev/mapper names
             label, details = mapped.dm_name, Text(f"{name} ") + details
@@ -217,6 +227,8 @@ def md_block(section: StorageSection) -> Text:
         if known(array.chunk_size_bytes) and array.chunk_size_bytes:
             text.append(f"  chunk {human_size(array.chunk_size_bytes)}")
         text.append(f"  metadata {_text(array.metadata_version) or '?'}")
+        if array.source == "mdstat":
+            text.append(f"  ({_FROM_MDSTAT})", style="dim")
         text.append("\n  members: ")
         members = _members(array)
         if members.plain:
@@ -230,9 +242,26 @@ def md_block(section: StorageSection) -> Text:
 
 
 def _state_text(array: MdArray) -> Text:
+    if array.source == "mdstat" and array.mdstat is not None:
+        return _mdstat_state_text(array)
     state = _text(array.array_state)
     bad = state in ("inactive", "clear") or (known(array.degraded) and array.degraded)
     text = Text(state, style="bold red" if bad else "")
+    if known(array.degraded) and array.degraded:
+        text.append(" DEGRADED", style="bold red")
+    return text
+
+
+def _mdstat_state_text(array: MdArray) -> Text:
+    """mdstat's own words: it does not tell clean from active, as sysfs's array_state does."""
+    entry = array.mdstat
+    if not entry.active:
+        container = array.level == "container"   # inactive by design
+        return Text("inactive" + (" (container)" if container else ""),
+                    style="" if container else "bold red")
+    text = Text("broken", style="bold red") if entry.broken else Text("active")
+    if entry.read_only:
+        text.append(f" ({entry.read_only})", style="yellow" if entry.read_only == "read-only" else "")
     if known(array.degraded) and array.degraded:
         text.append(" DEGRADED", style="bold red")
     return text
@@ -247,11 +276,14 @@ def _disks(array: MdArray) -> str:
 
 def _sync(array: MdArray) -> Text:
     action = _text(array.sync_action)
-    if action in ("", "idle"):
-        return Text(action)
+    if action in ("", "idle") or (action == "?" and array.source == "mdstat"):
+        return Text("" if action == "?" else action)   # mdstat shows no sync line: none runs
     parts = [action]
+    progress = array.mdstat.progress if array.mdstat else None
     if array.sync_completed == "delayed":
         parts.append("(delayed)")
+    elif array.source == "mdstat" and progress is not None and progress.state != "running":
+        parts.append(f"({progress.state})")
     if array.progress_percent is not None:
         parts.append(f"{array.progress_percent:.1f}%")
     if known(array.speed_kib_s) and array.speed_kib_s:
@@ -262,6 +294,8 @@ def _sync(array: MdArray) -> Text:
 
 
 def _members(array: MdArray) -> Text:
+    if array.source == "mdstat" and array.mdstat is not None:
+        return _mdstat_members(array.mdstat.members)
     text = Text()
     for m in sorted(array.members, key=lambda m: (m.slot if isinstance(m.slot, int) else 1 << 30, m.name)):
         if text:
@@ -270,6 +304,21 @@ def _members(array: MdArray) -> Text:
         slot = m.slot if isinstance(m.slot, int) else "-"
         style = "bold red" if "faulty" in state else ("yellow" if "in_sync" not in state else "")
         text.append(f"{m.name}[{slot}] {state}", style=style)
+    return text
+
+
+_FLAG_MARKS = {word: letter for letter, word in MDSTAT_FLAGS.items()}
+
+
+def _mdstat_members(members) -> Text:
+    """As mdstat lists them: name[device number] and (F)(S)(W)(J)(R) flags."""
+    text = Text()
+    for m in members:
+        if text:
+            text.append(", ")
+        flags = "".join(f"({_FLAG_MARKS.get(f, f)})" for f in m.flags)
+        style = "bold red" if "faulty" in m.flags else ("yellow" if "spare" in m.flags else "")
+        text.append(f"{m.name}[{m.number}]{flags}", style=style)
     return text
 
 
