@@ -25,11 +25,12 @@ from inspector.model import Report
 from inspector.tui import live as live_source
 from inspector.tui.messages import LiveSampled, ProbeFinished, ProbeProgress, ReportCollected
 from inspector.tui.probe_runs import KIND_TITLES, KINDS, ProbeManager
+from inspector.tui.trends import Trends
 
 SCREENS = (("overview", "Overview"), ("storage", "Storage"), ("virt", "Virtualization"),
            ("net", "Network"), ("dns", "DNS"), ("probes", "Probes"))
 DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
-DEFAULT_LIVE_INTERVAL = 2.0  # seconds between live samples (iostat-like rates)
+DEFAULT_LIVE_INTERVAL = 1.0  # seconds between live samples (iostat-like rates)
 DEFAULT_COLLECT_TIMEOUT = 20.0
 EXIT_WATCHDOG_S = 4.0        # after SIGHUP/SIGTERM the process is gone within this, whatever hangs
 
@@ -103,6 +104,7 @@ class InspectorApp(App):
         self.last_collected: float | None = None
         self.live_sample: Any = None
         self.live_error: str | None = None
+        self.trends = Trends()     # the last minutes of every live figure, for every screen
         # sampler=False turns live sampling off (tests); None builds the real one
         self.sampler = (None if sampler is False else
                         sampler if sampler is not None else live_source.make_sampler(root))
@@ -227,6 +229,7 @@ class InspectorApp(App):
         self.live_error = message.error
         if message.sample is not None:
             self.live_sample = message.sample
+            self.trends.push(message.sample)
         screen = self.screen
         if hasattr(screen, "show_live"):
             screen.show_live(self.live_sample, self.live_error)

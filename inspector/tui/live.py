@@ -1,16 +1,22 @@
 """Adapter from the live samplers (inspector.live) to what the screens show.
 
-The screens need a few normalised figures per sample (busiest disk, CPU iowait/steal, NIC
-rates); this module is the only place that knows the samplers' API, so the screens keep working
-while the samplers evolve. `make_sampler(root)` returns None on a capture (no live data) or when
-the samplers are not available; `unavailable_reason(root)` says which, in plain words.
+The screens need normalised figures per sample (iostat -x per disk with its place in the md/dm
+stack, NIC rates with link state, the CPU split, load, pressure, memory, filesystem fill, top
+IO processes and D-state tasks); this module is the only place that knows the samplers' API.
+`make_sampler(root)` returns None on a capture (no live data); `unavailable_reason(root)`
+says why in plain words. Every part of a LiveView that could not be read is Unknown(reason),
+which the panels show as it is ("statvfs timed out after 1 s", "no PSI in this kernel").
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.host import HostRoot
+from inspector.model import Unknown
+
+FILESYSTEMS_EVERY = 5.0    # seconds between statvfs sweeps: fill changes slowly
 
 
 @dataclass
@@ -23,6 +29,15 @@ class DiskRate:
     rkb_s: float | None = None
     wkb_s: float | None = None
     aqu_sz: float | None = None
+    kind: str = "disk"          # disk, part, md, dm, loop, zram, nvme, rom
+    parent: str | None = None   # a partition's disk
+    members: list[str] = field(default_factory=list)      # md/dm: what it stands on
+    busy_members: list[str] = field(default_factory=list)
+    alias: str | None = None    # dm: the mapper name
+
+    @property
+    def idle(self) -> bool:
+        return not (self.util or self.r_s or self.w_s)
 
 
 @dataclass
@@ -33,6 +48,25 @@ class NicRate:
     errors_s: float | None = None
     drops_s: float | None = None
     stalled: bool = False
+    operstate: str | None = None
+    carrier: bool | None = None
+
+    @property
+    def up(self) -> bool:
+        """Passing traffic is possible: operstate up (lo and some virtual NICs say "unknown"
+        with a carrier)."""
+        return self.operstate == "up" or (self.operstate == "unknown" and self.carrier is True)
+
+
+@dataclass
+class CpuView:
+    """Percent of all CPUs: user (with nice), system (with irq and softirq), iowait, steal."""
+    user: float
+    system: float
+    iowait: float
+    steal: float
+    idle: float
+    cpus: int = 0
 
 
 @dataclass
@@ -45,6 +79,16 @@ class LiveView:
     busy: float | None = None
     notes: list[str] = field(default_factory=list)
     findings: list = field(default_factory=list)   # live findings (NIC stall, D state ...)
+    cpu: CpuView | Unknown | None = None
+    load: Any = None                 # inspector.live.LoadAvg | Unknown
+    pressure: Any = None             # {resource: Pressure | Unknown} | Unknown
+    memory: Any = None               # MemoryUse | Unknown
+    filesystems: Any = None          # [FsUse] | Unknown
+    top_io: Any = None               # [ProcIoRate] | Unknown
+    dstate: Any = None               # [DStateProc] | Unknown
+    root_device: str | None = None   # the device "/" is mounted from (vda, dm-0, md0 ...)
+    disks_error: str | None = None   # why there are no disk rates
+    nics_error: str | None = None
 
     def busiest_disk(self) -> DiskRate | None:
         known = [d for d in self.disks if d.util is not None]
@@ -54,36 +98,51 @@ class LiveView:
 def unavailable_reason(root: HostRoot) -> str | None:
     if not root.live:
         return "capture: no live data"
-    return _api_missing()
-
-
-def _api_missing() -> str | None:
-    try:
-        import inspector.live as live
-    except Exception as exc:  # pragma: no cover - the package always exists
-        return f"live samplers failed to import: {exc}"
-    if not hasattr(live, "LiveSampler"):
-        return "live samplers have not landed in this build"
     return None
 
 
 class _Sampler:
-    """Wraps inspector.live.LiveSampler; `sample()` runs in a worker thread and returns the
-    rates since the previous call (None on the first call: rates need two samples)."""
+    """Wraps inspector.live.LiveSampler plus memory, pressure and filesystem fill; `sample()`
+    runs in a worker thread and returns the rates since the previous call (None on the first
+    call: rates need two samples)."""
 
     def __init__(self, root: HostRoot):
         import inspector.live as live
+        from inspector.live.filesystems import FilesystemSampler
         self._live = live
-        # per-process IO is not shown by the TUI: skip reading every /proc/PID/io
-        self._inner = live.LiveSampler(root, process_io=False)
+        self.root = root
+        self._inner = live.LiveSampler(root, process_io=True)
+        self._fs = FilesystemSampler(root)
+        self._fs_last: Any = None
+        self._fs_at = 0.0
         self._prev = None
 
     def sample(self) -> LiveView | None:
+        from inspector.live.memory import read_memory
+        from inspector.live.pressure import read_pressure
         cur = self._inner.sample()
         prev, self._prev = self._prev, cur
+        now = time.monotonic()
+        if self._fs_last is None or now - self._fs_at >= FILESYSTEMS_EVERY:
+            self._fs_last, self._fs_at = self._fs.sample(), now
         if prev is None:
             return None
-        return normalise(self._live.rates(prev, cur))
+        view = normalise(self._live.rates(prev, cur))
+        view.memory = read_memory(self.root)
+        view.pressure = read_pressure(self.root)
+        view.filesystems = self._fs_last
+        view.root_device = root_device(self._fs_last, cur.disks)
+        return view
+
+
+def root_device(filesystems: Any, disks: Any) -> str | None:
+    """Name of the block device "/" is mounted from, by its major:minor in /proc/diskstats."""
+    if not isinstance(filesystems, list) or not isinstance(disks, dict):
+        return None
+    majmin = next((fs.majmin for fs in filesystems if fs.mountpoint == "/"), None)
+    if majmin is None:
+        return None
+    return next((name for name, c in disks.items() if f"{c.major}:{c.minor}" == majmin), None)
 
 
 def make_sampler(root: HostRoot) -> Any:
@@ -113,8 +172,11 @@ def normalise(raw: Any) -> LiveView | None:
             await_ms = ((r_s * (_num(d.r_await) or 0.0) + w_s * (_num(d.w_await) or 0.0)) / ops
                         if ops > 0 else 0.0)
             view.disks.append(DiskRate(d.name, _num(d.util), await_ms, r_s, w_s, _num(d.rkB_s),
-                                       _num(d.wkB_s), _num(d.aqu_sz)))
+                                       _num(d.wkB_s), _num(d.aqu_sz), kind=d.kind,
+                                       parent=d.parent, members=list(d.members),
+                                       busy_members=list(d.busy_members), alias=d.alias))
     else:
+        view.disks_error = str(disks)
         view.notes.append(f"disks: {disks}")
     stalled = {f.subject for f in view.findings if getattr(f, "code", "") == "net.stall"}
     nics = getattr(raw, "nics", None)
@@ -123,10 +185,23 @@ def normalise(raw: Any) -> LiveView | None:
             errors = sum(v for v in (_num(n.rx_errors_s), _num(n.tx_errors_s)) if v is not None)
             drops = sum(v for v in (_num(n.rx_dropped_s), _num(n.tx_dropped_s)) if v is not None)
             view.nics.append(NicRate(n.name, _num(n.rx_bytes_s), _num(n.tx_bytes_s), errors,
-                                     drops, n.name in stalled))
+                                     drops, n.name in stalled,
+                                     n.operstate if isinstance(n.operstate, str) else None,
+                                     n.carrier if isinstance(n.carrier, bool) else None))
+    else:
+        view.nics_error = str(nics)
     cpu = getattr(raw, "cpu", None)
     overall = getattr(cpu, "overall", None)
     if overall is not None:
         view.iowait, view.steal = _num(overall.iowait), _num(overall.steal)
         view.busy = 100.0 - (_num(overall.idle) or 0.0) - (view.iowait or 0.0)
+        view.cpu = CpuView(user=overall.user + overall.nice,
+                           system=overall.system + overall.irq + overall.softirq,
+                           iowait=overall.iowait, steal=overall.steal, idle=overall.idle,
+                           cpus=len(getattr(cpu, "per_cpu", []) or []))
+    elif cpu is not None:
+        view.cpu = cpu if isinstance(cpu, Unknown) else Unknown(str(cpu))
+    view.load = getattr(raw, "load", None)
+    view.top_io = getattr(raw, "top_io", None)
+    view.dstate = getattr(raw, "dstate", None)
     return view

@@ -1,7 +1,9 @@
-"""Overview: "what is wrong" on one 80x24 screen.
+"""Overview: what is wrong, then what the host is doing, on one screen at any size.
 
-Host identity, the virtualization layers in one line (evidence with `e`), the live headline
-numbers, and the findings sorted by severity (Enter shows a finding's evidence and advice).
+Findings first (worst first, one line each, OK ones folded; Enter shows evidence and advice),
+the virtualization and resolver verdicts one line each, then the live panels (CPU, memory,
+load and pressure, filesystems, disks, NICs, processes) painted by inspector.tui.dashboard
+into one canvas that refreshes once per live sample.
 """
 from __future__ import annotations
 
@@ -11,39 +13,57 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from inspector.model import Finding, Report, known
+from inspector.model import Finding, Level, Report, known
+from inspector.tui import dashboard
 from inspector.tui.base import InspectorScreen
 from inspector.tui.modelview import badge
 from inspector.tui.screen_help import TextScreen
-from inspector.tui.summaries import headline, virt_evidence, virt_line
+from inspector.tui.summaries import dns_line, virt_evidence, virt_line
+from inspector.widgets.canvas import TextCanvas
+
+SHORT_BELOW = 30     # rows: fewer findings rows, no identity line
 
 
 class OverviewScreen(InspectorScreen):
     MODE = "overview"
-    BINDINGS = [Binding("e", "evidence", "Virt evidence", id="overview.evidence"),
-                Binding("enter", "finding", "Finding details", show=False, id="overview.finding")]
+    AUTO_FOCUS = "#findings"
+    BINDINGS = [Binding("enter", "finding", "Finding details", show=False, id="overview.finding"),
+                Binding("o", "toggle_ok", "OK findings", id="overview.ok"),
+                Binding("e", "evidence", "Virt evidence", id="overview.evidence"),
+                Binding("d", "app.switch_mode('storage')", "Disks", show=False,
+                        id="overview.disks"),
+                Binding("n", "app.switch_mode('net')", "NICs", show=False, id="overview.nics"),
+                Binding("t", "processes", "Tasks", id="overview.tasks")]
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="identity", classes="line")
         yield Static(id="virtline", classes="line")
-        yield Static(id="headline", classes="line")
+        yield Static(id="dnsline", classes="line")
         table = DataTable(id="findings", cursor_type="row", zebra_stripes=False)
         table.add_columns("level", "subject", "finding")
         yield table
         yield Static(id="findings-more", classes="line")
+        yield TextCanvas(self._paint, id="dashboard")
 
     def on_mount(self) -> None:
-        self._findings: list[Finding] = []
+        self._findings: list[Finding | None] = []   # per table row; None: the OK fold row
         self._findings_key = None
+        self._show_ok = False
         super().on_mount()
 
+    # ------------------------------------------------------------------ report
     def show_report(self, report: Report | None) -> None:
+        self.set_class((self.size.height or self.app.size.height) < SHORT_BELOW, "-short")
         identity = Text(no_wrap=True, overflow="ellipsis")
+        error = getattr(self.app, "collect_error", None)
         if report is None:
-            identity.append("host  ", style="bold").append("collecting...", style="grey62")
+            waiting = error or "collecting..."
+            identity.append("host  ", style="bold").append(waiting, style="yellow" if error else "grey62")
             self.query_one("#identity", Static).update(identity)
-            self.query_one("#virtline", Static).update(Text("virt  ...", style="grey62"))
+            self.query_one("#virtline", Static).update(Text(f"virt  {waiting}", style="grey62"))
+            self.query_one("#dnsline", Static).update(Text(f"dns   {waiting}", style="grey62"))
             self._fill_findings([])
+            self._repaint()
             return
         h = report.host
 
@@ -54,8 +74,9 @@ class OverviewScreen(InspectorScreen):
         identity.append(f"  kernel {show(h.kernel)}  {show(h.machine)}")
         self.query_one("#identity", Static).update(identity)
         self.query_one("#virtline", Static).update(virt_line(report.section("virt")))
+        self.query_one("#dnsline", Static).update(dns_line(report.section("dns")))
         self._fill_findings(self._merged(report))
-        self.show_live(getattr(self.app, "live_sample", None), getattr(self.app, "live_error", None))
+        self._repaint()
 
     def _merged(self, report: Report | None) -> list[Finding]:
         """Discovery findings plus the live ones (NIC stall, processes stuck in D state)."""
@@ -67,44 +88,63 @@ class OverviewScreen(InspectorScreen):
             findings = sort_findings(findings + live)
         return findings
 
+    # ------------------------------------------------------------------ live
     def show_live(self, sample, error) -> None:
-        line = self.query_one("#headline", Static)
-        text = headline(sample, self.live_reason(), max(20, line.size.width - 2))
-        lines = text.plain.count("\n") + 1
-        # a relayout only when the number of lines changes (it is refreshed every sample)
-        line.update(text, layout=lines != getattr(self, "_headline_lines", 1))
-        self._headline_lines = lines
+        self._repaint()
         report = getattr(self.app, "report", None)
         if report is not None:
             self._fill_findings(self._merged(report))  # no-op unless the findings changed
 
+    def _repaint(self) -> None:
+        if self.query("#dashboard"):
+            self.query_one("#dashboard", TextCanvas).repaint()
+
+    def _paint(self, width: int, height: int) -> list[Text]:
+        app = self.app
+        view = getattr(app, "live_sample", None)
+        ctx = dashboard.Ctx(view=view, trends=app.trends, report=getattr(app, "report", None),
+                            reason=None if view is not None else self.live_reason())
+        return dashboard.paint(ctx, width, height)
+
+    # ------------------------------------------------------------------ findings
     def _fill_findings(self, findings: list[Finding]) -> None:
         # whether a report is in belongs to the key: an empty list before the first report
         # ("collecting...") and after it ("no findings") are not the same table
         done = getattr(self.app, "report", None) is not None
-        key = (done, tuple((f.level, f.subject, f.message) for f in findings))
+        width = self.size.width or self.app.size.width
+        key = (done, self._show_ok, width, getattr(self.app, "collect_error", None),
+               tuple((f.level, f.subject, f.message) for f in findings))
         if key == self._findings_key:
             return  # unchanged: do not rebuild the table every refresh
         self._findings_key = key
-        self._findings = list(findings)
+        shown = [f for f in findings if self._show_ok or f.level != Level.OK]
+        folded = len(findings) - len(shown)
+        self._findings = list(shown) + ([None] if folded else [])
         table = self.query_one("#findings", DataTable)
         table.clear()
         self.call_after_refresh(self._show_more)
         if not findings:
+            error = getattr(self.app, "collect_error", None)
+            waiting = error or "collecting..."
             rows = [(Text(" OK ", style="bold black on green") if done else "", "",
-                     "no findings: nothing wrong detected" if done else "collecting...")]
+                     "no findings: nothing wrong detected" if done else
+                     Text(waiting, style="yellow" if error else "grey62"))]
             self._set_widths(table, rows)
             table.add_row(*rows[0])
             return
         subject_w = min(16, max(len(f.subject) for f in findings))
         # level badge (9) + subject + cell padding: the message gets the rest, cut with "…" so
         # the table never needs a horizontal scrollbar (Enter shows the whole finding)
-        message_w = max(20, (self.size.width or self.app.size.width) - 9 - subject_w - 8)
+        message_w = max(20, width - 9 - subject_w - 8)
         rows = []
-        for f in findings:
+        for f in shown:
             subject = f.subject if len(f.subject) <= subject_w else f.subject[:subject_w - 1] + "…"
             message = f.message if len(f.message) <= message_w else f.message[:message_w - 1] + "…"
             rows.append((badge(f.level), Text(subject, style="bold"), message))
+        if folded:
+            rows.append((Text(f" {folded} OK ", style="green"), Text(""),
+                         Text(f"{folded} OK finding{'s' if folded > 1 else ''} folded: "
+                              f"o shows {'them' if folded > 1 else 'it'}", style="grey62")))
         self._set_widths(table, rows)
         for i, row in enumerate(rows):
             table.add_row(*row, key=str(i))
@@ -145,14 +185,18 @@ class OverviewScreen(InspectorScreen):
             self.call_after_refresh(self._show_more)  # the table lost a row: count again
 
     def on_resize(self) -> None:
-        if self._findings:  # messages are cut to the width: cut them again
-            self._findings_key = None
-            self._fill_findings(self._findings)
+        self._findings_key = None   # messages are cut to the width: cut them again
         super().on_resize()
         self.call_after_refresh(self._show_more)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.call_after_refresh(self._show_more)
+
+    # ------------------------------------------------------------------ actions
+    def action_toggle_ok(self) -> None:
+        self._show_ok = not self._show_ok
+        report = getattr(self.app, "report", None)
+        self._fill_findings(self._merged(report) if report else [])
 
     def action_evidence(self) -> None:
         report = getattr(self.app, "report", None)
@@ -163,11 +207,25 @@ class OverviewScreen(InspectorScreen):
                           else "no evidence recorded", style="" if lines else "grey62"))
         self.app.push_screen(TextScreen("Virtualization evidence", body))
 
+    def action_processes(self) -> None:
+        """Every top-IO process and every D-state task of the last sample, not just the
+        rows that fit the panel."""
+        view = getattr(self.app, "live_sample", None)
+        if view is None:
+            body = Text(self.live_reason() or "no live sample yet", style="yellow")
+        else:
+            body = Group(*dashboard._top_io(view.top_io, 1000), Text(""),
+                         *dashboard._dstate(view.dstate, 1000))
+        self.app.push_screen(TextScreen("Tasks: top IO and D state", body))
+
     def action_finding(self) -> None:
         table = self.query_one("#findings", DataTable)
         if not self._findings or table.cursor_row is None:
             return
         f = self._findings[min(table.cursor_row, len(self._findings) - 1)]
+        if f is None:       # the "N OK folded" row: unfold
+            self.action_toggle_ok()
+            return
         body = Text()
         body.append_text(badge(f.level)).append(f" {f.subject}: ", style="bold").append(f.message)
         if f.code:

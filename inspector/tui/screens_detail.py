@@ -22,7 +22,8 @@ from inspector.tui.messages import ProbeUpdate
 from inspector.model import Unknown
 from inspector.tui.modelview import (badge, findings_for, fmt_value, get, is_dc, label_of,
                                      scalar_fields, section_state, worst_level)
-from inspector.tui.summaries import rate, virt_line
+from inspector.tui.summaries import virt_line
+from inspector.tui.units import bytes_s as rate
 from inspector.widgets.chart import LiveChart
 
 

@@ -1,12 +1,11 @@
-"""One-line summaries the Overview shows: virtualization layers and live headline numbers."""
+"""One-line summaries the Overview shows: the virtualization and the resolver verdicts."""
 from __future__ import annotations
 
 from typing import Any
 
 from rich.text import Text
 
-from inspector.model import known
-from inspector.tui.live import LiveView
+from inspector.model import Unknown, known
 from inspector.tui.modelview import find_text, get, is_dc, label_of, section_state
 
 EVIDENCE_FIELDS = ("evidence",)
@@ -100,50 +99,34 @@ def rate(bps: float | None) -> str:
     return f"{bps:.0f} B/s"
 
 
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}%"
-
-
-def headline(view: LiveView | None, reason: str | None, width: int | None = None) -> Text:
-    """The live numbers in groups (disk, cpu, NICs). Given a width, a group that would not fit
-    starts a new line instead of being cut: on 80 columns the NIC rates went past the edge."""
-    if view is None:
-        return Text(f"live  {reason or 'no live data'}", style="yellow", no_wrap=True,
-                    overflow="ellipsis")
-    groups: list[Text] = []
-    disk = view.busiest_disk()
-    group = Text().append("disk ", style="bold")
-    if disk is None:
-        group.append("-", style="grey62")
-    else:
-        style = "bold red" if (disk.util or 0) >= 90 else "bold yellow" if (disk.util or 0) >= 60 else ""
-        group.append(f"{disk.name} {pct(disk.util)} util", style=style)
-        if disk.await_ms is not None:
-            group.append(f" {disk.await_ms:.1f} ms await")
-    groups.append(group)
-    group = Text().append("cpu ", style="bold")
-    group.append(f"iowait {pct(view.iowait)}",
-                 style="bold yellow" if (view.iowait or 0) >= 10 else "")
-    group.append(f" steal {pct(view.steal)}",
-                 style="bold red" if (view.steal or 0) >= 10 else "bold yellow" if (view.steal or 0) >= 2 else "")
-    groups.append(group)
-    busy = [n for n in view.nics if (n.rx_bps or 0) + (n.tx_bps or 0) > 0 or n.stalled]
-    nics = sorted(busy or view.nics, key=lambda n: -((n.rx_bps or 0) + (n.tx_bps or 0)))[:2]
-    for nic in nics:
-        group = Text().append(f"{nic.name} ", style="bold")
-        group.append(f"rx {rate(nic.rx_bps)} tx {rate(nic.tx_bps)}")
-        if nic.stalled:
-            group.append(" STALLED", style="bold red")
-        groups.append(group)
-    text = Text(no_wrap=True, overflow="ellipsis")
-    used = 0
-    for i, group in enumerate(groups):
-        if i and width is not None and used + 2 + group.cell_len > width:
-            text.append("\n")
-            used = 0
-        elif i:
-            text.append("  ")
-            used += 2
-        text.append_text(group)
-        used += group.cell_len
+def dns_line(section: Any) -> Text:
+    """The resolver verdict in one line: the servers glibc uses and what losing the first
+    one costs each lookup (the failover delay)."""
+    text = Text("dns   ", style="bold")
+    state = section_state(section, "resolver")
+    if state:
+        return text.append(state, style="yellow")
+    servers = get(section, "used_nameservers", default=[]) or []
+    if get(section, "stub", default=False):
+        ups = get(section, "upstreams")
+        text.append("systemd-resolved stub", style="bold cyan")
+        if isinstance(ups, list):
+            text.append(f" → {', '.join(ups) or 'no upstream'}")
+        text.append("  (it fails over between its upstreams)", style="grey62")
+        return text
+    text.append(", ".join(servers) or "no nameserver", style="bold cyan")
+    text.append(f"  ({len(servers)} used)", style="grey62")
+    first = get(section, "first_server_loss")
+    seconds = get(first, "seconds", default=None)
+    if first is not None and hasattr(first, "explanation"):
+        text.append("  first server lost: ", style="grey62")
+        if seconds is None:
+            text.append("lookups hang", style="bold red")
+        elif get(first, "fails", default=False):
+            text.append(f"every lookup fails after {seconds:g} s", style="bold red")
+        else:
+            text.append(f"+{seconds:g} s per lookup",
+                        style="bold red" if seconds > 2 else "green")
+    elif isinstance(first, Unknown):
+        text.append(f"  first server lost: {first}", style="yellow")
     return text

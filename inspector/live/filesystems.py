@@ -1,0 +1,137 @@
+"""Fill of the mounted filesystems (df), with every statvfs bounded in time.
+
+Which mounts: those backed by a block device, and network or FUSE filesystems (NFS, CIFS,
+Ceph, 9p, sshfs ...), one row per filesystem (bind mounts of the same device and subtree are
+one). Pseudo filesystems (proc, tmpfs, cgroup, overlay ...) and read-only images that are
+always full (squashfs, iso9660: snaps, live media) are left out, as `df -x` users do.
+
+statvfs on a hung NFS server or a stuck FUSE daemon blocks, and nothing can interrupt it. So
+each call runs in its own daemon thread and is waited for at most `timeout` seconds; a mount
+whose previous call is still blocked is not called again (no pile of stuck threads) and shows
+as unknown "statvfs timed out after N s" until that call returns.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from inspector.discover.block import parse_mountinfo
+from inspector.host import HostRoot
+from inspector.model import Unknown
+
+SKIP_TYPES = frozenset({"squashfs", "iso9660", "udf", "overlay", "tmpfs", "devtmpfs", "ramfs"})
+NETWORK_TYPES = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "9p",
+                           "virtiofs", "lustre", "gpfs", "beegfs", "afs", "ncpfs", "davfs"})
+DISK_TYPES = frozenset({"zfs", "btrfs"})     # may name a pool, not /dev/...
+STATVFS_TIMEOUT = 1.0
+
+
+@dataclass(slots=True)
+class FsUse:
+    mountpoint: str
+    fstype: str
+    source: str
+    majmin: str
+    size_bytes: int | Unknown
+    used_bytes: int | Unknown
+    avail_bytes: int | Unknown          # what an unprivileged user may still write
+    inodes_used_pct: float | None = None
+
+    @property
+    def used_pct(self) -> float | None:
+        """df's Use%: used / (used + avail), the root reserve not counted as free."""
+        if isinstance(self.used_bytes, int) and isinstance(self.avail_bytes, int):
+            total = self.used_bytes + self.avail_bytes
+            return 100.0 * self.used_bytes / total if total else 0.0
+        return None
+
+
+def wanted(fstype: str, source: str) -> bool:
+    if fstype in SKIP_TYPES:
+        return False
+    return (source.startswith("/dev/") or fstype in NETWORK_TYPES or fstype in DISK_TYPES
+            or fstype.startswith("fuse.") and fstype != "fuse.lxcfs")
+
+
+class FilesystemSampler:
+    """`sample()` -> [FsUse] | Unknown. Live roots only: a capture holds no statvfs."""
+
+    def __init__(self, root: HostRoot, timeout: float = STATVFS_TIMEOUT,
+                 statvfs=os.statvfs):
+        self.root = root
+        self.timeout = timeout
+        self._statvfs = statvfs
+        self._blocked: dict[str, float] = {}       # mountpoint -> when its call started
+        self._lock = threading.Lock()
+
+    def mounts(self) -> list[tuple[str, object]] | Unknown:
+        text = self.root.try_text("proc/self/mountinfo")
+        if isinstance(text, Unknown):
+            return Unknown(f"/proc/self/mountinfo: {text.reason}")
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for majmin, mount in parse_mountinfo(text):
+            if not wanted(mount.fstype, mount.source):
+                continue
+            key = (majmin, mount.source)
+            if key in seen:              # a bind mount of a filesystem already listed
+                continue
+            seen.add(key)
+            out.append((majmin, mount))
+        return out
+
+    def sample(self) -> list[FsUse] | Unknown:
+        if not self.root.live:
+            return Unknown("capture: no filesystem fill (statvfs is not recorded)")
+        mounts = self.mounts()
+        if isinstance(mounts, Unknown):
+            return mounts
+        results: dict[str, object] = {}
+        threads = []
+        for _, mount in mounts:
+            path = mount.mountpoint
+            with self._lock:
+                if path in self._blocked:
+                    continue
+                self._blocked[path] = time.monotonic()
+            thread = threading.Thread(target=self._stat, args=(path, results), daemon=True,
+                                      name="statvfs")
+            thread.start()
+            threads.append(thread)
+        deadline = time.monotonic() + self.timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        out = []
+        for majmin, mount in mounts:
+            got = results.get(mount.mountpoint)
+            if got is None:
+                reason = Unknown(f"statvfs timed out after {self.timeout:g} s")
+                out.append(FsUse(mount.mountpoint, mount.fstype, mount.source, majmin,
+                                 reason, reason, reason))
+            elif isinstance(got, OSError):
+                reason = Unknown(f"statvfs: {got.strerror or got}")
+                out.append(FsUse(mount.mountpoint, mount.fstype, mount.source, majmin,
+                                 reason, reason, reason))
+            else:
+                out.append(self._use(mount, majmin, got))
+        return out
+
+    def _stat(self, path: str, results: dict) -> None:
+        try:
+            results[path] = self._statvfs(self.root.host_path(path))
+        except OSError as exc:
+            results[path] = exc
+        finally:
+            with self._lock:
+                self._blocked.pop(path, None)
+
+    @staticmethod
+    def _use(mount, majmin: str, st) -> FsUse:
+        frsize = st.f_frsize or st.f_bsize
+        size = st.f_blocks * frsize
+        used = (st.f_blocks - st.f_bfree) * frsize
+        inodes = (100.0 * (st.f_files - st.f_ffree) / st.f_files) if st.f_files else None
+        return FsUse(mount.mountpoint, mount.fstype, mount.source, majmin, size, used,
+                     st.f_bavail * frsize, inodes)
