@@ -364,9 +364,8 @@ def cross_check(array: MdArray, mdstat: Mdstat) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- mdstat only
-# mdstat progress word -> sysfs sync_action word ("repair" is printed as "resync" by the kernel)
-_SYNC_ACTIONS = {"recovery": "recover", "resync": "resync", "check": "check", "repair": "repair",
-                 "reshape": "reshape"}
+# mdstat progress word -> sysfs sync_action word (the kernel prints a repair as "resync")
+_SYNC_ACTIONS = {word: action for action, word in _ACTION_WORDS.items()}
 _NOT_IN_MDSTAT = "not in /proc/mdstat (no md sysfs for this array in this root)"
 
 

@@ -85,7 +85,10 @@ def mdstat_findings(array: MdArray) -> list[Finding]:
         out.append(state)
     whole = state is None
     if faulty and level not in _NO_REDUNDANCY:
-        out.append(_faulty(name, faulty, Level.WARN if whole else state.level, evidence))
+        # as bad as the array's state; when that is unknown, as bad as a degraded array gets
+        out.append(_faulty(name, faulty, Level.WARN if whole else
+                           state.level if state.level in (Level.WARN, Level.CRIT) else Level.CRIT,
+                           evidence))
     out.extend(_sync(name, entry, array, whole, evidence))
     if entry.read_only == "read-only":
         out.append(Finding(Level.WARN, name, f"md array {name} is read-only: writes to it fail",
@@ -173,7 +176,8 @@ def _degradation(array: MdArray, level: str, entry: MdstatArray, faulty: list[st
     advice = (f"mdadm --detail /dev/{name} names the missing slot and the failed device; check "
               f"that disk (smartctl -a, dmesg), replace it and mdadm /dev/{name} --add the new one")
     if spares:
-        message += f" though spare {', '.join(spares)} is there"
+        message += (f" though spare {spares[0]} is there" if len(spares) == 1 else
+                    f" though spares {', '.join(spares)} are there")
         advice = (f"a spare is present but not rebuilding: mdadm --detail /dev/{name} says why "
                   f"(an auto-read-only array starts on its first write: mdadm --readwrite /dev/{name})")
     if progress is not None and progress.state == "pending":

@@ -78,6 +78,25 @@ def test_flags_states_levels_and_layouts():
     assert a["md6"].metadata is None and a["md6"].progress.state == "pending"
 
 
+def test_broken_arrays_raid10_layouts_and_old_kernel_lines():
+    result = parse_mdstat(
+        "Personalities : [raid1] [raid10]\nread_ahead 1024 sectors\nEvent: 8\n"
+        "md0 : broken raid1 dm-1[1](F) dm-0[0]\n      1047552 blocks super 1.2 [2/1] [U_]\n"
+        "md1 : active raid10 sdb[1] sda[0]\n"
+        "      312438784 blocks super 1.2 512K chunks 2 far-copies [2/2] [UU]\n"
+        "md2 : active raid10 sdd[1] sdc[0]\n"
+        "      312438784 blocks super 1.2 512K chunks 2 offset-copies [2/2] [UU]\n"
+        "md3 : active raid10 sdf[3] sde[2] sdh[1] sdg[0]\n"
+        "      312438784 blocks super 1.2 512K chunks 2 near-copies [4/4] [UUUU]\n")
+    assert result.problems == []
+    a = result.arrays
+    assert a["md0"].active and a["md0"].broken and a["md0"].level == "raid1"
+    assert not a["md1"].broken
+    assert (a["md1"].near_copies, a["md1"].far_copies, a["md1"].far_offset) == (None, 2, False)
+    assert (a["md2"].far_copies, a["md2"].far_offset) == (2, True)
+    assert (a["md3"].near_copies, a["md3"].far_copies) == (2, None)
+
+
 def test_garbage_lines_are_named_not_raised():
     result = parse_mdstat("Personalities : [raid1]\nthis is not mdstat\n   orphan detail\n"
                           "md0 : active raid1 sda[0] ??? \n      what is this\n")

@@ -217,6 +217,17 @@ def test_raid0_linear_and_broken(tmp_path):
     assert broken.message == "md array md0 (raid1) is broken: member(s) dm-1 failed, so its IO fails"
 
 
+def test_sysfs_array_state_broken_is_failed():
+    from inspector.discover.md import MdArray, MdMember
+    array = MdArray(name="md9", level="raid0", array_state="broken", raid_disks=2, degraded=None,
+                    sync_action=None, sync_completed=None,
+                    members=[MdMember("sdq1", ["faulty"], None, 0), MdMember("sdp1", ["in_sync"], 0, 0)])
+    found = md_findings(array)
+    assert [(f.code, f.level) for f in found] == [("md.failed", C), ("md.member_faulty", C)]
+    assert "member(s) sdq1 failed" in found[0].message
+    assert "/sys/block/md9/md/array_state: broken" in found[0].evidence
+
+
 def test_member_flags_replacement_journal_write_mostly(tmp_path):
     section = section_of(tmp_path, "replace-journal-writemostly.mdstat")
     states = {m.name: m.state for a in section.md.values() for m in a.members}
