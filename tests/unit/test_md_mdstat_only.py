@@ -4,6 +4,7 @@ the README there). Each case checks the findings (code, subject, level) and the 
 storage model; then mixed roots, the CLI end to end, and properties on arbitrary text."""
 from __future__ import annotations
 
+import io
 import json
 import random
 import shutil
@@ -416,4 +417,6 @@ def test_mutated_mdstat_root_collects_and_renders(text):
         assert all(section.md[n].source == "mdstat" and n in section.devices for n in parsed.arrays)
         rows = [name for _, name in section.walk()]
         assert set(parsed.arrays) <= set(rows)
-        Console(file=open("/dev/null", "w"), width=80).print(render(section))
+        out = io.StringIO()
+        Console(file=out, width=80).print(render(section))
+        assert all(name in out.getvalue() for name in parsed.arrays)
