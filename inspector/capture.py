@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from inspector.host import SIDECAR_NAME, HostRoot, Unavailable
+from inspector.sosreport import is_sosreport, open_sosreport, sosreport_inside
 
 
 class CaptureError(Exception):
@@ -93,12 +94,24 @@ def open_root(spec: str | None, record: bool = False) -> HostRoot:
     if not os.path.exists(spec):
         raise CaptureError(f"--root {spec}: no such file or directory")
     if os.path.isdir(spec):
+        sos = spec if is_sosreport(spec) else sosreport_inside(spec)
+        if sos is not None:
+            return _sosreport_root(sos, spec)
         _check_looks_like_root(spec, spec)
         try:
             return HostRoot(spec)
         except Unavailable as exc:
             raise CaptureError(f"--root {spec}: {exc.reason}") from None
-    return HostRoot(_unpack(spec), label=spec)
+    unpacked = _unpack(spec)
+    sos = sosreport_inside(unpacked)   # sos's .tar.xz: one sosreport-HOST-... directory
+    return _sosreport_root(sos, spec) if sos is not None else HostRoot(unpacked, label=spec)
+
+
+def _sosreport_root(path: str, spec: str) -> HostRoot:
+    try:
+        return open_sosreport(path, spec)
+    except Unavailable as exc:
+        raise CaptureError(f"--root {spec}: {exc.reason}") from None
 
 
 def _unpack(path: str) -> str:
@@ -129,7 +142,8 @@ ROOT_MARKERS = ("sys", "proc", "etc", "dev", "run", SIDECAR_NAME)
 def _check_looks_like_root(path: str, spec: str) -> None:
     """Refuse a directory with none of a root's parts: reading /home as a host would report
     "hardware, no findings" with high confidence about a machine nobody looked at."""
-    if not any(os.path.exists(os.path.join(path, marker)) for marker in ROOT_MARKERS):
+    if sosreport_inside(path) is None and not any(
+            os.path.exists(os.path.join(path, marker)) for marker in ROOT_MARKERS):
         raise CaptureError(f"--root {spec}: not a host root or capture (none of "
                            f"{', '.join(ROOT_MARKERS)} inside)")
 

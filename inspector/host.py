@@ -109,7 +109,10 @@ class _Recording:
 class HostRoot:
     """Read access to a host tree plus its facts. `HostRoot("/")` is the live machine."""
 
-    def __init__(self, path: str = "/", *, record: bool = False, label: str | None = None):
+    def __init__(self, path: str = "/", *, record: bool = False, label: str | None = None,
+                 fact_source: Callable[[str, str], Any] | None = None):
+        """`fact_source(kind, key)`: where a non-live root's facts come from instead of a
+        sidecar (a sosreport's command outputs: inspector.sosreport); Unknown when absent."""
         self.path = os.path.abspath(path)
         self._prefix = self.path.rstrip("/") + "/"
         self.live = self.path == "/"
@@ -117,7 +120,8 @@ class HostRoot:
         self._facts: dict[str, dict[str, Any]] = {}
         self._facts_lock = threading.Lock()
         self._recording = _Recording() if record else None
-        if not self.live:
+        self._fact_source = None if self.live else fact_source
+        if not self.live and fact_source is None:
             self._load_sidecar()
 
     # ----------------------------------------------------------------- paths
@@ -277,9 +281,12 @@ class HostRoot:
             bucket = self._facts.setdefault(kind, {})
             if key in bucket:
                 return _decode_fact(bucket[key])
-        if not self.live:
+        if self.live:
+            value = producer()
+        elif self._fact_source is not None:
+            value = self._fact_source(kind, key)
+        else:
             return Unknown(f"not recorded in capture ({kind} {key})")
-        value = producer()
         with self._facts_lock:
             self._facts.setdefault(kind, {})[key] = _encode_fact(value)
         return value

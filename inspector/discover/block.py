@@ -233,9 +233,11 @@ def _whole_device_path(root: HostRoot, name: str, devmap: dict) -> tuple[str | U
     return majmin, path
 
 
-def _partitions_by_scan(root: HostRoot, name: str) -> list[str]:
-    """Fallback when /sys/dev/block is missing: partitions are sub-directories named after the disk."""
-    return [e for e in root.try_listdir(f"sys/block/{name}") if e.startswith(name) and e != name]
+def _partitions_by_scan(root: HostRoot, name: str, tables: Any = None) -> list[str]:
+    """Fallback when /sys/dev/block is missing: partitions are sub-directories named after the
+    disk; on a root without them (a sosreport), the ones /proc/partitions lists."""
+    found = [e for e in root.try_listdir(f"sys/block/{name}") if e.startswith(name) and e != name]
+    return found if found or tables is None else tables.partitions_of(name)
 
 
 def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
@@ -246,6 +248,11 @@ def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
         return BlockInventory({}, [], [], [f"/sys/block: {exc.reason}"])
     devmap = _device_map(root, problems)
     whole = set(names)
+    # a root that is not the live host may lack sysfs sizes but keep /proc/partitions
+    tables = None
+    if not root.live:
+        from inspector.discover.block_sizes import PartitionTables
+        tables = PartitionTables(root)
 
     # Partitions: entries of /sys/dev/block whose parent directory is a whole device.
     parts_of: dict[str, list[str]] = {n: [] for n in names}
@@ -255,7 +262,7 @@ def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
             parts_of[parent].append(pname)
     for n in names:
         if n not in devmap:  # no /sys/dev/block (or this device is missing from it)
-            parts_of[n] = _partitions_by_scan(root, n)
+            parts_of[n] = _partitions_by_scan(root, n, tables)
 
     devices: dict[str, BlockDevice] = {}
     for name in names:
@@ -264,6 +271,8 @@ def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
         for pname in sorted(parts_of[name], key=_natural_key):
             devices[pname] = _read_partition(root, dev, pname, devmap)
             dev.partitions.append(pname)
+    if tables is not None:
+        tables.fill(devices)
 
     _link_holders(devices, problems)
     mounts_by_devno, mounts_by_source, mount_problem = _read_mounts(root)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from inspector.discover.net_offloads import Offload, ethtool_offloads, read_feature_bits
 from inspector.discover.net_sysctl import NetSysctl, collect_sysctls
+from inspector.discover.nic_commands import NicCommands, absent
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
 
@@ -79,17 +80,37 @@ def collect(root: HostRoot) -> NetSection:
     except Exception as exc:  # Unavailable: no sysfs in this root
         return NetSection(nics=Unknown(f"/sys/class/net: {getattr(exc, 'reason', exc)}"),
                           sysctls=collect_sysctls(root))
-    nics = [collect_nic(root, name) for name in names]
-    nics.sort(key=lambda n: (_ifindex(root, n.name), n.name))
+    # a root that is not the live host may keep command outputs where its sysfs has gaps
+    commands = None if root.live else NicCommands(root)
+    nics = [collect_nic(root, name, commands) for name in names]
+    nics.sort(key=lambda n: (_ifindex(root, n.name, commands), n.name))
     return NetSection(nics=nics, sysctls=collect_sysctls(root))
 
 
-def _ifindex(root: HostRoot, name: str) -> int:
-    value = root.try_int(f"sys/class/net/{name}/ifindex")
+def _ifindex(root: HostRoot, name: str, commands: NicCommands | None = None) -> int:
+    value = _attr_int(root, f"sys/class/net/{name}", name, "ifindex", commands)
     return value if isinstance(value, int) else 1 << 30
 
 
-def collect_nic(root: HostRoot, name: str) -> Nic:
+def _attr_line(root: HostRoot, base: str, name: str, attr: str,
+               commands: NicCommands | None) -> str | Unknown:
+    """/sys/class/net/NAME/ATTR; where the root lacks the file, what its commands printed."""
+    value = root.try_line(f"{base}/{attr}")
+    return commands.attr(name, attr) if commands is not None and absent(value) else value
+
+
+def _attr_int(root: HostRoot, base: str, name: str, attr: str, commands: NicCommands | None,
+              number_base: int = 10) -> int | Unknown:
+    value = _attr_line(root, base, name, attr, commands)
+    if isinstance(value, Unknown):
+        return value
+    try:
+        return int(value, number_base)
+    except ValueError:
+        return Unknown(f"unparsable value {value[:40]!r} in /{base}/{attr}")
+
+
+def collect_nic(root: HostRoot, name: str, commands: NicCommands | None = None) -> Nic:
     # Links are read at their real location (devices/...): a capture then holds the
     # class/net link and the device tree, never a path through a link.
     base = _real(root, f"sys/class/net/{name}")
@@ -104,38 +125,57 @@ def collect_nic(root: HostRoot, name: str) -> Nic:
         bus = root.link_name(f"{devdir}/subsystem") or Unknown("device has no subsystem link")
         parent = devdir.rsplit("/", 1)[0] if "/" in devdir else ""
         transport = root.link_name(f"{parent}/subsystem") if parent else None
+    elif commands is not None:   # no device link kept: ethtool -i and ip -d link name it
+        found = commands.device(name, base)
+        if found is not None:
+            driver, bus, device = found
     devtype = _uevent(root, base).get("DEVTYPE")
-    kind, evidence = classify(name, root.try_int(f"{base}/type"), driver, bus, device, devtype)
-    flags = root.try_int(f"{base}/flags", 16)
-    carrier = root.try_int(f"{base}/carrier")
+    if devtype is None and commands is not None and not root.exists(f"{base}/uevent"):
+        devtype = commands.devtype(name)
+    kind, evidence = classify(name, _attr_int(root, base, name, "type", commands), driver, bus,
+                              device, devtype)
+    flags = _attr_int(root, base, name, "flags", commands, 16)
+    carrier = _attr_int(root, base, name, "carrier", commands)
     if isinstance(flags, int) and not flags & IFF_UP:
         # the kernel refuses the read (EINVAL) on a down interface; a capture cannot record
         # a refusal, so say why directly and live and capture agree
         carrier = Unknown("interface is down")
     return Nic(
         name=name, kind=kind, driver=driver, bus=bus, transport=transport, devtype=devtype,
-        device=device, mac=root.try_line(f"{base}/address"),
-        mtu=root.try_int(f"{base}/mtu"), tx_queue_len=root.try_int(f"{base}/tx_queue_len"),
-        speed_mbps=_speed(root.try_int(f"{base}/speed"), carrier),
-        duplex=_duplex(root.try_line(f"{base}/duplex"), carrier),
-        operstate=root.try_line(f"{base}/operstate"),
+        device=device, mac=_attr_line(root, base, name, "address", commands),
+        mtu=_attr_int(root, base, name, "mtu", commands),
+        tx_queue_len=_attr_int(root, base, name, "tx_queue_len", commands),
+        speed_mbps=_speed(_attr_int(root, base, name, "speed", commands), carrier),
+        duplex=_duplex(_attr_line(root, base, name, "duplex", commands), carrier),
+        operstate=_attr_line(root, base, name, "operstate", commands),
         admin_up=bool(flags & IFF_UP) if isinstance(flags, int) else flags,
         carrier=carrier == 1 if isinstance(carrier, int) else carrier,
         carrier_changes=root.try_int(f"{base}/carrier_changes"),
-        rx_queues=_count(root, f"{base}/queues", "rx-"),
-        tx_queues=_count(root, f"{base}/queues", "tx-"),
+        rx_queues=_queues(root, base, name, "rx", commands),
+        tx_queues=_queues(root, base, name, "tx", commands),
         statistics=NicStats(*(root.try_int(f"{base}/statistics/{s}") for s in STAT_NAMES)),
         offloads=_offloads(root, name),
-        evidence=evidence, ports=_ports(root, base, kind))
+        evidence=evidence, ports=_ports(root, base, name, kind, commands))
 
 
-def _ports(root: HostRoot, base: str, kind: str) -> list[str] | None:
+def _queues(root: HostRoot, base: str, name: str, direction: str,
+            commands: NicCommands | None) -> int:
+    count = _count(root, f"{base}/queues", f"{direction}-")
+    if count == 0 and commands is not None and not root.exists(f"{base}/queues"):
+        return commands.queues(name, direction) or 0
+    return count
+
+
+def _ports(root: HostRoot, base: str, name: str, kind: str,
+           commands: NicCommands | None = None) -> list[str] | None:
+    if kind not in ("bridge", "bond"):
+        return None
+    if commands is not None and not root.exists(f"{base}/{'brif' if kind == 'bridge' else 'bonding'}"):
+        return commands.ports(name) or []   # no sysfs kept: the `master` of the others
     if kind == "bridge":
         return root.try_listdir(f"{base}/brif")
-    if kind == "bond":
-        slaves = root.try_line(f"{base}/bonding/slaves")
-        return slaves.split() if isinstance(slaves, str) else []
-    return None
+    slaves = root.try_line(f"{base}/bonding/slaves")
+    return slaves.split() if isinstance(slaves, str) else []
 
 
 def classify(name: str, arptype: int | Unknown, driver: str | Unknown, bus: str | Unknown,
