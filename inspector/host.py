@@ -5,6 +5,10 @@ A root is a directory in the layout of `lsblk --sysroot` (sys/, proc/, etc/, dev
 commands, uname, uid, selected environment variables) is a *fact*: live, it is produced on the
 machine; in a capture, it is read from the sidecar file `inspector-sidecar.json` at the root.
 
+A root other than "/" is someone else's tree: every read, listing, readlink and existence test
+on it is resolved inside it, as chroot(2) would (inspector.confined): a link to /etc/passwd reads
+the tree's etc/passwd, `..` stops at its top, a FIFO or a device node is refused unopened.
+
 Readers never raise for host problems: `read_text` raises `Unavailable` with a human reason that
 collectors turn into `Unknown(reason)`; the `try_*` helpers return the Unknown directly.
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import shutil
 import stat
@@ -24,11 +29,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from inspector.confined import ConfinedTree, Refused
 from inspector.model import Unknown
 
 SIDECAR_NAME = "inspector-sidecar.json"
 SIDECAR_VERSION = 1
 MAX_READ_BYTES = 4 * 1024 * 1024  # /proc files can be endless (kmsg); nothing we parse is bigger
+# A sidecar is foreign input: bounded in size (a real one is tens of kB; 1000 drives of smartctl
+# JSON stay far below), in containers (an empty object costs 64 bytes of memory for its 2 bytes
+# of JSON) and in depth (nothing we write nests past 6).
+MAX_SIDECAR_BYTES = 64 * 1024 * 1024
+MAX_SIDECAR_CONTAINERS = 2_000_000
+MAX_SIDECAR_DEPTH = 64
+LATEST_PLAUSIBLE_TIME = 253402300799.0   # 9999-12-31: past it no clock or formatter copes
 
 # Where vendors install their CLIs when they are not on PATH.
 VENDOR_PATHS = ("/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin", "/bin",
@@ -51,6 +64,8 @@ class Unavailable(Exception):
 
 
 def _reason(exc: OSError) -> str:
+    if isinstance(exc, Refused):
+        return exc.strerror
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return "not present"
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -59,6 +74,10 @@ def _reason(exc: OSError) -> str:
         return "I/O error"
     if exc.errno == errno.EINVAL:
         return "not readable (invalid argument)"
+    if exc.errno == errno.ELOOP:
+        return "too many levels of symbolic links"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "path too long"
     return exc.strerror or str(exc)
 
 
@@ -121,8 +140,17 @@ class HostRoot:
         self._facts_lock = threading.Lock()
         self._recording = _Recording() if record else None
         self._fact_source = None if self.live else fact_source
-        if not self.live and fact_source is None:
-            self._load_sidecar()
+        self.sidecar_meta: dict[str, Any] = {}
+        # None on the live root, whose reads keep their fast path (the samplers do hundreds a
+        # second); a tree opened elsewhere, or the reason it cannot be.
+        self._tree: ConfinedTree | str | None = None
+        if not self.live:
+            try:
+                self._tree = ConfinedTree(self.path)
+            except OSError as exc:
+                self._tree = _reason(exc)
+            if fact_source is None:
+                self._load_sidecar()
 
     # ----------------------------------------------------------------- paths
     @staticmethod
@@ -138,14 +166,21 @@ class HostRoot:
         """Resolve symlinks *inside the root*: absolute targets are re-rooted, `..` stops at the root.
 
         Returns the resolved path relative to the root (no leading slash)."""
+        return self._resolve(rel)[0]
+
+    def _resolve(self, rel: str) -> tuple[str, bool]:
+        """(resolved path, whether a `..` had to stop at the top: a link leaving the root)."""
         parts = [p for p in self._rel(rel).split("/") if p and p != "."]
         out: list[str] = []
         hops = 0
+        climbed = False
         while parts:
             part = parts.pop(0)
             if part == "..":
                 if out:
                     out.pop()
+                else:
+                    climbed = True
                 continue
             candidate = "/".join(out + [part])
             target = self._readlink_raw(candidate)
@@ -158,12 +193,34 @@ class HostRoot:
             if target.startswith("/"):
                 out = []
             parts = [p for p in target.split("/") if p and p != "."] + parts
-        return "/".join(out)
+        return "/".join(out), climbed
+
+    def _unavailable(self, rel: str, exc: OSError) -> Unavailable:
+        """The reason a read of a non-live root failed; a path missing because a link on the
+        way climbed above the top says so rather than 'not present'."""
+        reason = _reason(exc)
+        if reason == "not present":
+            try:
+                if self._resolve(rel)[1]:
+                    reason = "link leaves the root"
+            except Unavailable as loop:
+                reason = loop.reason
+        return Unavailable(reason)
+
+    def _confined(self) -> ConfinedTree:
+        """The tree of a non-live root, or Unavailable when it could not be opened."""
+        tree = self._tree
+        if isinstance(tree, str):
+            raise Unavailable(tree)
+        return tree
 
     def _readlink_raw(self, rel: str) -> str | None:
         try:
-            target = os.readlink(self.host_path(rel))
-        except OSError:
+            if self._tree is None:
+                target = os.readlink(self.host_path(rel))
+            else:
+                target = self._confined().readlink(rel)
+        except (OSError, Unavailable):
             return None
         if self._recording is not None:
             with self._recording.lock:
@@ -173,6 +230,14 @@ class HostRoot:
     # ----------------------------------------------------------------- reads
     def read_bytes(self, rel: str, limit: int = MAX_READ_BYTES) -> bytes:
         rel = rel.lstrip("/")
+        if self._tree is not None:
+            try:
+                data = self._confined().read(rel, limit)
+            except OSError as exc:
+                raise self._unavailable(rel, exc) from None
+            if self._recording is not None:
+                self._record_file(self._resolved_for_record(rel), data)
+            return data
         try:
             # os.open/os.read: a third cheaper than a file object, which the live samplers
             # (hundreds of small /proc reads per sample) feel; the path by concatenation, as
@@ -223,35 +288,50 @@ class HostRoot:
             return Unknown(f"unparsable value {value[:40]!r} in /{self._rel(rel)}")
 
     def exists(self, rel: str) -> bool:
+        """True when `rel` is there, a dangling link included (lexists)."""
         rel = self._rel(rel)
-        found = os.path.lexists(self.host_path(rel))
+        if self._tree is None:
+            found = os.path.lexists(self.host_path(rel))
+        else:
+            try:
+                found = self._confined().lexists(rel)
+            except Unavailable:
+                found = False
         if found and self._recording is not None:
             self._record_existence(self._resolved_for_record(rel, keep_last=True))
         return found
 
     def is_dir(self, rel: str) -> bool:
-        return os.path.isdir(self.host_path(self.resolve(rel)))
+        if self._tree is None:
+            return os.path.isdir(self.host_path(self.resolve(rel)))
+        try:
+            return self._confined().is_dir(self._rel(rel))
+        except Unavailable:
+            return False
 
     def listdir(self, rel: str) -> list[str]:
         """Sorted entries of a directory; raises Unavailable."""
         rel = self._rel(rel)
         try:
-            with os.scandir(self.host_path(rel)) as it:
-                entries = [(e.name, _kind(e)) for e in it]
+            if self._tree is None:
+                with os.scandir(self.host_path(rel)) as it:
+                    entries = [(e.name, _kind(e)) for e in it]
+            else:
+                entries = [(name, "link" if link else "dir" if is_dir else "file")
+                           for name, link, is_dir in self._confined().scandir(rel)]
         except OSError as exc:
-            raise Unavailable(_reason(exc)) from None
+            raise (Unavailable(_reason(exc)) if self._tree is None
+                   else self._unavailable(rel, exc)) from None
         entries.sort()
         if self._recording is not None:
             rel = self._resolved_for_record(rel)
+            links = {name: self._readlink_raw(f"{rel}/{name}" if rel else name)
+                     for name, kind in entries if kind == "link"}
             with self._recording.lock:
                 self._recording.dirs[rel] = entries
-                for name, kind in entries:
-                    if kind == "link":
-                        try:
-                            self._recording.links[f"{rel}/{name}"] = os.readlink(
-                                self.host_path(f"{rel}/{name}"))
-                        except OSError:
-                            pass
+                for name, target in links.items():
+                    if target is not None:
+                        self._recording.links[f"{rel}/{name}"] = target
         return [name for name, _ in entries]
 
     def try_listdir(self, rel: str) -> list[str]:
@@ -332,18 +412,33 @@ class HostRoot:
 
     # ----------------------------------------------------------------- sidecar
     def _load_sidecar(self) -> None:
-        path = os.path.join(self.path, SIDECAR_NAME)
+        """The facts of a capture. Its sidecar is read like any file of the tree (confined,
+        never a FIFO or a device) and refused whole, with the reason, when it is too big, too
+        deep or not JSON; times that no clock can hold (NaN, 1e308) become unknown."""
+        if isinstance(self._tree, str):
+            return    # every read says why the tree cannot be opened
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+            data = self._tree.read(SIDECAR_NAME, MAX_SIDECAR_BYTES + 1)
         except FileNotFoundError:
             return  # a plain sysroot tree: facts are unknown
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            raise Unavailable(f"unreadable sidecar {SIDECAR_NAME}: {_reason(exc)}") from None
+        if len(data) > MAX_SIDECAR_BYTES:
+            raise Unavailable(f"sidecar {SIDECAR_NAME} is over {MAX_SIDECAR_BYTES >> 20} MiB: "
+                              "not a capture Inspector wrote")
+        try:
+            doc = _parse_sidecar(data)
+        except ValueError as exc:
             raise Unavailable(f"corrupt sidecar {SIDECAR_NAME}: {exc}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("facts", {}), dict):
+        if not isinstance(doc, dict) or not isinstance(doc.get("facts", {}), dict):
             raise Unavailable(f"corrupt sidecar {SIDECAR_NAME}: not an object")
-        self._facts = {k: dict(v) for k, v in data.get("facts", {}).items() if isinstance(v, dict)}
-        self.sidecar_meta = {k: v for k, v in data.items() if k != "facts"}
+        self._facts = {k: dict(v) for k, v in doc.get("facts", {}).items() if isinstance(v, dict)}
+        self.sidecar_meta = {k: v for k, v in doc.items() if k != "facts"}
+        if "captured_at" in self.sidecar_meta and not _plausible_time(self.sidecar_meta["captured_at"]):
+            self.sidecar_meta["captured_at"] = None
+        times = self._facts.get("time", {})
+        if "collected_at" in times and not _plausible_time(times["collected_at"]):
+            times["collected_at"] = {"__unknown__": "implausible capture time in the sidecar"}
 
     def sidecar(self) -> dict:
         with self._facts_lock:
@@ -371,17 +466,39 @@ class HostRoot:
             self._recording.files[rel] = data
 
     def _record_existence(self, rel: str) -> None:
-        path = self.host_path(rel)
+        target = self._readlink_raw(rel)
+        is_dir = target is None and self.is_dir(rel)
         with self._recording.lock:
-            if os.path.islink(path):
-                try:
-                    self._recording.links[rel] = os.readlink(path)
-                except OSError:
-                    pass
-            elif os.path.isdir(path):
+            if target is not None:
+                self._recording.links[rel] = target
+            elif is_dir:
                 self._recording.dirs.setdefault(rel, [])
             elif rel not in self._recording.files:
                 self._recording.files.setdefault(rel, b"")
+
+
+def _parse_sidecar(data: bytes) -> Any:
+    """JSON within the sidecar's bounds; ValueError with the reason otherwise."""
+    if data.count(b"{") + data.count(b"[") > MAX_SIDECAR_CONTAINERS:
+        raise ValueError(f"more than {MAX_SIDECAR_CONTAINERS} objects and lists")
+    try:
+        # NaN and Infinity are not JSON: unknown (None), not a float that breaks a formatter
+        doc = json.loads(data, parse_constant=lambda _name: None)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    stack = [(doc, 1)]
+    while stack:    # nested past what we write: refused before a recursive reader meets it
+        node, depth = stack.pop()
+        if depth > MAX_SIDECAR_DEPTH:
+            raise ValueError(f"nested more than {MAX_SIDECAR_DEPTH} levels deep")
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return doc
+
+
+def _plausible_time(value: Any) -> bool:
+    return (type(value) in (int, float) and math.isfinite(value)
+            and 0 <= value <= LATEST_PLAUSIBLE_TIME)
 
 
 def _kind(entry: os.DirEntry) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -128,7 +129,8 @@ def test_sysfs_only_when_neither_tool_is_installed(tmp_path):
              for argv in (["nvme", "smart-log", "/dev/nvme0n1", "-o", "json"],
                           ["smartctl", "--json", "-a", "/dev/nvme0n1"])}
     (tmp_path / "inspector-sidecar.json").write_text(json.dumps({"version": 1, "facts": {"command": facts}}))
-    (tmp_path / "sys").symlink_to(FLASH_MIXED / "sys")
+    # a copy: a link to the fixture's sys would leave the root, which --root reads inside it
+    shutil.copytree(FLASH_MIXED / "sys", tmp_path / "sys", symlinks=True)
     h = nvme_health.collect(HostRoot(str(tmp_path)), "nvme0n1", 1)
     assert (h.source, h.model, h.controller_state) == ("sysfs", "SAMSUNG MZQLB1T9HAJR-00007", "live")
     assert h.critical_warning == Unknown("neither nvme nor smartctl installed")
