@@ -1,240 +1,282 @@
-"""Storage: the device tree with health badges; the selected device's details, members, health
-block and live iostat -x figures with an await chart. `/` filters the tree, `p` probes the
-selected device (opens the IO probe form)."""
+"""Storage: every block device in one table like `lsblk` with iostat -x columns on each row
+(NAME tree-indented, TYPE, SIZE, MOUNT, health level and shorthand, r/s, w/s, await, %util and
+a %util sparkline); below it, the selected device's findings with evidence and advice, its
+fields grouped, and live await and IOPS charts.
+
+Keys: `/` filters (the first match is selected and the detail follows), `a` shows the empty
+devices `report` hides too, `p` opens the IO probe form on the selected device. Live columns
+change with update_cell in one batch per sample; rows are rebuilt only when the report, the
+filter or the width changes.
+"""
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Input, Static, Tree
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Input, Static
 
-from inspector.model import Finding, Report, Unknown
+from inspector.model import Report
+from inspector.tui import units
 from inspector.tui.base import InspectorScreen
-from inspector.tui.modelview import (badge, child_groups, detail_table, findings_for, get,
-                                     label_of, section_state, worst_level)
+from inspector.tui.modelview import get, section_state
+from inspector.tui.storage_rows import (DeviceRow, detached_state, device_detail,  # noqa: F401
+                                        storage_rows)
 from inspector.widgets.chart import LiveChart
+from inspector.widgets.spark import sparkline
+
+LIVE_COLUMNS = ("r/s", "w/s", "await", "%util")
+TREND_MIN_WIDTH = 100      # below this many columns the sparkline column goes
 
 
-def build_nodes(section: Any) -> list[tuple[str, Any, list]]:
-    """[(label, item, children)]: the lsblk-like tree when the section has `devices` and
-    `roots` (names, children by name), else the section's nested collections in model order."""
-    devices, roots = get(section, "devices"), get(section, "roots")
-    if isinstance(devices, dict) and isinstance(roots, list):
-        def node(name: str, depth: int, seen: frozenset) -> tuple[str, Any, list]:
-            dev = devices.get(name)
-            kids = [k for k in (get(dev, "children", default=[]) or []) if k in devices]
-            if depth > 12 or name in seen:
-                kids = []
-            return (name, dev, [node(k, depth + 1, seen | {name}) for k in kids])
-        return [node(r, 0, frozenset()) for r in roots if r in devices] + detached_nodes(section)
-
-    def nodes_of(obj: Any, depth: int) -> list[tuple[str, Any, list]]:
-        out = []
-        if depth > 6:
-            return out
-        for _, items in child_groups(obj):
-            if len(items) == 1 and not isinstance(get(obj, _), (list, dict)):
-                continue  # a single nested record (queue limits ...) is a detail, not a child
-            for item in items:
-                out.append((label_of(item), item, nodes_of(item, depth + 1)))
-        return out
-    return nodes_of(section, 0)
-
-
-def detached_nodes(section: Any) -> list[tuple[str, Any, list]]:
-    """Drives and flash controllers with a health record but no block device (a failed or
-    detached card such as an offline fct1): `inspector report` lists them, so the tree does."""
-    devices, health = get(section, "devices"), get(section, "health")
-    if not isinstance(health, dict):
-        return []
-    return [(name, record, []) for name, record in health.items()
-            if not (isinstance(devices, dict) and name in devices)]
-
-
-def is_detached(section: Any, name: str, item: Any) -> bool:
-    health = get(section, "health")
-    devices = get(section, "devices")
-    return (isinstance(health, dict) and health.get(name) is item
-            and not (isinstance(devices, dict) and name in devices))
-
-
-def extra_blocks(section: Any, name: str) -> list:
-    """md/dm records and the drive health block of one device, when the section has them."""
-    parts: list = []
-    for field_name, title in (("md", "md array"), ("dm", "device-mapper")):
-        table = get(section, field_name)
-        if isinstance(table, dict) and name in table:
-            parts.append(Text(title, style="bold"))
-            parts.append(detail_table(table[name]))
-    health = get(section, "health")
-    if isinstance(health, dict) and name in health:
-        parts.append(Text("drive health", style="bold"))
-        try:
-            from inspector.render.drives import render_health
-            parts.append(render_health(health[name]))
-        except Exception:
-            parts.append(detail_table(health[name]))
-    return parts
-
-
-def detached_state(record: Any, short: bool = False) -> str:
-    """The controller's own state words: "failed" (short, for the tree) or fio-status's
-    "Failed: DEVICE IS OFFLINE ..." line."""
-    from inspector.model import known
-    for name in (("state", "health") if short else ("status_line", "state", "health")):
-        value = get(record, name)
-        if isinstance(value, str) and value and known(value):
-            return value if len(value) <= 60 else value[:59] + "…"
-    if isinstance(record, Unknown):
-        return str(record)
-    return "no block device"
+def root_mount_device(section: Any) -> str | None:
+    """The device "/" is mounted from, as discovery saw it."""
+    for name, dev in (get(section, "devices", default={}) or {}).items():
+        if any(m.mountpoint == "/" for m in get(dev, "mounts", default=[]) or []):
+            return name
+    return None
 
 
 class StorageScreen(InspectorScreen):
     MODE = "storage"
-    AUTO_FOCUS = "#device-tree"
+    AUTO_FOCUS = "#device-table"
     BINDINGS = [Binding("slash", "filter", "Filter", key_display="/", id="storage.filter"),
+                Binding("a", "toggle_empty", "Empty devices", id="storage.empty"),
                 Binding("p", "probe", "IO probe here", id="storage.probe"),
                 Binding("escape", "clear_filter", "Clear filter", show=False,
                         id="storage.clear_filter")]
 
     def compose_body(self) -> ComposeResult:
-        with Horizontal(id="storage-main"):
-            with Vertical(id="tree-pane"):
-                yield Input(placeholder="filter devices (esc clears)", id="tree-filter")
-                yield Tree("storage", id="device-tree")
-            with VerticalScroll(id="device-pane"):
-                yield Static(id="device-detail")
-                yield Static(id="device-iostat", classes="line")
-                yield LiveChart("await (ms)", series=("await",), unit="ms", id="await-chart",
+        yield Input(placeholder="filter devices: name, type, mount, health (esc clears)",
+                    id="tree-filter")
+        yield DataTable(id="device-table", cursor_type="row", zebra_stripes=False)
+        yield Static(id="storage-note", classes="line")
+        with VerticalScroll(id="device-pane"):
+            yield Static(id="device-detail")
+            yield Static(id="device-iostat", classes="line")
+            with Horizontal(id="device-charts"):
+                yield LiveChart("await", series=("await",), unit="ms", id="await-chart",
+                                placeholder="no live data")
+                yield LiveChart("IOPS", series=("r+w",), id="iops-chart",
                                 placeholder="no live data")
 
     def on_mount(self) -> None:
         self._filter = ""
-        self._tree_key = None
-        self._selected: Any = None
-        self._selected_label = ""
+        self._show_empty = False
+        self._rows: list[DeviceRow] = []
+        self._by_key: dict[str, DeviceRow] = {}
+        self._hidden = 0
+        self._table_key: Any = None
+        self._live_cells: dict[str, tuple] = {}
+        self._selected: DeviceRow | None = None
+        self._want: str | None = None       # row key to select after a rebuild
+        self._trend_w = 0
         super().on_mount()
 
-    # ------------------------------------------------------------------ tree
+    # ------------------------------------------------------------------ table
+    def _section(self) -> Any:
+        report = getattr(self.app, "report", None)
+        return report.section("storage") if report else None
+
     def show_report(self, report: Report | None) -> None:
-        tree = self.query_one("#device-tree", Tree)
         section = report.section("storage") if report else None
         findings = report.findings if report else []
-        state = section_state(section, "storage") if report else "collecting..."
-        key = (id(section), self._filter, len(findings))
-        if key == self._tree_key:
+        width = self.size.width or self.app.size.width
+        key = (id(report), self._filter, self._show_empty, width >= TREND_MIN_WIDTH,
+               getattr(self.app, "collect_error", None))
+        if key == self._table_key:
             return
-        self._tree_key = key
-        tree.clear()
-        tree.root.expand()
+        self._table_key = key
+        table = self.query_one("#device-table", DataTable)
+        error = getattr(self.app, "collect_error", None)
+        state = section_state(section, "storage") if report else (error or "collecting...")
         if state:
-            tree.root.set_label(Text("storage", style="bold"))
-            tree.root.add_leaf(Text(state, style="yellow"))
-            self._show_detail(None, findings, state)
+            self._rows, self._hidden = [], 0
+            table.clear(columns=True)
+            table.add_column("storage")
+            table.add_row(Text(state, style="yellow"))
+            self._show_detail(None, state)
+            self._note()
             return
-        tree.root.set_label(Text("storage", style="bold"))
-        nodes = build_nodes(section)
-        self._add(tree.root, nodes, findings, section)
-        if not tree.root.children:
-            tree.root.add_leaf(Text("no devices" if not self._filter else "no match", style="grey62"))
-        self._show_detail(self._selected, findings, None)
+        rows, self._hidden = storage_rows(section, findings, self._show_empty)
+        if self._filter:
+            needle = self._filter.lower()
+            rows = [r for r in rows if needle in " ".join(
+                (r.label, r.name, r.type, r.mount, r.health.plain)).lower()]
+        first_build = not self._rows and self._selected is None
+        self._rows = rows
+        self._by_key = {r.key: r for r in rows}
+        self._build_table(table, rows, width)
+        if self._filter:
+            self._want = rows[0].key if rows else None      # the first match
+        elif first_build:
+            root = root_mount_device(section)
+            self._want = next((r.key for r in rows if r.name == root), None)
+        elif self._selected is not None:
+            self._want = self._selected.key
+        self._select(self._want)
+        self._note()
 
-    def _matches(self, label: str, children: list) -> bool:
-        if not self._filter:
-            return True
-        if self._filter.lower() in label.lower():
-            return True
-        return any(self._matches(lbl, ch) for lbl, _, ch in children)
-
-    def _add(self, parent, nodes: list, findings: list[Finding], section: Any = None) -> None:
-        for label, item, children in nodes:
-            if not self._matches(label, children):
-                continue
-            text = Text(label)
-            level = worst_level(findings_for(findings, label))
-            if level is not None:
-                text.append(" ").append_text(badge(level))
-            if section is not None and is_detached(section, label, item):
-                text.append(f" {detached_state(item, short=True)}, no dev", style="grey62")
-            if children:
-                node = parent.add(text, data=(label, item), expand=True)
-                self._add(node, children, findings, section)
-            else:
-                parent.add_leaf(text, data=(label, item))
-
-    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
-        data = event.node.data
-        if data is None:
+    def _build_table(self, table: DataTable, rows: list[DeviceRow], width: int) -> None:
+        table.clear(columns=True)
+        self._live_cells = {}
+        if not rows:
+            table.add_column("storage")
+            table.add_row(Text("no match" if self._filter else "no devices", style="grey62"))
+            self._show_detail(None, "no match" if self._filter else "no devices")
             return
-        self._selected_label, self._selected = data
-        report = getattr(self.app, "report", None)
-        self._show_detail(self._selected, report.findings if report else [], None)
-        chart = self.query_one("#await-chart", LiveChart)
-        chart.clear()
-        self.show_live(getattr(self.app, "live_sample", None), None)
+        name_w = min(28, max(4, max(len(r.label) for r in rows)))
+        type_w = min(7, max(4, max(len(r.type) for r in rows)))
+        mount_w = min(16, max(5, max(len(r.mount) for r in rows)))
+        health_w = min(30, max(6, max(r.health.cell_len for r in rows)))
+        fixed = name_w + type_w + 5 + mount_w + health_w + 5 + 5 + 7 + 6 + 2 * 10
+        self._trend_w = max(0, width - fixed - 3) if width >= TREND_MIN_WIDTH else 0
+        self._trend_w = min(self._trend_w, 60)
+        for label, w, key in (("NAME", name_w, "name"), ("TYPE", type_w, "type"),
+                              ("SIZE", 5, "size"), ("MOUNT", mount_w, "mount"),
+                              ("HEALTH", health_w, "health"), ("r/s", 5, "r/s"),
+                              ("w/s", 5, "w/s"), ("await", 7, "await"), ("%util", 6, "%util")):
+            table.add_column(label, width=w, key=key)
+        if self._trend_w:
+            table.add_column("%util trend", width=self._trend_w, key="trend")
+        view = getattr(self.app, "live_sample", None)
+        disks = {d.name: d for d in view.disks} if view is not None else {}
+        for r in rows:
+            cells = [Text(_cut(r.label, name_w), style="bold" if not r.label[:1] in "├└│ " else ""),
+                     _cut(r.type, type_w), Text(r.size, justify="right"), _cut(r.mount, mount_w),
+                     r.health]
+            live = self._live_values(r, disks)
+            self._live_cells[r.key] = live
+            table.add_row(*cells, *live, key=r.key)
 
-    def _show_detail(self, item: Any, findings: list[Finding], state: str | None) -> None:
+    def _live_values(self, row: DeviceRow, disks: dict) -> tuple:
+        d = disks.get(row.name)
+        if d is None:
+            blank = Text("-", style="grey50", justify="right")
+            return (blank,) * (4 + (1 if self._trend_w else 0))
+        util_style = "bold red" if (d.util or 0) >= 90 else "yellow" if (d.util or 0) >= 60 else ""
+        cells = (Text(units.per_s(d.r_s), justify="right"), Text(units.per_s(d.w_s), justify="right"),
+                 Text(units.latency_ms(d.await_ms), justify="right"),
+                 Text(units.pct(d.util), style=util_style, justify="right"))
+        if self._trend_w:
+            cells += (Text(sparkline(self.app.trends.get(f"disk.{row.name}.util"),
+                                     self._trend_w, 100.0), style=util_style or "cyan"),)
+        return cells
+
+    def _note(self) -> None:
+        note = Text(no_wrap=True, overflow="ellipsis", style="grey62")
+        if self._filter:
+            note.append(f"filter '{self._filter}': {len(self._rows)} rows", style="bold yellow")
+            note.append("  (esc clears)  ")
+        if self._show_empty:
+            note.append("empty devices shown (a hides them)")
+        elif self._hidden:
+            note.append(f"{self._hidden} empty device{'s' if self._hidden > 1 else ''} "
+                        "(size 0, e.g. unbound loop) hidden: a shows them")
+        self.query_one("#storage-note", Static).update(note)
+
+    def _select(self, key: str | None) -> None:
+        table = self.query_one("#device-table", DataTable)
+        if not self._rows:
+            return
+        index = next((i for i, r in enumerate(self._rows) if r.key == key), 0)
+        table.move_cursor(row=index)
+        self._selected_changed(self._rows[index])
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        row = self._by_key.get(event.row_key.value if event.row_key is not None else "")
+        if row is not None and row is not self._selected:
+            self._selected_changed(row)
+
+    def _selected_changed(self, row: DeviceRow) -> None:
+        self._selected = row
+        self._show_detail(row, None)
+        trends = self.app.trends
+        for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
+            chart = self.query_one(chart_id, LiveChart)
+            chart.clear()
+            chart.extend((v,) for v in trends.get(f"disk.{row.name}.{series}"))
+        self._iostat_line(getattr(self.app, "live_sample", None))
+
+    def _show_detail(self, row: DeviceRow | None, state: str | None) -> None:
         detail = self.query_one("#device-detail", Static)
-        if state:
-            detail.update(Text(state, style="yellow"))
+        if state or row is None:
+            detail.update(Text(state or "select a device (arrows, / to filter)",
+                               style="yellow" if state else "grey62"))
             return
-        if item is None:
-            detail.update(Text("select a device (arrows, / to filter)", style="grey62"))
-            return
-        own = findings_for(findings, self._selected_label)
         report = getattr(self.app, "report", None)
-        section = report.section("storage") if report else None
-        parts: list = [Text(self._selected_label, style="bold cyan")]
-        # what is wrong comes first: on an 80x24 terminal the attribute table would push it
-        # below the fold, and a CRIT badge in the tree is what brought the operator here
-        if own:
-            from inspector.render.findings import finding_body   # as `report` shows it
-            grid = Table.grid(padding=(0, 1))   # wrapped lines hang under the message
-            grid.add_column(no_wrap=True)
-            grid.add_column()
-            for f in own:
-                grid.add_row(badge(f.level), finding_body(f))
-            parts.append(grid)
-        else:
-            parts.append(Text("no findings for this device", style="green"))
-        if is_detached(section, self._selected_label, item):
-            # the health block below says everything the vendor tool knows about it
-            parts.append(Text(f"no block device: {detached_state(item)} (controller without a "
-                              "block device: failed, offline or detached)", style="yellow"))
-        else:
-            parts.append(detail_table(item))
-        parts += extra_blocks(section, self._selected_label)
-        detail.update(Group(*parts))
+        detail.update(Group(*device_detail(self._section(), row,
+                                           report.findings if report else [])))
+        self.call_after_refresh(self._fit_charts)
+
+    def _fit_charts(self) -> None:
+        """The charts take the rows the detail leaves (at least 8: on a small terminal the
+        pane scrolls to them)."""
+        pane = self.query_one("#device-pane", VerticalScroll)
+        used = sum(self.query_one(s).outer_size.height for s in ("#device-detail", "#device-iostat"))
+        height = max(8, pane.scrollable_content_region.height - used)
+        charts = self.query_one("#device-charts", Horizontal)
+        if charts.styles.height is None or charts.styles.height.value != height:
+            charts.styles.height = height
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        self.call_after_refresh(self._fit_charts)
 
     # ------------------------------------------------------------------ live
     def show_live(self, sample, error) -> None:
+        reason = self.live_reason()
+        if not reason and sample is not None and self._rows:
+            table = self.query_one("#device-table", DataTable)
+            disks = {d.name: d for d in sample.disks}
+            keys = ["r/s", "w/s", "await", "%util"] + (["trend"] if self._trend_w else [])
+            with self.app.batch_update():
+                for r in self._rows:
+                    live = self._live_values(r, disks)
+                    old = self._live_cells.get(r.key)
+                    if old is not None and [c.plain for c in old] == [c.plain for c in live]:
+                        continue
+                    self._live_cells[r.key] = live
+                    for col, new, prev in zip(keys, live, old or (None,) * len(keys)):
+                        if prev is None or prev.plain != new.plain or prev.style != new.style:
+                            table.update_cell(r.key, col, new)
+        self._iostat_line(sample)
+        row = self._selected
+        for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
+            chart = self.query_one(chart_id, LiveChart)
+            if reason:
+                chart.set_placeholder(reason)
+            elif row is None or sample is None or row.name not in {d.name for d in sample.disks}:
+                chart.set_placeholder(f"no live figures for {row.name if row else 'this row'}")
+            else:
+                values = self.app.trends.get(f"disk.{row.name}.{series}")
+                chart.push(values[-1] if values else None)
+
+    def _iostat_line(self, sample) -> None:
         line = self.query_one("#device-iostat", Static)
-        chart = self.query_one("#await-chart", LiveChart)
         reason = self.live_reason()
         if reason:
-            line.update(Text(f"iostat  {reason}", style="yellow"), layout=False)
-            chart.set_placeholder(reason)
+            line.update(Text(f"iostat  {reason}", style="yellow"))
             return
-        disk = next((d for d in sample.disks if d.name == self._selected_label), None)
+        row = self._selected
+        disk = next((d for d in sample.disks if row is not None and d.name == row.name), None) \
+            if sample is not None else None
         if disk is None:
-            line.update(Text(f"iostat  no live figures for {self._selected_label or 'this node'}",
+            line.update(Text(f"iostat  no live figures for {row.name if row else 'this row'}",
                              style="grey62"))
-            chart.set_placeholder("select a block device")
             return
         text = Text("iostat  ", style="bold")
-        for label, value, fmt in (("r/s", disk.r_s, "{:.1f}"), ("w/s", disk.w_s, "{:.1f}"),
-                                  ("rkB/s", disk.rkb_s, "{:.0f}"), ("wkB/s", disk.wkb_s, "{:.0f}"),
-                                  ("await", disk.await_ms, "{:.2f}ms"), ("aqu-sz", disk.aqu_sz, "{:.2f}"),
-                                  ("%util", disk.util, "{:.1f}")):
-            text.append(f"{label} ", style="grey62").append(fmt.format(value) if value is not None else "-").append("  ")
-        line.update(text, layout=False)
-        chart.push(disk.await_ms)
+        for label, value in (("r/s", units.per_s(disk.r_s)), ("w/s", units.per_s(disk.w_s)),
+                             ("read", units.bytes_s((disk.rkb_s or 0) * 1000)),
+                             ("write", units.bytes_s((disk.wkb_s or 0) * 1000)),
+                             ("await", units.latency_ms(disk.await_ms)),
+                             ("aqu-sz", f"{disk.aqu_sz:.2f}" if disk.aqu_sz is not None else "-"),
+                             ("%util", units.pct(disk.util))):
+            text.append(f"{label} ", style="grey62").append(value).append("  ")
+        line.update(text)
 
     # ------------------------------------------------------------------ actions
     def action_filter(self) -> None:
@@ -242,15 +284,18 @@ class StorageScreen(InspectorScreen):
         box.display = True
         box.focus()
 
+    def action_toggle_empty(self) -> None:
+        self._show_empty = not self._show_empty
+        self.show_report(getattr(self.app, "report", None))
+
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "tree-filter":
             self._filter = event.value.strip()
-            self._tree_key = None
             self.show_report(getattr(self.app, "report", None))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "tree-filter":
-            self.query_one("#device-tree", Tree).focus()
+            self.query_one("#device-table", DataTable).focus()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#tree-filter", Input)
@@ -258,14 +303,16 @@ class StorageScreen(InspectorScreen):
             box.value = ""
             box.display = False
             self._filter = ""
-            self._tree_key = None
             self.show_report(getattr(self.app, "report", None))
-            self.query_one("#device-tree", Tree).focus()
+            self.query_one("#device-table", DataTable).focus()
         else:
             self.app.action_back()
 
     def action_probe(self) -> None:
-        target = None
-        if self._selected_label:
-            target = f"/dev/{self._selected_label}"
+        row = self._selected
+        target = f"/dev/{row.name}" if row is not None and row.origin == "device" else None
         self.app.open_probe_form("io", target)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"

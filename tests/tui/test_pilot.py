@@ -7,7 +7,7 @@ import signal
 import threading
 import time
 
-from textual.widgets import DataTable, Static, Tree
+from textual.widgets import DataTable, Static
 
 from conftest import fixture_root
 from inspector.collect import build_report
@@ -80,16 +80,11 @@ async def test_navigate_every_screen_on_a_capture():
         await pilot.press("escape")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
 
-        # `/` filters the device tree; esc clears the filter
-        tree = app.screen.query_one("#device-tree", Tree)
+        # `/` filters the device table and selects the first match; esc clears the filter
+        table = app.screen.query_one("#device-table", DataTable)
 
         def labels() -> list[str]:
-            out, stack = [], list(tree.root.children)
-            while stack:
-                node = stack.pop()
-                out.append(str(node.label))
-                stack.extend(node.children)
-            return out
+            return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
 
         all_labels = labels()
         assert any(lbl.startswith("vda") for lbl in all_labels), all_labels
@@ -100,7 +95,10 @@ async def test_navigate_every_screen_on_a_capture():
         await pilot.pause(0.2)
         filtered = labels()
         assert filtered and len(filtered) < len(all_labels)
-        assert all(lbl.startswith("vda") for lbl in filtered), filtered
+        assert all("vda" in lbl for lbl in filtered), filtered
+        assert app.screen._selected.name.startswith("vda") and table.cursor_row == 0
+        detail = app.screen.query_one("#device-detail", Static).content
+        assert detail.renderables[0].plain.startswith("vda")     # the detail follows
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert len(labels()) == len(all_labels)
