@@ -22,7 +22,7 @@ from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
 from inspector.sos import clock
 from inspector.sos.commands import CommandIndex, Output
-from inspector.sos.translate import parse_environment, parse_uname_a
+from inspector.sos.translate import parse_environment, parse_udev_db, parse_uname_a
 
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024   # sos 4.x lists every file it copied: MBs on big hosts
 # sos's marks besides sos_commands/: 3.x and 4.x both write version.txt and sos_logs/
@@ -60,6 +60,7 @@ class SosReport:
         self.manifest = self._json("sos_reports/manifest.json")
         self.version = self._version()
         self.index = CommandIndex(self.reader, self.manifest)
+        self._udev_db: dict[str, dict[str, str]] | None = None
         date_utc = self._output_text("date --utc")
         self.collected_at, self.time_note = clock.collected_at(self.reader, self.manifest,
                                                                date_utc)
@@ -158,6 +159,18 @@ class SosReport:
             return Unknown(f"ethtool -k {key} listed no feature in this sosreport: {first[:100]}")
         return rows
 
+    def _udev(self, key: str) -> dict[str, str] | None:
+        """One block device's udev properties: `udevadm info /dev/X` (sos's block plugin), else
+        the udev plugin's `udevadm info --export-db`."""
+        text = self._output_text(f"udevadm info /dev/{key}")
+        found = parse_udev_db(text).get(key) if text else None
+        if found is None:
+            if self._udev_db is None:   # parsed once: it holds every device of the host
+                text = self._output_text("udevadm info --export-db")
+                self._udev_db = parse_udev_db(text) if text else {}
+            found = self._udev_db.get(key)
+        return found
+
     def _environment(self) -> dict[str, str]:
         text = self.reader.try_text("environment")
         return parse_environment(text) if isinstance(text, str) else {}
@@ -184,6 +197,7 @@ _HANDLERS = {
     "time": SosReport._time,
     "ethtool_features": SosReport._ethtool_features,
     "env": SosReport._env,
+    "udev": SosReport._udev,
 }
 
 

@@ -533,8 +533,10 @@ def _attach_udev(root: HostRoot, devices: dict[str, BlockDevice]) -> None:
             dev.udev = root.fact("udev", name, producer(name))
         except Exception as exc:
             dev.udev = Unknown(f"udev: {type(exc).__name__}: {exc}")
-        if not root.live and isinstance(dev.udev, Unknown):
-            # a capture without udev facts (or a plain sysroot tree): none of the others has one
+        if not root.live and isinstance(dev.udev, Unknown) and \
+                dev.udev.reason.startswith("not recorded in capture"):
+            # a capture without udev facts (or a plain sysroot tree): none of the others has
+            # one (a sosreport may keep `udevadm info` of some devices: each answers for itself)
             missing = Unknown("udev properties not recorded in this capture")
             for other in devices.values():
                 other.udev = missing

@@ -32,3 +32,33 @@ def parse_environment(text: str) -> dict[str, str]:
         if sep and name.isidentifier():
             out.setdefault(name, value)
     return out
+
+
+# the udev properties block discovery keeps (inspector.discover.block._attach_udev)
+_UDEV_PREFIXES = ("ID_", "DM_", "MD_")
+_UDEV_NAMES = ("DEVTYPE", "DEVLINKS")
+
+
+def parse_udev_db(text: str) -> dict[str, dict[str, str]]:
+    """`udevadm info --export-db` or `udevadm info /dev/X`: block device name -> the udev
+    properties Inspector keeps (ID_*, DM_*, MD_*, DEVTYPE, DEVLINKS), as pyudev gives them.
+
+    Records are blank-line separated: "P: /devices/...", "N: sda", "E: KEY=value" lines."""
+    out: dict[str, dict[str, str]] = {}
+    for record in text.split("\n\n"):
+        name, props, block = None, {}, False
+        for line in record.splitlines():
+            tag, _, value = line.partition(": ")
+            if tag == "N":
+                name = value.strip()
+            elif tag == "E":
+                key, sep, val = value.partition("=")
+                if key == "SUBSYSTEM":
+                    block = val == "block"
+                elif key == "DEVNAME" and name is None:
+                    name = val.removeprefix("/dev/")
+                if sep and (key.startswith(_UDEV_PREFIXES) or key in _UDEV_NAMES):
+                    props[key] = val
+        if block and name and "/" not in name:
+            out.setdefault(name, dict(sorted(props.items())))
+    return out

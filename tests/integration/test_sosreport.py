@@ -87,6 +87,9 @@ def sos_run(tmp_path_factory) -> SosRun:
                      os.path.basename(disk), os.path.basename(devices[1]), str(mnt))
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30)
+        if devices:   # BLKPG partitions outlive the detach: removed first
+            for number in ("1", "2"):
+                subprocess.run(["delpart", devices[0], number], capture_output=True, timeout=30)
         for dev in devices:
             subprocess.run(["losetup", "-d", dev], capture_output=True, timeout=30)
 

@@ -11,7 +11,7 @@ from inspector.discover.ip_link import parse_ip_link
 from inspector.discover.net_offloads import ethtool_offloads
 from inspector.sos.clock import _parse_date_utc
 from inspector.sos.commands import mangle
-from inspector.sos.translate import parse_environment, parse_uname_a
+from inspector.sos.translate import parse_environment, parse_udev_db, parse_uname_a
 
 
 def test_mangle_names_files_as_sos_does():
@@ -107,6 +107,7 @@ def test_parsers_never_raise_on_arbitrary_text(text):
     key_values(text)
     parse_uname_a(text)
     parse_environment(text)
+    parse_udev_db(text)
     _parse_date_utc(text)
     try:
         rows = feature_rows(text)
@@ -129,3 +130,40 @@ def test_ip_link_parser_on_shuffled_real_lines(lines):
                      "carrier", "type"):
             value = link.sysfs(attr)
             assert value is None or isinstance(value, str)
+
+
+UDEV_DB = """P: /devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda
+N: sda
+L: 0
+S: disk/by-id/ata-ST1000DM010-2EP102_Z9A1B2C3
+E: DEVPATH=/devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sda
+E: DEVNAME=/dev/sda
+E: DEVTYPE=disk
+E: MAJOR=8
+E: MINOR=0
+E: SUBSYSTEM=block
+E: ID_MODEL=ST1000DM010-2EP102
+E: ID_SERIAL_SHORT=Z9A1B2C3
+E: DEVLINKS=/dev/disk/by-id/ata-ST1000DM010-2EP102_Z9A1B2C3
+
+P: /devices/virtual/block/dm-0
+N: dm-0
+E: DEVNAME=/dev/dm-0
+E: SUBSYSTEM=block
+E: DM_NAME=vg0-root
+E: DM_UUID=LVM-abc
+
+P: /devices/virtual/net/eth0
+E: INTERFACE=eth0
+E: SUBSYSTEM=net
+E: ID_NET_NAME_PATH=enp0s3
+"""
+
+
+def test_udev_db_records_of_block_devices():
+    db = parse_udev_db(UDEV_DB)
+    assert set(db) == {"sda", "dm-0"}
+    assert db["sda"] == {"DEVLINKS": "/dev/disk/by-id/ata-ST1000DM010-2EP102_Z9A1B2C3",
+                         "DEVTYPE": "disk", "ID_MODEL": "ST1000DM010-2EP102",
+                         "ID_SERIAL_SHORT": "Z9A1B2C3"}
+    assert db["dm-0"] == {"DM_NAME": "vg0-root", "DM_UUID": "LVM-abc"}
