@@ -4,9 +4,9 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-import traceback
-from typing import Any, Callable
+from typing import Any
 
+from inspector.bounded import TimedOut, WorkerFailed, run_bounded, run_forked, timed_out
 from inspector.host import HostRoot
 from inspector.model import HostIdentity, Report, Unknown, known
 
@@ -19,36 +19,13 @@ SECTIONS: dict[str, str] = {
     "cpu": "inspector.discover.cpu",
 }
 DEFAULT_TIMEOUT = 15.0
+# the child doing the reads (build_report_forked) answers this long after its collectors'
+# deadline at most: health rules and pickling a report take milliseconds
+CHILD_GRACE = 1.0
 
 
-class CollectorTimeout(Exception):
-    pass
-
-
-def run_bounded(func: Callable[[], Any], timeout: float) -> Any:
-    """Run `func` in a daemon thread; raise CollectorTimeout if it does not finish in time.
-
-    A hung read (NFS, a dying disk) cannot be interrupted, but the caller moves on; the daemon
-    thread never keeps the process alive."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = func()
-        except BaseException as exc:  # reported by the caller, never lost
-            box["error"] = exc
-            box["trace"] = traceback.format_exc()
-
-    thread = threading.Thread(target=target, daemon=True, name="collector")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise CollectorTimeout(f"timed out after {timeout:g} s")
-    if "error" in box:
-        exc = box["error"]
-        exc.__inspector_trace__ = box.get("trace", "")
-        raise exc
-    return box.get("value")
+# the TUI imports run_bounded and its timeout from here
+CollectorTimeout = TimedOut
 
 
 def collect_section(root: HostRoot, name: str, timeout: float = DEFAULT_TIMEOUT) -> tuple[Any, float]:
@@ -56,20 +33,29 @@ def collect_section(root: HostRoot, name: str, timeout: float = DEFAULT_TIMEOUT)
     module = importlib.import_module(SECTIONS[name])
     start = time.perf_counter()
     try:
-        value = run_bounded(lambda: module.collect(root), timeout)
-    except CollectorTimeout as exc:
+        value = run_bounded(lambda: module.collect(root), timeout, name=f"collect {name}")
+    except TimedOut as exc:
         value = Unknown(str(exc))
     except Exception as exc:  # a collector bug must not take the report down
         value = Unknown(f"collector failed: {type(exc).__name__}: {exc}")
     return value, time.perf_counter() - start
 
 
-def host_identity(root: HostRoot) -> HostIdentity:
-    uname = root.uname()
-    hostname = root.try_line("proc/sys/kernel/hostname")
+def host_identity(root: HostRoot, timeout: float = DEFAULT_TIMEOUT) -> HostIdentity:
+    """Which host and when; the hostname file is read under `timeout` like a collector (a
+    FUSE mount over /proc that never answers must not hang the report before it starts)."""
+    uname = root.uname()      # a fact: os.uname() live, the sidecar on a capture; no file read
+
+    def read_names() -> tuple:
+        return (root.try_line("proc/sys/kernel/hostname"),
+                None if known(uname) else root.try_line("proc/sys/kernel/osrelease"))
+    try:
+        hostname, release = run_bounded(read_names, timeout, name="read hostname")
+    except TimedOut as exc:
+        hostname = release = Unknown(str(exc))
     if not known(hostname) and known(uname):
-        hostname = uname["nodename"]
-    kernel = uname["release"] if known(uname) else root.try_line("proc/sys/kernel/osrelease")
+        hostname = uname["nodename"]    # the same kernel field the file shows
+    kernel = uname["release"] if known(uname) else release
     machine = uname["machine"] if known(uname) else Unknown("uname not recorded")
     collected = root.fact("time", "collected_at", time.time)
     return HostIdentity(hostname=hostname, kernel=kernel, machine=machine, source=root.label,
@@ -78,12 +64,14 @@ def host_identity(root: HostRoot) -> HostIdentity:
 
 def build_report(root: HostRoot, sections: list[str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT) -> Report:
-    from inspector.health import evaluate
-
+    """Every section concurrently, each bounded by `timeout` (one deadline for all), in threads
+    of this process: a read that hangs for good leaves its thread behind (see
+    build_report_forked for commands that must exit)."""
     names = sections or list(SECTIONS)
     results: dict[str, Any] = {}
     timings: dict[str, float] = {}
     start = time.perf_counter()
+    deadline = time.monotonic() + timeout
     # Sections run concurrently: one slow vendor CLI must not delay the rest.
     threads = []
     for name in names:
@@ -92,19 +80,48 @@ def build_report(root: HostRoot, sections: list[str] | None = None,
         t = threading.Thread(target=work, daemon=True, name=f"collect-{name}")
         t.start()
         threads.append(t)
+    host = host_identity(root, timeout)      # meanwhile, under the same bound
     for t in threads:
-        t.join(timeout + 1.0)
+        t.join(max(0.0, deadline + 0.05 - time.monotonic()))   # an import that hangs, say
     for name in names:
         if name not in results:
-            results[name] = Unknown(f"timed out after {timeout:g} s")
+            results[name] = Unknown(timed_out(timeout))
             timings[name] = timeout
-    if not root.live:   # what the capture could not collect on its host stays not collected
+    return _finish_report(root, host, names, results, timings, start)
+
+
+def build_report_forked(root: HostRoot, sections: list[str] | None = None,
+                        timeout: float = DEFAULT_TIMEOUT, grace: float = CHILD_GRACE) -> Report:
+    """build_report in a child process, for commands: they print and exit on time even when
+    a read never returns (a thread stuck in a FUSE request keeps its whole process from
+    exiting; the child stays behind instead). Never raises for the host's sake: a child that
+    does not answer within `timeout` + `grace` gives a report whose sections are all
+    Unknown("timed out after N s")."""
+    names = sections or list(SECTIONS)
+    start = time.perf_counter()
+    try:
+        return run_forked(lambda: build_report(root, names, timeout), timeout + grace)
+    except TimedOut:
+        reason = timed_out(timeout)
+    except WorkerFailed as exc:
+        reason = f"collector failed: {exc}"
+    host = HostIdentity(hostname=Unknown(reason), kernel=Unknown(reason),
+                        machine=Unknown(reason), source=root.label, collected_at=time.time())
+    return _finish_report(root, host, names, {n: Unknown(reason) for n in names},
+                          {n: timeout for n in names}, start, replay=False)
+
+
+def _finish_report(root: HostRoot, host: HostIdentity, names: list[str], results: dict,
+                   timings: dict, start: float, replay: bool = True) -> Report:
+    from inspector.health import evaluate
+
+    if replay and not root.live:   # what the capture could not collect on its host stays so
         incomplete = root.fact("capture", "incomplete", dict)
         if isinstance(incomplete, dict):
             for name in names:
                 if isinstance(incomplete.get(name), str):
                     results[name] = Unknown(f"not collected when captured: {incomplete[name]}")
-    report = Report(host=host_identity(root), sections={n: results[n] for n in names},
+    report = Report(host=host, sections={n: results[n] for n in names},
                     timings={n: round(timings[n], 6) for n in names})
     rule_start = time.perf_counter()
     report.findings = evaluate(report)

@@ -6,6 +6,7 @@ import socket
 import time
 
 from inspector.atomic_write import OutputError
+from inspector.bounded import TimedOut, WorkerFailed, run_forked
 from inspector.capture import write_capture
 from inspector.collect import build_report
 from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, check_output, eprint
@@ -23,19 +24,50 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# the capture's child process answers within its collectors' timeout plus this: one bounded
+# live sample and the writing of the tar.gz (an output on a hung filesystem ends here too)
+CAPTURE_WRITE_GRACE = 60.0
+
+
 def capture_live(out_path: str, timeout: float = 15.0) -> dict:
+    """Collect, sample and write in a child process, so that a read that never returns
+    leaves the child behind, not this command unable to exit (see inspector.bounded).
+    Raises OutputError or OSError like write_capture."""
+    try:
+        info = run_forked(lambda: _capture_in_child(out_path, timeout),
+                          timeout + CAPTURE_WRITE_GRACE)
+    except (TimedOut, WorkerFailed) as exc:
+        raise OSError(f"capture {exc}") from None
+    if "output_error" in info:
+        raise OutputError(info["output_error"])
+    if "os_error" in info:
+        raise OSError(*info["os_error"])
+    return info
+
+
+def _capture_in_child(out_path: str, timeout: float) -> dict:
+    try:
+        return _capture(out_path, timeout)
+    except OutputError as exc:      # exceptions travel back as values, with their kind
+        return {"output_error": str(exc)}
+    except OSError as exc:
+        return {"os_error": (exc.errno, exc.strerror or str(exc))}
+
+
+def _capture(out_path: str, timeout: float) -> dict:
     root = HostRoot("/", record=True)
     report = build_report(root, timeout=timeout)
-    try:  # one sample of the live counters, so `top --root` can say what it saw
-        from inspector.live import capture_sample
-        capture_sample(root)
-    except ImportError:
-        pass
     # a section that timed out or failed here is missing from the capture too: the person who
     # ships it must know now, and a replay must say so (not show the files read before the
     # hang as if they were the whole story)
     incomplete = {name: section.reason for name, section in report.sections.items()
                   if isinstance(section, Unknown)}
+    try:  # one sample of the live counters, so `top --root` can say what it saw
+        from inspector.live import capture_sample
+        incomplete.update({f"live {source}": reason
+                           for source, reason in capture_sample(root).items()})
+    except ImportError:
+        pass
     root.fact("capture", "incomplete", lambda: incomplete)
     info = write_capture(root, out_path)
     info["incomplete"] = incomplete

@@ -2,7 +2,8 @@
 
 One status line ("INSPECTOR CRITICAL - ..."), the findings as long text, perfdata after `|`.
 Exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (could not check: bad --root, every section
-unknown, or an unknown-level finding with nothing worse). Thresholds on perfdata metrics:
+unknown, a section not collected or an unknown-level finding with nothing worse than
+WARNING). Thresholds on perfdata metrics:
 `--warn steal=5 --crit steal=20` (a value above the threshold raises the status);
 `--ignore CODE` (glob) drops findings an operator has accepted."""
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import math
+import time
 
-from inspector.collect import build_report
+from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
                                        root_from_args)
 from inspector.commands.report import parse_sections
@@ -19,9 +21,13 @@ from inspector.metrics import _is_unknown, collect_metrics, section_up
 from inspector.model import Level, to_jsonable
 
 STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
-# Collectors run in parallel, so the whole check takes about this plus a fraction of a second
-# when one hangs: under check_nrpe's default 10 s.
+# --timeout bounds the whole check (under check_nrpe's default 10 s socket timeout). The
+# collectors run in parallel in a child process and get what is left after start-up and these
+# margins: for the child to answer, and for the rules, printing and exit.
 CHECK_TIMEOUT = 8.0
+CHILD_MARGIN = 0.25
+OUTPUT_MARGIN = 0.25
+_STARTED = time.monotonic()    # imported at start-up, tens of milliseconds after exec
 # Short names accepted by --warn/--crit, mapped to perfdata labels.
 THRESHOLD_METRICS = {
     "steal": "steal_pct", "crit": "crit", "warn": "warn", "unknown": "unknown",
@@ -43,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ignore findings whose code matches (glob, e.g. net.offload.*)")
     p.add_argument("--section", action="append", metavar="NAME", help="limit to some sections")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=CHECK_TIMEOUT, metavar="DURATION",
-                   help=f"per-collector timeout ({COLLECTOR_TIMEOUT.bounds}; default "
+                   help=f"bound on the whole check ({COLLECTOR_TIMEOUT.bounds}; default "
                         f"{CHECK_TIMEOUT:g}s: a hung "
                         "collector still gets an UNKNOWN line out before check_nrpe's 10 s "
                         "socket timeout, which would read CRITICAL)")
@@ -133,7 +139,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict) -> int:
-    report = build_report(root, sections, timeout=args.timeout)
+    left = args.timeout - (time.monotonic() - _STARTED) - OUTPUT_MARGIN
+    collectors = max(0.05, round(left - CHILD_MARGIN, 1))
+    report = build_report_forked(root, sections, timeout=collectors,
+                                 grace=max(0.05, left - collectors))
     from inspector.render.findings import printable   # no escape sequences into a terminal
     findings = [printable(f) for f in report.findings
                 if not any(fnmatch.fnmatch(f.code or "", pat) for pat in args.ignore)]
@@ -157,7 +166,10 @@ def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict) -> 
     doc_sections = to_jsonable(report).get("sections", {})
     # every section timed out, failed, or lacks its primary input: nothing was checked
     all_unknown = not any(section_up(name, value) for name, value in doc_sections.items())
-    if status < 2 and (all_unknown or unknown_subjects):
+    # a section that hung or failed was not checked: its disks may be what is wrong, so the
+    # check is UNKNOWN (not OK, nor only WARNING); CRITICAL still wins (severity order)
+    not_collected = any((f.code or "").endswith(".not_collected") for f in findings)
+    if status < 2 and (all_unknown or unknown_subjects or not_collected):
         status = 3       # a thresholded subject we could not read is not OK (nor only WARN)
         reasons += [f"{label} unknown" for label in unknown_subjects]
     elif status == 0 and any(f.level == Level.UNKNOWN for f in findings):

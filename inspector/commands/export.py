@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from inspector.collect import build_report
+from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, add_root_argument, check_output,
                                        eprint, root_from_args, write_output)
 from inspector.export import prometheus_text
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if to_file:
         check_output(args.output)     # refused before a 15 s collection, not after
     root = root_from_args(args)
-    report = build_report(root, timeout=args.timeout)
+    report = build_report_forked(root, timeout=args.timeout)
     if args.prometheus:
         text = prometheus_text(report)
     else:

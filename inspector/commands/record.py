@@ -10,13 +10,14 @@ import signal
 import threading
 import time
 
-from inspector.collect import build_report
+from inspector.bounded import run_probe_forked
+from inspector.collect import build_report_forked
 from inspector.commands.common import (DURATION_EXAMPLES, PROBE_SECONDS, CliError, Duration,
                                        add_root_argument, eprint, non_negative_int,
                                        root_from_args)
 from inspector.history import HistoryDB, HistoryError, ProbeRun, default_db_path, local_offset
 from inspector.model import known
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec
 
 EVERY = Duration(maximum=7 * 86400)              # longer: a systemd timer is the tool
 RETENTION = Duration(maximum=3650 * 86400)
@@ -81,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
     with db:
         while not stop.is_set():
             start = time.time()
-            report = build_report(root)
+            report = build_report_forked(root)    # reads and probes in a child: bounded
             host = report.host.hostname if known(report.host.hostname) else None
-            results = [run_probe(spec, args.probe_seconds) for spec in specs]
+            results = [run_probe_forked(spec, args.probe_seconds) for spec in specs]
             findings = [{"level": f.level.label, "subject": f.subject, "code": f.code,
                          "message": f.message} for f in report.findings]
             db.record_sample([probe_row(r, start, host) for r in results],

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from inspector.collect import SECTIONS, build_report
+from inspector.collect import SECTIONS, build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
                                        root_from_args)
 from inspector.model import to_jsonable
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sections = parse_sections(args.section)
     root = root_from_args(args)
-    report = build_report(root, sections, timeout=args.timeout)
+    report = build_report_forked(root, sections, timeout=args.timeout)
     if args.json:
         doc = to_jsonable(report)
         if not args.diagnose:

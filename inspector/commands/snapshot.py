@@ -4,12 +4,13 @@ from __future__ import annotations
 import argparse
 import os
 
-from inspector.collect import build_report
+from inspector.bounded import run_probe_forked
+from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
                                        add_root_argument, check_output, eprint, root_from_args,
                                        write_output)
 from inspector.model import known
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec
 from inspector.snapshot import build_snapshot, default_name, snapshot_bytes
 
 
@@ -38,11 +39,11 @@ def run(args: argparse.Namespace) -> int:
     root = root_from_args(args)
     if specs and not root.live:
         raise CliError("--probe needs the live host; it cannot run against --root")
-    report = build_report(root, timeout=args.timeout)
+    report = build_report_forked(root, timeout=args.timeout)
     probes = []
     for spec in specs:
         eprint(f"probing {spec.text} for up to {args.probe_seconds:g} s ...")
-        probes.append(run_probe(spec, args.probe_seconds))
+        probes.append(run_probe_forked(spec, args.probe_seconds))
     hostname = report.host.hostname if known(report.host.hostname) else None
     out = args.output or default_name(hostname)
     if os.path.isdir(out):

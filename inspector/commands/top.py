@@ -11,7 +11,9 @@ import time
 
 from inspector.commands.common import (Duration, add_root_argument, non_negative_int,
                                        root_from_args)
-from inspector.live import LiveSampler, rates, since_boot
+from inspector.live import rates, since_boot
+from inspector.live.sampler import READ_TIMEOUT
+from inspector.live.worker import SamplerProcess
 from inspector.live.text import format_block, format_single
 from inspector.model import Unknown, known, to_jsonable
 
@@ -39,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = root_from_args(args)
-    sampler = LiveSampler(root)
+    # the reads happen in a child process, each source bounded: a /proc/diskstats that never
+    # answers (a hung lxcfs) is named in the block, and Ctrl-C or --count still end top
+    sampler = SamplerProcess(root, read_timeout=min(READ_TIMEOUT, max(0.25, args.interval / 2)))
     try:
         if not root.live:
             return _single(sampler, args)
@@ -48,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
         return 0          # Ctrl-C is how a live view ends: no message, no traceback
     except BrokenPipeError:
         return 0
+    finally:
+        sampler.close()
 
 
 def _width(args: argparse.Namespace) -> int | None:
@@ -65,7 +71,7 @@ def _width(args: argparse.Namespace) -> int | None:
     return None
 
 
-def _single(sampler: LiveSampler, args: argparse.Namespace) -> int:
+def _single(sampler: SamplerProcess, args: argparse.Namespace) -> int:
     snap = sampler.sample()
     since = since_boot(snap)
     if args.json:
@@ -79,7 +85,7 @@ def _single(sampler: LiveSampler, args: argparse.Namespace) -> int:
     return 0
 
 
-def _loop(sampler: LiveSampler, args: argparse.Namespace) -> int:
+def _loop(sampler: SamplerProcess, args: argparse.Namespace) -> int:
     prev = sampler.sample()
     start = prev.mono
     done = 0

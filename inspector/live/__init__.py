@@ -52,7 +52,8 @@ __all__ = ["LiveSampler", "Snapshot", "Rates", "rates", "since_boot", "capture_s
            "LoadAvg", "DStateProc", "ProcIoRate"]
 
 
-def capture_sample(root: HostRoot) -> None:
+def capture_sample(root: HostRoot) -> dict[str, str]:
     """Read one sample of every live counter through `root` so a capture carries it
-    (per-process IO is left out: one moment of it gives no rate)."""
-    LiveSampler(root, process_io=False).sample()
+    (per-process IO is left out: one moment of it gives no rate). Returns the sources that
+    did not answer in time (path -> reason): the capture lacks them."""
+    return LiveSampler(root, process_io=False).sample().timed_out

@@ -1,11 +1,19 @@
 """LiveSampler: one Snapshot of every live counter per call; `rates(prev, cur)` turns two into
 Rates. Stateful parts (when a process entered D, when a NIC stopped receiving) live in the
-sampler, so keep one sampler per screen or per `inspector top` run."""
+sampler, so keep one sampler per screen or per `inspector top` run.
+
+Each source (/proc/diskstats, /proc/stat, /sys/class/net ...) is read in its own thread under
+one deadline per sample (`read_timeout`): a source that does not answer (a hung lxcfs serving
+/proc/diskstats in a container) is Unknown("timed out ...") in that sample and listed in
+`Snapshot.timed_out`; the others are kept. A hung source is not read again until its read
+returns. The threads stay in this process: `inspector top` runs the sampler in a child process
+(inspector.live.worker) so that it can always exit."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
+from inspector.bounded import Read, Reads
 from inspector.host import HostRoot, Unavailable
 from inspector.live.cpustat import (CpuCounters, CpuRates, LoadAvg, cpu_rates, read_cpu,
                                     read_loadavg)
@@ -19,6 +27,11 @@ from inspector.live.procs import (TOP_IO, DStateProc, DStateTracker, ProcIo, Pro
 from inspector.model import Finding, Unknown, known
 
 _SKIP = {"json_skip": True}
+READ_TIMEOUT = 1.0       # seconds per sample for all sources together
+# what each source reads, as the user sees it (a hung one is named in `timed_out`)
+SOURCES = {"diskstats": "/proc/diskstats", "topology": "/sys/block", "nics": "/sys/class/net",
+           "cpu": "/proc/stat", "processes": "/proc/[pid]", "uptime": "/proc/uptime",
+           "load": "/proc/loadavg"}
 
 
 @dataclass
@@ -40,6 +53,8 @@ class Snapshot:
     # False: `wall` is when we read a tree that does not say when it was taken (a plain sysroot
     # or fixture directory, no capture sidecar), not when its counters were
     wall_known: bool = True
+    # sources that did not answer in time: path (SOURCES) -> "timed out after 1 s" ...
+    timed_out: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -57,53 +72,108 @@ class Rates:
     findings: list[Finding] = field(default_factory=list)
     since_boot: bool = False                     # averages since boot from one snapshot
     wall_known: bool = True                      # see Snapshot.wall_known
+    timed_out: dict[str, str] = field(default_factory=dict)   # see Snapshot.timed_out
 
 
 class LiveSampler:
-    """`LiveSampler(root).sample() -> Snapshot`. Reads go through `root` only."""
+    """`LiveSampler(root).sample() -> Snapshot`. Reads go through `root` only, each source
+    bounded by `read_timeout` seconds per sample."""
 
     def __init__(self, root: HostRoot, *, stall_seconds: float = STALL_SECONDS,
-                 process_io: bool = True):
+                 process_io: bool = True, read_timeout: float = READ_TIMEOUT):
         self.root = root
         self.process_io = process_io
+        self.read_timeout = read_timeout
         self.stall = StallDetector(stall_seconds)
         self.dstate = DStateTracker()
         self._topology_key: tuple[str, ...] = ()
         self._topology: dict[str, DiskInfo] = {}
+        self._reads = Reads()
+        self._capture_gaps = {} if root.live else _capture_gaps(root)
 
     def sample(self) -> Snapshot:
         root = self.root
         mono, wall = time.monotonic(), time.time()
+        deadline = mono + self.read_timeout
         wall_known = True
         if not root.live:     # a capture's moment, not ours (unknown for a plain tree: now)
             stamp = getattr(root, "sidecar_meta", {}).get("captured_at")
             wall_known = isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
             wall = float(stamp) if wall_known else wall
-        disks = read_diskstats(root)
+        reads = self._reads.start_all({
+            # cpu first: the process walk looks at its count of tasks blocked on IO
+            "cpu": lambda: read_cpu(root),
+            "diskstats": lambda: read_diskstats(root),
+            "nics": lambda: read_nics(root),
+            "processes": lambda: self._processes(mono, wall),
+            "uptime": lambda: read_uptime(root),
+            "load": lambda: read_loadavg(root),
+        })
+        self._reads.settle(reads, deadline)
+        timeouts: dict[str, str] = {}
+        got = {name: self._outcome(name, read, deadline, timeouts)
+               for name, read in reads.items()}
+        disks = got["diskstats"]
         if known(disks):
             key = tuple(disks)
             if key != self._topology_key:      # sysfs is walked only when devices change
-                self._topology = read_topology(root, key)
-                self._topology_key = key
-        nics = read_nics(root)
+                topology = self._outcome("topology", self._reads.start(
+                    "topology", lambda: (key, read_topology(root, key)), reuse_late=True),
+                    deadline, timeouts)
+                if known(topology) and topology[0] == key:
+                    self._topology, self._topology_key = topology[1], key
+        nics = got["nics"]
         findings = self.stall.update(nics, mono, wall) if known(nics) else []
-        cpu = read_cpu(root)
-        pids = list_pids(root)
-        if known(pids):
-            procs = read_stats(root, pids)
-            # Threads are walked only while the kernel counts tasks blocked on IO: the stuck
-            # IO thread of a database shows, without a thread walk on every quiet sample.
-            blocked = known(cpu) and bool(cpu.procs_blocked)
-            threads = read_blocked_threads(root, procs) if blocked else []
-            dstate = self.dstate.update(root, procs, mono, wall, threads)
-            findings += dstate_findings(dstate)
-            proc_io = read_io(root, pids) if self.process_io else Unknown("not sampled")
+        procs = got["processes"]
+        if known(procs):
+            procs, dstate, proc_io = procs
+            if known(dstate):
+                findings += dstate_findings(dstate)
         else:
-            procs, dstate, proc_io = pids, pids, pids
-        return Snapshot(mono=mono, wall=wall, source=root.label, uptime=read_uptime(root),
-                        disks=disks, topology=self._topology, nics=nics, cpu=cpu,
-                        load=read_loadavg(root), dstate=dstate, findings=findings,
-                        procs=procs, proc_io=proc_io, wall_known=wall_known)
+            dstate = proc_io = procs
+        return Snapshot(mono=mono, wall=wall, source=root.label, uptime=got["uptime"],
+                        disks=disks, topology=self._topology, nics=nics, cpu=got["cpu"],
+                        load=got["load"], dstate=dstate, findings=findings,
+                        procs=procs, proc_io=proc_io, wall_known=wall_known,
+                        timed_out=timeouts)
+
+    def _processes(self, mono: float, wall: float) -> tuple:
+        """(stats, D-state tasks, IO counters) or the Unknown of the /proc listing."""
+        root = self.root
+        pids = list_pids(root)
+        if not known(pids):
+            return pids
+        procs = read_stats(root, pids)
+        # Threads are walked only while the kernel counts tasks blocked on IO: the stuck
+        # IO thread of a database shows, without a thread walk on every quiet sample. (Read
+        # in turn, /proc/stat is done by now; when it hangs, no walk.)
+        cpu = self._reads.peek("cpu")
+        blocked = known(cpu) and bool(cpu.procs_blocked)
+        threads = read_blocked_threads(root, procs) if blocked else []
+        dstate = self.dstate.update(root, procs, mono, wall, threads)
+        proc_io = read_io(root, pids) if self.process_io else Unknown("not sampled")
+        return procs, dstate, proc_io
+
+    def _outcome(self, name: str, read: Read, deadline: float, timeouts: dict[str, str]):
+        value = read.result(deadline)
+        label = SOURCES[name]
+        if read.timed_out:
+            timeouts[label] = read.timed_out
+            return Unknown(f"{label} {read.timed_out}")
+        gap = self._capture_gaps.get(label)
+        if gap and not known(value):
+            return Unknown(f"{label} not collected when captured: {gap}")
+        return value
+
+
+def _capture_gaps(root: HostRoot) -> dict[str, str]:
+    """Sources the capture's own sample could not read: "live /proc/diskstats" -> reason in
+    the capture's list of what it lacks (see inspector capture)."""
+    incomplete = root.fact("capture", "incomplete", dict)
+    if not isinstance(incomplete, dict):
+        return {}
+    return {key[len("live "):]: reason for key, reason in incomplete.items()
+            if isinstance(key, str) and key.startswith("live ") and isinstance(reason, str)}
 
 
 def read_uptime(root: HostRoot) -> float | Unknown:
@@ -133,6 +203,7 @@ def since_boot(snap: Snapshot, top: int = TOP_IO) -> Rates | Unknown:
     out.top_io = snap.proc_io if not known(snap.proc_io) else Unknown("rates need two samples")
     out.since_boot = True
     out.wall_known = snap.wall_known
+    out.timed_out = dict(snap.timed_out)
     return out
 
 
@@ -157,7 +228,7 @@ def _rates(prev: Snapshot, cur: Snapshot, interval: float, top: int) -> Rates:
         io = cur.proc_io if not known(cur.proc_io) else prev.proc_io
     return Rates(interval=interval, wall=cur.wall, disks=disks, disk_changes=changes, nics=nics,
                  cpu=cpu, load=cur.load, dstate=cur.dstate, top_io=io,
-                 findings=list(cur.findings))
+                 findings=list(cur.findings), timed_out=dict(cur.timed_out))
 
 
 def _zero_disks(disks):

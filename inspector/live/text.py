@@ -80,7 +80,17 @@ def format_block(r: Rates, show_idle: bool = False, width: int | None = None) ->
     lines += _io_lines(r)
     for f in r.findings:
         lines += _wrap(f"{f.level.label.upper()} {f.subject}: {f.message}", width)
+    lines += _timeout_lines(r.timed_out, width)
     return "\n".join(lines) + "\n"
+
+
+def _timeout_lines(timed_out: dict[str, str], width: int | None) -> list[str]:
+    """Sources that did not answer (a hung FUSE or NFS mount, lxcfs): named, so a panel
+    missing from the block is not mistaken for an idle host."""
+    lines: list[str] = []
+    for source, reason in timed_out.items():
+        lines += _wrap(f"not answering: {source} ({reason})", width)
+    return lines
 
 
 def _cpu_lines(r: Rates) -> list[str]:
@@ -216,5 +226,6 @@ def format_single(snap: Snapshot, since: Rates | Unknown, width: int | None = No
         if known(dstate):
             lines += [f"in D state: {d.comm} (pid {d.pid}, wchan "
                       f"{d.wchan if known(d.wchan) else '?'})" for d in dstate]
+        lines += _timeout_lines(snap.timed_out, width)
         return "\n".join(lines) + "\n"
     return "\n".join(_wrap(note, width)) + "\n" + format_block(since, width=width)
