@@ -90,92 +90,175 @@ def nic_items(section: Any) -> tuple[list[Any], str | None]:
     return [], "no network interfaces visible in this root"
 
 
-# what an operator scans first; other fields are in the detail pane
-NIC_COLUMNS = ("name", "kind", "driver", "mtu", "tx_queue_len", "operstate", "speed_mbps",
-               "carrier")
+NIC_COLUMNS = (("NIC", "name"), ("KIND", "kind"), ("STATE", "state"), ("rx B/s", "rx"),
+               ("tx B/s", "tx"), ("rx/tx trend", "trend"), ("err+drop/s", "err"),
+               ("MTU", "mtu"), ("DRIVER", "driver"), ("offloads", "offloads"))
+NIC_LIVE = ("state", "rx", "tx", "trend", "err")
+WIDE_NET = 110      # columns from which KIND and the trend column show
 
 
 class NetScreen(SectionScreen):
+    """One table, one row per NIC: link state (STALLED when the receive path froze), live
+    rx/tx with a sparkline, errors and drops per second, MTU, driver and the main offloads;
+    the first physical NIC that is up is selected. Below: the selected NIC's findings, link,
+    queues, its rx/tx and error charts, every offload under `ethtool -k`'s names and the Xen
+    advice where it applies; then the network sysctls."""
     MODE = "net"
     SECTION = "net"
     TITLE = "Network"
+    AUTO_FOCUS = "#nic-table"
 
     def compose_body(self) -> ComposeResult:
-        table = DataTable(id="nic-table", cursor_type="row")
-        yield table
-        with Horizontal(id="nic-charts"):
-            yield LiveChart("rx/tx", series=("rx", "tx"), unit="B/s", id="nic-rate-chart",
-                            placeholder="no live data")
-            yield LiveChart("errors+drops /s", series=("errors", "drops"), id="nic-err-chart",
-                            placeholder="no live data")
+        yield DataTable(id="nic-table", cursor_type="row", zebra_stripes=False)
+        yield Static(Text("offloads: tso gso gro lro, UPPER CASE on, lower case off  "
+                          "(the detail lists every one as ethtool -k does)", style="grey62",
+                          no_wrap=True, overflow="ellipsis"), id="nic-note", classes="line")
         with VerticalScroll(id="net-pane"):
             yield Static(id="nic-detail")
+            with Horizontal(id="nic-charts"):
+                yield LiveChart("rx/tx", series=("rx", "tx"), unit="B/s", id="nic-rate-chart",
+                                placeholder="no live data")
+                yield LiveChart("errors+drops /s", series=("errors+drops",),
+                                id="nic-err-chart", placeholder="no live data")
+            yield Static(id="nic-offloads")
             yield Static(id="net-body")
 
     def on_mount(self) -> None:
         self._nics: list[Any] = []
         self._selected = ""
-        self._columns: list[str] = []
         self._table_key = None
+        self._live_cells: dict[str, tuple] = {}
+        self._wide = False
+        self._trend_w = 0
         super().on_mount()
 
     def show_report(self, report: Report | None) -> None:
         section = self._section(report)
         table = self.query_one("#nic-table", DataTable)
-        state = section_state(section, "network") if report else "collecting..."
+        error = getattr(self.app, "collect_error", None)
+        state = section_state(section, "network") if report else (error or "collecting...")
         nics, why_none = ([], state) if state else nic_items(section)
         findings = report.findings if report else []
-        key = (id(section), len(findings))
+        width = self.size.width or self.app.size.width
+        key = (id(report), width, getattr(self.app, "live_sample", None) is not None, state)
         if key != self._table_key:
             self._table_key = key
             self._nics = nics
-            table.clear(columns=True)
-            if not nics:
-                table.add_column("network interfaces")
-                table.add_row(Text(why_none or "no network interfaces visible in this root",
-                                   style="yellow"))
-            else:
-                available = [n for n, v in scalar_fields(nics[0])
-                             if not isinstance(v, (list, tuple, dict))]
-                preferred = [c for c in NIC_COLUMNS if c in available]
-                cols = (preferred or available)[:7]
-                self._columns = cols
-                table.add_column("")
-                for c in cols:
-                    table.add_column(c.replace("_", " "))
-                for nic in nics:
-                    label = label_of(nic)
-                    level = worst_level(findings_for(findings, label))
-                    table.add_row(badge(level), *[fmt_value(getattr(nic, c, None), 24) for c in cols],
-                                  key=label)
-                if not self._selected:
-                    self._selected = label_of(nics[0])
+            self._build_table(table, nics, findings, why_none, width)
         self._show_nic(findings)
-        self.query_one("#net-body", Static).update(self._body(report))
+        body = self.query_one("#net-body", Static)
+        if report is None or state:
+            body.update(Text(state or "collecting...", style="yellow"))
+        else:
+            from inspector.render.net import sysctl_table
+            body.update(sysctl_table(section))
+
+    def _columns(self) -> list[str]:
+        return [key for _, key in NIC_COLUMNS
+                if (key not in ("kind", "trend") or self._wide) and (key != "trend" or self._trend_w)]
+
+    def _build_table(self, table: DataTable, nics: list[Any], findings, why_none, width) -> None:
+        from inspector.tui.net_rows import default_nic, offloads_text
+        table.clear(columns=True)
+        self._live_cells = {}
+        if not nics:
+            table.add_column("network interfaces")
+            table.add_row(Text(why_none or "no network interfaces visible in this root",
+                               style="yellow"))
+            return
+        self._wide = width >= WIDE_NET
+        name_w = min(16, max(3, max(len(n.name) for n in nics)))
+        kind_w = min(14, max(4, max(len(n.kind) for n in nics)))
+        driver_w = min(14 if self._wide else 8,
+                       max(6, max(len(n.driver) if isinstance(n.driver, str) else 1 for n in nics)))
+        widths = {"name": name_w, "kind": kind_w, "state": 10, "rx": 6, "tx": 6, "err": 10,
+                  "mtu": 5, "driver": driver_w, "offloads": 15}
+        used = sum(w + 2 for k, w in widths.items() if k != "kind" or self._wide)
+        self._trend_w = min(50, width - used - 4) if self._wide and width - used - 4 >= 12 else 0
+        widths["trend"] = self._trend_w
+        for label, key in NIC_COLUMNS:
+            if key in self._columns():
+                table.add_column(label, width=widths[key], key=key)
+        view = getattr(self.app, "live_sample", None)
+        rates = {n.name: n for n in view.nics} if view is not None else {}
+        for nic in nics:
+            level = worst_level(findings_for(findings, nic.name))
+            name = Text(nic.name, style="bold")
+            if level is not None and level.label != "ok":
+                name.stylize(LEVEL_TEXT_STYLE[level.label])
+            driver = nic.driver if isinstance(nic.driver, str) else "-"
+            live = self._live_values(nic, rates)
+            self._live_cells[nic.name] = live
+            cells = {"name": name, "kind": Text(nic.kind[:kind_w]),
+                     "mtu": Text(str(nic.mtu) if isinstance(nic.mtu, int) else "?",
+                                 justify="right"),
+                     "driver": Text(driver[:driver_w]), "offloads": offloads_text(nic),
+                     **dict(zip(self._live_keys(), live))}
+            table.add_row(*[cells[key] for key in self._columns()], key=nic.name)
+        if not self._selected or self._selected not in {n.name for n in nics}:
+            self._selected = default_nic(nics) or ""
+        index = next((i for i, n in enumerate(nics) if n.name == self._selected), 0)
+        table.move_cursor(row=index)
+
+    def _live_keys(self) -> list[str]:
+        return [k for k in NIC_LIVE if k != "trend" or self._trend_w]
+
+    def _live_values(self, nic: Any, rates: dict) -> tuple:
+        from inspector.tui.net_rows import state_text
+        from inspector.tui.units import per_s
+        from inspector.widgets.chart import compact_number
+        from inspector.widgets.spark import sparkline
+        n = rates.get(nic.name)
+        if n is None:
+            blank = Text("-", style="grey50", justify="right")
+            return tuple(state_text(nic) if k == "state" else blank for k in self._live_keys())
+        state = Text("STALLED", style="bold white on red") if n.stalled else state_text(nic)
+        cells = [state, Text(compact_number(n.rx_bps or 0.0), justify="right"),
+                 Text(compact_number(n.tx_bps or 0.0), justify="right")]
+        if self._trend_w:
+            half = max(1, (self._trend_w - 1) // 2)
+            trend = Text(sparkline(self.app.trends.get(f"nic.{nic.name}.rx"), half), style="green")
+            trend.append(" ").append(sparkline(self.app.trends.get(f"nic.{nic.name}.tx"), half),
+                                     style="cyan")
+            cells.append(trend)
+        bad = (n.errors_s or 0.0) + (n.drops_s or 0.0)
+        cells.append(Text(per_s(bad), justify="right", style="bold yellow" if bad else ""))
+        return tuple(cells)
 
     def _show_nic(self, findings) -> None:
+        from inspector.tui.net_rows import nic_detail
         nic = next((n for n in self._nics if label_of(n) == self._selected), None)
         detail = self.query_one("#nic-detail", Static)
+        offloads = self.query_one("#nic-offloads", Static)
         if nic is None:
             detail.update("")
+            offloads.update("")
             return
-        rows = Table(box=None, show_header=False, expand=True)
-        rows.add_column(style="bold cyan", no_wrap=True)
-        rows.add_column()
-        for name, value in scalar_fields(nic):
-            rows.add_row(name.replace("_", " "), fmt_value(value))
-        alerts = [Text().append_text(badge(f.level)).append(f" {f.message}")
-                  for f in findings_for(findings, self._selected)]
-        detail.update(Group(Text(self._selected, style="bold cyan"), rows, *alerts))
+        parts = nic_detail(nic, findings)
+        detail.update(Group(*parts[:-2]))       # the charts come before the long offload list
+        offloads.update(Group(*parts[-2:]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is not None and event.row_key.value:
             if event.row_key.value != self._selected:
                 self._selected = event.row_key.value
-                for chart in self.query(LiveChart):
-                    chart.clear()
                 report = getattr(self.app, "report", None)
                 self._show_nic(report.findings if report else [])
+                self._refill_charts()
+
+    def _refill_charts(self) -> None:
+        trends = self.app.trends
+        rx, tx = trends.get(f"nic.{self._selected}.rx"), trends.get(f"nic.{self._selected}.tx")
+        rate_chart = self.query_one("#nic-rate-chart", LiveChart)
+        rate_chart.clear()
+        rate_chart.extend(zip(rx, tx))
+        err_chart = self.query_one("#nic-err-chart", LiveChart)
+        err_chart.clear()
+        err_chart.extend((v,) for v in trends.get(f"nic.{self._selected}.errors"))
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self._refill_charts()
 
     def show_live(self, sample, error) -> None:
         rate_chart = self.query_one("#nic-rate-chart", LiveChart)
@@ -185,14 +268,29 @@ class NetScreen(SectionScreen):
             rate_chart.set_placeholder(reason)
             err_chart.set_placeholder(reason)
             return
-        nic = next((n for n in sample.nics if n.name == self._selected), None)
+        rates = {n.name: n for n in sample.nics}
+        if self._nics and self._live_cells:
+            table = self.query_one("#nic-table", DataTable)
+            keys = self._live_keys()
+            with self.app.batch_update():
+                for nic in self._nics:
+                    live = self._live_values(nic, rates)
+                    old = self._live_cells.get(nic.name)
+                    self._live_cells[nic.name] = live
+                    for col, new, prev in zip(keys, live, old or (None,) * len(keys)):
+                        if prev is None or prev.plain != new.plain or prev.style != new.style:
+                            table.update_cell(nic.name, col, new)
+        nic = rates.get(self._selected)
         if nic is None:
             rate_chart.set_placeholder(f"no live figures for {self._selected or 'any NIC'}")
             return
         rate_chart.border_title = f"{nic.name} rx {rate(nic.rx_bps)} tx {rate(nic.tx_bps)}" + \
             ("  STALLED" if nic.stalled else "")
         rate_chart.push(nic.rx_bps, nic.tx_bps)
-        err_chart.push(nic.errors_s, nic.drops_s)
+        err_chart.push((nic.errors_s or 0.0) + (nic.drops_s or 0.0))
+
+
+LEVEL_TEXT_STYLE = {"crit": "bold red", "warn": "bold yellow", "unknown": "magenta"}
 
 
 class DnsScreen(SectionScreen):
