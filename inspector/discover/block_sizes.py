@@ -7,7 +7,8 @@ keeps what `blockdev --report` printed (read-only flag, start sector and size in
 /dev node). The block collector asks here, on a root that is not the live host, for what
 sysfs does not have. Sizes: `blockdev --report`'s bytes, else /proc/partitions' KiB x 1024
 (exact for every device of whole KiB: partitions are aligned, disks are sized in 4 KiB units
-almost always); a device in /sys/block but not in /proc/partitions has no capacity.
+almost always); a device in /sys/block but not in /proc/partitions has no capacity. The
+devices a device-mapper device is built on (sysfs `slaves`): `dmsetup ls --tree`.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from inspector.discover.block import BlockDevice
+from inspector.discover.dmsetup_text import parse_tree
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
 
@@ -100,6 +102,21 @@ class PartitionTables:
                 dev.read_only = entry.read_only
             if dev.parent is not None:
                 self._place_partition(dev, entry)
+        self._dm_slaves(devices)
+
+    def _dm_slaves(self, devices: dict[str, BlockDevice]) -> None:
+        lacking = [d for d in devices.values() if d.family == "dm" and d.parent is None
+                   and not d.slaves and not self.root.exists(f"sys/block/{d.name}/slaves")]
+        if not lacking:
+            return
+        result = self.root.run(["dmsetup", "ls", "--tree"])
+        if not result.ok:
+            return
+        tree = parse_tree(result.stdout)
+        by_devno = {d.maj_min: n for n, d in devices.items() if isinstance(d.maj_min, str)}
+        for dev in lacking:
+            below = tree.get(dev.maj_min, []) if isinstance(dev.maj_min, str) else []
+            dev.slaves = [by_devno[n] for n in below if n in by_devno]
 
     @staticmethod
     def _place_partition(dev: BlockDevice, entry: _Entry) -> None:

@@ -79,6 +79,15 @@ def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) ->
     suspended = root.try_int(f"{base}/suspended")
     if known(suspended):
         suspended = bool(suspended) if suspended in (0, 1) else Unknown(f"unexpected value {suspended} in /{base}/suspended")
-    return DmDevice(name=name, dm_name=root.try_line(f"{base}/name"), uuid=uuid, kind=kind,
+    dm_name = root.try_line(f"{base}/name")
+    if not root.live and isinstance(dm_name, Unknown) and dm_name.reason == "not present":
+        # no dm/ in this root's sysfs (a sosreport): what `dmsetup info -c` printed
+        from inspector.discover.dmsetup_text import dm_info
+        info = dm_info(root, name)
+        dm_name = info.name if not isinstance(info, Unknown) else info
+        if not isinstance(info, Unknown):
+            uuid, suspended = info.uuid, info.suspended
+            kind, detail = kind_from_uuid(uuid)
+    return DmDevice(name=name, dm_name=dm_name, uuid=uuid, kind=kind,
                     detail=detail, suspended=suspended, slaves=list(slaves),
                     striping=striping_from_limits(queue))

@@ -235,6 +235,11 @@ def test_old_sos_layout_degrades_to_unknown(tmp_path):
     assert devices["sda"]["size_bytes"] == 500107862016 and devices["sda"]["maj_min"] == "8:0"
     assert devices["sda"]["partitions"] == ["sda1", "sda2"]
     assert devices["sda1"]["size_bytes"] == 1073741824
+    # no dm/ in sysfs: dmsetup info -c names it, dmsetup ls --tree puts it on sda2
+    dm0 = doc["sections"]["storage"]["dm"]["dm-0"]
+    assert (dm0["dm_name"], dm0["kind"], dm0["slaves"]) == ("vg0-root", "lvm", ["sda2"])
+    assert devices["sda2"]["holders"] == ["dm-0"] and "dm-0" not in doc["sections"]["storage"]["roots"]
+    assert [m["mountpoint"] for m in devices["dm-0"]["mounts"]] == ["/"]
     assert doc["sections"]["dns"]["config"]["nameservers"] == ["10.0.0.2", "10.0.0.3"]
 
 

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 from hypothesis import given, settings, strategies as st
 
+from inspector.discover.dmsetup_text import parse_info_columns, parse_tree
 from inspector.discover.ethtool_text import (LegacyFormat, duplex, feature_rows, key_values,
                                              speed_mbps)
 from inspector.discover.ip_link import parse_ip_link
@@ -108,6 +109,8 @@ def test_parsers_never_raise_on_arbitrary_text(text):
     parse_uname_a(text)
     parse_environment(text)
     parse_udev_db(text)
+    parse_info_columns(text)
+    parse_tree(text)
     _parse_date_utc(text)
     try:
         rows = feature_rows(text)
@@ -167,3 +170,24 @@ def test_udev_db_records_of_block_devices():
                          "DEVTYPE": "disk", "ID_MODEL": "ST1000DM010-2EP102",
                          "ID_SERIAL_SHORT": "Z9A1B2C3"}
     assert db["dm-0"] == {"DM_NAME": "vg0-root", "DM_UUID": "LVM-abc"}
+
+
+def test_dmsetup_info_columns():
+    text = ("Name              Maj Min Stat Open Targ Event  UUID\n"
+            "vg0-root          253   0 L--w    1    1      0 LVM-Hq5fJ0x9ZsE3bXwY1uPq2\n"
+            "luks-3f2a         253   2 L-sw    0    1      0 CRYPT-LUKS2-3f2a0c-luks-3f2a\n"
+            "bare              253   7 L--r    0    1      0\n")
+    info = parse_info_columns(text)
+    assert info["dm-0"].name == "vg0-root" and info["dm-0"].uuid.startswith("LVM-")
+    assert info["dm-2"].suspended and not info["dm-0"].suspended
+    assert info["dm-7"].uuid is None
+    assert parse_info_columns("No devices found\n") == {}
+
+
+def test_dmsetup_tree_unicode_and_ascii():
+    unicode_tree = ("vg0-data (253:3)\n \u2514\u2500luks-x (253:2)\n    \u251c\u2500 (8:3)\n"
+                    "    \u2514\u2500 (8:4)\nvg0-root (253:0)\n \u2514\u2500 (8:2)\n")
+    assert parse_tree(unicode_tree) == {"253:3": ["253:2"], "253:2": ["8:3", "8:4"],
+                                        "253:0": ["8:2"]}
+    assert parse_tree("mpatha (253:1)\n |- (8:16)\n `- (8:32)\n") == {"253:1": ["8:16", "8:32"]}
+    assert parse_tree("No devices found\n") == {}
