@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from inspector.commands.common import Duration, add_root_argument, root_from_args
 
@@ -23,7 +25,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def no_terminal_reason() -> str | None:
+    """Why the TUI cannot run here, or None: its frames would land in a pipe or a file
+    (`inspector | less`, cron, ssh host inspector > out), or the terminal cannot draw them."""
+    if not sys.stdout.isatty():
+        return "stdout is not a terminal"
+    if os.environ.get("TERM", "") == "dumb":
+        return "TERM=dumb"
+    return None
+
+
+def print_report(args: argparse.Namespace, why: str) -> int:
+    print(f"inspector: {why}: printing the report instead of the TUI "
+          "(`inspector report` says the same; `inspector report --json` for scripts)",
+          file=sys.stderr)
+    from inspector.commands import report
+    return report.run(argparse.Namespace(root=getattr(args, "root", None), json=False,
+                                         schema=False, section=None, diagnose=False,
+                                         timeout=15.0))
+
+
 def run(args: argparse.Namespace) -> int:
+    why = no_terminal_reason()
+    if why is not None:
+        return print_report(args, why)
     from inspector.tui.lifecycle import limit_malloc_arenas
     limit_malloc_arenas()   # before any thread exists
     root = root_from_args(args)
