@@ -7,10 +7,12 @@ the hour-of-day table is in the host's local time ("slow every night from 3 to 8
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -54,6 +56,14 @@ class HistoryError(Exception):
     pass
 
 
+class NoHistory(HistoryError):
+    """Reading a database that does not exist (yet): nothing was recorded."""
+
+
+class HistoryWriteError(HistoryError):
+    """A sample could not be stored (disk full, I/O error): it is lost, the database is not."""
+
+
 def default_db_path() -> str:
     """/var/lib/inspector when root, else the user's XDG data directory."""
     if os.geteuid() == 0:
@@ -93,61 +103,125 @@ _RUN_COLUMNS = ("ts", "tz_offset_s", "host", "probe", "target", "source", "reque
                 "lat_mdev_us", "lat_p99_us", "error", "detail")
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_TABLES = {"meta", "probe_runs", "checks"}     # what makes an SQLite file an Inspector history
+
+
 class HistoryDB:
-    def __init__(self, path: str, create: bool = True):
+    """The history database at `path`: for writing (`create`, the recorder and imports) or for
+    reading only (`history`, the TUI's chart), which never writes, creates a schema, switches
+    the journal mode, or creates -wal/-shm files beside a database that has none.
+
+    Only a regular file or a new path (in an existing directory; `make_dirs` creates the
+    default one) is opened: `--db /dev/sda`, a symlink to a device, a FIFO is refused before
+    SQLite sees it (SQLite would write its header over the device). An existing file must be an
+    Inspector history (an empty file counts as new); any other SQLite file is left untouched.
+    The file is opened and checked here (O_NOFOLLOW, fstat) and must still be that file once
+    SQLite has opened its path."""
+
+    def __init__(self, path: str, create: bool = True, make_dirs: bool = False):
         self.path = path
-        if not create and not os.path.exists(path):
-            raise HistoryError(f"{path}: no such history database")
-        if create:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self.read_only = False
+        self.read_only = not create
         self.note = ""        # said to the reader when opened read-only
+        self.missing = False  # see empty()
+        self.conn: sqlite3.Connection | None = None
+        real, exists = _vet_path(path, create, make_dirs)
+        fd = _create_new(path, real) if not exists else _open_checked(path, real)
         try:
-            self.conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+            header = os.pread(fd, 100, 0)
+            if header and not header.startswith(SQLITE_MAGIC):
+                raise HistoryError(f"{path}: not a usable history database: not an SQLite file "
+                                   "(left untouched)")
+            if not create and not header:
+                self.conn = _empty_history()          # an empty file: nothing recorded
+                return
+            if header:
+                # a foreign database is refused before anything could write to it
+                self._read_only_connection(real, fd, wal=header[18:20] == b"\x02\x02")
+                if create:
+                    self.conn.close()
+            if create:
+                self._writable_connection(real, fd)
+        except sqlite3.DatabaseError as exc:
+            self.close()          # no open file left behind (a mount stays unmountable)
+            raise HistoryError(f"{path}: not a usable history database: {exc}") from None
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def empty(cls, path: str) -> "HistoryDB":
+        """What reading a database that does not exist yet gives: no runs, no checks."""
+        db = cls.__new__(cls)
+        db.path, db.read_only, db.note, db.missing = path, True, "", True
+        db.conn = _empty_history()
+        return db
+
+    def _writable_connection(self, real: str, fd: int) -> None:
+        self.read_only = False
+        # mode=rw: SQLite never creates the file (we did, or checked the one there)
+        self.conn = sqlite3.connect(f"{_uri(real)}?mode=rw", uri=True, timeout=10,
+                                    isolation_level=None)
+        _still_same_file(self.path, real, fd)
+        try:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: durable at checkpoint, never corrupt
             self.conn.execute("PRAGMA busy_timeout=10000")
             self.conn.executescript(_SCHEMA)
             self._check_version()
             self._ensure_unique_runs()
-        except sqlite3.DatabaseError as exc:
-            # Reading needs no write access: a database on a read-only mount, or the root
-            # recorder's file read by an operator who cannot create its -shm file beside it.
-            if create or not self._open_read_only(path):
-                self.close()          # no open file left behind (a mount stays unmountable)
-                raise HistoryError(f"{path}: not a usable history database: {exc}") from None
+        except sqlite3.OperationalError as exc:   # a full disk, a read-only mount, a lock
+            raise HistoryError(f"{self.path}: cannot open for writing: {exc}"
+                               f"{_no_space_hint(real)}") from None
 
-    def _open_read_only(self, path: str) -> bool:
-        from urllib.parse import quote
-        uri = "file:" + quote(os.path.abspath(path))
-        for query, note in (("mode=ro", ""),
-                            ("immutable=1", "opened read-only without its write-ahead log "
+    def _read_only_connection(self, real: str, fd: int, wal: bool) -> None:
+        """Open read-only and check it is an Inspector history (HistoryError if not).
+
+        A WAL database without a -wal file holds everything in the main file: opened as
+        immutable, since even mode=ro would create -wal and -shm files beside it. With a -wal
+        (a recorder is running, or was killed) mode=ro reads it; when the -shm cannot be
+        created (a read-only mount, another user's directory) immutable is the fallback,
+        without the samples still in the -wal."""
+        uri = _uri(real)
+        attempts = [("mode=ro", "")]
+        try:
+            wal_size: int | None = os.path.getsize(real + "-wal")
+        except OSError:
+            wal_size = None
+        if wal and wal_size is None:
+            attempts = [("immutable=1", "")]
+        elif wal:
+            attempts.append(("immutable=1", "opened read-only without its write-ahead log "
                                             "(no write access beside it): the latest samples "
-                                            "may be missing")):
+                                            "may be missing" if wal_size else ""))
+        failure: sqlite3.DatabaseError | None = None
+        for query, note in attempts:
             try:
                 conn = sqlite3.connect(f"{uri}?{query}", uri=True, timeout=10,
                                        isolation_level=None)
-            except sqlite3.DatabaseError:
+            except sqlite3.DatabaseError as exc:
+                failure = exc
                 continue
+            self.conn = conn
+            _still_same_file(self.path, real, fd)
             try:
-                conn.execute("SELECT COUNT(*) FROM probe_runs").fetchone()
-                conn.execute("SELECT COUNT(*) FROM checks").fetchone()
-            except sqlite3.DatabaseError:
+                tables = {name for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'")}
+            except sqlite3.DatabaseError as exc:
                 conn.close()
+                self.conn, failure = None, exc
                 continue
-            try:
-                self.conn.close()
-            except (AttributeError, sqlite3.Error):
-                pass
-            try:
-                wal_pending = os.path.getsize(path + "-wal") > 0
-            except OSError:
-                wal_pending = False
-            self.conn, self.read_only = conn, True
-            self.note = note if wal_pending else ""
+            if not _TABLES <= tables:
+                found = ", ".join(sorted(tables)[:5]) or "none"
+                raise HistoryError(f"{self.path}: not a usable history database: an SQLite "
+                                   f"database of something else (tables: {found}); left "
+                                   "untouched")
+            self.read_only, self.note = True, note
             self._check_version()
-            return True
-        return False
+            return
+        raise failure or sqlite3.DatabaseError("cannot open")
 
     def _check_version(self) -> None:
         row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -156,6 +230,9 @@ class HistoryDB:
         if row is None:
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
+        elif not str(row[0]).isdigit():
+            raise HistoryError(f"{self.path}: schema version {str(row[0])[:20]!r} is not one an "
+                               "Inspector history has")
         elif int(row[0]) > SCHEMA_VERSION:
             raise HistoryError(f"{self.path}: written by a newer Inspector (schema {row[0]} > "
                                f"{SCHEMA_VERSION}); upgrade to read it")
@@ -191,11 +268,12 @@ class HistoryDB:
 
     def record_sample(self, runs: list[ProbeRun],
                       check: tuple[float, str, list[dict], str | None] | None) -> int:
-        """One recorder tick: all of it lands, or none of it. Returns the number of new runs."""
+        """One recorder tick: all of it lands, or none of it (HistoryWriteError: a full disk,
+        an I/O error; the samples committed before are intact). Returns the new runs."""
         rows = [tuple(json.dumps(r.detail, sort_keys=True) if c == "detail" else getattr(r, c)
                       for c in _RUN_COLUMNS) for r in runs]
         added = 0
-        with self._transaction():
+        with self._writing("sample not stored"), self._transaction():
             if rows:
                 before = self.conn.total_changes
                 self.conn.executemany(
@@ -210,7 +288,7 @@ class HistoryDB:
         return added
 
     def prune(self, older_than_ts: float) -> int:
-        with self._transaction():
+        with self._writing("old rows not pruned"), self._transaction():
             n = self.conn.execute("DELETE FROM probe_runs WHERE ts < ?", (older_than_ts,)).rowcount
             n += self.conn.execute("DELETE FROM checks WHERE ts < ?", (older_than_ts,)).rowcount
         return n
@@ -223,10 +301,32 @@ class HistoryDB:
             self.conn.execute("BEGIN IMMEDIATE")
 
         def __exit__(self, exc_type, *_):
-            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+            if exc_type is None:
+                try:
+                    self.conn.execute("COMMIT")
+                    return
+                except sqlite3.Error:
+                    self._rollback()
+                    raise
+            self._rollback()
+
+        def _rollback(self) -> None:
+            # SQLite may have rolled back already (SQLITE_FULL during COMMIT): a second
+            # ROLLBACK would fail and hide why
+            if self.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
 
     def _transaction(self) -> "_Tx":
         return HistoryDB._Tx(self.conn)
+
+    @contextlib.contextmanager
+    def _writing(self, what: str):
+        """sqlite3 errors of a write as HistoryWriteError: one line naming the database."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise HistoryWriteError(f"{self.path}: {what}: {exc}") from None
 
     # ------------------------------------------------------------------ reads
     def targets(self) -> list[tuple[str, str, int]]:
@@ -250,6 +350,103 @@ class HistoryDB:
                  "findings": json.loads(f)}
                 for ts, tz, host, worst, f in self.conn.execute(
                     "SELECT ts, tz_offset_s, host, worst, findings FROM checks ORDER BY ts")]
+
+
+def _uri(path: str) -> str:
+    from urllib.parse import quote
+    return "file:" + quote(path)
+
+
+def _vet_path(path: str, create: bool, make_dirs: bool) -> tuple[str, bool]:
+    """The real path to open (symlinks resolved) and whether it exists; HistoryError for
+    anything but a regular file or a new path, NoHistory for reading a missing one."""
+    from inspector.atomic_write import file_kind
+    real = os.path.realpath(path)
+    via = f" ({real})" if real != os.path.abspath(path) else ""
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        if not create:
+            raise NoHistory(f"{path}: no such history database") from None
+        directory = os.path.dirname(real)
+        if not os.path.isdir(directory):
+            if not make_dirs:
+                raise HistoryError(f"{path}: no such directory {directory}") from None
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as exc:
+                raise HistoryError(f"{path}: cannot create {directory}: "
+                                   f"{exc.strerror or exc}") from None
+        return real, False
+    except OSError as exc:
+        raise HistoryError(f"{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise HistoryError(f"{path}{via} is {file_kind(st.st_mode)}, not a history database: "
+                           "refusing to open it")
+    for suffix in ("-wal", "-shm", "-journal"):     # SQLite opens these by name too
+        try:
+            side = os.lstat(real + suffix)
+        except OSError:
+            continue
+        if not stat.S_ISREG(side.st_mode):
+            raise HistoryError(f"{real}{suffix} is {file_kind(side.st_mode)}: refusing to open "
+                               "the history database beside it")
+    return real, True
+
+
+def _open_checked(path: str, real: str) -> int:
+    """A descriptor on the regular file at `real` (never through a symlink, never blocking on
+    a FIFO put there since the check); HistoryError otherwise."""
+    from inspector.atomic_write import file_kind
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise HistoryError(f"{path}: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise HistoryError(f"{path} is {file_kind(mode)}, not a history database: refusing "
+                           "to open it")
+    return fd
+
+
+def _create_new(path: str, real: str) -> int:
+    """Create the database file ourselves: O_EXCL|O_NOFOLLOW, so a link or a node that
+    appeared at the path since it was checked is never opened."""
+    try:
+        return os.open(real, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o644)
+    except FileExistsError:
+        raise HistoryError(f"{path}: appeared while it was being created; not opened") from None
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot create: {exc.strerror or exc}") from None
+
+
+def _still_same_file(path: str, real: str, fd: int) -> None:
+    """After SQLite opened `real` by name: it must still be the file checked through `fd`
+    (a swap in between would have SQLite write elsewhere)."""
+    try:
+        now = os.stat(real)
+    except OSError as exc:
+        raise HistoryError(f"{path}: {exc.strerror or exc} while opening") from None
+    then = os.fstat(fd)
+    if (now.st_dev, now.st_ino) != (then.st_dev, then.st_ino):
+        raise HistoryError(f"{path}: replaced while it was being opened; not used")
+
+
+def _no_space_hint(path: str) -> str:
+    try:
+        full = os.statvfs(os.path.dirname(path)).f_bavail == 0
+    except OSError:
+        return ""
+    return " (no space left on its filesystem)" if full else ""
+
+
+def _empty_history() -> sqlite3.Connection:
+    """An empty history in memory: what reading a database with nothing recorded returns."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.executescript(_SCHEMA)
+    return conn
 
 
 @dataclass

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import socket
-import stat
-import sys
 import time
 from typing import Any
 
-from inspector.atomic_write import file_kind, write_atomic
+from inspector.atomic_write import write_atomic
+from inspector.input_files import InputError, read_input
 from inspector.model import SCHEMA_VERSION, Level, Report, to_jsonable
 
 SNAPSHOT_KIND = "inspector-snapshot"
@@ -30,7 +28,7 @@ READABLE_VERSIONS = {1}
 # A snapshot of a host with thousands of devices is a few MB (a small VM's: 73 KB, 453 objects,
 # 8 levels deep); the bounds below leave room for that and stop a file built to exhaust memory.
 MAX_SNAPSHOT_BYTES = 64 << 20
-MAX_CONTAINERS = 2_000_000     # objects and arrays: each costs Python ~60 bytes or more
+MAX_CONTAINERS = 1_000_000     # objects and arrays: ~60 bytes or more each, walked by diff
 MAX_DEPTH = 64                 # diff walks the tree recursively
 LATEST_TIME = 253402300799     # 9999-12-31T23:59:59Z: what time.gmtime and strftime take
 
@@ -66,7 +64,10 @@ def write_snapshot(doc: dict, path: str) -> None:
 
 def read_snapshot(path: str) -> dict:
     """The snapshot in `path` ("-": stdin), checked; SnapshotError with one line otherwise."""
-    raw = _read_bounded(path)
+    try:
+        raw = read_input(path, MAX_SNAPSHOT_BYTES, "snapshot")
+    except InputError as exc:
+        raise SnapshotError(str(exc)) from None
     if not raw.strip():
         raise SnapshotError(f"{path}: empty file, not a snapshot")
     containers = raw.count(b"{") + raw.count(b"[")     # an upper bound (strings hold some)
@@ -101,33 +102,6 @@ def read_snapshot(path: str) -> dict:
     if problem:
         raise SnapshotError(f"{path}: not a usable snapshot: {problem} (edited by hand?)")
     return doc
-
-
-def _read_bounded(path: str) -> bytes:
-    """At most MAX_SNAPSHOT_BYTES of a regular file (or stdin): /dev/zero, a FIFO nobody
-    writes to or a 5 GB file is refused, not read."""
-    if path == "-":
-        raw = sys.stdin.buffer.read(MAX_SNAPSHOT_BYTES + 1)
-    else:
-        try:
-            # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
-            raise SnapshotError(f"{path}: {exc.strerror or exc}") from None
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise SnapshotError(f"{path}: {file_kind(st.st_mode)}, not a snapshot file")
-            if st.st_size > MAX_SNAPSHOT_BYTES:
-                raise SnapshotError(f"{path}: {st.st_size} bytes, over the "
-                                    f"{MAX_SNAPSHOT_BYTES >> 20} MiB a snapshot can be")
-            try:
-                raw = f.read(MAX_SNAPSHOT_BYTES + 1)      # it may have grown since fstat
-            except OSError as exc:
-                raise SnapshotError(f"{path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_SNAPSHOT_BYTES:
-        raise SnapshotError(f"{path}: over the {MAX_SNAPSHOT_BYTES >> 20} MiB a snapshot can be")
-    return raw
 
 
 class _NonFinite(ValueError):

@@ -8,9 +8,15 @@ import json
 import sys
 
 from inspector.commands.common import CliError, eprint
-from inspector.history import (CHECK_LEVELS, HistoryDB, HistoryError, ProbeRun, aggregate,
-                               aggregate_checks, default_db_path)
+from inspector.escapes import visible
+from inspector.history import (CHECK_LEVELS, HistoryDB, HistoryError, NoHistory, ProbeRun,
+                               aggregate, aggregate_checks, default_db_path)
+from inspector.input_files import InputError, read_input
 from inspector.ioping_log import parse_ioping_log
+
+
+# a year of ioping runs every 5 minutes logs about 50 MB
+MAX_LOG_BYTES = 256 << 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
     actions = p.add_subparsers(dest="history_action", metavar="ACTION")
     imp = actions.add_parser("import-ioping", help="import a log of periodic ioping runs")
-    imp.add_argument("log", metavar="LOG")
+    imp.add_argument("log", metavar="LOG",
+                     help=f"the log file (- reads stdin; at most {MAX_LOG_BYTES >> 20} MiB)")
     imp.add_argument("--target", help="target name to store (default: from the ioping header)")
     _db_arg(imp)
     imp.set_defaults(func=run_import)
@@ -33,12 +40,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", default=argparse.SUPPRESS,
-                   help=f"history database (default {default_db_path()})")
+                   help=f"history database, opened read-only (import: a regular file or a "
+                        f"new path; default {default_db_path()})")
 
 
 def _open(args: argparse.Namespace, create: bool) -> HistoryDB:
+    """Reading (create=False) opens read-only and never writes; a database not there yet
+    reads as nothing recorded. Writing creates the default database's directory only."""
+    given = getattr(args, "db", None)
     try:
-        db = HistoryDB(getattr(args, "db", None) or default_db_path(), create=create)
+        db = HistoryDB(given or default_db_path(), create=create, make_dirs=not given)
+    except NoHistory:
+        db = HistoryDB.empty(given or default_db_path())
     except (HistoryError, OSError) as exc:
         raise CliError(str(exc)) from None
     if db.note and not getattr(args, "_noted", False):
@@ -47,12 +60,16 @@ def _open(args: argparse.Namespace, create: bool) -> HistoryDB:
     return db
 
 
+def _missing(db: HistoryDB) -> str:
+    return (f" (no history database at {db.path} yet: `inspector record` creates it)"
+            if db.missing else "")
+
+
 def run_import(args: argparse.Namespace) -> int:
-    try:
-        with open(args.log, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError as exc:
-        raise CliError(f"{args.log}: {exc.strerror or exc}") from None
+    try:   # a regular file or stdin, bounded: LOG=/dev/zero must not fill the memory
+        text = read_input(args.log, MAX_LOG_BYTES, "ioping log").decode("utf-8", "replace")
+    except InputError as exc:
+        raise CliError(str(exc)) from None
     log = parse_ioping_log(text)
     runs = [ProbeRun(ts=r.timestamp, tz_offset_s=r.tz_offset_s, probe="io",
                      target=args.target or r.target or "unknown", source="import-ioping",
@@ -77,6 +94,7 @@ def run_checks(args: argparse.Namespace) -> int:
     with _open(args, create=False) as db:
         checks = db.checks()
     buckets = aggregate_checks(checks, args.by)
+    missing = _missing(db)
     if args.json:
         from inspector.model import to_jsonable
         json.dump({"by": args.by, "time_basis": TIME_BASIS, "checks": to_jsonable(buckets),
@@ -85,7 +103,7 @@ def run_checks(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0 if buckets else 1    # the document stays valid; the status says "nothing"
     if not buckets:
-        raise CliError("no recorded checks", status=1)
+        raise CliError("no recorded checks" + missing, status=1)
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -96,7 +114,8 @@ def run_checks(args: argparse.Namespace) -> int:
     table.add_column("most frequent findings (samples)")
     for b in buckets:
         table.add_row(b.key, str(b.samples), *(str(b.worst[level]) for level in CHECK_LEVELS),
-                      ", ".join(f"{f['code']} ({f['samples']})" for f in b.findings) or "-")
+                      visible(", ".join(f"{f['code']} ({f['samples']})" for f in b.findings))
+                      or "-")
     what = "hour of day, local time of each sample" if args.by == "hour" else \
         "day, local date of each sample"
     Console().print(Text(f"recorded checks: by {what}", style="bold"), table)
@@ -127,13 +146,15 @@ def run(args: argparse.Namespace) -> int:
     if not tables:
         with _open(args, create=False) as db:
             checks = len(db.checks())
-        hint = (f" ({checks} recorded checks: inspector history --checks)" if checks else "")
+        hint = (f" ({checks} recorded checks: inspector history --checks)" if checks
+                else _missing(db))
         raise CliError("no recorded runs" + (f" for {args.probe}" if args.probe else "") + hint,
                        status=1)
     from rich.console import Console
     console = Console()
     for name, buckets in tables.items():
-        console.print(render_buckets(name, buckets, args.by, offsets[name]))
+        # a target named in an imported log never drives the terminal
+        console.print(render_buckets(visible(name), buckets, args.by, offsets[name]))
     return 0
 
 

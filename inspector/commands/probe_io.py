@@ -68,8 +68,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
     def usage_error(message: str) -> None:      # ioping's convention: usage errors exit 1
-        p.print_usage(sys.stderr)
-        p.exit(EXIT_USAGE, f"{p.prog}: error: {message}\n")
+        p.exit(EXIT_USAGE, f"{p.prog}: {message} (see {p.prog} --help)\n")   # in one line
     p.error = usage_error
 
 

@@ -15,7 +15,8 @@ from inspector.collect import build_report_forked
 from inspector.commands.common import (DURATION_EXAMPLES, PROBE_SECONDS, CliError, Duration,
                                        add_root_argument, eprint, non_negative_int,
                                        root_from_args)
-from inspector.history import HistoryDB, HistoryError, ProbeRun, default_db_path, local_offset
+from inspector.history import (HistoryDB, HistoryError, HistoryWriteError, ProbeRun,
+                               default_db_path, local_offset)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec
 
@@ -33,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable)")
     p.add_argument("--probe-seconds", type=PROBE_SECONDS, default=3.0, metavar="DURATION",
                    help=f"time bound of each probe run (default 3s, {PROBE_SECONDS.bounds})")
-    p.add_argument("--db", metavar="FILE", help=f"default {default_db_path()}")
+    p.add_argument("--db", metavar="FILE",
+                   help=f"a regular file or a new path (default {default_db_path()})")
     p.add_argument("--retention", type=RETENTION, default=30 * 86400.0, metavar="DURATION",
                    help=f"prune rows older than this (default 30d, {RETENTION.bounds})")
     p.add_argument("--once", action="store_true", help="one sample, then exit (for timers)")
@@ -62,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if specs and not root.live:
         # the probes would measure this machine and file it under the capture's hostname
         raise CliError("--probe needs the live host; it cannot run against --root")
-    try:
-        db = HistoryDB(args.db or default_db_path())
+    try:   # only the default database's directory is created: a --db typo is an error
+        db = HistoryDB(args.db or default_db_path(), make_dirs=not args.db)
     except (HistoryError, OSError) as exc:
         raise CliError(str(exc)) from None
     stop = threading.Event()
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, on_signal)
 
-    samples = 0
+    samples = skipped = 0
     limit = 1 if args.once else args.count
     with db:
         while not stop.is_set():
@@ -87,14 +89,24 @@ def run(args: argparse.Namespace) -> int:
             results = [run_probe_forked(spec, args.probe_seconds) for spec in specs]
             findings = [{"level": f.level.label, "subject": f.subject, "code": f.code,
                          "message": f.message} for f in report.findings]
-            db.record_sample([probe_row(r, start, host) for r in results],
-                             (start, report.worst().label, findings, host))
-            db.prune(time.time() - args.retention)
             samples += 1
-            failed = [r["spec"] for r in results if r.get("error")]
-            eprint(f"{time.strftime('%Y-%m-%d %H:%M:%S')} sample {samples}: worst {report.worst().label}, "
-                   f"{len(results)} probes" + (f" (failed: {', '.join(failed)})" if failed else ""))
+            stamp = time.strftime('%Y-%m-%d %H:%M:%S')
+            try:   # a full disk loses this sample, not the recorder: the next one may fit
+                db.record_sample([probe_row(r, start, host) for r in results],
+                                 (start, report.worst().label, findings, host))
+            except HistoryWriteError as exc:
+                skipped += 1
+                eprint(f"{stamp} sample {samples} skipped: {exc}")
+            else:
+                failed = [r["spec"] for r in results if r.get("error")]
+                eprint(f"{stamp} sample {samples}: worst {report.worst().label}, "
+                       f"{len(results)} probes"
+                       + (f" (failed: {', '.join(failed)})" if failed else ""))
+            try:
+                db.prune(time.time() - args.retention)
+            except HistoryWriteError as exc:
+                eprint(f"{stamp} warning: {exc}")
             if limit and samples >= limit:
                 break
             stop.wait(max(0.0, args.every - (time.time() - start)))
-    return 0
+    return 1 if skipped else 0     # a timer unit shows the failure

@@ -1,0 +1,103 @@
+"""`record` on a filesystem that fills up: it said `internal error: OperationalError` and died.
+Now the sample that does not fit is skipped with one line, the recorder goes on, stores the
+next samples once there is room, and the samples committed before are intact. A real (tiny)
+tmpfs mount, filled for real."""
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from conftest import fixture_root, inspector_bin, require_root, run_cli
+
+ROOT = str(fixture_root("xen-pv-guest"))
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    require_root()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _fill(directory) -> str:
+    """Write a file until the filesystem says ENOSPC; returns its path."""
+    path = os.path.join(directory, "filler")
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return path
+
+
+def _samples(db: str) -> int:
+    res = run_cli("history", "--db", db, "--checks", "--json")
+    assert res.status == 0, res.err
+    return sum(b["samples"] for b in res.json()["checks"])
+
+
+def _wait_for(proc_err: list[str], stream, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        proc_err.append(line)
+        if what in line:
+            return
+    raise AssertionError(f"never saw {what!r} in: {''.join(proc_err)}")
+
+
+def test_a_full_disk_skips_samples_and_the_recorder_goes_on(tiny_fs):
+    db = str(tiny_fs / "h.sqlite")
+    proc = subprocess.Popen([inspector_bin(), "record", "--root", ROOT, "--db", db,
+                             "--every", "250ms", "--count", "16"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err: list[str] = []
+    try:
+        _wait_for(err, proc.stderr, "sample 2:")
+        filler = _fill(tiny_fs)
+        _wait_for(err, proc.stderr, "skipped")
+        _wait_for(err, proc.stderr, "skipped")        # it goes on, and keeps saying why
+        os.unlink(filler)
+        _, rest = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = "".join(err) + rest
+    lines = [line for line in text.splitlines() if " sample " in line]
+    stored = [line for line in lines if "skipped" not in line]
+    skipped = [line for line in lines if "skipped" in line]
+    assert len(lines) == 16, text
+    assert skipped and all("database or disk is full" in line for line in skipped), text
+    assert "sample 16:" in text, text                       # stored again once there was room
+    assert "internal error" not in text and "Traceback" not in text, text
+    assert proc.returncode == 1, (proc.returncode, text)     # a timer unit shows the failure
+    assert _samples(db) == len(stored)                       # every committed sample intact
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_opening_on_a_full_disk_is_one_line(tiny_fs):
+    db = str(tiny_fs / "h.sqlite")
+    assert run_cli("record", "--once", "--root", ROOT, "--db", db).status == 0
+    filler = _fill(tiny_fs)
+    res = run_cli("record", "--once", "--root", ROOT, "--db", db)
+    assert res.status in (1, 2), (res.status, res.err)
+    assert "internal error" not in res.err and len(res.err.strip().splitlines()) <= 2, res.err
+    assert "full" in res.err or "no space" in res.err, res.err
+    os.unlink(filler)
+    assert _samples(db) == 1
