@@ -21,7 +21,7 @@ from inspector.probes.memcached import (DEFAULT_PORT, MAX_KEY_COUNT, TESTS, Memc
                                         error_text)
 
 
-CONNECTIONS = Bounded(1, 1_000_000, integer=True)   # a file descriptor each (fs.nr_open)
+CONNECTIONS = Bounded(1, 1 << 30, integer=True)   # fs.nr_open's ceiling; RLIMIT_NOFILE is checked later
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)
 RUN_TIME = Duration(maximum=86400)
 WAIT = Duration(maximum=3600)
