@@ -153,8 +153,6 @@ class Bounded:
 MAX_COUNT = 10 ** 9                                 # samples, rounds, intervals, requests
 COLLECTOR_TIMEOUT = Duration(maximum=3600)          # report, export, snapshot, capture, check
 PROBE_SECONDS = Duration(maximum=3600)              # snapshot/record --probe-seconds
-positive_float = Bounded(0, 1e9, above=True)
-non_negative_float = Bounded(0, 1e9)
 positive_int = Bounded(1, MAX_COUNT, integer=True)
 non_negative_int = Bounded(0, MAX_COUNT, integer=True)
 
