@@ -61,9 +61,9 @@ class SosReport:
         self.version = self._version()
         self.index = CommandIndex(self.reader, self.manifest)
         self._udev_db: dict[str, dict[str, str]] | None = None
-        date_utc = self._output_text("date --utc")
-        self.collected_at, self.time_note = clock.collected_at(self.reader, self.manifest,
-                                                               date_utc)
+        self.collected_at, self.time_note = clock.collected_at(
+            self.reader, self.manifest, self._output_text("date --utc"),
+            self._output_text("timedatectl"))
 
     # ------------------------------------------------------------------ identity
     def _json(self, rel: str) -> dict | None:

@@ -3,17 +3,18 @@
 sos writes local times without a zone (manifest.json start_time, the sos.log lines), so the
 zone is needed too. Best first:
 1. `date --utc` (sos's date plugin): exact.
-2. The start time in the host's zone, named by etc/timezone or the etc/localtime link.
-3. The start time with the UTC offset read off sos.log: its last line's local time against
+2. The start time with the offset `timedatectl` printed then (systemd plugin: "Time zone:
+   Europe/Paris (CET, +0100)").
+3. The start time in the host's zone, named by etc/timezone or the etc/localtime link.
+4. The start time with the UTC offset read off sos.log: its last line's local time against
    the file's modification time (kept by tar), when the two agree to a quarter-hour zone.
-4. The start time read as UTC, and the header says so.
+5. The start time read as UTC, and the header says so.
 """
 from __future__ import annotations
 
 import os
 import re
 import stat
-import time
 from datetime import datetime, timedelta, timezone
 
 from inspector.host import HostRoot
@@ -21,7 +22,8 @@ from inspector.host import HostRoot
 _LOG_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d+)", re.M)
 
 
-def collected_at(reader: HostRoot, manifest: dict | None, date_utc: str | None) -> tuple[float, str]:
+def collected_at(reader: HostRoot, manifest: dict | None, date_utc: str | None,
+                 timedatectl: str | None = None) -> tuple[float, str]:
     """(unix time sos ran, note for the header: "" when exact); (0.0, reason) when unknown."""
     if date_utc:
         exact = _parse_date_utc(date_utc)
@@ -30,6 +32,9 @@ def collected_at(reader: HostRoot, manifest: dict | None, date_utc: str | None) 
     start = _manifest_start(manifest) or _log_first(reader)
     if start is None:
         return 0.0, "the time sos ran is not in this sosreport"
+    offset = _timedatectl_offset(timedatectl or "")
+    if offset is not None:
+        return start.replace(tzinfo=timezone(offset)).timestamp(), ""
     zone = _named_zone(reader)
     if zone is not None:
         return start.replace(tzinfo=zone).timestamp(), ""
@@ -48,6 +53,17 @@ def _parse_date_utc(text: str) -> float | None:
             continue
         return parsed.replace(tzinfo=timezone.utc).timestamp()
     return None
+
+
+_TIMEDATECTL_ZONE = re.compile(r"Time zone:.*\(\S*,?\s*([+-])(\d\d)(\d\d)\)")
+
+
+def _timedatectl_offset(text: str) -> timedelta | None:
+    m = _TIMEDATECTL_ZONE.search(text)
+    if not m:
+        return None
+    offset = timedelta(hours=int(m[2]), minutes=int(m[3]))
+    return -offset if m[1] == "-" else offset
 
 
 def _manifest_start(manifest: dict | None) -> datetime | None:
@@ -123,6 +139,3 @@ def _mtime_inside(reader: HostRoot, rel: str) -> float | None:
         return None
     return st.st_mtime if stat.S_ISREG(st.st_mode) else None
 
-
-def format_utc(when: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))

@@ -10,7 +10,7 @@ from inspector.discover.ethtool_text import (LegacyFormat, duplex, feature_rows,
                                              speed_mbps)
 from inspector.discover.ip_link import parse_ip_link
 from inspector.discover.net_offloads import ethtool_offloads
-from inspector.sos.clock import _parse_date_utc
+from inspector.sos.clock import _parse_date_utc, _timedatectl_offset
 from inspector.sos.commands import mangle
 from inspector.sos.translate import parse_environment, parse_udev_db, parse_uname_a
 
@@ -112,6 +112,7 @@ def test_parsers_never_raise_on_arbitrary_text(text):
     parse_info_columns(text)
     parse_tree(text)
     _parse_date_utc(text)
+    _timedatectl_offset(text)
     try:
         rows = feature_rows(text)
     except LegacyFormat:
@@ -191,3 +192,13 @@ def test_dmsetup_tree_unicode_and_ascii():
                                         "253:0": ["8:2"]}
     assert parse_tree("mpatha (253:1)\n |- (8:16)\n `- (8:32)\n") == {"253:1": ["8:16", "8:32"]}
     assert parse_tree("No devices found\n") == {}
+
+
+def test_timedatectl_zone_offset():
+    from datetime import timedelta
+    text = ("               Local time: Wed 2026-11-25 12:20:22 CET\n"
+            "           Universal time: Wed 2026-11-25 11:20:22 UTC\n"
+            "                Time zone: Europe/Paris (CET, +0100)\n")
+    assert _timedatectl_offset(text) == timedelta(hours=1)
+    assert _timedatectl_offset("Time zone: America/St_Johns (NST, -0330)") == -timedelta(hours=3, minutes=30)
+    assert _timedatectl_offset("Time zone: n/a") is None
