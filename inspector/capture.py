@@ -3,19 +3,19 @@
 A capture holds exactly the files, directory listings and symlinks the collectors touched on the
 live host (recorded by HostRoot), plus the sidecar of facts (command outputs, CPUID leaves,
 uname ...). Entries that were listed but never read become empty stubs, so no file contents
-outside what was read leave the machine.
+outside what was read leave the machine. The kernel command line is recorded with secret-looking
+values redacted (inspector.redact); the sidecar's "redactions" says which.
 """
 from __future__ import annotations
 
-import atexit
 import io
 import json
 import os
-import shutil
 import tarfile
-import tempfile
 import time
 
+from inspector import safe_extract, tempdirs
+from inspector.redact import redact_cmdline
 from inspector.host import SIDECAR_NAME, HostRoot, Unavailable
 from inspector.sosreport import is_sosreport, open_sosreport, sosreport_inside
 
@@ -71,6 +71,7 @@ def write_capture(root: HostRoot, out_path: str) -> dict:
             entries[rel] = ("link", b"", _relative_target(rel, target))
         for rel, data in rec.files.items():
             entries[rel] = ("file", data, "")
+    redactions = _redact(entries)
     # A path that is both a directory (from listings) and has recorded children is a dir.
     # atomic_output: never over a device node (-o /dev/sda), private (0600) when new
     from inspector.atomic_write import atomic_output
@@ -79,11 +80,32 @@ def write_capture(root: HostRoot, out_path: str) -> dict:
             for path in sorted(entries):
                 kind, data, target = entries[path]
                 _add(tar, path, kind, data, target, now)
-            sidecar = json.dumps(root.sidecar(), indent=1, sort_keys=True).encode()
+            doc = root.sidecar()
+            if redactions:
+                doc["redactions"] = redactions
+            sidecar = json.dumps(doc, indent=1, sort_keys=True).encode()
             _add(tar, SIDECAR_NAME, "file", sidecar, mtime=now)
     files = sum(1 for k, _, _ in entries.values() if k == "file")
     return {"path": out_path, "entries": len(entries), "files": files,
-            "bytes": os.path.getsize(out_path)}
+            "bytes": os.path.getsize(out_path), "redacted": redactions}
+
+
+# Files whose recorded copy has secret-looking values redacted.
+REDACTED_FILES = ("proc/cmdline",)
+
+
+def _redact(entries: dict[str, tuple[str, bytes, str]]) -> dict[str, list[str]]:
+    """Redact, in place, the recorded files that can carry credentials; {path: what was}."""
+    done: dict[str, list[str]] = {}
+    for rel in REDACTED_FILES:
+        kind, data, target = entries.get(rel, ("", b"", ""))
+        if kind != "file" or not data:
+            continue
+        text, redacted = redact_cmdline(data.decode("utf-8", "replace"))
+        if redacted:
+            entries[rel] = (kind, text.encode(), target)
+            done[rel] = redacted
+    return done
 
 
 def open_root(spec: str | None, record: bool = False) -> HostRoot:
@@ -115,25 +137,23 @@ def _sosreport_root(path: str, spec: str) -> HostRoot:
 
 
 def _unpack(path: str) -> str:
+    """A capture tarball unpacked member by member (inspector.safe_extract: what is refused,
+    skipped and bounded) into a private temp dir, removed at exit and on SIGTERM or SIGHUP."""
+    dest = tempdirs.make("inspector-root-")
     try:
-        tar = tarfile.open(path, mode="r:*")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise CaptureError(f"--root {path}: not a readable capture (tar.gz): "
-                           f"{_first_line(exc)}") from None
-    dest = tempfile.mkdtemp(prefix="inspector-root-")
-    atexit.register(shutil.rmtree, dest, ignore_errors=True)
-    try:
-        with tar:
-            # The 'data' filter refuses absolute paths, links leaving the tree, devices and setuid.
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
-        raise CaptureError(f"--root {path}: corrupt or truncated capture: "
-                           f"{_first_line(exc)}") from None
-    _check_looks_like_root(dest, path)
-    try:
-        return HostRoot(dest, label=path).path
+        safe_extract.extract(path, dest)
+        _check_looks_like_root(dest, path)
+        HostRoot(dest, label=path)      # a sidecar that cannot be read refuses the capture now
+    except safe_extract.ExtractError as exc:
+        tempdirs.remove(dest)
+        raise CaptureError(f"--root {path}: {exc}") from None
     except Unavailable as exc:
+        tempdirs.remove(dest)
         raise CaptureError(f"--root {path}: {exc.reason}") from None
+    except BaseException:
+        tempdirs.remove(dest)
+        raise
+    return dest
 
 
 ROOT_MARKERS = ("sys", "proc", "etc", "dev", "run", SIDECAR_NAME)
@@ -146,11 +166,3 @@ def _check_looks_like_root(path: str, spec: str) -> None:
             os.path.exists(os.path.join(path, marker)) for marker in ROOT_MARKERS):
         raise CaptureError(f"--root {spec}: not a host root or capture (none of "
                            f"{', '.join(ROOT_MARKERS)} inside)")
-
-
-def _first_line(exc: BaseException) -> str:
-    # tarfile's "could not be opened" error lists every compression method tried, one per line
-    text = str(exc).strip() or type(exc).__name__
-    if text.startswith("file could not be opened successfully"):
-        return "not gzip, bzip2, xz or tar data"
-    return text.splitlines()[0].rstrip(":")

@@ -1,0 +1,66 @@
+"""Private temporary trees (an unpacked capture) that never outlive the process.
+
+They are removed at exit, and also when SIGTERM or SIGHUP ends the process: Python dies of those
+signals without running atexit, which left a full unpacked tree in /tmp after every `timeout`,
+`kill` or closed SSH session. The handler is installed only where the signal still has its
+default action (a command or the TUI that handles it exits normally, and atexit runs); it
+removes the trees and dies of the same signal, so the exit status is what it would have been.
+A forked child (inspector.bounded's readers) never removes its parent's trees.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import tempfile
+import threading
+
+_trees: set[str] = set()
+_lock = threading.Lock()
+_owner = os.getpid()
+_at_exit = _on_signals = False
+
+
+def make(prefix: str) -> str:
+    """A new private (0700) directory, removed however the process ends."""
+    _install()
+    path = tempfile.mkdtemp(prefix=prefix)
+    with _lock:
+        _trees.add(path)
+    return path
+
+
+def remove(path: str) -> None:
+    with _lock:
+        _trees.discard(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_all() -> None:
+    if os.getpid() != _owner:
+        return
+    with _lock:
+        paths = list(_trees)
+        _trees.clear()
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _on_signal(signum: int, _frame) -> None:
+    remove_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install() -> None:
+    global _at_exit, _on_signals
+    if not _at_exit:
+        _at_exit = True
+        atexit.register(remove_all)
+    if _on_signals or threading.current_thread() is not threading.main_thread():
+        return      # handlers can only be set from the main thread; atexit still runs
+    _on_signals = True
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _on_signal)
