@@ -214,4 +214,6 @@ def open_sosreport(path: str, spec: str | None = None) -> HostRoot:
     root = HostRoot(path, fact_source=lambda kind, key: sos[0].answer(kind, key))
     sos.append(SosReport(root))
     root.label = sos[0].label(spec or path)
+    if sos[0].collected_at:   # what `top` reads as the moment of a capture's one sample
+        root.sidecar_meta = {"captured_at": sos[0].collected_at, "sosreport": sos[0].version}
     return root

@@ -185,6 +185,8 @@ def test_header_says_sosreport_with_host_and_date(sos_run):
     assert sos_run.started - 1 <= captured <= sos_run.ended + 1
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(captured))
     assert f"captured {stamp}" in head
+    top = run_bin("top", "--count", "1", "--root", str(sos_run.directory))
+    assert top.returncode == 0 and "one sample taken " in top.stdout, top.stdout + top.stderr
 
 
 def test_what_sos_did_not_collect_is_not_in_this_sosreport(sos_run):
