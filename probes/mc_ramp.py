@@ -21,8 +21,8 @@ from inspector.probes.mc_latency import record_array
 from inspector.probes.mc_target import TargetError, format_target, reach
 from inspector.probes.mc_stats import ServerStats, read_stats_async
 from inspector.probes.mc_workload import SizeRange, Workload
-from inspector.probes.memcached import (DEFAULT_PORT, ProbeError, ensure_nofile, flush_all,
-                                        preload_keys)
+from inspector.probes.memcached import (DEFAULT_PORT, ProbeError, ensure_nofile, final_reserve,
+                                        flush_all, left_of, preload_keys)
 
 P99_GROWTH = 2.0
 TIMER_SLACK_S = 0.005          # a step is not started with less than this left of the deadline
@@ -179,26 +179,28 @@ class MemcachedRamp:
         cfg = self.config
         summary = RampSummary(cfg.target, "completed", "completed")
         self.summary = summary
-        hard_end = time.monotonic() + cfg.deadline_s
+        # the deadline bounds the whole ramp; its final reserve is for the last step's counters
+        final_end = time.monotonic() + cfg.deadline_s
+        hard_end = final_end - final_reserve(cfg.deadline_s)
         try:
             ensure_nofile(cfg.max_connections)
         except ProbeError as exc:
             summary.status, summary.reason = "failed", str(exc)
             return
         try:
-            addr = await reach(cfg.host, cfg.port, cfg.connect_timeout_s)
+            addr = await reach(cfg.host, cfg.port, left_of(hard_end, cfg.connect_timeout_s))
         except TargetError as exc:
             summary.status, summary.reason, summary.target_error = "failed", str(exc), exc.kind
             return
         summary.address = addr.display
         host = self.host = addr.host
         workload = Workload(cfg.key_count, cfg.key_size, cfg.value_size)
-        stats = await read_stats_async(host, cfg.port, cfg.connect_timeout_s)
+        stats = await read_stats_async(host, cfg.port, left_of(hard_end, cfg.connect_timeout_s))
         if stats.values:
             summary.max_connections_server = stats.values.get("max_connections")
         try:
             if cfg.flush:
-                await flush_all(host, cfg.port, cfg.connect_timeout_s)
+                await flush_all(host, cfg.port, left_of(hard_end, cfg.connect_timeout_s))
             if cfg.test in ("get", "mix") and not self._stopped:
                 # like the load's: stop() cancels it, the deadline bounds it
                 pre = await preload_keys(host, cfg.port, workload, cfg.request_timeout_s,
@@ -219,7 +221,7 @@ class MemcachedRamp:
             if time.monotonic() >= hard_end - TIMER_SLACK_S:
                 summary.status, summary.reason = "deadline", f"deadline of {cfg.deadline_s:g} s reached"
                 break
-            step, after = await self._step(n, workload, stats, hard_end)
+            step, after = await self._step(n, workload, stats, hard_end, final_end)
             stats = after
             summary.steps.append(step)
             await self._queue.put(step)
@@ -235,7 +237,7 @@ class MemcachedRamp:
             summary.status, summary.reason = "stopped", "stopped by the user (partial figures)"
 
     async def _step(self, n: int, workload: Workload, before: ServerStats,
-                    hard_end: float) -> tuple[RampStep, ServerStats]:
+                    hard_end: float, final_end: float) -> tuple[RampStep, ServerStats]:
         cfg = self.config
         engine = Engine(workload, cfg.set_fraction, None, cfg.rate_per_conn)
         self._engine = engine
@@ -245,7 +247,7 @@ class MemcachedRamp:
         try:
             open_s = await asyncio.wait_for(
                 engine.open(self.host, cfg.port, n, cfg.connect_timeout_s),
-                max(0.1, hard_end - time.monotonic()))
+                left_of(hard_end, cfg.deadline_s))
         except asyncio.TimeoutError:
             engine.close()
         if not engine.closing and engine.conns:
@@ -258,12 +260,14 @@ class MemcachedRamp:
                 now = time.monotonic()
                 if drain_end is None and (now >= end or engine.stopping):
                     engine.stop_sending()
-                    drain_end = max(now, end) + cfg.request_timeout_s + 0.25
+                    # replies in flight drain, but never past the deadline: a hard bound
+                    drain_end = min(max(now, end) + cfg.request_timeout_s + 0.25, hard_end)
                 if drain_end is not None and now >= drain_end:
                     engine.close()
                     break
+                wake = drain_end if drain_end is not None else end   # not a tick later
                 try:
-                    await asyncio.wait_for(engine.done.wait(), 0.25)
+                    await asyncio.wait_for(engine.done.wait(), left_of(wake, 0.25))
                 except asyncio.TimeoutError:
                     pass
                 engine.check_timeouts(cfg.request_timeout_s)
@@ -278,7 +282,9 @@ class MemcachedRamp:
         record_array(rec, s_arr)
         record_array(rec, g_arr)
         await asyncio.sleep(0.05)   # let the server see the closes before counting connections
-        after = await read_stats_async(self.host, cfg.port, cfg.connect_timeout_s)
+        after = await read_stats_async(
+            self.host, cfg.port,
+            left_of(final_end, cfg.connect_timeout_s, at_least=0.02))
         summ = rec.summary()
 
         def delta(name: str) -> int | None:
