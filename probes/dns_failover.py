@@ -6,8 +6,9 @@ Use:
                                                resolver=parse_resolv_conf(text)))
     async for sample in probe.samples():      # one DnsSample per server per round
         ...
-    result = probe.result()                    # DnsProbeResult: servers, prediction, what-ifs, findings
-or `probe.run_once()` for a single synchronous round (snapshots, the recorder).
+    result = probe.result()                    # DnsProbeResult: servers, prediction, what-ifs
+    inspector.health.dns.probe_rules(result)   # its findings, in the resolver's vocabulary
+(probes.dns_run puts it behind the probe interface: configuration, rounds as intervals).
 
 Every server is queried concurrently in its own thread with its own bound, so one silent
 server never delays the verdict on the others; a round takes at most timeout + tcp_timeout.
@@ -20,7 +21,6 @@ import asyncio
 import socket
 import threading
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -28,15 +28,11 @@ import dns.exception
 
 from inspector.discover.resolver_conf import ResolverConfig
 from inspector.discover.resolver_delay import server_wait
-from inspector.model import Finding, Level
 from inspector.probes.dns_predict import (MUSL_NOTE, RESOLVED_NOTE, Prediction, ServerState,
                                           WhatIf, predict, what_ifs)
 from inspector.probes.dns_query import ServerResult, build_queries, query_server
 
 MAX_ROUNDS = 10_000
-# what a server did in a round that costs a lookup time or an answer
-BAD_KINDS = {"timeout", "refused", "unreachable", "servfail", "rcode-refused", "notimp", "lame",
-             "a-only", "partial", "error"}
 MAX_TIMEOUT_S = 30.0
 
 
@@ -78,12 +74,13 @@ class DnsProbeResult:
     servers: list[ServerResult]
     prediction: Prediction
     what_ifs: list[WhatIf]
-    findings: list[Finding]
     getaddrinfo: Measured | None = None
     rounds: int = 0
     history: dict[str, list[str]] = field(default_factory=dict)   # server -> kinds per round
     other_resolver_note: str | None = None
     options: list[str] = field(default_factory=list)
+    nameservers: list[str] = field(default_factory=list)   # the configuration's (first three)
+    use_vc: bool = False
 
 
 def server_label(address: str, port: int) -> str:
@@ -134,17 +131,22 @@ class DnsFailoverProbe:
 
     async def samples(self):
         """Async iterator of DnsSample, one per server per round, `count` rounds `interval` apart."""
+        async for samples in self.rounds():
+            for sample in samples:
+                yield sample
+
+    async def rounds(self):
+        """Async iterator of each round's DnsSamples (a server stopped mid-wait is left out:
+        how long it waited is not a measurement), `count` rounds `interval` apart."""
         loop = asyncio.get_running_loop()
         for round_no in range(self.s.count):
             if self._stop.is_set():
                 return
             started = time.monotonic()
             results = await loop.run_in_executor(None, self.probe_round)
-            for r in results:
-                if r.interrupted:     # not a measurement: how long it ran before stop()
-                    continue
-                yield DnsSample(time.monotonic() - self._start, round_no, r.server, r.kind,
-                                None if r.latency_s is None else r.latency_s * 1000)
+            yield [DnsSample(time.monotonic() - self._start, round_no, r.server, r.kind,
+                             None if r.latency_s is None else r.latency_s * 1000)
+                   for r in results if not r.interrupted]
             if round_no + 1 < self.s.count:
                 delay = self.s.interval - (time.monotonic() - started)
                 if delay > 0:
@@ -155,11 +157,9 @@ class DnsFailoverProbe:
         if self.s.measure_getaddrinfo and not self._stop.is_set():
             self._measured = await loop.run_in_executor(None, self.measure_getaddrinfo)
 
-    def run_once(self) -> DnsProbeResult:
-        self.probe_round()
-        if self.s.measure_getaddrinfo:
-            self._measured = self.measure_getaddrinfo()
-        return self.result()
+    @property
+    def rounds_done(self) -> int:
+        return self._rounds
 
     def measure_getaddrinfo(self) -> Measured:
         """The real thing, in a worker thread with its own bound (glibc can hang on TCP)."""
@@ -209,76 +209,7 @@ class DnsFailoverProbe:
         note = {"musl": MUSL_NOTE, "systemd-resolved": RESOLVED_NOTE}.get(self.s.resolver_kind)
         return DnsProbeResult(
             name=self.s.name, servers=list(self._last), prediction=prediction, what_ifs=whatifs,
-            findings=self.findings(whatifs), getaddrinfo=self._measured, rounds=self._rounds,
+            getaddrinfo=self._measured, rounds=self._rounds,
             history={k: list(v) for k, v in self._history.items()}, other_resolver_note=note,
-            options=self.s.resolver.option_words())
-
-    def findings(self, whatifs: list[WhatIf]) -> list[Finding]:
-        out: list[Finding] = []
-        for i, r in enumerate(self._last):
-            if r.kind in ("timeout", "refused", "unreachable"):
-                first = i == 0
-                cost = "every lookup waits for it" if r.kind == "timeout" else "fails over at once"
-                out.append(Finding(
-                    Level.CRIT if first else Level.WARN, r.server,
-                    f"nameserver {r.server} {r.kind} now ({'the first server: ' if first else ''}{cost})",
-                    [f"{r.server}: {r.detail}"],
-                    "fix or remove this nameserver" + ("; until then lookups pay its timeout"
-                                                        if r.kind == "timeout" else ""),
-                    code="dns.server_down"))
-            elif r.kind == "a-only":
-                out.append(Finding(Level.WARN, r.server, f"nameserver {r.server} answers only A "
-                                   "(AAAA dropped): every dual-stack lookup waits three windows",
-                                   [r.detail], "fix the server or middlebox dropping AAAA, or set "
-                                   "`options single-request` only as a stopgap", code="dns.a_only"))
-            elif r.kind in ("servfail", "rcode-refused", "notimp", "lame"):
-                out.append(Finding(Level.WARN, r.server, f"nameserver {r.server}: {r.kind}",
-                                   [r.detail], "glibc skips it and asks the next server",
-                                   code="dns.server_error"))
-            elif r.kind == "truncated" and r.tcp_kind != "answered":
-                out.append(Finding(Level.CRIT, r.server, f"nameserver {r.server} truncates and "
-                                   f"its TCP fails ({r.tcp_kind}): glibc has no TCP timeout",
-                                   [r.detail], code="dns.tcp_broken"))
-        # With several rounds, the last one is not the whole story: a server that failed in an
-        # earlier round but answers now is intermittent (lookups pay its timeout now and then)
-        if self._rounds > 1:
-            for r in self._last[:3]:
-                kinds = self._history.get(r.server, [])
-                bad = [(i, k) for i, k in enumerate(kinds) if k in BAD_KINDS]
-                if not bad or r.kind in BAD_KINDS or r.kind == "truncated":
-                    continue
-                tally = Counter(k for _, k in bad)
-                out.append(Finding(
-                    Level.WARN, r.server,
-                    f"nameserver {r.server} {r.kind} now but failed in {len(bad)} of "
-                    f"{len(kinds)} rounds (" + ", ".join(f"{k} x{n}" for k, n in
-                                                         tally.most_common()) + ")",
-                    [f"round {i + 1}: {k}" for i, k in bad][:6],
-                    "an intermittent server costs lookups its failover delay whenever it "
-                    "fails: keep watching it (--count) and fix or remove it",
-                    code="dns.intermittent"))
-        # Only when the configuration itself has one server: `--server X` probes one of many.
-        if whatifs and len(self._last) == 1 and len(self.s.resolver.used_nameservers) <= 1:
-            lost = whatifs[0].blackholed
-            out.append(Finding(Level.WARN, "resolver",
-                               f"{whatifs[0].server} is the only nameserver: if it stops "
-                               "answering, every lookup " + (
-                                   "hangs (TCP path, no timeout)" if lost.seconds is None
-                                   else f"fails after {lost.seconds:g} s"),
-                               lost.steps[:6], "add a second nameserver or run a local cache "
-                               "(systemd-resolved, nscd, unbound)", code="dns.single_server"))
-        elif whatifs and len(self._last) > 1:
-            first = whatifs[0].blackholed
-            if first.seconds is None or first.seconds > 2.0:
-                out.append(Finding(Level.WARN, "resolver",
-                                   f"losing {whatifs[0].server} (blackholed) would make lookups "
-                                   + ("hang (no timeout on glibc's TCP path)"
-                                      if first.seconds is None else f"take {first.text()}"),
-                                   first.steps[:6], "lower `options timeout:` / `attempts:`, use "
-                                   "rotate, or run a local cache (systemd-resolved, nscd, unbound)",
-                                   code="dns.failover_delay"))
-        if self.s.resolver.use_vc:
-            out.append(Finding(Level.WARN, "resolver", "options use-vc: every lookup goes over TCP, "
-                               "which has no timeout in glibc", ["options use-vc"],
-                               "remove use-vc unless a middlebox forces it", code="dns.use_vc"))
-        return out
+            options=self.s.resolver.option_words(),
+            nameservers=list(self.s.resolver.used_nameservers), use_vc=self.s.resolver.use_vc)

@@ -37,6 +37,9 @@ KINDS = ("answered", "refused", "unreachable", "timeout", "servfail", "rcode-ref
 # Kinds after which glibc tries the next server (with the time they took).
 FAILOVER_KINDS = {"refused", "unreachable", "timeout", "servfail", "rcode-refused", "notimp",
                   "lame", "error"}
+# What a server did that fails or delays a lookup (an error in a run's figures; a server that
+# did it in an earlier round and answers now is intermittent).
+FAILED_KINDS = frozenset(FAILOVER_KINDS | {"a-only", "partial"})
 _RCODE_KIND = {dns.rcode.SERVFAIL: "servfail", dns.rcode.REFUSED: "rcode-refused",
                dns.rcode.NOTIMP: "notimp"}
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN, errno.ENETDOWN}

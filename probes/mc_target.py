@@ -12,7 +12,10 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 
+from inspector.probes.base import ProbeError
 from inspector.probes.mc_engine import classify_connect_error
+
+DEFAULT_PORT = 11211
 
 
 class TargetError(Exception):
@@ -36,6 +39,38 @@ class Address:
 
 def format_target(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def parse_address(text: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
+    """HOST, HOST:PORT, [IPv6]:PORT or a bare IPv6 address -> (host, port); the one parser of
+    a memcached target (the CLI, `--probe memcached:...`, the TUI's form)."""
+    text = text.strip()
+    host, port = text, default_port
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise ProbeError(f"bad server address {text!r}")
+        host, rest = text[1:end], text[end + 1:]
+        if rest:
+            if not rest.startswith(":"):
+                raise ProbeError(f"bad server address {text!r}")
+            port = _port(rest[1:], text)
+    elif text.count(":") == 1:
+        host, given = text.split(":")
+        port = _port(given, text)
+    if not host:
+        raise ProbeError(f"bad server address {text!r}")
+    return host, port
+
+
+def _port(text: str, whole: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise ProbeError(f"bad port in {whole!r}") from None
+    if not 0 < port < 65536:
+        raise ProbeError(f"port out of range in {whole!r}")
+    return port
 
 
 def is_numeric(host: str) -> bool:

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 from inspector.commands.common import MAX_COUNT, Bounded, CliError, Duration, add_root_argument
 
 if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run
-    from inspector.probes.io_latency import IoConfig, IoResult, IoSample, RampResult
+    from inspector.probes.base import Interval
+    from inspector.probes.io_latency import IoResult, RampResult
+    from inspector.probes.io_run import IoRunConfig
 
-EXIT_OK, EXIT_USAGE, EXIT_PREP, EXIT_RUNTIME, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-DEFAULT_DEADLINE = 3.0          # like `ioping -R` when neither -c nor -w is given
-DEFAULT_STEP = 2.0              # seconds per ramp step
+EXIT_OK, EXIT_USAGE, EXIT_PREP, EXIT_RUNTIME = 0, 1, 2, 3
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)
 DEADLINE = Duration(maximum=86400)
 PAUSE = Duration(maximum=3600, zero=True)
@@ -81,9 +81,9 @@ def _signed_size(text: str) -> int:
     return parse_size(stripped)
 
 
-def _config(args: argparse.Namespace) -> tuple["IoConfig", int | None]:
-    from inspector.probes.io_latency import MIXED, READ, WRITE, IoConfig
-    interval, deadline = args.interval, args.deadline
+def config_from_args(args: argparse.Namespace) -> "IoRunConfig":
+    from inspector.probes.base import IoMode
+    from inspector.probes.io_run import IoRunConfig
     try:
         size = _signed_size(args.size)
         working_set = _signed_size(args.working_set) if args.working_set else None
@@ -93,125 +93,72 @@ def _config(args: argparse.Namespace) -> tuple["IoConfig", int | None]:
         raise CliError(f"request size {args.size} ({size} bytes) must be positive", EXIT_PREP)
     if working_set is not None and working_set <= 0:
         raise CliError(f"working set {args.working_set} must be positive", EXIT_PREP)
-    if args.jobs < 1:
-        raise CliError("--jobs must be at least 1", EXIT_USAGE)
     if args.ramp and args.count is not None:     # each step runs for -w: -c was ignored
         raise CliError("--ramp runs every step for -w (default 2s): -c does not apply",
                        EXIT_USAGE)
-    if args.count is not None and args.count < args.jobs:
-        raise CliError(f"-c {args.count}: at least one request per worker is needed", EXIT_USAGE)
-    if args.ramp:
-        deadline = deadline or DEFAULT_STEP
-    elif args.count is None and deadline is None:
-        deadline = DEFAULT_DEADLINE
-    mode = WRITE if args.write else MIXED if args.mixed else READ
-    cfg = IoConfig(mode=mode, request_size=size, count=args.count, deadline=deadline,
-                   interval=interval, jobs=args.jobs, sequential=args.sequential)
-    try:
-        cfg.validate()
-    except ValueError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    return cfg, working_set
+    mode = IoMode.WRITE if args.write else IoMode.MIXED if args.mixed else IoMode.READ
+    return IoRunConfig(target=args.target, mode=mode, request_size=size,
+                       working_set=working_set, direct=not args.cached, count=args.count,
+                       deadline=args.deadline, interval=args.interval, jobs=args.jobs,
+                       sequential=args.sequential, ramp=args.ramp)
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-    from inspector.probes.io_latency import (PYTHON_LOOP_NOTE, READ, IoLatencyProbe, IoRamp,
-                                             uses_native_loop)
-    from inspector.probes.io_target import TargetError, open_target
+    from inspector.probes.base import ProbeError
+    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
+    from inspector.probes.io_run import IoRun
     if getattr(args, "root", None):
         raise CliError("probe io measures this host; it cannot run on --root", EXIT_USAGE)
-    cfg, working_set = _config(args)
+    config = config_from_args(args)
     try:
-        target = open_target(args.target, write=cfg.mode != READ, request_size=cfg.request_size,
-                             working_set=working_set, direct=not args.cached)
-    except TargetError as exc:
-        raise CliError(str(exc), EXIT_PREP) from None
-    notes = list(target.notes)
-    if not uses_native_loop(cfg):
-        notes.append(PYTHON_LOOP_NOTE)
-    try:
-        out = _Printer(args, target.path, target.describe(), cfg)
-        if not args.json:
-            for note in notes:
-                print(f"note: {note}", file=sys.stderr)
-        if args.ramp:
-            ramp = IoRamp(target, cfg, args.jobs, cfg.deadline)
-            interrupted = asyncio.run(_drive(ramp, out))
-            return out.ramp_done(ramp.result, interrupted)
-        probe = IoLatencyProbe(target, cfg)
-        interrupted = asyncio.run(_drive(probe, out))
-        return out.done(probe.result, interrupted, notes)
-    finally:
-        target.close()
-
-
-STOP_SIGNALS = ("SIGTERM", "SIGHUP")
-
-
-async def _drive(probe, out: "_Printer") -> bool:
-    """Consume the samples; True when interrupted (Ctrl-C cancels asyncio.run's task).
-    SIGTERM and SIGHUP stop the probe the same way (requests in flight finish, partial results
-    kept); out.signum records which, for the exit status."""
-    import asyncio
-    import signal
-    loop = asyncio.get_running_loop()
-    installed = []
-
-    def on_signal(signum: int) -> None:
-        out.signum = out.signum or signum
-        probe.stop()
-    for name in STOP_SIGNALS:
-        signum = getattr(signal, name)
-        try:
-            loop.add_signal_handler(signum, on_signal, signum)
-            installed.append(signum)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-    try:
-        async for sample in probe:
-            out.sample(sample)
-    except asyncio.CancelledError:
-        return True
-    finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
-    return bool(out.signum)
+        probe = IoRun(config)
+        probe.prepare()
+    except ProbeError as exc:
+        raise CliError(str(exc), EXIT_PREP if exc.target else EXIT_USAGE) from None
+    assert probe.target is not None
+    out = _Printer(args, probe.target.path, probe.target.describe(), config)
+    if not args.json:
+        for note in probe.notes:
+            print(f"note: {note}", file=sys.stderr)
+    driver = ProbeDriver(probe, out.interval, signals=STOP_SIGNALS).run()
+    result = probe.result
+    assert result is not None
+    if args.ramp:
+        return out.ramp_done(result.detail, driver.signum)
+    return out.done(result.detail, driver.signum, probe.notes)
 
 
 class _Printer:
-    def __init__(self, args: argparse.Namespace, path: str, description: str, cfg: "IoConfig"):
-        self.args, self.path, self.description, self.cfg = args, path, description, cfg
+    def __init__(self, args: argparse.Namespace, path: str, description: str,
+                 config: "IoRunConfig"):
+        self.args, self.path, self.description, self.config = args, path, description, config
         self.request_no = 0
-        self.samples: list[IoSample] = []
-        self.signum = 0                  # SIGTERM/SIGHUP that stopped the run, if any
 
-    def sample(self, s: "IoSample") -> None:
+    def interval(self, s: "Interval") -> None:
+        from inspector.probes.base import IoMode
         from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
-        from inspector.probes.io_latency import READ, WRITE
-        self.samples.append(s)
         if self.args.json or self.args.quiet:
             return
-        arrow = ">>>" if self.cfg.mode == WRITE else "<<<" if self.cfg.mode == READ else "<->"
-        head = f"{fmt_size(self.cfg.request_size)} {arrow} {self.path} ({self.description})"
-        for ns in s.warmups_ns if self.cfg.interval > 0 else ():
+        io, mode = s.io, self.config.mode
+        arrow = ">>>" if mode == IoMode.WRITE else "<<<" if mode == IoMode.READ else "<->"
+        head = f"{fmt_size(self.config.request_size)} {arrow} {self.path} ({self.description})"
+        for ns in io.warmups_ns if self.config.interval > 0 else ():
             self.request_no += 1
             print(f"{head}: request={self.request_no} time={fmt_time(ns)} (warmup)", flush=True)
-        for ns in s.latencies_ns:
+        for ns in io.latencies_ns:
             self.request_no += 1
             print(f"{head}: request={self.request_no} time={fmt_time(ns)}", flush=True)
-        if self.cfg.interval > 0 or not s.requests:
+        if self.config.interval > 0 or not s.ops:
             return
-        st = s.stats
-        jobs = f" jobs={s.jobs}" if self.args.ramp or s.jobs > 1 else ""
-        print(f"{self.path}:{jobs} t={s.t:.2f} s {fmt_int(s.requests)} requests, "
-              f"{fmt_int(round(s.iops))} iops, {fmt_size(s.bytes_per_s)}/s, "
-              f"min/avg/max = {fmt_time(st.min_ns)} / {fmt_time(st.avg_ns)} / "
-              f"{fmt_time(st.max_ns)}, p50 {fmt_time(st.p50_ns)}, p99 {fmt_time(st.p99_ns)}",
+        jobs = f" jobs={io.jobs}" if self.args.ramp or io.jobs > 1 else ""
+        print(f"{self.path}:{jobs} t={s.t:.2f} s {fmt_int(s.ops)} requests, "
+              f"{fmt_int(round(s.ops_per_s))} iops, {fmt_size(io.bytes_per_s)}/s, "
+              f"min/avg/max = {fmt_time(io.min_ns)} / {fmt_time(io.avg_ns)} / "
+              f"{fmt_time(s.max_ns)}, p50 {fmt_time(s.p50_ns)}, p99 {fmt_time(s.p99_ns)}",
               flush=True)
 
     # -- single run ---------------------------------------------------------------------------
-    def done(self, r: "IoResult", interrupted: bool, notes: list[str]) -> int:
+    def done(self, r: "IoResult", signum: int | None, notes: list[str]) -> int:
         import json
         if self.args.json:
             print(json.dumps({"summary": r.summary_json(), "notes": notes,
@@ -220,32 +167,32 @@ class _Printer:
         else:
             print()
             print("\n".join(statistics_lines(r)))
-        return self._status(r.error, interrupted)
+        return self._status(r.error, signum, r.interrupted)
 
-    def _status(self, error: str | None, interrupted: bool) -> int:
+    def _status(self, error: str | None, signum: int | None, cancelled: bool) -> int:
+        import signal
+        signum = signum or (signal.SIGINT if cancelled else None)
         if error:
             print(f"inspector: {error} (partial results kept)", file=sys.stderr)
             return EXIT_RUNTIME
-        if interrupted:
-            import signal
-            if self.signum:
-                print(f"inspector: stopped by {signal.Signals(self.signum).name} (partial "
-                      "results kept)", file=sys.stderr)
-                return 128 + self.signum
+        if signum == signal.SIGINT:
             print("inspector: interrupted (partial results kept)", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        return EXIT_OK
+        elif signum:
+            print(f"inspector: stopped by {signal.Signals(signum).name} (partial "
+                  "results kept)", file=sys.stderr)
+        return 128 + signum if signum else EXIT_OK
 
     # -- ramp ---------------------------------------------------------------------------------
-    def ramp_done(self, ramp: "RampResult", interrupted: bool) -> int:
+    def ramp_done(self, ramp: "RampResult", signum: int | None) -> int:
         import json
         if self.args.json:
             print(json.dumps({"ramp": ramp.to_json(),
-                              "samples": [s.to_json() for s in self.samples]}, indent=1))
+                              "samples": [s.to_json() for step in ramp.steps
+                                          for s in step.result.samples]}, indent=1))
         else:
             print()
             print("\n".join(ramp_lines(self.path, self.description, ramp)))
-        return self._status(ramp.error, interrupted or ramp.interrupted)
+        return self._status(ramp.error, signum, ramp.interrupted)
 
 
 def statistics_lines(r: "IoResult") -> list[str]:

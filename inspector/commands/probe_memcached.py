@@ -3,22 +3,21 @@ and an optional connection ramp. Flags are named like memslap's where they mean 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
 import json
-import signal
 import socket
 import sys
 
 from inspector.commands.common import (MAX_COUNT, Bounded, CliError, Duration, add_root_argument,
                                        positive_int)
 from inspector.model import to_jsonable
-from inspector.probes.mc_ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
+from inspector.probes.base import Interval, McInterval, McTest, ProbeError
+from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
+from inspector.probes.mc_ramp import RampSummary, ramp_steps
+from inspector.probes.mc_run import DEADLINE_S, DEADLINE_SLACK_S, McRun, McRunConfig
+from inspector.probes.mc_target import DEFAULT_PORT, parse_address
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
-from inspector.probes.memcached import (DEFAULT_PORT, MAX_KEY_COUNT, TESTS, MemcachedLoad,
-                                        MemcachedProbe,
-                                        ProbeError, ProbeSummary, ensure_nofile, error_label,
-                                        error_text)
+from inspector.probes.memcached import MAX_KEY_COUNT, ProbeSummary, error_label, error_text
 
 
 CONNECTIONS = Bounded(1, 1 << 30, integer=True)   # fs.nr_open's ceiling; RLIMIT_NOFILE is checked later
@@ -46,7 +45,11 @@ def register(kinds: argparse._SubParsersAction) -> None:
                             f"{REQUESTS.bounds})")
     bound.add_argument("--duration", type=RUN_TIME, metavar="DURATION",
                        help=f"run for this long instead ({RUN_TIME.bounds})")
-    p.add_argument("-t", "--test", choices=TESTS, default="set", help="set, get or mix (default set)")
+    p.add_argument("-t", "--test", choices=list(McTest), default="set",
+                   help="set, get or mix (default set)")
+    p.add_argument("--read-only", action="store_true",
+                   help="get test without the preload: gets of keys the server does not hold, "
+                        "nothing stored (what `--probe memcached:...` and the TUI run)")
     p.add_argument("--ratio", type=RATIO, default=0.1, metavar="R",
                    help="mix: fraction of sets (default 0.1, i.e. set:get 1:9)")
     p.add_argument("-F", "--flush", action="store_true", help="flush_all before the test")
@@ -69,8 +72,9 @@ def register(kinds: argparse._SubParsersAction) -> None:
                    help=f"default 3s, {WAIT.bounds}")
     p.add_argument("--timeout", type=WAIT, default=2.0, metavar="DURATION",
                    help=f"per-request timeout (default 2s, {WAIT.bounds})")
-    p.add_argument("--deadline", type=RUN_TIME, default=600.0, metavar="DURATION",
-                   help=f"hard bound on the whole run (default 10m, {RUN_TIME.bounds})")
+    p.add_argument("--deadline", type=RUN_TIME, metavar="DURATION",
+                   help=f"hard bound on the whole run (default: --duration plus "
+                        f"{DEADLINE_SLACK_S:g}s, else {DEADLINE_S / 60:g}m; {RUN_TIME.bounds})")
     p.add_argument("--ramp", action="store_true",
                    help="step connections 32, 64, 128 ... up to --max-connections")
     p.add_argument("--max-connections", type=CONNECTIONS, default=4096, metavar="N",
@@ -81,36 +85,6 @@ def register(kinds: argparse._SubParsersAction) -> None:
                    help=f"ramp: load time per step (default 2s, {WAIT.bounds})")
     p.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     p.set_defaults(func=run)
-
-
-def parse_server(text: str) -> tuple[str, int]:
-    text = text.strip()
-    host, port = text, DEFAULT_PORT
-    if text.startswith("["):
-        end = text.find("]")
-        if end < 0:
-            raise CliError(f"bad server address {text!r}")
-        host, rest = text[1:end], text[end + 1:]
-        if rest:
-            if not rest.startswith(":"):
-                raise CliError(f"bad server address {text!r}")
-            port = _port(rest[1:], text)
-    elif text.count(":") == 1:
-        host, p = text.split(":")
-        port = _port(p, text)
-    if not host:
-        raise CliError(f"bad server address {text!r}")
-    return host, port
-
-
-def _port(text: str, whole: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise CliError(f"bad port in {whole!r}") from None
-    if not 0 < port < 65536:
-        raise CliError(f"port out of range in {whole!r}")
-    return port
 
 
 def is_loopback(host: str) -> bool:
@@ -140,58 +114,54 @@ def _sizes(args) -> tuple[SizeRange, SizeRange]:
         raise CliError(str(exc)) from None
 
 
+def config_from_args(args: argparse.Namespace) -> McRunConfig:
+    try:
+        host, port = parse_address(args.server)
+    except ProbeError as exc:
+        raise CliError(str(exc)) from None
+    key_size, value_size = _sizes(args)
+    return McRunConfig(
+        host=host, port=port, concurrency=args.concurrency, execute_number=args.execute_number,
+        duration=args.duration, test=McTest(args.test), read_only=args.read_only,
+        set_ratio=args.ratio, key_count=args.key_count, key_size=key_size,
+        value_size=value_size, flush=args.flush, rate=args.rate, workers=args.workers,
+        connect_timeout=args.connect_timeout, timeout=args.timeout, deadline=args.deadline,
+        ramp=args.ramp, start_connections=args.start_connections,
+        max_connections=args.max_connections, step_seconds=args.step_seconds)
+
+
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "root", None):     # like probe io: a capture cannot be load-tested
         raise CliError("probe memcached loads a live server from this host; it cannot run on "
                        "--root")
-    host, port = parse_server(args.server)
-    key_size, value_size = _sizes(args)
+    config = config_from_args(args)
     if args.flush:
-        confirm_flush(host, port, args.yes)
-    if args.ramp:
-        if args.key_count is not None and args.key_count > MAX_KEY_COUNT:
-            raise CliError(f"key count must be within 1..{MAX_KEY_COUNT} (every key is held in "
-                           "memory)")
-        if args.max_connections < 1 or args.start_connections < 1 or args.step_seconds <= 0:
-            raise CliError("--max-connections, --start-connections and --step-seconds must be positive")
-        cfg = RampConfig(host=host, port=port, start=args.start_connections,
-                         max_connections=args.max_connections, step_s=args.step_seconds,
-                         test=args.test, set_ratio=args.ratio,
-                         key_count=args.key_count or 10000, key_size=key_size,
-                         value_size=value_size, flush=args.flush, rate_per_conn=args.rate,
-                         connect_timeout_s=args.connect_timeout,
-                         request_timeout_s=args.timeout, deadline_s=args.deadline)
-        _check_nofile(args.max_connections)
-        steps = ramp_steps(cfg.start, cfg.max_connections)
-        header = [f"ramp on {cfg.target}: {' '.join(map(str, steps))} connections, "
-                  f"{cfg.step_s:g} s each, test {cfg.test}"]
+        confirm_flush(config.host, config.port, args.yes)
+    try:
+        probe = McRun(config)
+        probe.prepare()         # the file-descriptor limit: nothing has started yet
+    except ProbeError as exc:
+        raise CliError(str(exc)) from None
+    if config.ramp:
+        steps = ramp_steps(config.start_connections, config.max_connections)
+        header = [f"ramp on {config.target}: {' '.join(map(str, steps))} connections, "
+                  f"{config.step_seconds:g} s each, test {config.test}"]
 
-        def on_step(step) -> None:
+        def on_step(step: Interval) -> None:
             if args.json:
                 return
             if header:      # printed with the first step: a target that fails is one line
                 print(header.pop(), flush=True)
             print_step(step)
-        ramp = MemcachedRamp(cfg)
-        summary, signum = _run_async(ramp, on_step)
+        driver = ProbeDriver(probe, on_step, signals=STOP_SIGNALS).run()
+        summary = probe.result.detail
         _raise_unresolvable(summary)
-        return report_ramp(summary, args.json, signum)
-    load = MemcachedLoad(host=host, port=port, concurrency=args.concurrency,
-                         execute_number=args.execute_number, duration_s=args.duration,
-                         test=args.test, set_ratio=args.ratio, key_count=args.key_count,
-                         key_size=key_size, value_size=value_size, flush=args.flush,
-                         rate_per_conn=args.rate, connect_timeout_s=args.connect_timeout,
-                         request_timeout_s=args.timeout, deadline_s=args.deadline,
-                         workers=args.workers)
-    try:
-        probe = MemcachedProbe(load)
-    except ProbeError as exc:
-        raise CliError(str(exc)) from None
-    _check_nofile(args.concurrency)
+        return report_ramp(summary, args.json, driver.signum)
     live = sys.stderr.isatty() and not args.json
-    samples: list = []
+    samples: list[McInterval] = []
 
-    def on_sample(sample) -> None:
+    def on_interval(interval: Interval) -> None:
+        sample = interval.memcached
         samples.append(sample)
         if live:
             p99 = max((v.get("p99", 0) for v in sample.latency_ns.values()), default=0)
@@ -199,64 +169,18 @@ def run(args: argparse.Namespace) -> int:
                              f"p99 {p99 / 1e6:8.3f} ms  conns {sample.connections}   ")
             sys.stderr.flush()
 
-    summary, signum = _run_async(probe, on_sample)
+    driver = ProbeDriver(probe, on_interval, signals=STOP_SIGNALS).run()
     if live and samples:
         sys.stderr.write("\n")
+    summary = probe.result.detail
     _raise_unresolvable(summary)
-    return report_load(summary, samples, args.json, signum)
+    return report_load(summary, samples, args.json, driver.signum)
 
 
 def _raise_unresolvable(summary) -> None:
     """A name that does not resolve is a bad argument: one line, exit 2."""
     if summary is not None and summary.target_error == "resolve":
         raise CliError(summary.reason)
-
-
-def _check_nofile(connections: int) -> None:
-    try:
-        ensure_nofile(connections)
-    except ProbeError as exc:
-        raise CliError(str(exc)) from None
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def _run_async(probe, on_item):
-    """Iterate the probe on uvloop. SIGINT, SIGTERM and SIGHUP stop it at once: the connections
-    are dropped, worker processes are told to stop and are reaped, and the partial figures are
-    kept (the exit status then says which signal ended it)."""
-    received: list[int] = []
-
-    async def main():
-        loop = asyncio.get_running_loop()
-        installed = []
-
-        def on_signal(signum: int) -> None:
-            received.append(signum)
-            probe.stop()
-        for signum in STOP_SIGNALS:
-            try:
-                loop.add_signal_handler(signum, on_signal, signum)
-                installed.append(signum)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-        try:
-            async for item in probe:
-                on_item(item)
-        finally:
-            for signum in installed:
-                loop.remove_signal_handler(signum)
-        return probe.summary
-
-    try:
-        import uvloop
-        factory = uvloop.new_event_loop
-    except ImportError:   # uvloop is a Linux-only dependency
-        factory = None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        summary = runner.run(main())
-    return summary, (received[0] if received else None)
 
 
 # --- text output -----------------------------------------------------------------------------
@@ -353,12 +277,13 @@ def print_server(s: ProbeSummary) -> None:
               f", probe sent {c.probe_sent}: {verdict}" + (f" ({c.note})" if c.note else ""))
 
 
-def print_step(st) -> None:
+def print_step(interval: Interval) -> None:
+    st = interval.memcached_ramp
     errs = ", ".join(f"{error_label(k)} {v}" for k, v in sorted(st.errors.items())) or "none"
     rej = "?" if st.server_rejected is None else st.server_rejected
     print(f"  {st.connections:>6} conns: opened {st.opened} in {st.open_s:.3f} s, "
-          f"{st.ops_per_s:>9.0f} ops/s, p50 {_ms(st.p50_ns)} ms, p99 {_ms(st.p99_ns)} ms, "
-          f"errors: {errs}; server rejected {rej}", flush=True)
+          f"{interval.ops_per_s:>9.0f} ops/s, p50 {_ms(interval.p50_ns)} ms, "
+          f"p99 {_ms(interval.p99_ns)} ms, errors: {errs}; server rejected {rej}", flush=True)
 
 
 def report_ramp(s: RampSummary, as_json: bool, signum: int | None = None) -> int:

@@ -1,23 +1,45 @@
-"""Health rules for the resolver (dns) section.
+"""Health rules for the resolver (dns): the configuration (`rules`, on a report) and what the
+DNS probe measured (`probe_rules`, on its result). One vocabulary of codes for both, so diff,
+check and the history database key on the same names:
 
 - dns.unreadable (warn): /etc/resolv.conf could not be read: missing, a dangling link (its
   manager, e.g. systemd-resolved, not running), or unreadable.
-- dns.single_nameserver (warn): one nameserver (for the systemd-resolved stub: one upstream).
+- dns.single_nameserver (warn): one nameserver (for the systemd-resolved stub: one upstream);
+  from the probe: the only server probed and configured, with the measured cost of losing it.
 - dns.too_many_nameservers (warn): more than three; glibc ignores the rest.
 - dns.failover_delay (warn): a blackholed first server costs each lookup more than 2 s.
 - dns.use_vc_no_timeout (warn): use-vc makes lookups TCP, which has no resolver timeout.
 - dns.no_attempts (crit): attempts:0 (or negative): glibc sends no query at all.
 - dns.unknown_option (warn): an options token glibc does not know (silently ignored).
 - dns.invalid_nameserver (warn): a nameserver line glibc cannot parse (silently ignored).
+Measured by the probe only:
+- dns.server_down (crit for the first server, else warn): timeout, refused or unreachable.
+- dns.a_only (warn): A answered, AAAA dropped.
+- dns.server_error (warn): SERVFAIL, REFUSED, NOTIMP or a lame referral.
+- dns.tcp_broken (crit): truncates, and its TCP fails (glibc has no TCP timeout).
+- dns.intermittent (warn): failed in an earlier round, answers now.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections import Counter
+from typing import TYPE_CHECKING, Iterable
 
 from inspector.discover.resolver import ResolverSection
 from inspector.model import Finding, Level, Report
 
+if TYPE_CHECKING:
+    from inspector.probes.dns_failover import DnsProbeResult
+
 FAILOVER_WARN_S = 2.0
+# Codes the probe used before the vocabulary was one (`probe dns --json` of earlier versions):
+# read them as today's.
+LEGACY_CODES = {"dns.single_server": "dns.single_nameserver", "dns.use_vc": "dns.use_vc_no_timeout"}
+# What-ifs about the configuration: findings, but no server misbehaves (`probe dns` exits 0)
+CONFIG_CODES = frozenset({"dns.failover_delay", "dns.single_nameserver"})
+
+
+def canonical_code(code: str) -> str:
+    return LEGACY_CODES.get(code, code)
 
 
 def rules(report: Report) -> Iterable[Finding]:
@@ -48,13 +70,7 @@ def rules(report: Report) -> Iterable[Finding]:
             "over at once only when the dead server's host answers with ICMP refused.",
             code="dns.failover_delay"))
     if cfg.use_vc:
-        out.append(Finding(
-            Level.WARN, "resolver", "use-vc: lookups go over TCP, which glibc does not time out",
-            [f"options {' '.join(cfg.option_words())}", f"blackholed server: about "
-             f"{loss.seconds if hasattr(loss, 'seconds') else '?'} s of SYN retries; a server "
-             "that accepts and never answers hangs the lookup for ever"],
-            "Drop use-vc unless answers are truncated on UDP; if TCP is needed, put a local "
-            "resolver with its own timeouts in front.", code="dns.use_vc_no_timeout"))
+        out.append(_use_vc(cfg.option_words(), loss.seconds if hasattr(loss, "seconds") else "?"))
     if cfg.unknown_options:
         out.append(Finding(
             Level.WARN, "resolver", "resolv.conf options glibc does not know (ignored): " +
@@ -136,4 +152,86 @@ def _count_rules(s: ResolverSection) -> list[Finding]:
                                                else []),
             "Add a second nameserver so a dead server costs one timeout instead of failing "
             "every lookup.", code="dns.single_nameserver"))
+    return out
+
+
+def _use_vc(options: list[str], blackholed_s) -> Finding:
+    return Finding(
+        Level.WARN, "resolver", "use-vc: lookups go over TCP, which glibc does not time out",
+        [f"options {' '.join(options)}", f"blackholed server: about {blackholed_s} s of SYN "
+         "retries; a server that accepts and never answers hangs the lookup for ever"],
+        "Drop use-vc unless answers are truncated on UDP; if TCP is needed, put a local "
+        "resolver with its own timeouts in front.", code="dns.use_vc_no_timeout")
+
+
+def probe_rules(result: "DnsProbeResult") -> list[Finding]:
+    """Findings from what the DNS probe measured: each server's last round, earlier rounds'
+    failures, and the predicted cost of losing a server (its what-ifs)."""
+    from inspector.probes.dns_query import FAILED_KINDS
+    out: list[Finding] = []
+    for i, r in enumerate(result.servers):
+        if r.kind in ("timeout", "refused", "unreachable"):
+            first = i == 0
+            cost = "every lookup waits for it" if r.kind == "timeout" else "fails over at once"
+            out.append(Finding(
+                Level.CRIT if first else Level.WARN, r.server,
+                f"nameserver {r.server} {r.kind} now ({'the first server: ' if first else ''}{cost})",
+                [f"{r.server}: {r.detail}"],
+                "fix or remove this nameserver" + ("; until then lookups pay its timeout"
+                                                    if r.kind == "timeout" else ""),
+                code="dns.server_down"))
+        elif r.kind == "a-only":
+            out.append(Finding(Level.WARN, r.server, f"nameserver {r.server} answers only A "
+                               "(AAAA dropped): every dual-stack lookup waits three windows",
+                               [r.detail], "fix the server or middlebox dropping AAAA, or set "
+                               "`options single-request` only as a stopgap", code="dns.a_only"))
+        elif r.kind in ("servfail", "rcode-refused", "notimp", "lame"):
+            out.append(Finding(Level.WARN, r.server, f"nameserver {r.server}: {r.kind}",
+                               [r.detail], "glibc skips it and asks the next server",
+                               code="dns.server_error"))
+        elif r.kind == "truncated" and r.tcp_kind != "answered":
+            out.append(Finding(Level.CRIT, r.server, f"nameserver {r.server} truncates and "
+                               f"its TCP fails ({r.tcp_kind}): glibc has no TCP timeout",
+                               [r.detail], code="dns.tcp_broken"))
+    # With several rounds, the last one is not the whole story: a server that failed in an
+    # earlier round but answers now is intermittent (lookups pay its timeout now and then)
+    if result.rounds > 1:
+        for r in result.servers[:3]:
+            kinds = result.history.get(r.server, [])
+            bad = [(i, k) for i, k in enumerate(kinds) if k in FAILED_KINDS]
+            if not bad or r.kind in FAILED_KINDS or r.kind == "truncated":
+                continue
+            tally = Counter(k for _, k in bad)
+            out.append(Finding(
+                Level.WARN, r.server,
+                f"nameserver {r.server} {r.kind} now but failed in {len(bad)} of "
+                f"{len(kinds)} rounds (" + ", ".join(f"{k} x{n}" for k, n in
+                                                     tally.most_common()) + ")",
+                [f"round {i + 1}: {k}" for i, k in bad][:6],
+                "an intermittent server costs lookups its failover delay whenever it "
+                "fails: keep watching it (--count) and fix or remove it",
+                code="dns.intermittent"))
+    whatifs = result.what_ifs
+    # Only when the configuration itself has one server: `--server X` probes one of many.
+    if whatifs and len(result.servers) == 1 and len(result.nameservers) <= 1:
+        lost = whatifs[0].blackholed
+        out.append(Finding(Level.WARN, "resolver",
+                           f"{whatifs[0].server} is the only nameserver: if it stops "
+                           "answering, every lookup " + (
+                               "hangs (TCP path, no timeout)" if lost.seconds is None
+                               else f"fails after {lost.seconds:g} s"),
+                           lost.steps[:6], "add a second nameserver or run a local cache "
+                           "(systemd-resolved, nscd, unbound)", code="dns.single_nameserver"))
+    elif whatifs and len(result.servers) > 1:
+        first = whatifs[0].blackholed
+        if first.seconds is None or first.seconds > FAILOVER_WARN_S:
+            out.append(Finding(Level.WARN, "resolver",
+                               f"losing {whatifs[0].server} (blackholed) would make lookups "
+                               + ("hang (no timeout on glibc's TCP path)"
+                                  if first.seconds is None else f"take {first.text()}"),
+                               first.steps[:6], "lower `options timeout:` / `attempts:`, use "
+                               "rotate, or run a local cache (systemd-resolved, nscd, unbound)",
+                               code="dns.failover_delay"))
+    if result.use_vc:
+        out.append(_use_vc(result.options, whatifs[0].blackholed.seconds if whatifs else "?"))
     return out

@@ -108,10 +108,7 @@ class InspectorApp(App):
         # sampler=False turns live sampling off (tests); None builds the real one
         self.sampler = (None if sampler is False else
                         sampler if sampler is not None else live_source.make_sampler(root))
-        if adapters is None:
-            from inspector.tui.probe_adapters import ADAPTERS
-            adapters = ADAPTERS
-        self.probes = ProbeManager(self.post_message, adapters)
+        self.probes = ProbeManager(self.post_message)
         self._collect_timer = None
         self._live_timer = None
         self.exit_signal: int | None = None        # SIGHUP/SIGTERM that ends the session

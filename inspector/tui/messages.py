@@ -1,7 +1,7 @@
 """Messages: the only way results from worker threads and probe tasks reach the UI."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from textual.message import Message
@@ -22,17 +22,33 @@ class LiveSampled(Message):
 
 
 @dataclass
+class UpdateExtra:
+    """What a run's panel shows besides the figures (tui.probe_adapters fills it)."""
+    final: bool = False                     # the run's summary, not an interval
+    primary: str = "p50"                    # the chart's first series: p50, or avg
+    loop: str | None = None                 # io: "python" when the C loop is not built
+    bytes_per_s: float | None = None        # io
+    connections: int | None = None          # memcached: open at the end of the interval
+    per_server_ms: dict[str, float | None] | None = None    # dns: each server, this round
+    percentiles_ns: dict[str, int] = field(default_factory=dict)   # final: the whole run's
+    buckets: list[tuple[int, int]] = field(default_factory=list)   # final: its histogram
+    max_ns: float | None = None             # final
+    note: str = ""                          # final: the target, or how the run ended
+
+
+@dataclass
 class ProbeUpdate:
-    """One interval of a probe, normalised for the screens (latencies in ns)."""
+    """One interval of a probe, or its final figures, normalised for the screens (latencies
+    in ns)."""
     run_id: int
     elapsed: float
     ops: int                    # total operations so far
-    ops_per_s: float            # in this interval
+    ops_per_s: float            # in this interval (final: over the run)
     p50: float | None
     p99: float | None
     max: float | None
-    errors: int = 0
-    extra: dict | None = None   # probe-specific figures (per-server latency for DNS ...)
+    errors: int = 0             # so far
+    extra: UpdateExtra = field(default_factory=UpdateExtra)
 
 
 class ProbeProgress(Message):

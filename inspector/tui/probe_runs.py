@@ -1,111 +1,124 @@
-"""Probe runs for the TUI: a request from the form, a run in its own thread and event loop.
+"""Probe runs for the TUI: a request from the form, run by the probe layer in its own thread.
 
-Each probe (inspector.probes.*) is an async iterator of interval samples plus a final summary.
-A run drives it on a private asyncio loop in a daemon thread, so a memcached ramp to thousands of
-connections or a hung O_DIRECT read never competes with the UI loop; every interval reaches the
-UI as a ProbeProgress message. Stopping cancels the task from the UI thread.
+The form makes the same ProbeRequest as `--probe SPEC` (inspector.probes.request), which becomes
+the same probe, driven by the same ProbeDriver as the CLI: on a private event loop in a daemon
+thread, so a memcached ramp to thousands of connections or a hung O_DIRECT read never competes
+with the UI loop. Every interval reaches the UI as a ProbeProgress message, the run's summary
+as a last (final) one, then ProbeFinished. Stopping asks the probe to stop (partial figures
+kept); the driver cancels it if it has not ended a few seconds later.
 """
 from __future__ import annotations
 
-import asyncio
-import importlib
-import importlib.util
 import itertools
 import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Callable
 
+from inspector.probes.base import KIND_TITLES, ProbeError, ProbeKind, RunStatus, RunSummary
+from inspector.probes.request import ProbeRequest
 from inspector.tui.messages import ProbeFinished, ProbeProgress, ProbeUpdate
 
-KINDS = ("io", "memcached", "dns")
-KIND_TITLES = {"io": "IO latency", "memcached": "memcached", "dns": "DNS"}
-PROBE_MODULES = {"io": "inspector.probes.io_latency", "memcached": "inspector.probes.memcached",
-                 "dns": "inspector.probes.dns_failover"}
+if TYPE_CHECKING:
+    from inspector.probes.base import Interval
+    from inspector.probes.driver import ProbeDriver
+
+__all__ = ["KINDS", "KIND_TITLES", "ProbeManager", "ProbeRequest", "ProbeRun", "RunState"]
+
+KINDS = tuple(ProbeKind)
 HISTORY = 1024           # interval updates kept per run (4 min at 4 Hz)
-MANY_CONNECTIONS = 100  # at or above this a memcached run needs confirming
+MANY_CONNECTIONS = 100   # at or above this a memcached run needs confirming
+# raw IO latencies held before folding into the histogram: 2 MB, not the CLI's 32 MB (the
+# TUI's probe may run for hours; bench_tui's Probes screen went 57 -> 63 MB in 15 s more)
+TUI_RAW_LIMIT = 1 << 18
 _ids = itertools.count(1)
 
 
-@dataclass
-class ProbeRequest:
-    kind: str
-    target: str
-    duration: float = 10.0          # seconds: the hard bound
-    count: int | None = None        # operations: the other bound
-    write: bool = False             # io: write into a private temp file in target dir
-    concurrency: int = 1            # io workers / memcached connections
-    interval: float = 0.25          # seconds between samples (4 Hz charts)
-
-    def describe(self) -> str:
-        bound = f"{self.duration:g} s" + (f" or {self.count} ops" if self.count else "")
-        extra = ""
-        if self.kind == "io":
-            extra = f", {'WRITE' if self.write else 'read'}, {self.concurrency} worker(s)"
-        elif self.kind == "memcached":
-            extra = f", {'set' if self.write else 'get'} test, {self.concurrency} connection(s)"
-        return f"{KIND_TITLES[self.kind]} on {self.target} for at most {bound}{extra}"
-
-    def needs_confirmation(self) -> str | None:
-        """Why this run must be confirmed, or None."""
-        if self.kind == "io" and self.write:
-            return (f"writes a private temporary file inside {self.target} "
-                    f"(bound: {self.duration:g} s)")
-        if self.kind == "io" and os.path.isdir(self.target):
-            return (f"writes a private 64 MiB temporary file inside {self.target} to read from "
-                    f"(bound: {self.duration:g} s)")
-        if self.kind == "memcached":
-            many = " (many connections)" if self.concurrency >= MANY_CONNECTIONS else ""
-            return (f"opens {self.concurrency} connections{many} to {self.target} and stores "
-                    f"keys in its cache, which may evict real data (bound: {self.duration:g} s)")
-        return None
+class RunState(StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    DONE = "done"
+    STOPPED = "stopped"
+    FAILED = "failed"
 
 
-def probe_available(kind: str) -> str | None:
-    """None when the probe module is installed, else a plain reason."""
+def form_request(kind: Any, target: str, seconds: str, concurrency: str,
+                 write: bool) -> ProbeRequest:
+    """The Probes screen's form as a request; ValueError with a line for the operator."""
+    target = target.strip()
     try:
-        spec = importlib.util.find_spec(PROBE_MODULES[kind])
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        return f"the {KIND_TITLES[kind]} probe has not landed in this build"
+        duration = float(seconds or "10")
+        workers = int(concurrency or "1")
+    except ValueError:
+        raise ValueError("seconds and workers/connections must be numbers") from None
+    if not target:
+        raise ValueError("the probe needs a target")
+    if not 0 < duration <= 24 * 3600:
+        raise ValueError("seconds must be between 0 and 86400")
+    if not 1 <= workers <= 100_000:
+        raise ValueError("workers/connections must be between 1 and 100000")
+    return ProbeRequest(kind=ProbeKind(kind), target=target, duration=duration,
+                        concurrency=workers, write=write)
+
+
+def describe(request: ProbeRequest) -> str:
+    bound = f"{request.duration:g} s" + (f" or {request.count} ops" if request.count else "")
+    extra = ""
+    if request.kind == ProbeKind.IO:
+        extra = f", {'WRITE' if request.write else 'read'}, {request.concurrency} worker(s)"
+    elif request.kind == ProbeKind.MEMCACHED:
+        extra = (f", {'set' if request.write else 'read-only get'} test, "
+                 f"{request.concurrency} connection(s)")
+    return f"{KIND_TITLES[request.kind]} on {request.target} for at most {bound}{extra}"
+
+
+def needs_confirmation(request: ProbeRequest) -> str | None:
+    """Why this run must be confirmed, or None."""
+    if request.kind == ProbeKind.IO and request.write:
+        return (f"writes a private temporary file inside {request.target} "
+                f"(bound: {request.duration:g} s)")
+    if request.kind == ProbeKind.IO and os.path.isdir(request.target):
+        return (f"writes a private 64 MiB temporary file inside {request.target} to read from "
+                f"(bound: {request.duration:g} s)")
+    if request.kind == ProbeKind.MEMCACHED:
+        many = " (many connections)" if request.concurrency >= MANY_CONNECTIONS else ""
+        load = ("stores keys in its cache, which may evict real data" if request.write else
+                "asks it for keys it does not hold (nothing is stored)")
+        return (f"opens {request.concurrency} connections{many} to {request.target} and "
+                f"{load} (bound: {request.duration:g} s)")
     return None
 
 
-# Adapters turn a request into an async iterator of ProbeUpdate-like dicts and a summary.
-# They are filled in per probe module (inspector.tui.probe_adapters) as the probes land.
-Adapter = Callable[[Any], AsyncIterator[dict]]
-
-
-def _error_text(exc: Exception) -> str:
-    """A probe's own errors are written for the operator ("...: no such file"); anything else
-    keeps its type, which is most of what an unexpected error says."""
-    if type(exc).__module__.startswith("inspector.") and str(exc):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+def open_tui_probe(request: ProbeRequest):
+    """The request's probe, as everywhere else; only the IO probe's raw-latency buffer is
+    smaller, a memory bound of this long-running process (not of the measurement)."""
+    from inspector.probes.request import config_for, make_probe
+    config = config_for(request)
+    if request.kind == ProbeKind.IO:
+        config = replace(config, raw_limit=TUI_RAW_LIMIT)
+    return make_probe(config)
 
 
 @dataclass
 class ProbeRun:
     request: ProbeRequest
     post: Callable[[Any], None]            # App.post_message (thread-safe)
-    adapter: Adapter
     run_id: int = field(default_factory=lambda: next(_ids))
-    state: str = "starting"                # running, done, stopped, failed
+    state: RunState = RunState.STARTING
     started: float = field(default_factory=time.monotonic)
     last: ProbeUpdate | None = None
-    summary: Any = None
+    summary: RunSummary | None = None
     error: str | None = None
-    _loop: asyncio.AbstractEventLoop | None = None
-    _task: asyncio.Task | None = None
-    _thread: threading.Thread | None = None
-    _stop_requested: bool = False
-    stop_hook: Callable[[], None] | None = None   # the probe's graceful stop, run on its loop
     # interval updates as received by the UI (appended on the UI thread only), for charts that
     # are (re)drawn later: a screen opened mid-run, the pinned comparison panel
     history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    _thread: threading.Thread | None = None
+    _driver: "ProbeDriver | None" = None
+    _stop_requested: bool = False
+    _errors: int = 0
 
     @property
     def title(self) -> str:
@@ -113,7 +126,7 @@ class ProbeRun:
 
     @property
     def active(self) -> bool:
-        return self.state in ("starting", "running")
+        return self.state in (RunState.STARTING, RunState.RUNNING)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._thread_main, daemon=True,
@@ -121,20 +134,10 @@ class ProbeRun:
         self._thread.start()
 
     def stop(self) -> None:
+        """Thread-safe: the probe stops with its partial figures."""
         self._stop_requested = True
-        loop, task = self._loop, self._task
-        if loop is None or task is None or loop.is_closed():
-            return
-        try:
-            if self.stop_hook is not None:
-                # graceful: the probe ends its iteration with partial figures; cancel if it
-                # has not finished a few seconds later
-                loop.call_soon_threadsafe(self.stop_hook)
-                loop.call_soon_threadsafe(loop.call_later, 5.0, task.cancel)
-            else:
-                loop.call_soon_threadsafe(task.cancel)
-        except RuntimeError:
-            pass  # loop already finished
+        if self._driver is not None:
+            self._driver.stop()
 
     def join(self, timeout: float) -> bool:
         if self._thread is not None:
@@ -143,64 +146,48 @@ class ProbeRun:
         return True
 
     def _thread_main(self) -> None:
-        loop = None
-        if self.request.kind == "memcached":
-            try:  # the memcached load generator needs uvloop's lower per-request cost
-                import uvloop
-                loop = uvloop.new_event_loop()
-            except ImportError:
-                pass
-        if loop is None:  # IO and DNS probes wait on threads and sockets: asyncio is enough,
-            loop = asyncio.new_event_loop()   # and uvloop would cost ~1 MB for nothing
-        self._loop = loop
-        error = None
+        from inspector.probes.driver import ProbeDriver
+        from inspector.tui.probe_adapters import final_update
+        probe = None
         try:
-            self._task = loop.create_task(self._drive())
+            probe = open_tui_probe(self.request)
+            self._driver = ProbeDriver(probe, self._on_interval)
             if self._stop_requested:
-                self._task.cancel()  # stopped before it started
-            loop.run_until_complete(self._task)
-        except asyncio.CancelledError:
-            pass
-        except Exception as exc:  # shown in the run's panel, never a traceback on screen
-            error = _error_text(exc)
-        finally:
-            try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            except Exception:
-                pass
-            loop.close()
-        if error:
-            self.state, self.error = "failed", error
-        elif self._stop_requested:
-            self.state = "stopped"
-        else:
-            self.state = "done"
+                self._driver.stop()
+            self.state = RunState.RUNNING
+            self._driver.run()
+        except ProbeError as exc:               # the operator's problem, in one line
+            self.error = str(exc)
+        except Exception as exc:  # a bug: shown in the run's panel, never a traceback on screen
+            self.error = f"{type(exc).__name__}: {exc}"
+        result = probe.result if probe is not None else None
+        if result is not None:
+            self.summary = result.summary()
+            if self.summary.status == RunStatus.FAILED and not self.error:
+                self.error = self.summary.reason or self.summary.error or "failed"
+            self.last = final_update(self.run_id, self.summary, self._errors)
+            self.post(ProbeProgress(self.last))
+        self.state = (RunState.FAILED if self.error else
+                      RunState.STOPPED if self._stop_requested else RunState.DONE)
         self.post(ProbeFinished(self.run_id, self.summary, self.error))
 
-    async def _drive(self) -> None:
-        self.state = "running"
-        async for item in self.adapter(self):
-            if "summary" in item:
-                self.summary = item["summary"]
-                continue
-            update = ProbeUpdate(run_id=self.run_id, **item)
-            self.last = update
-            self.post(ProbeProgress(update))
+    def _on_interval(self, interval: "Interval") -> None:
+        from inspector.tui.probe_adapters import interval_update
+        update = interval_update(self.run_id, interval)
+        self._errors = interval.errors_total
+        self.last = update
+        self.post(ProbeProgress(update))
 
 
 class ProbeManager:
     """All runs of this session; several may be active at once."""
 
-    def __init__(self, post: Callable[[Any], None], adapters: dict[str, Adapter]):
+    def __init__(self, post: Callable[[Any], None]):
         self.post = post
-        self.adapters = adapters
         self.runs: list[ProbeRun] = []
 
     def start(self, request: ProbeRequest) -> ProbeRun:
-        adapter = self.adapters.get(request.kind)
-        if adapter is None:
-            raise ValueError(probe_available(request.kind) or f"no adapter for {request.kind}")
-        run = ProbeRun(request=request, post=self.post, adapter=adapter)
+        run = ProbeRun(request=request, post=self.post)
         self.runs.append(run)
         run.start()
         return run

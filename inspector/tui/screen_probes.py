@@ -20,7 +20,10 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
 from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
-from inspector.tui.probe_runs import KIND_TITLES, KINDS, ProbeRequest, ProbeRun, probe_available
+from inspector.probes.base import ProbeError
+from inspector.probes.request import config_for
+from inspector.tui.probe_runs import (KIND_TITLES, KINDS, ProbeRequest, ProbeRun, RunState,
+                                      describe, form_request, needs_confirmation)
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.histogram import LatencyHistogram, format_ns
@@ -55,8 +58,8 @@ class RunPanel(Vertical):
         if run is not None:
             history = list(run.history)
             if history:
-                chart.rename_series(((history[0].extra or {}).get("primary", "p50"), "p99", "max"))
-            chart.extend([_ms(u) for u in history if not (u.extra or {}).get("final")])
+                chart.rename_series((history[0].extra.primary, "p99", "max"))
+            chart.extend([_ms(u) for u in history if not u.extra.final])
             if history:
                 self._stats(run, history[-1])
         else:
@@ -71,11 +74,11 @@ class RunPanel(Vertical):
     def add(self, run: ProbeRun, update: ProbeUpdate) -> None:
         if update.run_id != self.run_id:
             return
-        extra = update.extra or {}
-        if not extra.get("final"):
+        extra = update.extra
+        if not extra.final:
             chart = self.query_one(LiveChart)
-            # the IO probe's intervals carry a mean, not a median: say so in the legend
-            chart.rename_series((extra.get("primary", "p50"), "p99", "max"))
+            # an interval without a median carries its mean: say so in the legend
+            chart.rename_series((extra.primary, "p99", "max"))
             chart.push(*_ms(update))
         self._stats(run, update)
 
@@ -87,26 +90,25 @@ class RunPanel(Vertical):
         table.add_row("elapsed", f"{update.elapsed:.1f} s")
         table.add_row("ops", f"{update.ops}")
         table.add_row("ops/s", f"{update.ops_per_s:.0f}")
-        extra = update.extra or {}
-        percentiles = extra.get("percentiles_ns") or {}
-        if percentiles:
-            for name, ns in percentiles.items():
+        extra = update.extra
+        if extra.percentiles_ns:
+            for name, ns in extra.percentiles_ns.items():
                 table.add_row(name, format_ns(ns))
         else:
             table.add_row("p50", format_ns(update.p50))
             table.add_row("p99", format_ns(update.p99))
-        table.add_row("max", format_ns(extra.get("max_ns", update.max)))
+        table.add_row("max", format_ns(update.max if extra.max_ns is None else extra.max_ns))
         if update.errors:
             table.add_row(Text("errors", style="bold red"), str(update.errors))
-        if extra.get("loop") == "python":
+        if extra.loop == "python":
             # the IO probe's C loop is not built: its Python loop counts GIL waits (this
             # screen's own work) as IO latency (README: the IO probe's C loop)
             table.add_row(Text("timing", style="yellow"), Text("Python", style="yellow"))
         # fixed-size panes: repaint without a layout pass (4 Hz)
         self.query_one(".run-table", Static).update(table, layout=False)
         hist = self.query_one(LatencyHistogram)
-        if extra.get("buckets"):
-            hist.update_buckets(extra["buckets"])
+        if extra.buckets:
+            hist.update_buckets(extra.buckets)
             self._hist_state = "final"
         elif run.active and self._hist_state != ("waiting", run.run_id):
             self._hist_state = ("waiting", run.run_id)
@@ -115,7 +117,7 @@ class RunPanel(Vertical):
 
 
 def _waiting_text(run: ProbeRun) -> str:
-    if run.state == "failed":
+    if run.state == RunState.FAILED:
         return f"failed: {run.error or 'no reason given'}"
     if run.active:
         return "waiting for the first interval..."
@@ -196,37 +198,19 @@ class ProbesScreen(InspectorScreen):
             self._hint()
 
     def _hint(self) -> None:
-        kind = self.query_one("#probe-kind", Select).value
-        missing = probe_available(kind) if isinstance(kind, str) else None
-        if isinstance(kind, str) and kind not in self.app.probes.adapters and missing is None:
-            missing = f"the {KIND_TITLES[kind]} probe has no TUI adapter yet"
         hint = Text(no_wrap=True, overflow="ellipsis")
         if not self.app.root.live:   # first: at 80 columns the end of the line is cut
             hint.append("probes act on THIS machine, not on the capture  ", style="bold yellow")
-        if missing:
-            hint.append(missing, style="yellow")
-        else:
-            hint.append("target · seconds · workers/connections · write  then s or Start; "
-                        "x stops, S stops all, c pins to B", style="grey62")
+        hint.append("target · seconds · workers/connections · write  then s or Start; "
+                    "x stops, S stops all, c pins to B", style="grey62")
         self.query_one("#probe-hint", Static).update(hint)
 
     def request_from_form(self) -> ProbeRequest:
-        kind = self.query_one("#probe-kind", Select).value
-        target = self.query_one("#probe-target", Input).value.strip()
-        try:
-            seconds = float(self.query_one("#probe-seconds", Input).value or "10")
-            concurrency = int(self.query_one("#probe-concurrency", Input).value or "1")
-        except ValueError:
-            raise ValueError("seconds and workers/connections must be numbers") from None
-        if not target:
-            raise ValueError("the probe needs a target")
-        if not 0 < seconds <= 24 * 3600:
-            raise ValueError("seconds must be between 0 and 86400")
-        if not 1 <= concurrency <= 100_000:
-            raise ValueError("workers/connections must be between 1 and 100000")
-        return ProbeRequest(kind=str(kind), target=target, duration=seconds,
-                            concurrency=concurrency,
-                            write=self.query_one("#probe-write", Checkbox).value)
+        return form_request(self.query_one("#probe-kind", Select).value,
+                            self.query_one("#probe-target", Input).value,
+                            self.query_one("#probe-seconds", Input).value,
+                            self.query_one("#probe-concurrency", Input).value,
+                            self.query_one("#probe-write", Checkbox).value)
 
     def action_start(self) -> None:
         try:
@@ -234,13 +218,15 @@ class ProbesScreen(InspectorScreen):
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
-        if request.kind not in self.app.probes.adapters:
-            self.notify(probe_available(request.kind) or "probe not available", severity="error")
+        try:     # the target is one its kind can use: a clear line now, not a failed run
+            config_for(request)
+        except ProbeError as exc:
+            self.notify(str(exc), severity="error")
             return
-        reason = request.needs_confirmation()
+        reason = needs_confirmation(request)
         if reason:
             self.app.push_screen(ConfirmScreen(f"Start {KIND_TITLES[request.kind]} probe?",
-                                               f"{request.describe()}\n\nThis {reason}."),
+                                               f"{describe(request)}\n\nThis {reason}."),
                                  lambda ok: self._confirmed(ok, request))
         else:
             self.start_request(request)
@@ -302,7 +288,7 @@ class ProbesScreen(InspectorScreen):
         run = self.app.probes.get(update.run_id)
         if run is None:
             return
-        self._update_row(run, throttle=not (update.extra or {}).get("final"))
+        self._update_row(run, throttle=not update.extra.final)
         for panel in self.query(RunPanel):
             panel.add(run, update)
 

@@ -322,11 +322,10 @@ class DnsScreen(SectionScreen):
     def _chart_update(self, update: ProbeUpdate) -> None:
         """One line per nameserver when the interval carries each server's latency (the DNS
         probe's rounds do); else the round's p50/p99/max across servers."""
-        extra = update.extra or {}
-        if extra.get("final"):
+        if update.extra.final:
             return
         chart = self.query_one("#dns-chart", LiveChart)
-        per_server = extra.get("per_server_ms")
+        per_server = update.extra.per_server_ms
         if per_server:
             if set(per_server) - set(chart.series):
                 chart.set_series(list(dict.fromkeys([*(s for s in chart.series if s in per_server),
@@ -340,15 +339,12 @@ class DnsScreen(SectionScreen):
         runs = [r for r in app.probes.runs if r.request.kind == "dns"]
         line = self.query_one("#dns-probe-line", Static)
         if not runs:
-            from inspector.tui.probe_runs import probe_available
-            missing = probe_available("dns")
-            line.update(Text(f"probe  {missing or 'no DNS probe run yet (p starts one)'}",
-                             style="grey62"))
+            line.update(Text("probe  no DNS probe run yet (p starts one)", style="grey62"))
             return
         run = runs[-1]
         text = Text(f"probe  #{run.run_id} {run.state}", style="bold")
-        per_server = next((u.extra["per_server_ms"] for u in reversed(run.history)
-                           if u.extra and u.extra.get("per_server_ms")), {})
+        per_server = next((u.extra.per_server_ms for u in reversed(run.history)
+                           if u.extra.per_server_ms), {})
         for server, ms in per_server.items():
             text.append(f"  {server} {ms:.1f} ms" if ms is not None else f"  {server} -")
         line.update(text)

@@ -14,6 +14,7 @@ import pytest
 from conftest import TESTS, inspector_bin, require_root, run_cli
 from dns_responders import Responder, closed_port
 from inspector.discover.resolver_conf import parse_resolv_conf
+from inspector.health.dns import probe_rules
 from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeSettings
 from inspector.probes.dns_query import parse_server, query_server
 
@@ -89,7 +90,7 @@ def test_probe_rounds_findings_and_prediction(responders):
     assert result.history[silent.server] == ["timeout", "timeout"]
     # silent first server (1 s), then the answering one: ~1 s
     assert result.prediction.seconds == pytest.approx(1.0, abs=0.05)
-    codes = {(f.code, f.level.label) for f in result.findings}
+    codes = {(f.code, f.level.label) for f in probe_rules(result)}
     assert ("dns.server_down", "crit") in codes and ("dns.a_only", "warn") in codes
     # what-ifs: the answering server blackholed -> 1 s + 1 s + A-only 3 windows
     w = {x.server: x for x in result.what_ifs}
@@ -119,7 +120,7 @@ def test_single_nameserver_is_a_finding(responders, tmp_path):
     res = run_cli("probe", "dns", "probe.test", "--resolv-conf", str(conf), "--server", r.server,
                   "--json")
     assert res.status == 0, res.err
-    single = [f for f in res.json()["findings"] if f["code"] == "dns.single_server"]
+    single = [f for f in res.json()["findings"] if f["code"] == "dns.single_nameserver"]
     assert len(single) == 1
     assert "every lookup fails after 6 s" in single[0]["message"]   # 3 attempts x 2 s
 

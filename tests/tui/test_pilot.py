@@ -209,7 +209,7 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         await pilot.press("x")  # stops the highlighted (newest) run
         await wait_for(pilot, lambda: not second.active, timeout=8)
         assert second.state == "stopped" and first.active
-        assert second.last.extra and second.last.extra.get("final")  # partial figures kept
+        assert second.last.extra.final  # partial figures kept
         assert "stopped" in str(table.get_row_at(1)[3])
         # SIGHUP (the ssh session went away) stops the remaining probe and exits
         os.kill(os.getpid(), signal.SIGHUP)

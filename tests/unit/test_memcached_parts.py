@@ -9,13 +9,12 @@ from array import array
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from inspector.commands.common import CliError
-from inspector.commands.probe_memcached import parse_server
 from inspector.probes.latency import LatencyRecorder
 from inspector.probes.mc_engine import Engine, LoadConnection
 from inspector.probes.mc_latency import record_array, sorted_percentiles
 from inspector.probes.mc_ramp import RampStep, find_knee, ramp_steps
 from inspector.probes.mc_stats import ServerStats, compare
+from inspector.probes.mc_target import parse_address as parse_server
 from inspector.probes.mc_workload import SizeRange, Workload, make_key
 from inspector.probes.memcached import MemcachedLoad, ProbeError
 
@@ -162,7 +161,7 @@ def test_parse_server(text, expected):
 
 @pytest.mark.parametrize("text", ["host:0", "host:x", "[::1", ":11211", "h:70000"])
 def test_parse_server_rejects(text):
-    with pytest.raises(CliError):
+    with pytest.raises(ProbeError):
         parse_server(text)
 
 

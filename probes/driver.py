@@ -1,0 +1,157 @@
+"""Running a probe: the event loop, the stop signals and the hard deadline, in one place.
+
+    driver = ProbeDriver(probe, on_interval=print_it, signals=STOP_SIGNALS).run()
+    driver.signum          # the signal that stopped it (exit status 128 + signum), or None
+    probe.result.summary()
+
+The CLI, snapshot/record and the TUI's runs all go through ProbeDriver.run(), which blocks the
+calling thread on a private event loop: uvloop when the probe asks for it (the memcached load
+generator needs its lower per-request cost), plain asyncio otherwise (the IO and DNS probes
+wait on threads and sockets, and uvloop would cost ~1 MB for nothing).
+
+Stopping is always graceful first: probe.stop() ends the run with its partial figures kept;
+a probe still running STOP_GRACE_S later is cancelled. SIGINT, SIGTERM and SIGHUP stop it that
+way where the caller asks for signals (the CLI: `timeout 5 inspector probe ...` still prints
+its figures); the probe's `deadline` (seconds) stops it that way too.
+"""
+from __future__ import annotations
+
+import asyncio
+import signal
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
+
+from inspector.probes.base import Interval, Probe
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_GRACE_S = 5.0
+
+
+def loop_factory(probe: Probe) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    if probe.uvloop:
+        try:
+            import uvloop
+            return uvloop.new_event_loop
+        except ImportError:     # uvloop is a Linux-only dependency
+            pass
+    return None
+
+
+def add_signal_handlers(loop: asyncio.AbstractEventLoop, callback: Callable[[int], None],
+                        signals: Iterable[int]) -> list[int]:
+    """loop.add_signal_handler for each signal that can have one here (the main thread of a
+    Unix process); returns those installed, for remove_signal_handlers."""
+    installed = []
+    for signum in signals:
+        try:
+            loop.add_signal_handler(signum, callback, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    return installed
+
+
+def remove_signal_handlers(loop: asyncio.AbstractEventLoop, installed: Iterable[int]) -> None:
+    for signum in installed:
+        loop.remove_signal_handler(signum)
+
+
+@contextmanager
+def stop_signals(callback: Callable[[int], None],
+                 signals: Iterable[int] = STOP_SIGNALS) -> Iterator[None]:
+    """The same stop signals for a program without an event loop (the recorder). A signal
+    someone chose to ignore stays ignored: `nohup inspector record &` must outlive the SSH
+    session that started it (and `cmd &` in sh ignores SIGINT)."""
+    previous = {}
+    for signum in signals:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, lambda s, _frame: callback(s))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class ProbeDriver:
+    """Drives one probe to its end; `stop()` may be called from any thread."""
+
+    def __init__(self, probe: Probe, on_interval: Callable[[Interval], None] | None = None, *,
+                 signals: Iterable[int] = (), grace: float = STOP_GRACE_S):
+        self.probe = probe
+        self.on_interval = on_interval
+        self.signals = tuple(signals)
+        self.grace = grace
+        self.signum: int | None = None      # the stop signal that ended the run
+        self.expired = False                # the hard deadline ended it
+        self._stop_requested = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+        self._cancel_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop_requested
+
+    def run(self) -> "ProbeDriver":
+        """prepare() (ProbeError on a bad target), every interval to on_interval, close()."""
+        try:
+            self.probe.prepare()
+            with asyncio.Runner(loop_factory=loop_factory(self.probe)) as runner:
+                runner.run(self._drive())
+        except KeyboardInterrupt:   # Ctrl-C before the handlers were in place, or a second one
+            self.signum = self.signum or signal.SIGINT
+            self._stop_requested = True
+            self.probe.stop()
+        finally:
+            self.probe.close()
+        return self
+
+    def stop(self) -> None:
+        """End the run: the probe stops with its partial figures, or is cancelled `grace`
+        seconds later. Thread-safe; before the run has started it never starts measuring."""
+        self._stop_requested = True
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self.probe.stop()
+            return
+        try:
+            loop.call_soon_threadsafe(self._stop_now)
+        except RuntimeError:        # the loop has just finished
+            pass
+
+    async def _drive(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._loop, self._task = loop, asyncio.current_task()
+        installed = add_signal_handlers(loop, self._on_signal, self.signals)
+        deadline = None
+        if self.probe.deadline is not None:
+            deadline = loop.call_later(self.probe.deadline, self._expire)
+        if self._stop_requested:
+            self._stop_now()
+        try:
+            async for interval in self.probe.intervals():
+                if self.on_interval is not None:
+                    self.on_interval(interval)
+        except asyncio.CancelledError:
+            if self._cancel_timer is None:      # not ours: the caller's cancellation
+                raise
+        finally:
+            for timer in (deadline, self._cancel_timer):
+                if timer is not None:
+                    timer.cancel()
+            remove_signal_handlers(loop, installed)
+
+    def _on_signal(self, signum: int) -> None:
+        self.signum = self.signum or signum
+        self._stop_now()
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._stop_now()
+
+    def _stop_now(self) -> None:
+        self._stop_requested = True
+        self.probe.stop()
+        if self._cancel_timer is None and self._task is not None and self._loop is not None:
+            self._cancel_timer = self._loop.call_later(self.grace, self._task.cancel)
