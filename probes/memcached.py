@@ -35,6 +35,12 @@ SAMPLE_INTERVAL_S = 0.25
 NOFILE_SLACK = 64          # descriptors beyond the connections: stats, flush, python, stdio
 MAX_SAMPLES_QUEUED = 4 * 600
 DEFER_MAX_VALUES = 2_000_000   # 16 MB of raw latencies at most before they are recorded
+# The deadline bounds the whole run: every wait (resolve, connect, stats, flush, preload, load)
+# gets at most what is left of it, and its last FINAL_RESERVE_S (a tenth of it at most) are
+# kept for what follows the load: worker processes' last figures and the server's counters
+# (a healthy server answers `stats` in a millisecond; a silent one costs what is left, not
+# the connect timeout).
+FINAL_RESERVE_S = 0.2
 # The workload holds every key and its requests in memory (~350 bytes a key) and is built
 # before the deadline is watched: -e 10000000 used to mean 10 M keys, 3.5 GB and 30 s.
 DEFAULT_MAX_KEYS = 100_000     # the default key count (the execute number) stops here
@@ -470,17 +476,19 @@ class MemcachedProbe:
         load = self.load
         t_begin = time.monotonic()
         hard_end = t_begin + load.deadline_s
+        load_end = hard_end - final_reserve(load.deadline_s)
         try:
             ensure_nofile(load.concurrency)
             # one lookup and one test connection: a bad name or a closed port is one clear line
-            addr = await reach(load.host, load.port, load.connect_timeout_s)
+            addr = await reach(load.host, load.port, left_of(load_end, load.connect_timeout_s))
             state.address = addr
             host = addr.host
             workload = Workload(load.effective_key_count, load.key_size, load.value_size)
-            state.before = await read_stats_async(host, load.port, load.connect_timeout_s)
+            state.before = await read_stats_async(host, load.port,
+                                                  left_of(load_end, load.connect_timeout_s))
             if load.flush:
                 try:
-                    await flush_all(host, load.port, load.connect_timeout_s)
+                    await flush_all(host, load.port, left_of(load_end, load.connect_timeout_s))
                     state.flushed = True
                 except (OSError, asyncio.TimeoutError) as exc:
                     state.fail(f"flush_all failed: {exc or 'timed out'}")
@@ -488,17 +496,18 @@ class MemcachedProbe:
                     and not self._stop_requested):
                 state.preload = await preload_keys(
                     host, load.port, workload, load.request_timeout_s,
-                    bound_s=hard_end - time.monotonic(),
+                    bound_s=load_end - time.monotonic(),
                     started=lambda proto: setattr(self, "_preload", proto))
                 self._preload = None
                 if state.preload.error and state.preload.stored == 0:
                     state.fail(state.preload.error)
             if not state.failed and not self._stop_requested:
                 try:
-                    await self._load_phase(workload, state, hard_end, host)
+                    await self._load_phase(workload, state, load_end, host, hard_end)
                 finally:
                     if isinstance(state.engine, EnginePool):
-                        await state.engine.shutdown()
+                        # it waits up to its timeout twice: reports, then processes
+                        await state.engine.shutdown(timeout=left_of(hard_end, 3.0) / 2)
             elif self._stop_requested:
                 state.status, state.reason = "stopped", "stopped before the load started"
         except TargetError as exc:
@@ -508,11 +517,15 @@ class MemcachedProbe:
             state.fail(str(exc))
         after = ServerStats(None, "not read: no stats before")
         if state.before is not None and state.before.values is not None:
-            after = await read_stats_async(state.address.host, load.port, load.connect_timeout_s)
+            after = await read_stats_async(
+                state.address.host, load.port,
+                left_of(hard_end, load.connect_timeout_s, at_least=0.02))
         self.summary = self._summarise(state, started_at, after)
 
     async def _load_phase(self, workload: Workload, state: "_RunState", hard_end: float,
-                          host: str) -> None:
+                          host: str, final_end: float) -> None:
+        """The load until `hard_end` (the deadline less its final reserve, which ends at
+        `final_end`)."""
         load = self.load
         workers = load.effective_workers
         if workers > 1:
@@ -522,7 +535,7 @@ class MemcachedProbe:
                             load.rate_per_conn)
         self._engine = engine
         state.engine = engine
-        open_budget = max(0.1, hard_end - time.monotonic())
+        open_budget = left_of(hard_end, load.deadline_s)
         try:
             state.open_s = await asyncio.wait_for(
                 engine.open(host, load.port, load.concurrency, load.connect_timeout_s),
@@ -581,8 +594,11 @@ class MemcachedProbe:
                 closed_at = now
             if closed_at is not None:
                 # closed: only the final reports of worker processes are awaited, briefly
-                hard_end = max(hard_end, closed_at + 3.0)   # keeps the waits above zero
-                if now >= closed_at + 3.0:
+                # (at the deadline, within its final reserve: it is a hard bound)
+                drain = (max(0.0, (final_end - closed_at) / 2) if state.status == "deadline"
+                         else 3.0)
+                hard_end = max(hard_end, closed_at + drain)   # keeps the waits above zero
+                if now >= closed_at + drain:
                     break
         if state.t_end is None:
             state.t_end = perf_counter_ns()
@@ -696,6 +712,16 @@ class MemcachedProbe:
             address=state.address.display if state.address else None,
             target_error=state.target_error,
             connections_failed=state.connections_failed or 0)
+
+
+def final_reserve(deadline_s: float) -> float:
+    return min(FINAL_RESERVE_S, deadline_s / 10)
+
+
+def left_of(hard_end: float, cap: float, at_least: float = 0.001) -> float:
+    """Seconds a step may wait: `cap`, cut to what is left before `hard_end` (but at least
+    `at_least`: asyncio treats a timeout of 0 as already expired)."""
+    return max(at_least, min(cap, hard_end - time.monotonic()))
 
 
 def _first_error_line(engine: Engine) -> str:
