@@ -6,7 +6,6 @@ the recorder loops every --every until SIGTERM/SIGINT (it finishes the current t
 from __future__ import annotations
 
 import argparse
-import signal
 import threading
 import time
 
@@ -19,6 +18,7 @@ from inspector.history import (HistoryDB, HistoryError, HistoryWriteError, Probe
                                default_db_path, local_offset)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec
+from inspector.probes.driver import stop_signals
 
 EVERY = Duration(maximum=7 * 86400)              # longer: a systemd timer is the tool
 RETENTION = Duration(maximum=3650 * 86400)
@@ -70,18 +70,14 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     stop = threading.Event()
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int) -> None:
         eprint(f"inspector record: signal {signum}, finishing the current sample")
         stop.set()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        # `nohup inspector record &` ignores SIGHUP so the recorder outlives the SSH session:
-        # keep a signal someone chose to ignore ignored (SIGINT too, for `cmd &` in sh)
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, on_signal)
 
     samples = skipped = 0
     limit = 1 if args.once else args.count
-    with db:
+    # the probes' stop signals; one someone chose to ignore stays ignored (`nohup ... &`)
+    with db, stop_signals(on_signal):
         while not stop.is_set():
             start = time.time()
             report = build_report_forked(root)    # reads and probes in a child: bounded
