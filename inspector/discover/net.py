@@ -170,7 +170,8 @@ def _ports(root: HostRoot, base: str, name: str, kind: str,
            commands: NicCommands | None = None) -> list[str] | None:
     if kind not in ("bridge", "bond"):
         return None
-    if commands is not None and not root.exists(f"{base}/{'brif' if kind == 'bridge' else 'bonding'}"):
+    sysfs_dir = "brif" if kind == "bridge" else "bonding"
+    if commands is not None and not root.exists(f"{base}/{sysfs_dir}"):
         return commands.ports(name) or []   # no sysfs kept: the `master` of the others
     if kind == "bridge":
         return root.try_listdir(f"{base}/brif")

@@ -70,19 +70,20 @@ class CommandIndex:
         return list(self._by_command.values())
 
     def kept_instead(self, command: str) -> str | None:
-        """Another output of the same program on the same object (`smartctl -a /dev/sda` when
-        Inspector asks for `smartctl --json -a /dev/sda`), to say what sos kept instead."""
+        """The same command without its JSON output option, when sos kept that one instead:
+        Inspector asks `smartctl --json -a /dev/sda`, sos runs `smartctl -a /dev/sda`."""
         words = command.split()
-        if not words:
+        plain = [w for i, w in enumerate(words) if w not in _JSON_OPTIONS
+                 and (w, words[i + 1] if i + 1 < len(words) else "") != ("-o", "json")
+                 and (words[i - 1] if i else "", w) != ("-o", "json")]
+        if plain == words:
             return None
-        program, target = words[0], words[-1]
-        candidates = [o.command for o in self._by_command.values()
-                      if o.command.split()[:1] == [program] and o.command.split()[-1:] == [target]]
-        if not candidates:
-            prefix, suffix = mangle(program) + "_", "_" + mangle(target)
-            candidates = [path for name, paths in self._by_name.items() for path in paths
-                          if name.startswith(prefix) and name.endswith(suffix)]
-        return sorted(candidates)[0] if candidates else None
+        found = self.find(" ".join(plain))
+        return f"{found.command}, as text" if found is not None else None
+
+
+# what makes smartctl, lsblk and nvme-cli print JSON (nvme-cli also: `-o json`)
+_JSON_OPTIONS = {"--json", "-j", "-J", "--output-format=json"}
 
 
 def _manifest_commands(manifest: dict | None) -> list[dict]:

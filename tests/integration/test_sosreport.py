@@ -243,6 +243,9 @@ def test_old_sos_layout_degrades_to_unknown(tmp_path):
     assert devices["sda2"]["holders"] == ["dm-0"] and "dm-0" not in doc["sections"]["storage"]["roots"]
     assert [m["mountpoint"] for m in devices["dm-0"]["mounts"]] == ["/"]
     assert doc["sections"]["dns"]["config"]["nameservers"] == ["10.0.0.2", "10.0.0.3"]
+    assert doc["sections"]["storage"]["health"]["sda"] == {"unknown": (
+        "not in this sosreport (command smartctl --json -a /dev/sda; "
+        "it has smartctl -a /dev/sda, as text)")}
 
 
 def test_sos_files_linking_outside_are_not_read(tmp_path):

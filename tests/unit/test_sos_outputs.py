@@ -202,3 +202,18 @@ def test_timedatectl_zone_offset():
     assert _timedatectl_offset(text) == timedelta(hours=1)
     assert _timedatectl_offset("Time zone: America/St_Johns (NST, -0330)") == -timedelta(hours=3, minutes=30)
     assert _timedatectl_offset("Time zone: n/a") is None
+
+
+def test_missing_json_command_names_the_text_output_sos_kept(tmp_path):
+    from inspector.host import HostRoot
+    from inspector.sos.commands import CommandIndex
+    (tmp_path / "sos_commands" / "ata").mkdir(parents=True)
+    (tmp_path / "sos_commands" / "ata" / "smartctl_-a_.dev.sda").write_text("SMART overall: PASSED\n")
+    (tmp_path / "sos_commands" / "nvme").mkdir()
+    (tmp_path / "sos_commands" / "nvme" / "nvme_smart-log_.dev.nvme0n1").write_text("temperature\n")
+    index = CommandIndex(HostRoot(str(tmp_path)), None)
+    assert index.kept_instead("smartctl --json -a /dev/sda") == "smartctl -a /dev/sda, as text"
+    assert index.kept_instead("nvme smart-log /dev/nvme0n1 -o json") == \
+        "nvme smart-log /dev/nvme0n1, as text"
+    assert index.kept_instead("smartctl --json -a /dev/sdb") is None
+    assert index.kept_instead("ethtool -i eth1") is None
