@@ -40,6 +40,14 @@ _unreaped: set[int] = set()
 _unreaped_lock = threading.Lock()
 
 
+class WithFds:
+    """A child's result with open file descriptors, which travel beside the pickle (SCM_RIGHTS):
+    a file opened in the child, where the open could hang, is usable here."""
+
+    def __init__(self, value: Any, fds: list[int]):
+        self.value, self.fds = value, fds
+
+
 class TimedOut(Exception):
     """The work did not finish in time; str() is "timed out after N s"."""
 
@@ -254,7 +262,18 @@ class Worker:
             raise WorkerFailed("the worker process ended without answering")
         if reply[0] == "error":
             raise WorkerFailed(reply[1], reply[2])
+        if reply[2]:
+            return WithFds(reply[1], self._receive_fds(reply[2], deadline))
         return reply[1]
+
+    def _receive_fds(self, count: int, deadline: float) -> list[int]:
+        poller = select.poll()
+        poller.register(self._sock, select.POLLIN)
+        if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            self.abandon()
+            raise TimedOut("timed out while receiving descriptors")
+        _, fds, _, _ = socket.recv_fds(self._sock, 1, count)
+        return fds
 
     def abandon(self) -> None:
         """Kill the child and stop talking to it; it is reaped later if it can exit."""
@@ -341,14 +360,23 @@ def _child_main(serve: Callable[[Any], Any], sock: socket.socket) -> None:
                 break
             if request is None:
                 break
+            fds: list[int] = []
             try:
-                reply = ("ok", serve(request[1]))
+                value = serve(request[1])
+                if isinstance(value, WithFds):
+                    value, fds = value.value, value.fds
+                reply = ("ok", value, len(fds))
             except BaseException as exc:
                 reply = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
             try:
                 _send(sock, reply)
             except (pickle.PicklingError, TypeError, AttributeError) as exc:
                 _send(sock, ("error", f"result not transferable: {exc}", ""))
+                fds = []
+            if fds:
+                socket.send_fds(sock, [b"F"], fds)
+                for fd in fds:
+                    os.close(fd)
     except BaseException:
         status = 1
     finally:

@@ -14,6 +14,12 @@ through a HostRoot: io_align); where sysfs has no answer, one trial O_DIRECT rea
 
 The probe is live by nature (it times syscalls on this host), so it reads /proc/self/mountinfo
 directly instead of going through a HostRoot.
+
+Set-up is bounded: on a filesystem that never answers (a hung FUSE or NFS mount) the stat or
+the open would wait in the kernel for good, where no thread can be cancelled and a process
+cannot even exit. So open_target does it in a forked child (inspector.bounded) and receives
+the open descriptor over a Unix socket; after `setup_timeout` seconds it fails with one line
+and the stuck child, not the caller, waits for the filesystem.
 """
 from __future__ import annotations
 
@@ -25,6 +31,9 @@ import struct
 from dataclasses import dataclass, field
 
 DEFAULT_DIR_WORKING_SET = 64 << 20
+# stat, open, and for a directory writing and syncing the 64 MiB test file: a slow disk at
+# 10 MB/s takes 7 s of this
+SETUP_TIMEOUT = 15.0
 FILL_CHUNK = 1 << 20
 BLKGETSIZE64 = 0x80081272
 BLKSSZGET = 0x1268
@@ -78,10 +87,41 @@ class IoTarget:
 
 
 def open_target(path: str, *, write: bool = False, request_size: int = 4096,
-                working_set: int | None = None, direct: bool = True, root=None) -> IoTarget:
+                working_set: int | None = None, direct: bool = True, root=None,
+                setup_timeout: float | None = SETUP_TIMEOUT) -> IoTarget:
     """Resolve and open PATH for probing; raises TargetError with a one-line reason.
 
-    `root` (a HostRoot, the live one by default) answers the device's logical block size."""
+    `root` (a HostRoot, the live one by default) answers the device's logical block size.
+    The set-up runs in a child process under `setup_timeout` seconds (None: in this process,
+    unbounded)."""
+    options = dict(write=write, request_size=request_size, working_set=working_set,
+                   direct=direct, root=root)
+    if setup_timeout is None:
+        return _open_target(path, **options)
+    from inspector.bounded import TimedOut, WithFds, WorkerFailed, run_forked
+
+    def in_child() -> WithFds:
+        try:
+            target = _open_target(path, **options)
+        except TargetError as exc:      # travels back as a value, with its message
+            return WithFds(str(exc), [])
+        return WithFds(target, [target.fd])
+    try:
+        answer = run_forked(in_child, setup_timeout)
+    except TimedOut:
+        raise TargetError(f"{path}: no answer after {setup_timeout:g} s (a hung filesystem or "
+                          "device? look for processes in D state)") from None
+    except WorkerFailed as exc:
+        raise TargetError(f"{path}: set-up failed: {exc}") from None
+    if not isinstance(answer, WithFds):     # no descriptor: the child's TargetError
+        raise TargetError(answer)
+    target = answer.value
+    target.fd = answer.fds[0]
+    return target
+
+
+def _open_target(path: str, *, write: bool, request_size: int, working_set: int | None,
+                 direct: bool, root) -> IoTarget:
     if request_size <= 0:
         raise TargetError(f"request size {request_size} must be positive")
     if working_set is not None and working_set <= 0:
