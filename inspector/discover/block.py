@@ -11,10 +11,13 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
+
+if TYPE_CHECKING:   # block_sizes imports this module; it is imported lazily below
+    from inspector.discover.block_sizes import PartitionTables
 
 SECTOR_BYTES = 512  # /sys/block/*/size is always in 512-byte sectors, whatever the block size
 
@@ -233,7 +236,8 @@ def _whole_device_path(root: HostRoot, name: str, devmap: dict) -> tuple[str | U
     return majmin, path
 
 
-def _partitions_by_scan(root: HostRoot, name: str, tables: Any = None) -> list[str]:
+def _partitions_by_scan(root: HostRoot, name: str,
+                        tables: PartitionTables | None = None) -> list[str]:
     """Fallback when /sys/dev/block is missing: partitions are sub-directories named after the
     disk; on a root without them (a sosreport), the ones /proc/partitions lists."""
     found = [e for e in root.try_listdir(f"sys/block/{name}") if e.startswith(name) and e != name]

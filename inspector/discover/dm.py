@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inspector.discover.block import QueueLimits
+from inspector.discover.dmsetup_text import dm_info
 from inspector.host import HostRoot
 from inspector.model import Unknown, known
 
@@ -82,7 +83,6 @@ def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) ->
     dm_name = root.try_line(f"{base}/name")
     if not root.live and isinstance(dm_name, Unknown) and dm_name.reason == "not present":
         # no dm/ in this root's sysfs (a sosreport): what `dmsetup info -c` printed
-        from inspector.discover.dmsetup_text import dm_info
         info = dm_info(root, name)
         dm_name = info.name if not isinstance(info, Unknown) else info
         if not isinstance(info, Unknown):
