@@ -228,6 +228,9 @@ class MdArray:
     mismatch_cnt: int | None | Unknown = None
     chunk_size_bytes: int | None | Unknown = None  # chunk size in bytes (md/chunk_size)
     metadata_version: str | None | Unknown = None  # superblock format: 1.2, 0.90, external:imsm
+    # md/layout: for raid10 near copies | far copies << 8 | offset << 16, for raid5/6 the parity
+    # algorithm; None when not read (arrays from /proc/mdstat: its "N near-copies" instead)
+    layout: int | None | Unknown = None
     members: list[MdMember] = field(default_factory=list)  # from md/dev-*
     mdstat: MdstatArray | None = None      # this array's /proc/mdstat entry; None if not there
     disagreements: list[str] = field(default_factory=list)   # mdstat vs sysfs
@@ -257,7 +260,8 @@ def read_md(root: HostRoot, name: str, mdstat: Mdstat | Unknown) -> MdArray:
                     sync_completed=_opt(root.try_line(f"{base}/sync_completed")),
                     mismatch_cnt=_opt(root.try_int(f"{base}/mismatch_cnt")),
                     chunk_size_bytes=_opt(root.try_int(f"{base}/chunk_size")),
-                    metadata_version=_opt(root.try_line(f"{base}/metadata_version")))
+                    metadata_version=_opt(root.try_line(f"{base}/metadata_version")),
+                    layout=_opt(root.try_int(f"{base}/layout")))
     if isinstance(array.sync_completed, str):
         parsed = parse_sync_completed(array.sync_completed)
         if parsed:

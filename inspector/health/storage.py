@@ -1,19 +1,21 @@
 """Health rules for the storage section: md arrays, dm devices, block devices.
 
-Codes (stable): md.degraded, md.inactive, md.sync_running, md.sync_waiting, md.member_faulty,
-md.mismatch, md.mdstat_disagrees, dm.suspended, block.ro_mounted_rw, block.scsi_offline,
-storage.incomplete, md.failed (array_state broken); for arrays known from /proc/mdstat alone
-(health.md_mdstat) also md.read_only and md.mdstat_incomplete. Evidence quotes the sysfs values
-and /proc/mdstat lines a finding rests on.
+Codes (stable): md.degraded, md.failed, md.inactive, md.sync_running, md.sync_waiting,
+md.member_faulty, md.read_only (levels: health.md_verdicts, one table for sysfs arrays and those
+known from /proc/mdstat alone), md.mismatch and md.mdstat_disagrees (sysfs only),
+md.mdstat_incomplete (mdstat only), dm.suspended, block.ro_mounted_rw, block.scsi_offline,
+storage.incomplete. Evidence quotes the sysfs values and /proc/mdstat lines a finding rests on.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
-from inspector.discover.md import MdArray
+from inspector.discover.md import MdArray, is_container, missing_slots
 from inspector.discover.storage import StorageSection
-from inspector.health.md_mdstat import broken_finding, mdstat_findings
-from inspector.model import Finding, Level, Report, known
+from inspector.health import md_verdicts
+from inspector.health.md_mdstat import mdstat_findings
+from inspector.health.md_verdicts import MdFacts, SyncState, container_of, raid10_copies
+from inspector.model import Finding, Level, Report, Unknown, known
 
 _ACTION_NAMES = {"recover": "recovery", "resync": "resync", "check": "check", "repair": "repair",
                  "reshape": "reshape"}
@@ -56,56 +58,12 @@ def _md_evidence(array: MdArray, *attrs: str, mdstat: str = "") -> list[str]:
 
 
 def md_findings(array: MdArray) -> list[Finding]:
+    """The verdicts of health.md_verdicts (one table for sysfs and mdstat-only arrays), then
+    what only sysfs can tell: mismatches after a check, and where mdstat disagrees."""
     if array.source == "mdstat":
         return mdstat_findings(array)
-    out: list[Finding] = []
-    name = array.name
-    if array.array_state in ("inactive", "clear"):
-        out.append(Finding(Level.CRIT, name, f"md array {name} is {array.array_state} (not running)",
-                           _md_evidence(array, "array_state"),
-                           "mdadm --detail / --examine the members; assemble with mdadm --assemble",
-                           code="md.inactive"))
-    if array.array_state == "broken":
-        out.append(broken_finding(name, _level(array), sorted(
-            m.name for m in array.members if isinstance(m.state, list) and "faulty" in m.state),
-            _md_evidence(array, "array_state")))
-    degraded = array.degraded
-    entry = array.mdstat
-    mdstat_missing = (entry.raid_disks - entry.active_disks
-                      if entry and entry.raid_disks is not None and entry.active_disks is not None else 0)
-    if (known(degraded) and degraded) or mdstat_missing > 0:
-        count = degraded if known(degraded) and degraded else mdstat_missing
-        message = (f"md array {name} ({_level(array)}) is degraded: {count} of "
-                   f"{array.raid_disks if known(array.raid_disks) else '?'} devices missing")
-        advice = ("replace or re-add the missing member (mdadm --manage --add); "
-                  "check the failed disk's health first")
-        rebuilding = _rebuilding(array)
-        if rebuilding is not None:
-            # a replacement is already in: "add the missing member" would send the operator to
-            # add a second disk to an array that is healing
-            onto = f" onto {', '.join(rebuilding)}" if rebuilding else ""
-            progress = entry.progress if entry else None
-            queued = array.sync_completed == "delayed" or (progress is not None and
-                                                           progress.state != "running")
-            message += f"; recovery{onto} {'queued' if queued else 'under way'}"
-            advice = (f"a replacement is already {'queued' if queued else 'rebuilding'}{onto}: "
-                      "do not add another disk; watch /proc/mdstat until it is in sync and spare "
-                      "the remaining members (redundancy stays reduced until then)")
-        out.append(Finding(Level.CRIT, name, message,
-                           _md_evidence(array, "degraded", "raid_disks", mdstat=" blocks"),
-                           advice, code="md.degraded"))
-    faulty = [m for m in array.members if isinstance(m.state, list) and "faulty" in m.state]
-    faulty_names = {m.name for m in faulty}
-    if entry:
-        faulty_names |= {m.name for m in entry.members if "faulty" in m.flags}
-    if faulty_names:
-        evidence = [f"/sys/block/{name}/md/dev-{m.name}/state: {','.join(m.state)}" for m in faulty]
-        evidence += [f"/proc/mdstat: {line}" for line in (entry.lines[:1] if entry else [])]
-        out.append(Finding(Level.CRIT, name, f"md array {name}: faulty member(s) "
-                           f"{', '.join(sorted(faulty_names))}", evidence,
-                           "mdadm --manage --remove the faulty device, replace it, --add the new one",
-                           code="md.member_faulty"))
-    out.extend(_sync_findings(array))
+    out = md_verdicts.judge(_sysfs_facts(array))
+    name, entry = array.name, array.mdstat
     if (known(array.mismatch_cnt) and array.mismatch_cnt and array.sync_action in ("idle", None)
             and _level(array) != "raid0"):
         out.append(Finding(Level.WARN, name, f"md array {name}: mismatch_cnt {array.mismatch_cnt} "
@@ -123,50 +81,105 @@ def md_findings(array: MdArray) -> list[Finding]:
     return out
 
 
-def _rebuilding(array: MdArray) -> list[str] | None:
-    """Members a recovery writes to (spares given a slot), or None when no recovery runs or
-    waits. An empty list: a recovery is under way but its target is not named."""
-    progress = array.mdstat.progress if array.mdstat else None
-    if array.sync_action != "recover" and not (progress and progress.action == "recovery"):
-        return None
-    return [m.name for m in array.members if isinstance(m.state, list) and "spare" in m.state
-            and isinstance(m.slot, int)]
+_READ_ONLY = {"readonly": "read-only", "read-auto": "auto-read-only"}
 
 
-def _sync_findings(array: MdArray) -> list[Finding]:
+def _sysfs_facts(array: MdArray) -> MdFacts:
+    """sysfs first; /proc/mdstat where sysfs could not be read (and for speed and ETA)."""
+    entry = array.mdstat
+    level = _level(array)
+    state = array.array_state if isinstance(array.array_state, str) and array.array_state else None
+    members = [m for m in array.members if isinstance(m.state, list)]
+    faulty = {m.name for m in members if "faulty" in m.state}
+    if entry:
+        faulty |= {m.name for m in entry.members if "faulty" in m.flags}
+    raid_disks = (array.raid_disks if isinstance(array.raid_disks, int) else
+                  entry.raid_disks if entry else None)
+    return MdFacts(
+        name=array.name, level=level,
+        running=state not in ("inactive", "clear") if state else (entry.active if entry else True),
+        state_word=state or "inactive",
+        container=_is_container(array), volume_of=container_of(array.metadata_version)
+        or (container_of(entry.metadata) if entry else None),
+        broken=state == "broken" if state else bool(entry and entry.broken),
+        raid_disks=raid_disks, missing=_missing(array), in_sync=_in_sync(array, raid_disks),
+        copies=_copies(array),
+        faulty=sorted(faulty),
+        spares=([m.name for m in members if "spare" in m.state and m.slot is None] if array.members
+                else [m.name for m in entry.members if "spare" in m.flags] if entry else []),
+        # a spare given a slot is what a recovery writes
+        rebuild_onto=[m.name for m in members if "spare" in m.state and isinstance(m.slot, int)],
+        sync=_sync_state(array),
+        read_only=_READ_ONLY.get(state) if state else (entry.read_only if entry else None),
+        evidence={"state": _md_evidence(array, "array_state"),
+                  "degraded": _md_evidence(array, "degraded", "raid_disks", mdstat=" blocks"),
+                  "faulty": [f"/sys/block/{array.name}/md/dev-{m.name}/state: {','.join(m.state)}"
+                             for m in members if "faulty" in m.state]
+                  + [f"/proc/mdstat: {line}" for line in (entry.lines[:1] if entry else [])],
+                  "sync": _md_evidence(array, "sync_action", "sync_completed", mdstat="=")})
+
+
+def _is_container(array: MdArray) -> bool:
+    """An IMSM/DDF container (metadata external:imsm, no raid level of its own)."""
+    if array.mdstat is not None and is_container(array.mdstat):
+        return True
+    meta = array.metadata_version
+    return (isinstance(meta, str) and meta.startswith("external:") and "/" not in meta
+            and (not known(array.level) or array.level in ("", "container")))
+
+
+def _missing(array: MdArray) -> int | None:
+    """md/degraded; mdstat's count when sysfs says 0 or could not be read (a disagreement
+    the cross-check reports too)."""
+    sysfs = array.degraded if isinstance(array.degraded, int) else None
+    mdstat = missing_slots(array.mdstat) if array.mdstat else None
+    if sysfs:
+        return sysfs
+    return mdstat if mdstat is not None else sysfs
+
+
+def _in_sync(array: MdArray, raid_disks: int | None) -> list[bool] | None:
+    """Per raid slot: is an in-sync device in it (the member slots and states, else mdstat's
+    [U_]); None when neither is complete or it does not match the missing count."""
+    missing = _missing(array)
+    picture = None
+    members = array.members
+    if raid_disks and members and all(isinstance(m.state, list) and not isinstance(m.slot, Unknown)
+                                      for m in members):
+        picture = [any(m.slot == slot and "in_sync" in m.state and "faulty" not in m.state
+                       for m in members) for slot in range(raid_disks)]
+    entry = array.mdstat
+    if (picture is None or picture.count(False) != missing) and entry and entry.status \
+            and len(entry.status) == raid_disks:
+        picture = [c == "U" for c in entry.status]
+    return picture if picture is not None and picture.count(False) == missing else None
+
+
+def _copies(array: MdArray) -> tuple[int, int] | None:
+    """raid10's (near, far): md/layout, else mdstat's "N near-copies"."""
+    if isinstance(array.layout, int) and array.layout > 0:
+        near, far = raid10_copies(array.layout)
+        if near * far > 1:
+            return near, far
+    entry = array.mdstat
+    if entry is not None:
+        return entry.near_copies or 1, entry.far_copies or 1
+    return None
+
+
+def _sync_state(array: MdArray) -> SyncState | None:
     action = array.sync_action
     progress = array.mdstat.progress if array.mdstat else None
     word = _ACTION_NAMES.get(action) if isinstance(action, str) else None
     if word is None and progress is not None:
         word = progress.action
     if word is None:
-        return []
-    waiting = array.sync_completed == "delayed" or (progress is not None and progress.state != "running")
-    evidence = _md_evidence(array, "sync_action", "sync_completed", mdstat="=")
-    if waiting:
-        return [Finding(Level.WARN, array.name, f"md array {array.name}: {word} is waiting "
-                        f"({progress.state if progress else 'delayed'}; another array on the same "
-                        "disks syncs first)", evidence,
-                        "nothing to do: md runs one sync at a time on shared disks and starts "
-                        "this one when the other finishes (watch /proc/mdstat)",
-                        code="md.sync_waiting")]
-    parts = [f"md array {array.name}: {word} running"]
-    if array.progress_percent is not None:
-        parts.append(f"{array.progress_percent:.1f}% done")
-    if known(array.speed_kib_s) and array.speed_kib_s is not None:
-        parts.append(f"at {array.speed_kib_s / 1024:.1f} MiB/s")
-    if array.eta_minutes is not None:
-        parts.append(f"ETA {_minutes(array.eta_minutes)}")
-    advice = ("redundancy is reduced until recovery finishes; avoid heavy IO and do not pull "
-              "another member" if word == "recovery" else
-              "IO is slower while it runs; speed limits: /proc/sys/dev/raid/speed_limit_{min,max}")
-    return [Finding(Level.WARN, array.name, ", ".join(parts), evidence, advice, code="md.sync_running")]
-
-
-def _minutes(minutes: float) -> str:
-    if minutes < 90:
-        return f"{minutes:.1f} min"
-    return f"{minutes / 60:.1f} h"
+        return None
+    state = ("delayed" if array.sync_completed == "delayed" else
+             progress.state if progress is not None and progress.state != "running" else "running")
+    return SyncState(word, state, array.progress_percent,
+                     array.speed_kib_s if isinstance(array.speed_kib_s, int) else None,
+                     array.eta_minutes)
 
 
 def _level(array: MdArray) -> str:

@@ -88,9 +88,44 @@ def test_raid1_with_faulty_member():
 
 def test_check_running_and_mismatches_after_check():
     found = findings_of("storage-md-check")
-    assert codes(found) == {("md.mismatch", "md0", Level.WARN), ("md.sync_running", "md1", Level.WARN)}
+    # a check on a complete array is information (OK), kept under its code for diff and check
+    assert codes(found) == {("md.mismatch", "md0", Level.WARN), ("md.sync_running", "md1", Level.OK)}
     check = next(f for f in found if f.code == "md.sync_running")
     assert "check running, 42.3% done" in check.message and "ETA 3.5 h" in check.message
+
+
+MD_ROOTS = sorted(p.name for p in ROOTS.iterdir()
+                  if (p / "proc/mdstat").is_file() and (p / "sys/block").is_dir()
+                  and any(d.name.startswith("md") for d in (p / "sys/block").iterdir()))
+SYSFS_ONLY_CODES = {"md.mismatch", "md.mdstat_disagrees"}   # mdstat has no mismatch_cnt, nothing to cross-check
+
+
+def md_verdicts_of(root) -> set:
+    report = build_report(HostRoot(str(root)), ["storage"])
+    return {(f.code, f.subject, f.level) for f in report.findings
+            if f.code.startswith("md.") and f.code not in SYSFS_ONLY_CODES}
+
+
+@pytest.mark.parametrize("name", MD_ROOTS)
+def test_host_and_its_sosreport_get_the_same_md_verdicts(tmp_path, name):
+    """The same root read with its md sysfs and without it (as a sosreport or a pasted mdstat
+    leaves it: /proc/mdstat alone) gives the same md verdicts."""
+    with_sysfs = md_verdicts_of(fixture_root(name))
+    root = tmp_path / name
+    shutil.copytree(fixture_root(name), root, symlinks=True)
+    arrays = sorted(d.name for d in (root / "sys/block").iterdir() if d.name.startswith("md"))
+    for array in arrays:
+        shutil.rmtree(root / "sys/block" / array / "md")
+    section = storage.collect(HostRoot(str(root)))
+    assert {section.md[a].source for a in arrays} == {"mdstat"}
+    assert md_verdicts_of(root) == with_sysfs
+
+
+def test_same_md_verdicts_covers_every_verdict_the_sysfs_roots_give():
+    seen = set().union(*(md_verdicts_of(fixture_root(name)) for name in MD_ROOTS))
+    assert {(code, level) for code, _, level in seen} >= {
+        ("md.degraded", Level.CRIT), ("md.member_faulty", Level.CRIT), ("md.sync_running", Level.WARN),
+        ("md.sync_waiting", Level.WARN), ("md.sync_running", Level.OK)}
 
 
 def test_mdstat_and_sysfs_disagreement_is_reported():

@@ -1,7 +1,9 @@
 """Storage health rules on hand-built models: the cases the fixture roots do not cover."""
 from inspector.discover.block import BlockDevice, Mount, QueueLimits
 from inspector.discover.dm import DmDevice
-from inspector.discover.md import MdArray, MdMember, parse_mdstat
+import pytest
+
+from inspector.discover.md import MdArray, MdMember, array_from_mdstat, parse_mdstat
 from inspector.discover.storage import StorageSection
 from inspector.health.storage import block_findings, dm_findings, md_findings, rules
 from inspector.model import HostIdentity, Level, Report, Unknown
@@ -43,7 +45,8 @@ def test_degraded_seen_only_in_mdstat_when_sysfs_is_unreadable():
 def test_resync_without_mdstat_still_reports_progress():
     found = md_findings(array(sync_action="resync", sync_completed="500 / 1000", progress_percent=50.0,
                               speed_kib_s=2048))
-    assert [f.code for f in found] == ["md.sync_running"]
+    # a resync of a complete array is information
+    assert [(f.code, f.level) for f in found] == [("md.sync_running", Level.OK)]
     assert "resync running, 50.0% done, at 2.0 MiB/s" in found[0].message and "ETA" not in found[0].message
 
 
@@ -57,6 +60,109 @@ def test_mismatch_only_reported_when_idle_and_redundant():
     assert [f.code for f in md_findings(array(mismatch_cnt=64))] == ["md.mismatch"]
     assert "md.mismatch" not in [f.code for f in md_findings(array(mismatch_cnt=64, sync_action="check"))]
     assert md_findings(array(mismatch_cnt=Unknown("permission denied"))) == []
+
+
+# ----------------------------------------------------------------------------- one verdict table
+C, W, O = Level.CRIT, Level.WARN, Level.OK
+_MDSTAT_SYNC = {"recover": "recovery", "resync": "resync", "check": "check"}
+
+
+def twins(level: str, picture: str, *, sync: str | None = None, delayed: bool = False,
+          near: int = 1, far: int = 1, faulty_spare: bool = False,
+          array_state: str = "clean") -> tuple[MdArray, MdArray]:
+    """The same array as sysfs shows it (no /proc/mdstat) and as /proc/mdstat alone shows it.
+    picture: the [U_] slots; a recovery writes a spare into the first missing slot."""
+    disks = len(picture)
+    members, words = [], []
+    for slot, c in enumerate(picture):
+        if c == "U":
+            members.append(MdMember(f"sd{chr(97 + slot)}", ["in_sync"], slot, 0))
+            words.append(f"sd{chr(97 + slot)}[{slot}]")
+    missing = picture.count("_")
+    if sync == "recover" and missing:
+        members.append(MdMember("sdy", ["spare"], picture.index("_"), 0))
+        words.append(f"sdy[{disks}]")
+    if faulty_spare:
+        members.append(MdMember("sdz", ["faulty"], None, 0))
+        words.append(f"sdz[{disks + 1}](F)")
+    ro = {"readonly": " (read-only)", "read-auto": " (auto-read-only)"}.get(array_state, "")
+    copies = (f" {near} near-copies" if near > 1 else "") + (f" {far} far-copies" if far > 1 else "")
+    text = (f"md0 : active{ro} {level} {' '.join(words)}\n"
+            f"      1000 blocks super 1.2{copies} [{disks}/{disks - missing}] [{picture}]\n")
+    if sync and delayed:
+        text += "      resync=DELAYED\n"
+    elif sync:
+        text += f"      [=>....]  {_MDSTAT_SYNC[sync]} = 10.0% (100/1000) finish=1.5min speed=1000K/sec\n"
+    sysfs = array(level=level, raid_disks=disks, degraded=missing, members=members,
+                  array_state=array_state, layout=near | far << 8, sync_action=sync or "idle",
+                  sync_completed="delayed" if delayed else "200 / 2000" if sync else "none",
+                  progress_percent=None if delayed or not sync else 10.0)
+    mdstat = array_from_mdstat(parse_mdstat(text).arrays["md0"])
+    assert mdstat.source == "mdstat" and mdstat.degraded == missing
+    return sysfs, mdstat
+
+
+TABLE = [   # (level, [U_] slots, options, the verdicts both paths must give)
+    ("raid1", "U_", {}, {("md.degraded", C)}),
+    ("raid1", "U_", {"sync": "recover"}, {("md.degraded", C), ("md.sync_running", W)}),
+    ("raid1", "U_", {"sync": "recover", "delayed": True}, {("md.degraded", C), ("md.sync_waiting", W)}),
+    ("raid1", "UU_", {}, {("md.degraded", W)}),
+    ("raid1", "UU_", {"sync": "recover"}, {("md.degraded", W), ("md.sync_running", W)}),
+    ("raid5", "UU_", {"sync": "recover"}, {("md.degraded", C), ("md.sync_running", W)}),
+    ("raid5", "U__", {}, {("md.failed", C)}),
+    ("raid6", "U_UU", {}, {("md.degraded", W)}),
+    ("raid6", "U__U", {"sync": "recover"}, {("md.degraded", C), ("md.sync_running", W)}),
+    ("raid6", "U___", {}, {("md.failed", C)}),
+    ("raid10", "U_U_", {"near": 2}, {("md.degraded", C)}),
+    ("raid10", "UU_U", {"near": 2}, {("md.degraded", C)}),
+    ("raid10", "__UU", {"near": 2}, {("md.failed", C)}),
+    # the layout decides: near-2 mirrors slots (0,1) and (2,3), far-2 puts each chunk's second
+    # copy on the next slot, so (1,2) share chunks too
+    ("raid10", "U__U", {"near": 2}, {("md.degraded", C)}),
+    ("raid10", "U__U", {"far": 2}, {("md.failed", C)}),
+    ("raid10", "UU_", {"near": 3}, {("md.degraded", W)}),
+    ("raid5", "UUU", {"sync": "check"}, {("md.sync_running", O)}),
+    ("raid6", "UUUU", {"sync": "resync", "delayed": True}, {("md.sync_waiting", O)}),
+    ("raid1", "UU", {"faulty_spare": True}, {("md.member_faulty", W)}),
+    ("raid6", "U_UU", {"faulty_spare": True}, {("md.degraded", W), ("md.member_faulty", W)}),
+    ("raid1", "UU", {"array_state": "readonly"}, {("md.read_only", W)}),
+    ("raid1", "UU", {"array_state": "read-auto"}, {("md.read_only", O)}),
+]
+
+
+@pytest.mark.parametrize("level, picture, options, expected", TABLE)
+def test_sysfs_and_mdstat_only_arrays_get_the_verdicts_of_one_table(level, picture, options, expected):
+    sysfs, mdstat = twins(level, picture, **options)
+    got = {(f.code, f.level) for f in md_findings(sysfs)}
+    assert got == expected
+    assert {(f.code, f.level) for f in md_findings(mdstat)} == expected
+
+
+def test_degraded_messages_say_what_redundancy_is_left():
+    raid6 = next(f for f in md_findings(twins("raid6", "U_UU")[0]) if f.code == "md.degraded")
+    assert "1 of 4 devices missing [U_UU]; it survives 1 more failure, nothing rebuilding" in raid6.message
+    rebuilding = next(f for f in md_findings(twins("raid1", "U_", sync="recover")[0])
+                      if f.code == "md.degraded")
+    assert "no redundancy left, recovery onto sdy under way" in rebuilding.message
+    assert "do not add another disk" in rebuilding.advice
+
+
+def test_raid10_without_layout_or_mdstat_is_critical_with_the_reason():
+    sysfs, _ = twins("raid10", "UUU_", near=2)
+    sysfs.layout = None
+    [found] = md_findings(sysfs)
+    assert (found.code, found.level) == ("md.degraded", C)
+    assert "how many more failures it survives is unknown" in found.message
+
+
+def test_imsm_container_is_inactive_by_design_its_volume_is_not():
+    container = array(level="", array_state="inactive", degraded=None, sync_action=None,
+                      metadata_version="external:imsm")
+    assert md_findings(container) == []
+    volume = array(array_state="inactive", degraded=None, sync_action=None,
+                   metadata_version="external:/md127/0")
+    [found] = md_findings(volume)
+    assert found.code == "md.inactive" and "volume of container md127" in found.message
 
 
 def section_with(devices, dms=()) -> StorageSection:
