@@ -24,11 +24,16 @@ from inspector.widgets.canvas import TextCanvas
 SHORT_BELOW = 30     # rows: fewer findings rows, no identity line
 
 
+class FindingsTable(DataTable):
+    """The findings list; Enter opens the highlighted finding (declared here, on the focused
+    widget, so it is the Enter the help lists, not the table's own row selection)."""
+    BINDINGS = [Binding("enter", "screen.finding", "Finding details", id="overview.finding")]
+
+
 class OverviewScreen(InspectorScreen):
     MODE = "overview"
     AUTO_FOCUS = "#findings"
-    BINDINGS = [Binding("enter", "finding", "Finding details", show=False, id="overview.finding"),
-                Binding("o", "toggle_ok", "OK findings", id="overview.ok"),
+    BINDINGS = [Binding("o", "toggle_ok", "OK findings", id="overview.ok"),
                 Binding("e", "evidence", "Virt evidence", id="overview.evidence"),
                 Binding("d", "app.switch_mode('storage')", "Disks", show=False,
                         id="overview.disks"),
@@ -39,7 +44,7 @@ class OverviewScreen(InspectorScreen):
         yield Static(id="identity", classes="line")
         yield Static(id="virtline", classes="line")
         yield Static(id="dnsline", classes="line")
-        table = DataTable(id="findings", cursor_type="row", zebra_stripes=False)
+        table = FindingsTable(id="findings", cursor_type="row", zebra_stripes=False)
         table.add_columns("level", "subject", "finding")
         yield table
         yield Static(id="findings-more", classes="line")
@@ -237,4 +242,4 @@ class OverviewScreen(InspectorScreen):
         self.app.push_screen(TextScreen("Finding", body))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_finding()
+        self.action_finding()      # a click on a row

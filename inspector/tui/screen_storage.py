@@ -128,13 +128,15 @@ class StorageScreen(InspectorScreen):
             table.add_row(Text("no match" if self._filter else "no devices", style="grey62"))
             self._show_detail(None, "no match" if self._filter else "no devices")
             return
-        name_w = min(28, max(4, max(len(r.label) for r in rows)))
         type_w = min(7, max(4, max(len(r.type) for r in rows)))
-        mount_w = min(16, max(5, max(len(r.mount) for r in rows)))
-        health_w = min(30, max(6, max(r.health.cell_len for r in rows)))
-        fixed = name_w + type_w + 5 + mount_w + health_w + 5 + 5 + 7 + 6 + 2 * 10
-        self._trend_w = max(0, width - fixed - 3) if width >= TREND_MIN_WIDTH else 0
-        self._trend_w = min(self._trend_w, 60)
+        fixed = type_w + 5 + 5 + 5 + 7 + 6 + 2 * 9 + 3      # + cell padding and scrollbar
+        name_w, mount_w, health_w = fit_widths(
+            width - fixed, [(min(28, max(4, max(len(r.label) for r in rows))), 8),
+                            (min(16, max(5, max(len(r.mount) for r in rows))), 5),
+                            (min(30, max(6, max(r.health.cell_len for r in rows))), 6)])
+        used = fixed + name_w + mount_w + health_w
+        self._trend_w = min(60, width - used - 2) if width >= TREND_MIN_WIDTH else 0
+        self._trend_w = self._trend_w if self._trend_w >= 8 else 0
         for label, w, key in (("NAME", name_w, "name"), ("TYPE", type_w, "type"),
                               ("SIZE", 5, "size"), ("MOUNT", mount_w, "mount"),
                               ("HEALTH", health_w, "health"), ("r/s", 5, "r/s"),
@@ -145,9 +147,11 @@ class StorageScreen(InspectorScreen):
         view = getattr(self.app, "live_sample", None)
         disks = {d.name: d for d in view.disks} if view is not None else {}
         for r in rows:
+            health = r.health.copy()
+            health.truncate(health_w, overflow="ellipsis")
             cells = [Text(_cut(r.label, name_w), style="bold" if not r.label[:1] in "├└│ " else ""),
                      _cut(r.type, type_w), Text(r.size, justify="right"), _cut(r.mount, mount_w),
-                     r.health]
+                     health]
             live = self._live_values(r, disks)
             self._live_cells[r.key] = live
             table.add_row(*cells, *live, key=r.key)
@@ -312,6 +316,19 @@ class StorageScreen(InspectorScreen):
         row = self._selected
         target = f"/dev/{row.name}" if row is not None and row.origin == "device" else None
         self.app.open_probe_form("io", target)
+
+
+def fit_widths(room: int, wanted: list[tuple[int, int]]) -> list[int]:
+    """Widths for flexible columns [(wanted, minimum)]: as wanted when they fit in `room`,
+    else shrunk from the last one (health, then mount, then name) down to their minimum, so
+    the live columns stay on screen at 80 columns."""
+    widths = [w for w, _ in wanted]
+    for i in reversed(range(len(widths))):
+        excess = sum(widths) - room
+        if excess <= 0:
+            break
+        widths[i] = max(wanted[i][1], widths[i] - excess)
+    return widths
 
 
 def _cut(text: str, width: int) -> str:

@@ -165,16 +165,23 @@ def _rank(level: Level) -> int:
 
 
 def md_shorthand(array: Any) -> str:
-    state = get(array, "array_state")
-    parts = [str(state) if known(state) else "?"]
-    if get(array, "degraded") is True or (isinstance(get(array, "degraded"), int)
-                                          and get(array, "degraded") > 0):
+    """What matters first in a narrow cell: degraded, the sync and its progress, then a state
+    other than the usual clean/active."""
+    parts = []
+    degraded = get(array, "degraded")
+    if degraded is True or (isinstance(degraded, int) and not isinstance(degraded, bool)
+                            and degraded > 0):
         parts.append("degraded")
     action = get(array, "sync_action")
     if known(action) and action and action != "idle":
         progress = get(array, "progress_percent")
         parts.append(f"{action} {progress:.0f}%" if isinstance(progress, (int, float)) else str(action))
-    return " ".join(parts)
+    state = get(array, "array_state")
+    if not known(state):
+        parts.append("state ?")
+    elif state not in ("clean", "active", "active-idle"):
+        parts.append(str(state))
+    return " ".join(parts) or str(state)
 
 
 # ----------------------------------------------------------------------------- detail

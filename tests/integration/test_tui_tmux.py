@@ -189,3 +189,56 @@ def test_terminal_loss_while_a_probe_runs_leaves_no_process(tmux, request, memca
                  if p.info["cmdline"] and (str(target) in " ".join(p.info["cmdline"])
                                            or "inspector.probes" in " ".join(p.info["cmdline"]))]
     assert leftovers == []
+
+
+def _start(tmux: Tmux, width: int, height: int, args: str = "") -> None:
+    tmux.run("new-session", "-d", "-s", "ui", "-x", str(width), "-y", str(height),
+             f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 {inspector_bin()} {args}")
+
+
+def _root_disk() -> str:
+    """The whole disk under "/" on this machine (what `lsblk` would show at the top)."""
+    out = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "/"], capture_output=True, text=True,
+                         timeout=10).stdout.strip()
+    name = os.path.basename(os.path.realpath(out))
+    parent = subprocess.run(["lsblk", "-n", "-o", "PKNAME", f"/dev/{name}"], capture_output=True,
+                            text=True, timeout=10).stdout.strip().splitlines()
+    return parent[0].strip() if parent and parent[0].strip() else name
+
+
+def test_overview_fills_200x50_and_storage_shows_the_root_disk(tmux):
+    """The incident console on this host: at 200x50 every row of the Overview carries text
+    (live panels, not 40 empty rows), the disk panel lists the root disk with figures, and on
+    Storage the root disk's row shows its size and %util."""
+    _start(tmux, 200, 50)
+    disk = _root_disk()
+    screen = tmux.wait(lambda s: "1 Overview" in s and "discovered" in s and "%util" in s
+                       and re.search(rf"│{re.escape(disk)}\s+\S+\s+\S+\s+\S+.*\d%", s) is not None,
+                       "the overview with live disk figures", timeout=30)
+    rows = screen.split("\n")[:50]
+    empty = [i for i, row in enumerate(rows) if not row.strip()]
+    assert len(empty) <= 3, (empty, screen)
+    for panel in ("CPU", "Memory", "Filesystems", "Disks", "Network", "Processes"):
+        assert panel in screen, panel
+    assert re.search(r"usr\s+\d+\.\d%", screen) and "load" in screen
+
+    tmux.keys("2")
+    size = subprocess.run(["lsblk", "-n", "-d", "-o", "SIZE", f"/dev/{disk}"], capture_output=True,
+                          text=True, timeout=10).stdout.strip()
+    row_re = re.compile(rf"^\s*{re.escape(disk)}\s+\S+\s+(\S+)\s.*?(\d+\.\d%)\s", re.M)
+    screen = tmux.wait(lambda s: "HEALTH" in s and row_re.search(s) is not None,
+                       "the storage row of the root disk with %util", timeout=20)
+    shown_size = row_re.search(screen).group(1)
+    assert shown_size.rstrip("BKMGTP")[:3] == size.rstrip("BKMGTP")[:3], (shown_size, size, screen)
+
+    tmux.keys("4")      # the network table: one row per NIC, the first physical one that is up
+    tmux.wait(lambda s: "offloads" in s and "rx B/s" in s, "the network table")
+    tmux.keys("q")
+
+
+def test_80x24_keeps_the_essentials(tmux):
+    _start(tmux, 80, 24)
+    screen = tmux.wait(lambda s: "discovered" in s and "Disks" in s and "usr" in s
+                       and "Network" in s, "the condensed overview", timeout=30)
+    assert "level" in screen            # findings first
+    tmux.keys("q")
