@@ -43,6 +43,7 @@ from array import array
 from dataclasses import asdict, dataclass, field, replace
 from typing import AsyncIterator, Callable
 
+from inspector.probes.base import IoMode
 from inspector.probes.io_stats import BatchStats, IntervalPart, record_batch
 from inspector.probes.io_target import IoTarget
 from inspector.probes.latency import LatencyRecorder, LatencySummary
@@ -52,7 +53,7 @@ try:                                   # the timed request loop in C (probes/_io
 except ImportError:                    # installed without a compiler: the Python loop
     _ioloop = None
 
-READ, WRITE, MIXED = "read", "write", "mixed"
+READ, WRITE, MIXED = IoMode.READ, IoMode.WRITE, IoMode.MIXED
 OFFSET_CHUNK = 4096            # offsets drawn per refill, outside the timed loop
 LATENCY_SLOTS = 1 << 13        # latencies per hand-off at most (besides the 4 Hz ticks):
                                # preallocated for the C loop, 64 KB per worker (up to 8)
@@ -71,7 +72,7 @@ MAX_JOBS = 256                 # workers are threads of this process, and each n
 
 @dataclass
 class IoConfig:
-    mode: str = READ                   # read | write | mixed (writes: directory targets only)
+    mode: IoMode = READ                # writes: directory targets only
     request_size: int = 4096
     count: int | None = None           # total requests, warm-ups included (like ioping -c)
     deadline: float | None = None      # seconds (like ioping -w)

@@ -105,6 +105,8 @@ class McRunConfig:
         if not self.ramp:
             self.load().validate()
             return
+        if self.read_only:
+            raise ProbeError("a ramp preloads its keys: read-only applies to a load")
         if self.key_count is not None and self.key_count > engine.MAX_KEY_COUNT:
             raise ProbeError(f"key count must be within 1..{engine.MAX_KEY_COUNT} (every key is "
                              "held in memory)")

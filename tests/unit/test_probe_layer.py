@@ -1,0 +1,186 @@
+"""The probe layer (probes/base, request, driver, *_run): one request gives one probe wherever it
+starts (the `probe` command, `--probe SPEC`, the TUI's form); its samples and summary survive a
+JSON round trip (a run streamed from another process); the driver's deadline and stop()."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from conftest import fixture_root
+from dns_responders import Responder
+from inspector.cli import build_parser
+from inspector.health.dns import LEGACY_CODES, canonical_code, probe_rules
+from inspector.host import HostRoot
+from inspector.probes.base import (Interval, ProbeError, ProbeKind, RunStatus, RunSummary)
+from inspector.probes.dns_run import DnsRun, DnsRunConfig, parse_dns_target, resolve
+from inspector.probes.driver import ProbeDriver
+from inspector.probes.request import ProbeRequest, config_for, open_probe, parse_spec
+from inspector.tui.probe_runs import form_request
+
+
+def cli_config(*argv: str):
+    """The config the `probe` command builds from these arguments."""
+    from inspector.commands import probe_dns, probe_io, probe_memcached
+    args = build_parser(list(argv)).parse_args(list(argv))
+    module = {"io": probe_io, "memcached": probe_memcached, "dns": probe_dns}[argv[1]]
+    return module.config_from_args(args)
+
+
+def test_the_same_io_request_is_the_same_config_everywhere(tmp_path):
+    spec = config_for(parse_spec(f"io:{tmp_path}", duration=3))
+    form = config_for(form_request("io", str(tmp_path), "3", "1", False))
+    cli = cli_config("probe", "io", str(tmp_path), "-w", "3")
+    assert spec == form == cli
+    assert cli.engine_config().deadline == 3 and cli.jobs == 1 and cli.direct
+
+
+def test_the_same_memcached_request_is_the_same_config_everywhere():
+    spec = config_for(parse_spec("memcached:[::1]:11311", duration=3))
+    form = config_for(form_request("memcached", "[::1]:11311", "3", "4", False))
+    cli = cli_config("probe", "memcached", "[::1]:11311", "-c", "4", "--duration", "3",
+                     "-t", "get", "--read-only")
+    assert spec == form == cli
+    load = cli.load()
+    # a request without write stores nothing: gets of keys the server does not hold
+    assert (load.host, load.port, load.test, load.preload) == ("::1", 11311, "get", False)
+    assert load.deadline_s == spec.load().deadline_s == 33.0
+    # with write: a set test, the same from the form and the CLI
+    assert config_for(form_request("memcached", "cache:11311", "3", "4", True)) == cli_config(
+        "probe", "memcached", "cache:11311", "-c", "4", "--duration", "3")
+
+
+def test_the_same_dns_request_resolves_the_same_everywhere(tmp_path):
+    # the host's resolver: `--probe dns` and `probe dns` for the same time
+    spec = config_for(parse_spec("dns", duration=3))
+    cli = cli_config("probe", "dns", "--count", "3", "--interval", "1", "--deadline", "3")
+    assert spec == cli
+    # a resolv.conf: the TUI's form and `probe dns --resolv-conf`
+    conf = tmp_path / "resolv.conf"
+    conf.write_text("nameserver 127.0.0.1\noptions no-aaaa\n")
+    form = config_for(form_request("dns", str(conf), "3", "1", False))
+    cli = cli_config("probe", "dns", "--resolv-conf", str(conf), "--count", "3",
+                     "--interval", "1", "--deadline", "3")
+    assert form == cli
+    root = HostRoot(str(fixture_root("dns-four-servers")))
+    settings, _ = resolve(form, root)
+    # the drift this layer ended: the TUI asked A+AAAA for '.', ignoring no-aaaa
+    assert settings.name == "." and settings.rdtypes == ["NS"]
+    settings, _ = resolve(DnsRunConfig(name="example.com", resolv_conf=str(conf)), root)
+    assert settings.rdtypes == ["A"]            # options no-aaaa honoured everywhere
+
+
+def test_dns_settings_follow_the_root_search_list_and_stub():
+    search = HostRoot(str(fixture_root("dns-search")))
+    settings, _ = resolve(config_for(parse_spec("dns", duration=2)), search)
+    assert settings.name == "a.example" and settings.rdtypes == ["A", "AAAA"]
+    stub = HostRoot(str(fixture_root("dns-resolved-stub")))
+    settings, notes = resolve(DnsRunConfig(), stub)
+    assert settings.resolver_kind == "systemd-resolved"
+    assert any("systemd-resolved stub" in n for n in notes)
+
+
+def test_one_parser_per_target_kind(tmp_path):
+    assert parse_dns_target("") == (None, [])
+    assert parse_dns_target("127.0.0.1, [::1]:5353 10.0.0.1:53") == (
+        None, ["127.0.0.1", "[::1]:5353", "10.0.0.1:53"])
+    conf = tmp_path / "resolv.conf"
+    conf.write_text("nameserver 10.0.0.1\n")
+    assert parse_dns_target(str(conf)) == (str(conf), [])
+    for bad in (str(tmp_path), str(tmp_path / "missing"), "not-an-address"):
+        with pytest.raises(ProbeError) as err:
+            parse_dns_target(bad)
+        assert err.value.target and bad in str(err.value)
+    for bad in ("memcached:[::1", "memcached:host:0", "nfs:/x"):
+        with pytest.raises(ProbeError) as err:
+            parse_spec(bad)
+        assert str(err.value).startswith(f"--probe {bad}: ")
+    request = parse_spec("dns:example.com")
+    assert (request.kind, request.target, request.name) == (ProbeKind.DNS, "", "example.com")
+
+
+def test_io_run_intervals_and_summary_survive_a_json_round_trip(tmp_path):
+    target = tmp_path / "data.bin"
+    target.write_bytes(os.urandom(1 << 20))
+    probe = open_probe(parse_spec(f"io:{target}", duration=0.6))
+    intervals: list[Interval] = []
+    ProbeDriver(probe, intervals.append).run()
+    summary = probe.result.summary()
+    assert summary.status == RunStatus.COMPLETED and summary.requests > 0 and intervals
+    assert intervals[-1].ops_total == sum(i.ops for i in intervals)
+    for interval in intervals:
+        assert Interval.from_json(json.loads(json.dumps(interval.to_json()))) == interval
+    back = RunSummary.from_json(json.loads(json.dumps(summary.to_json())))
+    assert back == summary and back.figures() == summary.figures()
+    assert back.figures()["p99_us"] == summary.latency.p("p99") / 1000
+
+
+def test_dns_rounds_are_intervals_and_failures_are_errors():
+    ok, refusing = Responder("127.0.0.1", 0, "ok"), Responder("127.0.0.1", 0, "refused")
+    try:
+        probe = open_probe(ProbeRequest(ProbeKind.DNS, f"{ok.server},{refusing.server}", 2,
+                                        name="probe.test"))
+        intervals: list[Interval] = []
+        ProbeDriver(probe, intervals.append).run()
+    finally:
+        ok.close()
+        refusing.close()
+    assert [i.dns.round for i in intervals] == [0, 1]
+    assert all(i.ops == 2 and i.errors == 1 for i in intervals)
+    assert intervals[-1].errors_total == 2
+    assert list(intervals[0].dns.per_server_ms) == [ok.server, refusing.server]
+    summary = probe.result.summary()
+    assert summary.requests == 4 and summary.ops_per_s > 0 and summary.latency.count == 2
+    assert summary.error == f"{refusing.server} rcode-refused"
+    assert RunSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
+    for interval in intervals:
+        assert Interval.from_json(json.loads(json.dumps(interval.to_json()))) == interval
+    # its findings come from health/dns.py, in the resolver's vocabulary
+    codes = {f.code for f in probe_rules(probe.result.detail)}
+    assert "dns.server_error" in codes and codes <= documented_codes()
+
+
+def test_the_drivers_deadline_stops_a_run_waiting_on_a_silent_server():
+    silent = Responder("127.0.0.1", 0, "silent")
+    try:
+        probe = DnsRun(DnsRunConfig(name="probe.test", servers=[silent.server], timeout=5,
+                                    deadline=0.5))
+        start = time.monotonic()
+        driver = ProbeDriver(probe).run()
+        took = time.monotonic() - start
+    finally:
+        silent.close()
+    assert driver.expired and took < 1.5, took
+    summary = probe.result.summary()
+    assert summary.status == RunStatus.STOPPED
+    assert summary.dns.servers[silent.server].kind == "timeout"
+
+
+def test_stop_from_another_thread_keeps_the_partial_figures(tmp_path):
+    target = tmp_path / "data.bin"
+    target.write_bytes(os.urandom(1 << 20))
+    probe = open_probe(parse_spec(f"io:{target}", duration=30))
+    driver = ProbeDriver(probe)
+    threading.Timer(0.5, driver.stop).start()
+    start = time.monotonic()
+    driver.run()
+    assert time.monotonic() - start < 3
+    summary = probe.result.summary()
+    assert summary.status == RunStatus.STOPPED and summary.requests > 0
+
+
+def documented_codes() -> set[str]:
+    import inspector.health.dns as rules
+    return {line.split()[1] for line in rules.__doc__.splitlines() if line.startswith("- dns.")}
+
+
+def test_one_vocabulary_of_dns_codes():
+    # the probe's codes before they were the resolver's: read as today's
+    assert canonical_code("dns.single_server") == "dns.single_nameserver"
+    assert canonical_code("dns.use_vc") == "dns.use_vc_no_timeout"
+    assert canonical_code("dns.server_down") == "dns.server_down"
+    assert set(LEGACY_CODES.values()) <= documented_codes()
+    assert not set(LEGACY_CODES) & documented_codes()
