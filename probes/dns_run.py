@@ -92,8 +92,8 @@ def resolve(config: DnsRunConfig, root: "HostRoot") -> tuple[DnsProbeSettings, l
     from inspector.model import Unknown
     notes: list[str] = []
     env = {k: v for k in ("RES_OPTIONS", "LOCALDOMAIN") if (v := root.environ(k)) is not None}
-    hostname = root.try_line("proc/sys/kernel/hostname")
-    hostname = hostname if isinstance(hostname, str) else None
+    line = root.try_line("proc/sys/kernel/hostname")
+    hostname = line if isinstance(line, str) else None
     upstreams = None
     if config.resolv_conf:
         try:
@@ -224,8 +224,9 @@ class DnsRun:
             seconds, last_t = t - last_t, t
             self._queries += len(samples)
             self._seconds = t
-            avg = sum(answered) / len(answered) if answered else None
+            avg = None
             if answered:
+                avg = sum(answered) / len(answered)
                 self._p99.append(answered[-1])
                 self._avg.append(avg)
             yield Interval(

@@ -177,6 +177,7 @@ class McRun:
 
     async def intervals(self) -> AsyncIterator[Interval]:
         self.prepare()
+        assert self._engine is not None
         if self._stopped:
             self._engine.stop()
         ops = errors = 0

@@ -9,7 +9,7 @@ Spec strings: `io:PATH`, `dns` (or `dns:NAME`), `memcached:HOST[:PORT]`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from inspector.probes.base import ProbeError, ProbeKind
@@ -34,13 +34,13 @@ class ProbeRequest:
     duration: float = 10.0      # seconds: the hard bound
     count: int | None = None    # operations: the other bound
     write: bool = False         # io: into a private temporary file; memcached: a set test
-    concurrency: int = field(default=None)  # type: ignore[assignment]  # None: the kind's
+    concurrency: int = 0        # io workers, memcached connections (0: the kind's default)
     name: str | None = None     # dns: the name looked up (default: first search domain, '.')
     spec: str | None = None     # the --probe text it came from
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", ProbeKind(self.kind))
-        if self.concurrency is None:
+        if not self.concurrency:
             object.__setattr__(self, "concurrency", DEFAULT_CONCURRENCY[self.kind])
 
     @property
