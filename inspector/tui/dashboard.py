@@ -18,7 +18,7 @@ from rich.text import Text
 
 from inspector.model import Unknown, known
 from inspector.tui import units
-from inspector.tui.live import DiskRate, LiveView, NicRate
+from inspector.tui.live import DiskRate, LiveView
 from inspector.tui.trends import Trends
 from inspector.widgets.spark import area, bar, sparkline
 

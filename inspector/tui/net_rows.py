@@ -9,7 +9,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from inspector.model import Finding, Unknown, known
+from inspector.model import Finding, Unknown
 from inspector.tui.modelview import LEVEL_STYLE, findings_for, get
 
 MAIN_OFFLOADS = (("tcp-segmentation-offload", "tso"), ("generic-segmentation-offload", "gso"),
@@ -20,20 +20,6 @@ XEN_ADVICE = ("Xen netfront: under XenServer the guest's receive path has frozen
               "(the STALLED marker: nothing received while transmitting). Turning TSO/GSO off "
               "(ethtool -K {nic} tso off gso off, persisted) only partly helped; check the host "
               "side too (dom0 vif and netback), and compare with a KVM guest.")
-
-
-def offload_state(nic: Any, name: str) -> Text:
-    from inspector.discover.net_offloads import find_offload
-    offloads = get(nic, "offloads")
-    if isinstance(offloads, Unknown):
-        return Text("?", style="grey50")
-    item = find_offload(offloads, name)
-    if item is None:
-        return Text("-", style="grey50")
-    text = Text("on" if item.on else "off", style="green" if item.on else "grey62")
-    if item.fixed:
-        text.append("*", style="grey50")
-    return text
 
 
 def offloads_text(nic: Any) -> Text:
@@ -161,7 +147,3 @@ def nic_detail(nic: Any, findings: list[Finding]) -> list[RenderableType]:
             cells.append(line)
         parts.append(Columns(cells, column_first=True, padding=(0, 3)))
     return parts
-
-
-def known_text(value: Any) -> str:
-    return str(value) if known(value) else "?"

@@ -106,7 +106,8 @@ class OverviewScreen(InspectorScreen):
 
     def _paint(self, width: int, height: int) -> list[Text]:
         app = self.app
-        view = getattr(app, "live_sample", None)
+        # a failed or timed-out sample: every panel says so rather than show stale figures
+        view = None if getattr(app, "live_error", None) else getattr(app, "live_sample", None)
         ctx = dashboard.Ctx(view=view, trends=app.trends, report=getattr(app, "report", None),
                             reason=None if view is not None else self.live_reason())
         return dashboard.paint(ctx, width, height)

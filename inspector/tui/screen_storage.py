@@ -23,8 +23,7 @@ from inspector.model import Report
 from inspector.tui import units
 from inspector.tui.base import InspectorScreen
 from inspector.tui.modelview import get, section_state
-from inspector.tui.storage_rows import (DeviceRow, detached_state, device_detail,  # noqa: F401
-                                        storage_rows)
+from inspector.tui.storage_rows import DeviceRow, device_detail, storage_rows
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.spark import sparkline
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,8 +19,8 @@ from inspector.model import Report
 from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
 from inspector.model import Unknown
-from inspector.tui.modelview import (badge, findings_for, fmt_value, get, is_dc, label_of,
-                                     scalar_fields, section_state, worst_level)
+from inspector.tui.modelview import (findings_for, get, is_dc, label_of, section_state,
+                                     worst_level)
 from inspector.tui.summaries import virt_line
 from inspector.tui.units import bytes_s as rate
 from inspector.widgets.chart import LiveChart

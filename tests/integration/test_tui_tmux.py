@@ -75,7 +75,7 @@ def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     tmux.wait(lambda s: "1 Overview" in s and "host" in s, "the overview")
 
     tmux.keys("2")
-    tmux.wait(lambda s: "p IO probe here" in s and "storage" in s, "the storage screen")
+    tmux.wait(lambda s: "p IO probe here" in s and "HEALTH" in s, "the storage screen")
     tmux.keys("p")
     tmux.wait(lambda s: "Start" in s and "workers/connections" in s, "the probe form")
     time.sleep(0.3)  # the target field takes focus

@@ -174,3 +174,22 @@ async def test_network_selects_the_first_physical_nic_that_is_up():
         console = Console(width=200, record=True, file=open("/dev/null", "w"))
         console.print(detail)
         assert "tcp-segmentation-offload: on" in console.export_text()
+
+
+async def test_a_hung_live_sample_shows_timed_out_in_the_panels():
+    release = threading.Event()
+
+    class Hung:
+        def sample(self):
+            release.wait(30)
+
+    app = InspectorApp(HostRoot(str(fixture_root("kvm-virtio-guest"))), sampler=Hung(),
+                       live_interval=0.5)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.live_error is not None, timeout=8)
+            await pilot.pause(0.2)
+            text = app.screen.query_one("#dashboard").text()
+            assert "live sampling timed out after 1 s" in text and "waiting" not in text
+    finally:
+        release.set()
