@@ -33,7 +33,10 @@ ROOT_ID, FILE_ID, FILE_NAME, FILE_SIZE = 1, 2, b"disk.img", 16 * 1024 * 1024
 
 
 class MiniFuse:
-    """Serves /disk.img (zeros) until `stall()`; then READs are held until `release()`."""
+    """Serves /disk.img (zeros) until `stall()`; then READs are held until `release()`.
+    Subclasses change what is served through ROOT_MODE and `_handle` (tests/hangs)."""
+
+    ROOT_MODE = "40000"           # octal, as the mount option: a directory
 
     def __init__(self, mountpoint: str):
         self.mountpoint = mountpoint
@@ -44,7 +47,7 @@ class MiniFuse:
         self.reads_held = threading.Event()
         self.initialized = threading.Event()
         libc = ctypes.CDLL(None, use_errno=True)
-        opts = f"fd={self.fd},rootmode=40000,user_id=0,group_id=0".encode()
+        opts = f"fd={self.fd},rootmode={self.ROOT_MODE},user_id=0,group_id=0".encode()
         if libc.mount(b"inspector-test", mountpoint.encode(), b"fuse", 0x2 | 0x4, opts) != 0:
             raise OSError(ctypes.get_errno(), "mount fuse")
         # only now: reading /dev/fuse before the mount attaches it fails with EPERM
@@ -75,36 +78,38 @@ class MiniFuse:
                     continue
                 return      # ENODEV: unmounted
             _, opcode, unique, node, *_ = IN_HEADER.unpack_from(msg)
-            body = msg[IN_HEADER.size:]
-            if opcode in NO_REPLY:
-                continue
-            if opcode == INIT:
-                major, minor, readahead, _flags = struct.unpack_from("<IIII", body)
-                self._reply(unique, struct.pack("<IIIIHHIIHHII24x", 7, 31, readahead, 0, 16, 12,
-                                                131072, 1, 32, 0, 0, 0))
-                self.initialized.set()
-            elif opcode == LOOKUP:
-                if node == ROOT_ID and body.rstrip(b"\0") == FILE_NAME:
-                    self._reply(unique, struct.pack("<QQQQII", FILE_ID, 0, 60, 60, 0, 0)
-                                + self._attr(FILE_ID))
-                else:
-                    self._reply(unique, error=-errno.ENOENT)
-            elif opcode == GETATTR:
-                self._reply(unique, struct.pack("<QII", 60, 0, 0) + self._attr(node))
-            elif opcode == OPEN:
-                self._reply(unique, struct.pack("<QII", 1, 0, 0))
-            elif opcode == READ:
-                if self.stalled.is_set():
-                    with self.lock:
-                        self.held.append(unique)
-                    self.reads_held.set()
-                    continue
-                _fh, offset, size = struct.unpack_from("<QQI", body)
-                self._reply(unique, bytes(max(0, min(size, FILE_SIZE - offset))))
-            elif opcode in (RELEASE, FLUSH):
-                self._reply(unique)
+            if opcode not in NO_REPLY:
+                self._handle(opcode, unique, node, msg[IN_HEADER.size:])
+
+    def _handle(self, opcode: int, unique: int, node: int, body: bytes) -> None:
+        """Answer one request (or hold it: see `stall`)."""
+        if opcode == INIT:
+            major, minor, readahead, _flags = struct.unpack_from("<IIII", body)
+            self._reply(unique, struct.pack("<IIIIHHIIHHII24x", 7, 31, readahead, 0, 16, 12,
+                                            131072, 1, 32, 0, 0, 0))
+            self.initialized.set()
+        elif opcode == LOOKUP:
+            if node == ROOT_ID and body.rstrip(b"\0") == FILE_NAME:
+                self._reply(unique, struct.pack("<QQQQII", FILE_ID, 0, 60, 60, 0, 0)
+                            + self._attr(FILE_ID))
             else:
-                self._reply(unique, error=-errno.ENOSYS)
+                self._reply(unique, error=-errno.ENOENT)
+        elif opcode == GETATTR:
+            self._reply(unique, struct.pack("<QII", 60, 0, 0) + self._attr(node))
+        elif opcode == OPEN:
+            self._reply(unique, struct.pack("<QII", 1, 0, 0))
+        elif opcode == READ:
+            if self.stalled.is_set():
+                with self.lock:
+                    self.held.append(unique)
+                self.reads_held.set()
+                return
+            _fh, offset, size = struct.unpack_from("<QQI", body)
+            self._reply(unique, bytes(max(0, min(size, FILE_SIZE - offset))))
+        elif opcode in (RELEASE, FLUSH):
+            self._reply(unique)
+        else:
+            self._reply(unique, error=-errno.ENOSYS)
 
     def stall(self) -> None:
         self.stalled.set()

@@ -1,0 +1,168 @@
+"""A FUSE filesystem that never answers, mounted in a private mount namespace, and a runner that
+times an `inspector` command against it.
+
+SilentFuse (the MiniFuse of tests/integration/test_top_dstate.py) answers INIT, then holds every
+request (LOOKUP, GETATTR, OPEN, OPENDIR, READ ...) unanswered, as a hung lxcfs or FUSE server
+does. It reads each request from /dev/fuse, so a process waiting on one sleeps in the kernel
+even through SIGKILL until it is answered (fs/fuse/dev.c, request_wait_answer): a process with
+such a thread cannot finish exiting, which is what Inspector must survive.
+
+The runner is this file as a script, started by `run_hung` under `unshare -m` (the mounts never
+reach the host's namespace, where a `df` would hang on them):
+
+    hung_mount.py --mount PATH [--mount PATH ...] [--signal-after S] [--cap S] -- CMD ARGS
+
+It mounts a silent filesystem on each PATH (a file root over a file such as /proc/diskstats, a
+directory root over a directory), runs CMD and times it to its exit and the end of its output.
+Then it answers every held request with EIO, unmounts, and waits for the processes CMD left
+behind (the runner is their subreaper, so they become its children): none may stay in D state.
+It prints one JSON object (see `run_hung`).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def run_hung(mounts: list[str], argv: list[str], *, signal_after: float | None = None,
+             cap: float = 60.0, env: dict | None = None) -> dict:
+    """Run `argv` with a silent FUSE mount on each path, in a private mount namespace.
+
+    Returns {"status", "stdout", "stderr", "seconds" (start to exit and end of output),
+    "signal_to_exit" (seconds from SIGINT to the end, with signal_after), "held" (requests
+    the silent mounts received: proof the command did touch them), "left_behind" (processes
+    the command left stuck on the mounts), "stuck_after_release" (those still there 10 s
+    after the mounts answered), "hung" (the command outlived `cap` and was killed)}."""
+    runner = [sys.executable, str(Path(__file__)), "--cap", str(cap)]
+    for path in mounts:
+        runner += ["--mount", path]
+    if signal_after is not None:
+        runner += ["--signal-after", str(signal_after)]
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", *runner, "--", *argv],
+                          capture_output=True, text=True, timeout=cap + 60,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+    assert proc.returncode == 0, f"runner failed ({proc.returncode}): {proc.stderr[-3000:]}"
+    return json.loads(proc.stdout)
+
+
+def _silent_fuse_class():
+    sys.path[:0] = [str(HERE.parent / "integration"), str(HERE.parent)]
+    from test_top_dstate import INIT, MiniFuse
+
+    class SilentFuse(MiniFuse):
+        """Answers INIT, then holds every request until `release`, after which every request
+        is answered with EIO. `file_root`: the root is a regular file (mounted over one)."""
+
+        def __init__(self, mountpoint: str, file_root: bool):
+            self.ROOT_MODE = "100000" if file_root else "40000"
+            self.answering = False
+            self.held_total = 0
+            super().__init__(mountpoint)
+
+        def _handle(self, opcode: int, unique: int, node: int, body: bytes) -> None:
+            if opcode == INIT:
+                super()._handle(opcode, unique, node, body)
+            elif self.answering:
+                self._reply(unique, error=-errno.EIO)
+            else:
+                with self.lock:
+                    self.held.append(unique)
+                    self.held_total += 1
+                self.reads_held.set()
+
+        def release(self) -> None:
+            """Answer every held request with EIO, and every later one."""
+            self.answering = True
+            with self.lock:
+                held, self.held = self.held, []
+            for unique in held:
+                self._reply(unique, error=-errno.EIO)
+
+    return SilentFuse
+
+
+def _children() -> list[int]:
+    """Processes whose parent is this runner (the command's orphans come here)."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                out.append(int(entry))
+    return out
+
+
+def _reap(timeout: float) -> int:
+    """Wait for every child to end; the number still there after `timeout`."""
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return 0
+        time.sleep(0.05)
+    return len(_children())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mount", action="append", default=[])
+    parser.add_argument("--signal-after", type=float)
+    parser.add_argument("--cap", type=float, default=60.0)
+    parser.add_argument("argv", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    SilentFuse = _silent_fuse_class()
+    mounts = [SilentFuse(path, file_root=not os.path.isdir(path)) for path in args.mount]
+    result: dict = {"hung": False, "signal_to_exit": None}
+    start = time.monotonic()
+    # as from a terminal: SIGINT at its default (a background job would ignore it)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    sent: list[float] = []
+    if args.signal_after is not None:
+        def interrupt() -> None:
+            sent.append(time.monotonic())
+            proc.send_signal(signal.SIGINT)
+        threading.Timer(args.signal_after, interrupt).start()
+    try:
+        out, err = proc.communicate(timeout=args.cap)
+    except subprocess.TimeoutExpired:
+        result["hung"] = True
+        for fuse in mounts:            # else the kill cannot complete: the waits ignore it
+            fuse.release()
+        proc.kill()
+        out, err = proc.communicate()
+    end = time.monotonic()
+    result.update(status=proc.returncode, stdout=out, stderr=err, seconds=round(end - start, 3))
+    if sent:
+        result["signal_to_exit"] = round(end - sent[0], 3)
+    result["held"] = sum(fuse.held_total for fuse in mounts)
+    result["left_behind"] = len(_children())
+    for fuse in mounts:
+        fuse.close()                   # answers what is held, then umount -l
+    result["stuck_after_release"] = _reap(10.0)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

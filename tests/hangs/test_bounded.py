@@ -1,0 +1,168 @@
+"""The parts that bound reads, in-process: the sampler's per-source deadline, the child process
+that commands read through, and check's verdict when a collector hangs. (A read that hangs is
+a function waiting on an Event here; test_hung_mounts.py has the real FUSE mount.)"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from conftest import fixture_root, run_cli
+from inspector.bounded import TimedOut, WithFds, Worker, WorkerFailed, run_forked
+from inspector.host import HostRoot
+from inspector.live import sampler as sampler_module
+from inspector.live.sampler import LiveSampler
+from inspector.model import Unknown, known
+
+
+@pytest.fixture
+def hang(monkeypatch):
+    """hang(module, name): that function blocks until the test ends; returns its call count."""
+    release = threading.Event()
+    calls: dict[str, int] = {}
+
+    def install(module, name: str) -> dict[str, int]:
+        real = getattr(module, name)
+        calls[name] = 0
+
+        def blocked(*args, **kwargs):
+            calls[name] += 1
+            release.wait(30)
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, blocked)
+        return calls
+    yield install
+    release.set()
+
+
+def test_a_source_that_hangs_is_timed_out_once_and_the_rest_is_kept(hang):
+    calls = hang(sampler_module, "read_diskstats")
+    sampler = LiveSampler(HostRoot("/"), read_timeout=0.3)
+    start = time.monotonic()
+    first = sampler.sample()
+    took = time.monotonic() - start
+    assert took < 0.6, took
+    assert isinstance(first.disks, Unknown)
+    assert first.disks.reason == "/proc/diskstats timed out after 0.3 s"
+    assert first.timed_out == {"/proc/diskstats": "timed out after 0.3 s"}
+    assert known(first.cpu) and known(first.nics) and known(first.load) and known(first.dstate)
+
+    start = time.monotonic()
+    second = sampler.sample()          # the read still hangs: not started again, not awaited
+    assert time.monotonic() - start < 0.2
+    assert second.disks.reason.startswith("/proc/diskstats timed out: no answer for ")
+    assert calls["read_diskstats"] == 1
+    assert known(second.cpu)
+
+
+def test_a_hung_first_source_does_not_starve_the_others(hang):
+    """Sources are read in turn in one thread; after the patience, each not begun gets its
+    own thread, so /proc/stat hanging (read first) costs the others nothing."""
+    hang(sampler_module, "read_cpu")
+    snap = LiveSampler(HostRoot("/"), read_timeout=0.5).sample()
+    assert isinstance(snap.cpu, Unknown) and "/proc/stat" in snap.timed_out
+    assert known(snap.disks) and known(snap.nics) and known(snap.load) and known(snap.uptime)
+    assert known(snap.dstate)           # without /proc/stat's blocked count: no thread walk
+
+
+def test_a_sampler_that_recovers_reads_again(monkeypatch):
+    release = threading.Event()
+    real = sampler_module.read_loadavg
+
+    def slow(root):
+        release.wait(10)
+        return real(root)
+    monkeypatch.setattr(sampler_module, "read_loadavg", slow)
+    sampler = LiveSampler(HostRoot("/"), read_timeout=0.2)
+    assert isinstance(sampler.sample().load, Unknown)
+    release.set()
+    time.sleep(0.05)
+    snap = sampler.sample()
+    assert known(snap.load) and snap.timed_out == {}
+
+
+def test_run_forked_gives_the_value_an_error_or_a_timeout():
+    assert run_forked(lambda: os.getpid(), 5) != os.getpid()
+    with pytest.raises(WorkerFailed, match="ZeroDivisionError"):
+        run_forked(lambda: 1 / 0, 5)
+    start = time.monotonic()
+    with pytest.raises(TimedOut, match="timed out after 0.3 s"):
+        run_forked(lambda: time.sleep(30), 0.3)
+    assert time.monotonic() - start < 1.0
+
+
+def test_a_worker_that_times_out_is_killed_and_not_waited_for():
+    worker = Worker(lambda seconds: time.sleep(seconds) or seconds)
+    assert worker.call(0.01, 5) == 0.01
+    with pytest.raises(TimedOut):
+        worker.call(30, 0.2)
+    assert not worker.alive
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker.pid, 0)
+        except ProcessLookupError:
+            break
+        if open(f"/proc/{worker.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            break                       # killed; reaped at the next fork
+        time.sleep(0.02)
+    else:
+        pytest.fail("the timed-out worker is still running")
+
+
+def test_a_child_hands_back_an_open_file(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"opened in the child")
+    got = run_forked(lambda: WithFds("ok", [os.open(path, os.O_RDONLY)]), 5)
+    assert got.value == "ok"
+    assert os.pread(got.fds[0], 100, 0) == b"opened in the child"
+    os.close(got.fds[0])
+
+
+def test_the_hostname_read_is_bounded_too(monkeypatch):
+    from inspector import collect
+    real = HostRoot.try_line
+    release = threading.Event()
+
+    def try_line(self, rel):
+        if rel == "proc/sys/kernel/hostname":
+            release.wait(30)
+        return real(self, rel)
+    monkeypatch.setattr(HostRoot, "try_line", try_line)
+    try:
+        start = time.monotonic()
+        report = collect.build_report(HostRoot(str(fixture_root("storage-raid1-faulty"))),
+                                      timeout=0.5)
+        assert time.monotonic() - start < 1.0
+    finally:
+        release.set()
+    assert report.host.hostname == Unknown("timed out after 0.5 s")
+    assert not any(isinstance(s, Unknown) for s in report.sections.values())
+
+
+def _hang_collector(monkeypatch, module_name: str) -> None:
+    import importlib
+    module = importlib.import_module(f"inspector.discover.{module_name}")
+    monkeypatch.setattr(module, "collect", lambda root, *a, **k: time.sleep(60))
+
+
+def test_check_is_unknown_when_a_collector_hangs_beside_a_warning(monkeypatch):
+    """xen-pv-guest has a WARN finding; with storage hung the check said WARNING (exit 1):
+    a section not checked may hide worse, so it is UNKNOWN, within --timeout."""
+    assert run_cli("check", "--root", str(fixture_root("xen-pv-guest"))).status == 1
+    _hang_collector(monkeypatch, "storage")
+    start = time.monotonic()
+    res = run_cli("check", "--root", str(fixture_root("xen-pv-guest")), "--timeout", "2")
+    assert time.monotonic() - start <= 2.0
+    assert res.status == 3, res.out
+    assert res.out.startswith("INSPECTOR UNKNOWN - storage: storage not collected: timed out")
+    assert any(line.startswith("[WARN] ") for line in res.out.splitlines()[1:]), res.out
+
+
+def test_check_stays_critical_when_a_collector_hangs(monkeypatch):
+    _hang_collector(monkeypatch, "net")
+    res = run_cli("check", "--root", str(fixture_root("storage-raid1-faulty")), "--timeout", "2")
+    assert res.status == 2, res.out
+    assert "[UNKNOWN] net: net not collected: timed out" in res.out
