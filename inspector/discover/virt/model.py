@@ -1,0 +1,79 @@
+"""The virt section's types: evidence, layers, host roles, and the section itself."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inspector.model import Unknown
+
+INIT_PID_NS_INODE = 0xEFFFFFFC          # PROC_PID_INIT_INO: the host's initial PID namespace
+AZURE_ASSET_TAG = "7783-7084-3265-9085-8269-3286-77"
+
+# Evidence weights.
+STRONG, MEDIUM, WEAK, SUSPECT, IGNORED, INFO = "strong", "medium", "weak", "suspect", "ignored", "info"
+
+
+@dataclass
+class Evidence:
+    """One signal looked at, and how much it counted."""
+    source: str          # where: "/sys/hypervisor/type", "cpuid 0x40000000", "/.dockerenv"
+    value: str           # what was seen there
+    points_to: str       # the verdict it supports ("kvm", "docker", "none", "pv-drivers" ...)
+    weight: str          # strong | medium | weak | suspect | ignored | info
+    note: str = ""       # why it was weighed so (mandatory for suspect/ignored)
+
+
+@dataclass
+class Layer:
+    """One layer of the stack this system runs on: a container, a VM, or the hardware."""
+    kind: str                        # container | vm | hardware
+    verdict: str                     # "none", "docker", "kvm", "xen", "hardware" ...
+    flavor: str | None = None        # firecracker, xenserver, aws, azure, gce, rootless ...
+    guest_mode: str | None = None    # Xen: PV, HVM, PVHVM, PVH
+    confidence: str = "high"         # high | medium | low
+    evidence: list[Evidence] = field(default_factory=list)  # every signal looked at
+    confidential: str | None = None  # VM memory encryption: "AMD SEV-SNP", "Intel TDX" ...
+
+    @property
+    def present(self) -> bool:
+        return self.verdict != "none"
+
+    def label(self) -> str:
+        extra = [x for x in (self.guest_mode, self.flavor, self.confidential) if x]
+        return f"{self.verdict} ({', '.join(extra)})" if extra else self.verdict
+
+
+@dataclass
+class HostRole:
+    """This machine hosts guests or containers (beside the layers it runs in)."""
+    role: str                        # xen-host | kvm-host | hyperv-root | openvz-host
+    detail: str = ""                 # one line for people: "KVM hypervisor", "Xen dom0 ..."
+    evidence: list[Evidence] = field(default_factory=list)  # the signals that show the role
+
+
+@dataclass
+class CpuidSummary:
+    """What CPUID said, and how it was read."""
+    # dev-cpu (/dev/cpu/0/cpuid, root) | probe (unprivileged child process); Unknown: no CPUID
+    method: str | Unknown
+    vendor: str | Unknown            # CPU vendor of leaf 0: GenuineIntel, AuthenticAMD ...
+    hypervisor_bit: bool | Unknown   # leaf 1 ECX bit 31: running under a hypervisor
+    # hypervisor leaf blocks found from 0x40000000 up: "0x40000000 KVMKVMKVM (kvm)"
+    blocks: list[str] | Unknown
+
+
+@dataclass
+class VirtSection:
+    """Virtualization as layers (container, VMs, hardware), host roles, and the CPUID view."""
+    layers: list[Layer]              # container, VM(s), hardware: innermost first
+    roles: list[HostRole]            # hypervisor/container host roles; [] on a plain machine
+    cpuid: CpuidSummary              # the CPUID facts the verdicts used
+    summary: str                     # "docker > kvm (firecracker) > hardware"
+    # signals that were overruled (suspect/ignored evidence) or that disagree, one line each
+    conflicts: list[str] = field(default_factory=list)
+
+    def layer(self, kind: str) -> Layer | None:
+        return next((l for l in self.layers if l.kind == kind), None)
+
+    @property
+    def vm_layers(self) -> list[Layer]:
+        return [l for l in self.layers if l.kind == "vm"]
