@@ -197,7 +197,8 @@ class Read:
         call = self.call
         self.timed_out = None
         if not self.fresh:        # still hung from an earlier sample: do not wait for it again
-            self.timed_out = f"timed out: no answer for {time.monotonic() - call.started:.0f} s"
+            waited = time.monotonic() - (call.started or time.monotonic())
+            self.timed_out = f"timed out: no answer for {waited:.0f} s"
             return Unknown(self.timed_out)
         if not call.done.wait(max(0.0, deadline - time.monotonic())):
             if call.started is None:
@@ -285,7 +286,7 @@ class Worker:
         self.close()
 
     def close(self) -> None:
-        """End the child (its request pipe closes: it exits once its work is done)."""
+        """End the child: its socket closes, so it exits once its work is done."""
         if not self.alive:
             return
         self.alive = False
