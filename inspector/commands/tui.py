@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"time between discovery refreshes on a live host (default 30s, "
                         f"{REFRESH.bounds})")
     p.add_argument("--live-interval", type=LIVE_INTERVAL, default=None, metavar="DURATION",
-                   help=f"time between live samples (default 2s, {LIVE_INTERVAL.bounds})")
+                   help=f"time between live samples (default 1s, {LIVE_INTERVAL.bounds})")
     p.add_argument("--db", metavar="FILE", default=None,
                    help="history database for the Probes screen's history chart (h); "
                         "default: the one `inspector record` and `inspector history` use")
