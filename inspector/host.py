@@ -417,15 +417,22 @@ class HostRoot:
         deep or not JSON; times that no clock can hold (NaN, 1e308) become unknown."""
         if isinstance(self._tree, str):
             return    # every read says why the tree cannot be opened
+        too_big = Unavailable(f"sidecar {SIDECAR_NAME} is over {MAX_SIDECAR_BYTES >> 20} MiB: "
+                              "not a capture Inspector wrote")
         try:
-            data = self._tree.read(SIDECAR_NAME, MAX_SIDECAR_BYTES + 1)
+            fd = self._tree.open_checked(SIDECAR_NAME)     # type checked before it is opened
+            try:
+                if os.fstat(fd).st_size > MAX_SIDECAR_BYTES:
+                    raise too_big
+                data = _read_to_end(fd, MAX_SIDECAR_BYTES + 1)
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             return  # a plain sysroot tree: facts are unknown
         except OSError as exc:
             raise Unavailable(f"unreadable sidecar {SIDECAR_NAME}: {_reason(exc)}") from None
         if len(data) > MAX_SIDECAR_BYTES:
-            raise Unavailable(f"sidecar {SIDECAR_NAME} is over {MAX_SIDECAR_BYTES >> 20} MiB: "
-                              "not a capture Inspector wrote")
+            raise too_big
         try:
             doc = _parse_sidecar(data)
         except ValueError as exc:
@@ -475,6 +482,14 @@ class HostRoot:
                 self._recording.dirs.setdefault(rel, [])
             elif rel not in self._recording.files:
                 self._recording.files.setdefault(rel, b"")
+
+
+def _read_to_end(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit and (chunk := os.read(fd, min(limit - size, 1 << 20))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _parse_sidecar(data: bytes) -> Any:

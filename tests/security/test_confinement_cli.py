@@ -1,0 +1,172 @@
+"""Every command and the TUI on a hostile tree: a capture of this machine where files and
+directories at every depth became links to the analyst's own copy of them (absolute, climbing
+past the top with `..`, absolute with `..`), the hostname a link out, /proc/mdstat a link to a
+FIFO with the marker waiting in it, a disk's size a link to a real block device holding the
+marker. Nothing of the outside copy (every file of it holds the marker) may reach any output."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import require_root, run_bin
+from inspector.host import SIDECAR_NAME, HostRoot
+from inspector.safe_extract import extract
+
+MARKER = "ZQXJ7E1FOUTSIDEJXQZ"
+FRAGMENTS = (MARKER, MARKER[:8], MARKER[-8:], "OUTSIDE")
+
+
+def leaks(text: str) -> list[str]:
+    flat = "".join(text.split())
+    return [f for f in FRAGMENTS if f in flat]
+
+
+@pytest.fixture(scope="module")
+def base_tree(tmp_path_factory):
+    """An unpacked capture of this machine."""
+    work = tmp_path_factory.mktemp("base")
+    res = run_bin("capture", "-o", str(work / "cap.tar.gz"), timeout=120)
+    assert res.returncode == 0, res.stderr
+    tree = work / "tree"
+    tree.mkdir()
+    extract(str(work / "cap.tar.gz"), str(tree))
+    return tree
+
+
+def link_out(path: Path, target: Path, variant: int) -> None:
+    depth = len(path.parts)
+    if variant == 0:
+        os.symlink(str(target), path)                                   # absolute
+    elif variant == 1:
+        os.symlink("../" * depth + str(target).lstrip("/"), path)       # climbing past the top
+    else:
+        os.symlink("/../../.." + str(target), path)                     # absolute with '..'
+
+
+@pytest.fixture(scope="module")
+def hostile(base_tree, tmp_path_factory):
+    require_root()
+    work = tmp_path_factory.mktemp("hostile")
+    outside, root = work / "outside", work / "root"
+    shutil.copytree(base_tree, outside, symlinks=True)
+    shutil.copytree(base_tree, root, symlinks=True)
+    for path in outside.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.write_text(f"{MARKER} 1 {MARKER}\n")
+    replaced_dirs: list[Path] = []
+    for i, path in enumerate(sorted(p for p in root.rglob("*")
+                                    if p.is_dir() and not p.is_symlink())):
+        rel = path.relative_to(root)
+        if i % 7 != 3 or any(d in rel.parents for d in replaced_dirs):
+            continue
+        shutil.rmtree(path)
+        (outside / rel / MARKER).write_text(MARKER)      # a listing that escaped would name it
+        link_out(root / rel, outside / rel, i % 3)
+        replaced_dirs.append(rel)
+    for i, path in enumerate(sorted(p for p in root.rglob("*")
+                                    if p.is_file() and not p.is_symlink())):
+        rel = path.relative_to(root)
+        if rel.name == SIDECAR_NAME or i % 4 == 3:
+            continue                                       # some real content stays
+        path.unlink()
+        link_out(path, outside / rel, i % 3)
+    hostname = root / "proc/sys/kernel/hostname"
+    hostname.unlink(missing_ok=True)
+    hostname.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(str(outside / "proc/sys/kernel/hostname"), hostname)
+    (outside / "proc/sys/kernel").mkdir(parents=True, exist_ok=True)
+    (outside / "proc/sys/kernel/hostname").write_text(MARKER + "\n")
+    # a FIFO and a real block device behind links, both holding the marker
+    (root / "dev").mkdir(exist_ok=True)
+    os.mkfifo(root / "dev/fifo")
+    for rel in ("proc/mdstat", "proc/loadavg"):
+        (root / rel).unlink(missing_ok=True)
+        os.symlink("/dev/fifo", root / rel)
+    backing = work / "disk.img"
+    backing.write_bytes((MARKER + "\n").encode() * 4096)
+    loop = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    os.mknod(root / "dev/disk", stat.S_IFBLK | 0o600, os.stat(loop).st_rdev)
+    for block in sorted((root / "sys/block").iterdir())[:2] if (root / "sys/block").is_dir() else []:
+        if block.is_dir():
+            (block / "size").unlink(missing_ok=True)
+            os.symlink("../../../../../../../../dev/disk", block / "size")
+    writer = os.open(root / "dev/fifo", os.O_RDWR | os.O_NONBLOCK)
+    os.write(writer, MARKER.encode())
+    yield root
+    os.close(writer)
+    subprocess.run(["losetup", "-d", loop], check=False)
+
+
+def test_the_hostile_tree_would_leak_if_links_were_followed(hostile):
+    """The test's own premise: followed as the kernel does outside a chroot, the links lead to
+    the marker (hostname, a replaced directory, a replaced file, the device)."""
+    assert leaks((hostile / "proc/sys/kernel/hostname").read_text())
+    followed = [p for p in hostile.rglob("*") if p.is_symlink() and p.is_file()
+                and not stat.S_ISFIFO(os.stat(p).st_mode) and leaks(p.read_text(errors="replace"))]
+    assert len(followed) > 50
+
+
+COMMANDS = [
+    ["report"],
+    ["report", "--json"],
+    ["report", "--section", "storage"],
+    ["export", "--prometheus"],
+    ["export", "--json"],
+    ["check"],
+    ["top", "--count", "1", "--all", "--wide"],
+    ["top", "--count", "1", "--json"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_no_command_prints_anything_from_outside(hostile, argv):
+    res = run_bin(*argv, "--root", str(hostile), timeout=60)
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
+    assert res.returncode in (0, 1, 2, 3), res
+    assert not leaks(res.stdout) and not leaks(res.stderr), (leaks(res.stdout), leaks(res.stderr))
+
+
+def test_snapshot_file_has_nothing_from_outside(hostile, tmp_path):
+    out = tmp_path / "snap.json"
+    res = run_bin("snapshot", "--root", str(hostile), "-o", str(out), timeout=60)
+    assert res.returncode == 0, res.stderr
+    text = out.read_text()
+    json.loads(text)
+    assert not leaks(text) and not leaks(res.stderr)
+
+
+def test_the_report_still_reads_what_the_tree_holds(hostile):
+    """Confinement is not blindness: the files left in place are read."""
+    doc = json.loads(run_bin("report", "--json", "--root", str(hostile), timeout=60).stdout)
+    assert doc["host"]["hostname"] != MARKER
+    root = HostRoot(str(hostile))
+    kept = [p for p in hostile.rglob("*") if p.is_file() and not p.is_symlink()
+            and p.name != SIDECAR_NAME and p.stat().st_size]
+    assert kept and all(root.read_bytes(str(p.relative_to(hostile))) == p.read_bytes()
+                        for p in kept[:50])
+
+
+async def test_the_tui_shows_nothing_from_outside(hostile):
+    from inspector.tui.app import InspectorApp
+    app = InspectorApp(HostRoot(str(hostile)), refresh=0)
+    screens = []
+    async with app.run_test(size=(160, 50)) as pilot:
+        for _ in range(200):
+            if app.report is not None or app.collect_error:
+                break
+            await pilot.pause(0.05)
+        assert app.report is not None, app.collect_error
+        for key in "123456":
+            await pilot.press(key)
+            await pilot.pause(0.3)
+            screens.append(app.export_screenshot())
+    assert len(screens) == 6
+    for svg in screens:
+        assert not leaks(svg)

@@ -1,0 +1,414 @@
+"""Hostile capture tarballs, built here: nothing is written outside the private temp dir, no
+link leaves the tree, no device, FIFO or setuid file appears, bombs stop at their bound, a
+corrupt capture is refused, and the unpacked tree is gone however the process ends."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import lzma
+import os
+import signal
+import stat
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import inspector_bin, run_bin, signal_after
+from inspector.safe_extract import ExtractError, Limits, _member_parts, extract
+
+CAPTURE_TIME = 60
+
+
+def member(name: str, kind=tarfile.REGTYPE, data: bytes = b"", link: str = "",
+           mode: int = 0o644) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.mode = kind, link, mode
+    info.size = len(data) if kind == tarfile.REGTYPE else 0
+    return info, data
+
+
+def write_tar(path: Path, members, mode: str = "w:gz") -> Path:
+    with tarfile.open(path, mode, format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return path
+
+
+def unpack(tmp_path: Path, archive: Path, **limits) -> tuple[Path, object]:
+    dest = tmp_path / "dest"
+    dest.mkdir(mode=0o700)
+    return dest, extract(str(archive), str(dest), Limits(**limits) if limits else None)
+
+
+def tree_of(dest: Path) -> dict[str, str]:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(dest):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            mode = path.lstat().st_mode
+            out[str(path.relative_to(dest))] = (
+                f"link {os.readlink(path)}" if stat.S_ISLNK(mode) else
+                f"dir {stat.S_IMODE(mode):o}" if stat.S_ISDIR(mode) else
+                f"file {stat.S_IMODE(mode):o}" if stat.S_ISREG(mode) else f"other {mode:o}")
+    return out
+
+
+@pytest.fixture
+def sentinel(tmp_path):
+    """A directory outside the destination, with a file that must keep its content."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "victim").write_text("original\n")
+    return out
+
+
+def assert_untouched(sentinel: Path) -> None:
+    assert sorted(os.listdir(sentinel)) == ["victim"]
+    assert (sentinel / "victim").read_text() == "original\n"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("{tmp}/abs", "absolute"),
+    ("sys/../../x", "'..'"),
+    ("../x", "'..'"),
+    ("a/" + "b" * 256, "over 255 bytes"),
+    ("/".join(["d"] * 200), "over 128 levels"),
+    ("/".join(["d" * 200] * 6), "over 1024 bytes"),
+])
+def test_unsafe_names_refuse_the_capture(tmp_path, name, why):
+    name = name.format(tmp=tmp_path)
+    archive = write_tar(tmp_path / "x.tar.gz", [member("sys/ok", data=b"1"),
+                                                 member(name, data=b"pwned")])
+    with pytest.raises(ExtractError, match="unsafe member name") as exc:
+        unpack(tmp_path, archive)
+    assert why in str(exc.value)
+    assert not (tmp_path / "abs").exists() and not (tmp_path / "x").exists()
+
+
+def test_a_nul_in_a_name_refuses_the_capture():
+    # tarfile cuts names at NUL itself; the check stands behind it
+    with pytest.raises(ExtractError, match="NUL"):
+        _member_parts("a/\x00b")
+
+
+def test_a_file_through_a_symlink_is_never_written_where_it_points(tmp_path, sentinel):
+    archive = write_tar(tmp_path / "x.tar.gz", [
+        member("etc", tarfile.SYMTYPE, link=str(sentinel)),              # absolute: re-rooted
+        member("etc/victim", data=b"pwned\n"),
+        member("run", tarfile.SYMTYPE, link="../" * 12 + str(sentinel).lstrip("/")),
+        member("run/victim", data=b"pwned\n"),
+        member("var", tarfile.SYMTYPE, link="sys"),                      # inside: kept
+        member("sys/x", data=b"1"),
+        member("var/y", data=b"through a link\n"),
+        member("sys/victim", data=b"ok\n"),
+        member("sys/victim", tarfile.SYMTYPE, link=str(sentinel / "victim")),
+        member("sys/newlink", tarfile.SYMTYPE, link=str(sentinel / "victim")),
+        member("sys/newlink", data=b"pwned\n"),
+    ])
+    dest, done = unpack(tmp_path, archive)
+    assert_untouched(sentinel)
+    tree = tree_of(dest)
+    assert tree["etc"] == "link " + str(sentinel).lstrip("/")            # relative to the top
+    assert tree["run"] == "dir 755" and tree["run/victim"] == "file 644"  # link left out
+    assert tree["var"] == "link sys" and "var/y" not in tree
+    assert tree["sys/victim"] == "file 644" and (dest / "sys/victim").read_text() == "ok\n"
+    assert tree["sys/newlink"] == "link ../" + str(sentinel / "victim").lstrip("/")
+    assert done.skipped == {"path through a link or a file": 2, "link leaving the tree": 1,
+                            "name taken": 1, "name taken by a directory or a link": 1}
+
+
+def test_hardlinks_devices_fifos_are_skipped_and_modes_sanitised(tmp_path):
+    passwd = hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
+    archive = write_tar(tmp_path / "x.tar.gz", [
+        member("etc/passwd", tarfile.LNKTYPE, link="/etc/passwd"),
+        member("etc/passwd", data=b"root::0:0::/root:/bin/sh\n"),      # must not reach /etc
+        member("etc/shadow", tarfile.LNKTYPE, link="../../../../etc/shadow"),
+        member("dev/sda", tarfile.BLKTYPE),
+        member("dev/mem", tarfile.CHRTYPE),
+        member("run/initctl", tarfile.FIFOTYPE),
+        member("usr/bin/suid", data=b"#!/bin/sh\n", mode=0o6755),
+        member("usr/bin/sticky", tarfile.DIRTYPE, mode=0o1777),
+        member("tmp/world", data=b"x", mode=0o777),
+    ])
+    dest, done = unpack(tmp_path, archive)
+    assert hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest() == passwd
+    tree = tree_of(dest)
+    assert tree["etc/passwd"] == "file 644"
+    assert {k: v for k, v in tree.items() if not v.startswith("dir")} == {
+        "etc/passwd": "file 644", "usr/bin/suid": "file 644", "tmp/world": "file 644"}
+    assert tree["usr/bin/sticky"] == "dir 755"
+    assert done.skipped == {"hardlink": 2, "device": 2, "FIFO": 1}
+
+
+def cve_2025_4517(path: Path, dest: Path, component_len: int) -> Path:
+    """The tarball of CPython's test_realpath_limit_attack (gh-135034): symlinks a->ddd..,
+    b->ddd.. ... nested so os.path.realpath gives up (PATH_MAX) before the last link, whose
+    target climbs out of the destination; then a hardlink and files through 'escape'."""
+    component = "d" * component_len
+    steps = "abcdefghijklmnop"
+    members, path_ = [], ""
+    for step in steps:
+        members.append(member(os.path.join(path_, component), tarfile.DIRTYPE, mode=0o777))
+        members.append(member(os.path.join(path_, step), tarfile.SYMTYPE, link=component))
+        path_ = os.path.join(path_, component)
+    linkpath = os.path.join(*steps, "l" * 254)
+    members.append(member(linkpath, tarfile.SYMTYPE, link=os.path.join(*[".."] * len(steps))))
+    members.append(member("escape", tarfile.SYMTYPE, link=os.path.join(linkpath, "..")))
+    members.append(member("flaglink", tarfile.LNKTYPE, link=os.path.join("escape", "victim")))
+    members.append(member("flaglink", data=b"overwrite\n"))
+    members.append(member("escape/newfile", data=b"new\n"))
+    return write_tar(path, members, mode="w")
+
+
+def cve_component_len(dest: Path) -> int:
+    # as CPython's test: the unexpanded path fits PATH_MAX, the expanded one does not
+    return (os.pathconf(dest.parent, "PC_PATH_MAX") - len(str(dest)) - 1) // 17
+
+
+def test_the_cve_2025_4517_tarball_escapes_tarfiles_filter_here(tmp_path, sentinel):
+    """The premise, on the interpreter running the tests (3.11.7 in the venv): tarfile's data
+    filter writes outside. (Fixed in 3.11.13; on a fixed Python only our check below runs.)"""
+    dest = sentinel / "dest"
+    dest.mkdir()
+    archive = cve_2025_4517(tmp_path / "cve.tar", dest, cve_component_len(dest))
+    if sys.version_info >= (3, 11, 13):
+        pytest.fail(f"Python {sys.version.split()[0]} has the CVE-2025-4517 fix: the venv "
+                    "interpreter changed, update this premise")
+    with tarfile.open(archive) as tar:
+        try:
+            tar.extractall(dest, filter="data")
+        except (OSError, tarfile.TarError):
+            pass
+    assert (sentinel / "newfile").exists() or (sentinel / "victim").read_text() != "original\n"
+
+
+@pytest.mark.parametrize("short", [False, True], ids=["PATH_MAX names", "short names"])
+def test_cve_2025_4517_writes_nothing_outside(tmp_path, sentinel, short):
+    """Ours, on the same tarball: with the PoC's names the capture is refused (a path over 1024
+    bytes); with names short enough to pass, the climbing links are left out and every file
+    lands inside."""
+    dest = sentinel / "dest"
+    dest.mkdir(mode=0o700)
+    archive = cve_2025_4517(tmp_path / "cve.tar", dest, 20 if short else cve_component_len(dest))
+    if not short:
+        with pytest.raises(ExtractError, match="over 1024 bytes"):
+            extract(str(archive), str(dest))
+    else:
+        done = extract(str(archive), str(dest))
+        tree = tree_of(dest)
+        assert "escape" not in tree or not tree["escape"].startswith("link")
+        assert tree["flaglink"] == "file 644" and tree["escape/newfile"] == "file 644"
+        assert done.skipped["hardlink"] == 1 and done.skipped["link with '..' after a name"] == 1
+    assert sorted(os.listdir(sentinel)) == ["dest", "victim"]
+    assert (sentinel / "victim").read_text() == "original\n"
+
+
+def zero_bomb(path: Path, gib: int) -> Path:
+    """A file member of `gib` GiB of zeros: a few MB compressed."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9) as gz:
+        info = tarfile.TarInfo("proc/zeros")
+        info.size = gib << 30
+        gz.write(info.tobuf(format=tarfile.GNU_FORMAT))
+        block = b"\0" * (1 << 20)
+        for _ in range(gib << 10):
+            gz.write(block)
+    return path
+
+
+def test_a_zero_bomb_stops_at_its_bound_within_a_second_or_so(tmp_path):
+    archive = zero_bomb(tmp_path / "bomb.tar.gz", 10)
+    assert archive.stat().st_size < 12 << 20
+    start = time.monotonic()
+    with pytest.raises(ExtractError, match="unpacks to more than 268435456 bytes"):
+        unpack(tmp_path, archive)
+    assert time.monotonic() - start < 3
+
+
+def test_the_bounds_come_from_the_capture_size_and_the_environment(tmp_path):
+    assert Limits.for_archive(1000, {}) == Limits(256 << 20, 200_000)
+    assert Limits.for_archive(100 << 20, {}) == Limits(2000 << 20, 200_000)
+    assert Limits.for_archive(1, {"INSPECTOR_MAX_UNPACKED_BYTES": "5000",
+                                  "INSPECTOR_MAX_ENTRIES": "7"}) == Limits(5000, 7)
+    for bad in ("-1", "0", "1e9", "lots"):
+        with pytest.raises(ExtractError, match="must be a whole number"):
+            Limits.for_archive(1, {"INSPECTOR_MAX_ENTRIES": bad})
+
+
+def test_an_entries_bomb_stops_at_its_bound(tmp_path):
+    archive = write_tar(tmp_path / "many.tar.gz",
+                        [member(f"proc/{i}", data=b"") for i in range(1500)])
+    with pytest.raises(ExtractError, match="more than 1000 entries"):
+        unpack(tmp_path, archive, max_bytes=1 << 30, max_entries=1000)
+    res = run_bin("report", "--root", str(archive), env={"INSPECTOR_MAX_ENTRIES": "1000"})
+    assert res.returncode == 2 and "more than 1000 entries" in res.stderr
+    assert res.stderr.count("\n") == 1
+    res = run_bin("report", "--root", str(archive), env={"INSPECTOR_MAX_ENTRIES": "2000"})
+    assert res.returncode == 0, res.stderr
+
+
+def test_the_default_entry_bound_is_200k(tmp_path):
+    info = tarfile.TarInfo("proc/x")
+    with open(tmp_path / "many.tar.gz", "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as gz:
+        block = info.tobuf(format=tarfile.GNU_FORMAT)   # the same empty file, 200,001 times
+        for _ in range(200_001):
+            gz.write(block)
+    with pytest.raises(ExtractError, match="more than 200000 entries"):
+        unpack(tmp_path, tmp_path / "many.tar.gz")
+
+
+def test_an_oversized_pax_header_is_refused_before_it_is_read(tmp_path):
+    archive = write_tar(tmp_path / "pax.tar.gz", [])
+    info = tarfile.TarInfo("proc/x")
+    info.pax_headers = {"comment": "x" * (2 << 20)}
+    with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(ExtractError, match="extended header of"):
+        unpack(tmp_path, archive)
+
+
+@pytest.fixture(scope="module")
+def real_capture(tmp_path_factory) -> bytes:
+    path = tmp_path_factory.mktemp("cap") / "cap.tar.gz"
+    res = run_bin("capture", "-o", str(path), timeout=CAPTURE_TIME)
+    assert res.returncode == 0, res.stderr
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("where", [0.25, 0.5, 0.75, 0.9])
+def test_a_capture_with_flipped_bytes_is_refused_not_read(tmp_path, real_capture, where):
+    data = bytearray(real_capture)
+    at = int(len(data) * where)
+    for i in range(4):
+        data[at + i * 7] ^= 0xFF
+    path = tmp_path / "flipped.tar.gz"
+    path.write_bytes(bytes(data))
+    for argv in (["report"], ["report", "--json"], ["check"]):
+        res = run_bin(*argv, "--root", str(path))
+        expected = 3 if argv == ["check"] else 2
+        assert res.returncode == expected, (argv, res.returncode, res.stdout[:300], res.stderr)
+        assert "corrupt" in res.stdout + res.stderr
+        assert "Traceback" not in res.stderr
+
+
+def test_a_truncated_or_trailing_garbage_capture_is_refused(tmp_path, real_capture):
+    for name, data in (("cut", real_capture[:-9]), ("tail", real_capture + b"garbage!")):
+        path = tmp_path / f"{name}.tar.gz"
+        path.write_bytes(data)
+        with pytest.raises(ExtractError, match="corrupt"):
+            extract(str(path), str(tmp_path))
+
+
+def test_xz_and_bzip2_captures_unpack_and_corrupt_ones_are_refused(tmp_path, real_capture):
+    plain = gzip.decompress(real_capture)
+    for suffix, compress in (("xz", lzma.compress), ("bz2", __import__("bz2").compress),
+                             ("tar", lambda b: b)):
+        path = tmp_path / f"cap.{suffix}"
+        path.write_bytes(compress(plain))
+        dest = tmp_path / suffix
+        dest.mkdir()
+        done = extract(str(path), str(dest))
+        assert done.files > 100 and (dest / "inspector-sidecar.json").is_file()
+        res = run_bin("report", "--json", "--root", str(path))
+        assert res.returncode == 0, res.stderr
+        if suffix != "tar":      # a plain tar has no checksum over its data
+            data = bytearray(path.read_bytes())
+            data[len(data) // 2] ^= 0x55
+            path.write_bytes(bytes(data))
+            (tmp_path / f"{suffix}-bad").mkdir()
+            with pytest.raises(ExtractError, match="corrupt"):
+                extract(str(path), str(tmp_path / f"{suffix}-bad"))
+
+
+def test_the_archive_itself_must_be_a_regular_file(tmp_path):
+    os.mkfifo(tmp_path / "fifo.tar.gz")
+    start = time.monotonic()
+    res = run_bin("report", "--root", str(tmp_path / "fifo.tar.gz"))
+    assert res.returncode == 2 and "not a regular file" in res.stderr
+    assert time.monotonic() - start < 10
+
+
+def slow_capture(path: Path, files: int = 60_000) -> Path:
+    """A valid capture slow to unpack (many small files)."""
+    with tarfile.open(path, "w:gz", compresslevel=1) as tar:
+        for i in range(files):
+            info = tarfile.TarInfo(f"proc/d{i % 500}/f{i}")
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"1"))
+    return path
+
+
+@pytest.fixture
+def private_tmp(tmp_path):
+    """TMPDIR for the command under test, so its inspector-root-* dirs can be counted."""
+    path = tmp_path / "tmpdir"
+    path.mkdir()
+    return path
+
+
+def leftovers(private_tmp: Path) -> list[str]:
+    return [p for p in os.listdir(private_tmp) if p.startswith("inspector-root-")]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_a_slow_extraction_leaves_no_tree(tmp_path, private_tmp, signum):
+    archive = slow_capture(tmp_path / "slow.tar.gz")
+    env = {**os.environ, "TMPDIR": str(private_tmp)}
+    start = time.monotonic()
+    status, _out, err, after = signal_after([inspector_bin(), "report", "--root", str(archive)],
+                                            1.0, signum, env=env)
+    assert status == -signum, (status, err)
+    assert leftovers(private_tmp) == [] and after < 5
+    # the premise: the extraction was under way when the signal came
+    assert time.monotonic() - start > 1.0
+
+
+HOLD_A_CAPTURE = """
+import sys, time
+from inspector.capture import open_root
+root = open_root(sys.argv[1])
+print(root.path, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_after_the_extraction_leaves_no_tree(tmp_path, real_capture, private_tmp, signum):
+    """The tree of a capture in use goes when the process dies of the signal (Python runs no
+    atexit then); the exit status is still death by that signal."""
+    archive = tmp_path / "cap.tar.gz"
+    archive.write_bytes(real_capture)
+    env = {**os.environ, "TMPDIR": str(private_tmp)}
+    status, out, err, _ = signal_after([sys.executable, "-c", HOLD_A_CAPTURE, str(archive)],
+                                       3.0, signum, env=env)
+    assert out.startswith(str(private_tmp / "inspector-root-")), err   # it was unpacked
+    assert status == -signum, (status, err)
+    assert leftovers(private_tmp) == []
+
+
+def test_a_command_with_its_own_signal_handler_also_leaves_no_tree(tmp_path, real_capture,
+                                                                   private_tmp):
+    """record handles SIGTERM itself (it finishes the sample and exits): atexit removes it."""
+    archive = tmp_path / "cap.tar.gz"
+    archive.write_bytes(real_capture)
+    env = {**os.environ, "TMPDIR": str(private_tmp)}
+    status, _out, err, _ = signal_after(
+        [inspector_bin(), "record", "--root", str(archive), "--every", "0.2",
+         "--db", str(tmp_path / "h.db")], 3.0, signal.SIGTERM, env=env)
+    assert "sample 1" in err, err
+    assert status == 0, err
+    assert leftovers(private_tmp) == []
+
+
+def test_normal_exit_and_errors_leave_no_tree(tmp_path, real_capture, private_tmp):
+    archive = tmp_path / "cap.tar.gz"
+    archive.write_bytes(real_capture)
+    env = {"TMPDIR": str(private_tmp)}
+    assert run_bin("report", "--root", str(archive), env=env).returncode == 0
+    bad = write_tar(tmp_path / "bad.tar.gz", [member("sys/x", data=b"1"), member("/abs")])
+    assert run_bin("report", "--root", str(bad), env=env).returncode == 2
+    assert leftovers(private_tmp) == []
