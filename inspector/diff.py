@@ -255,26 +255,77 @@ _EXACT_RANK_MAX = 100  # exact rank distribution up to this many intervals in al
 
 
 def rank_test_p(before: list[float], after: list[float]) -> float:
-    """One-sided Mann-Whitney U: the probability, with no change at all, of the after run's
-    intervals ranking at least this far above the before run's (ties count half). Exact for
-    short runs (the Gaussian binomial coefficient), normal approximation beyond."""
+    """One-sided Mann-Whitney rank test: the probability, with no change at all, of the after
+    run's intervals ranking at least this far above the before run's.
+
+    Tied values share their mid-rank, and the null distribution is the exact permutation
+    distribution of the after run's mid-rank sum given those ties (every choice of which m of
+    the pooled values are "after" equally likely). Ignoring ties made the test too eager on
+    heavily tied intervals (p 0.0083 where the permutation count gives 0.0167). Exact up to
+    _EXACT_RANK_MAX intervals in all, then the normal approximation with the tie-corrected
+    variance and a continuity correction."""
     m, n = len(after), len(before)
     if not m or not n:
         return 1.0
-    u = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in after for b in before)
-    if m + n <= _EXACT_RANK_MAX:
-        # coefficients of [m+n choose m]_q: how many orderings give each U
-        poly = [1] + [0] * (m * n)
-        for i in range(1, m + 1):
-            for k in range(m * n, n + i - 1, -1):        # * (1 - q^(n+i))
-                poly[k] -= poly[k - n - i]
-            for k in range(i, m * n + 1):                 # / (1 - q^i)
-                poly[k] += poly[k - i]
-        at_least = sum(poly[math.ceil(u - 1e-9):])
-        return at_least / math.comb(m + n, m)
-    mean, sd = m * n / 2, math.sqrt(m * n * (m + n + 1) / 12)
-    z = (u - 0.5 - mean) / sd
+    pooled = sorted([(v, 1) for v in after] + [(v, 0) for v in before])
+    groups: list[tuple[int, int]] = []      # (size, doubled mid-rank) of each run of ties
+    observed = 0                            # the after run's doubled mid-rank sum
+    start = 0
+    while start < len(pooled):
+        end = start
+        while end < len(pooled) and pooled[end][0] == pooled[start][0]:
+            end += 1
+        size, doubled = end - start, start + end + 1     # 2 * mean of ranks start+1 .. end
+        groups.append((size, doubled))
+        observed += doubled * sum(is_after for _, is_after in pooled[start:end])
+        start = end
+    big_n = m + n
+    if big_n <= _EXACT_RANK_MAX:
+        if len(groups) == big_n:
+            return _untied_tail(m, n, (observed - m * (m + 1)) // 2)
+        return _tied_tail(m, groups, observed) / math.comb(big_n, m)
+    u = observed / 2 - m * (m + 1) / 2
+    ties = sum(t ** 3 - t for t, _ in groups)
+    var = m * n / 12 * ((big_n + 1) - ties / (big_n * (big_n - 1)))
+    if var <= 0:                            # every value equal: no evidence either way
+        return 1.0
+    z = (u - m * n / 2 - 0.5) / math.sqrt(var)
     return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def _untied_tail(m: int, n: int, u: int) -> float:
+    """P(U >= u) without ties: coefficients of the Gaussian binomial [m+n choose m]_q count
+    the orderings that give each U."""
+    poly = [1] + [0] * (m * n)
+    for i in range(1, m + 1):
+        for k in range(m * n, n + i - 1, -1):        # * (1 - q^(n+i))
+            poly[k] -= poly[k - n - i]
+        for k in range(i, m * n + 1):                 # / (1 - q^i)
+            poly[k] += poly[k - i]
+    return sum(poly[max(u, 0):]) / math.comb(m + n, m)
+
+
+def _tied_tail(m: int, groups: list[tuple[int, int]], observed: int) -> int:
+    """How many of the C(N, m) choices of m pooled values give a doubled mid-rank sum of at
+    least `observed`. A polynomial in q per number chosen, packed into one integer (a slot of
+    `width` bits per power of q, wide enough for any count), so each tie group is a few
+    big-integer shifts and adds instead of a loop over every reachable sum."""
+    big_n = sum(t for t, _ in groups)
+    width = 8 * ((big_n + 8) // 8)                   # counts < 2^N; whole bytes per slot
+    dist = [1] + [0] * m                             # dist[j]: sums over choices of j values
+    seen = 0
+    for size, doubled in groups:
+        seen += size
+        for j in range(min(m, seen), 0, -1):         # descending: dist[j - k] is still old
+            acc = dist[j]
+            for k in range(1, min(size, j) + 1):
+                if dist[j - k]:
+                    acc += math.comb(size, k) * (dist[j - k] << (k * doubled * width))
+            dist[j] = acc
+    tail = dist[m] >> (observed * width)
+    slot = width // 8
+    data = tail.to_bytes((tail.bit_length() + 7) // 8 + slot, "little")
+    return sum(int.from_bytes(data[i:i + slot], "little") for i in range(0, len(data), slot))
 
 
 def latency_significance(before: dict, after: dict, metric: str = "p99_us") -> tuple[bool, str]:
