@@ -13,8 +13,8 @@ from inspector.commands.common import (Duration, add_root_argument, non_negative
                                        root_from_args)
 from inspector.live import rates, since_boot
 from inspector.live.sampler import READ_TIMEOUT
-from inspector.live.worker import SamplerProcess
 from inspector.live.text import format_block, format_single
+from inspector.live.worker import SamplerProcess
 from inspector.model import Unknown, known, to_jsonable
 
 

@@ -26,6 +26,11 @@ API (what `inspector top` and the TUI use)::
   operstate and carrier), `cpu` (CpuRates: percent per state overall and per CPU, ctxt_s,
   intr_s), `load`, `dstate`, `top_io` (ProcIoRate: pid, comm, read/write bytes per second;
   Unknown on a capture or without root), `findings`, `since_boot`.
+- Hung sources: each sample waits at most `read_timeout` (1 s) for all sources together; one
+  that does not answer (a hung FUSE/NFS mount, lxcfs) is Unknown("/proc/diskstats timed out
+  after 1 s"), named in `Snapshot.timed_out` / `Rates.timed_out` (path -> reason), and not
+  read again until its read returns. Its thread stays blocked in this process, which then
+  cannot exit: `inspector.live.worker.SamplerProcess` is the same sampler in a child process.
 - Text for `inspector top`: inspector.live.text.format_block(rates).
 - `since_boot(snapshot)`: averages since boot from one snapshot (iostat's first report); what
   a single-sample capture can show.

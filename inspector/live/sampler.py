@@ -2,8 +2,9 @@
 Rates. Stateful parts (when a process entered D, when a NIC stopped receiving) live in the
 sampler, so keep one sampler per screen or per `inspector top` run.
 
-Each source (/proc/diskstats, /proc/stat, /sys/class/net ...) is read in its own thread under
-one deadline per sample (`read_timeout`): a source that does not answer (a hung lxcfs serving
+Each source (/proc/diskstats, /proc/stat, /sys/class/net ...) is read in a worker thread under
+one deadline per sample (`read_timeout`; see inspector.bounded.Reads: in turn in one thread, a
+thread each once one is slow): a source that does not answer (a hung lxcfs serving
 /proc/diskstats in a container) is Unknown("timed out ...") in that sample and listed in
 `Snapshot.timed_out`; the others are kept. A hung source is not read again until its read
 returns. The threads stay in this process: `inspector top` runs the sampler in a child process
