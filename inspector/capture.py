@@ -15,8 +15,8 @@ import tarfile
 import time
 
 from inspector import safe_extract, tempdirs
-from inspector.redact import redact_cmdline
 from inspector.host import SIDECAR_NAME, HostRoot, Unavailable
+from inspector.redact import redact_cmdline
 from inspector.sosreport import is_sosreport, open_sosreport, sosreport_inside
 
 
@@ -163,6 +163,6 @@ def _check_looks_like_root(path: str, spec: str) -> None:
     """Refuse a directory with none of a root's parts: reading /home as a host would report
     "hardware, no findings" with high confidence about a machine nobody looked at."""
     if sosreport_inside(path) is None and not any(
-            os.path.exists(os.path.join(path, marker)) for marker in ROOT_MARKERS):
+            os.path.lexists(os.path.join(path, marker)) for marker in ROOT_MARKERS):
         raise CaptureError(f"--root {spec}: not a host root or capture (none of "
                            f"{', '.join(ROOT_MARKERS)} inside)")

@@ -7,7 +7,7 @@ machine; in a capture, it is read from the sidecar file `inspector-sidecar.json`
 
 A root other than "/" is someone else's tree: every read, listing, readlink and existence test
 on it is resolved inside it, as chroot(2) would (inspector.confined): a link to /etc/passwd reads
-the tree's etc/passwd, `..` stops at its top, a FIFO or a device node is refused unopened.
+the tree's etc/passwd, `..` stops at its top, a FIFO or a device node is refused unread.
 
 Readers never raise for host problems: `read_text` raises `Unavailable` with a human reason that
 collectors turn into `Unknown(reason)`; the `try_*` helpers return the Unknown directly.

@@ -86,16 +86,10 @@ class Extracted:
 def extract(archive: str, dest: str, limits: Limits | None = None) -> Extracted:
     """Unpack `archive` into the existing, empty, private directory `dest`. ExtractError says
     why it cannot be; what was unpacked before is the caller's to remove."""
-    try:
-        fd = os.open(archive, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ExtractError(f"cannot open: {exc.strerror or exc}") from None
+    fd = _open_regular(archive)
     raw = os.fdopen(fd, "rb")
     with raw:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ExtractError("not a regular file")
-        limits = limits or Limits.for_archive(st.st_size)
+        limits = limits or Limits.for_archive(os.fstat(fd).st_size)
         inner = _decompressor(raw)
         stream = _Metered(inner, limits.max_bytes)
         try:
@@ -158,6 +152,25 @@ def _unpack(tar: tarfile.TarFile, stream: "_Metered", writer: "_Writer",
 
 
 # ----------------------------------------------------------------------------- reading
+def _open_regular(path: str) -> int:
+    """An fd to read `path`, a regular file: its type is checked before it is opened (`--root
+    /dev/watchdog` must not start a watchdog, a FIFO must not block), then it is reopened from
+    the checked handle."""
+    try:
+        handle = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ExtractError(f"cannot open: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise ExtractError("not a regular file")
+        try:
+            return os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise ExtractError(f"cannot open: {exc.strerror or exc}") from None
+    finally:
+        os.close(handle)
+
+
 def _decompressor(raw):
     head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
     if head.startswith(b"\x1f\x8b"):

@@ -59,11 +59,15 @@ def hostile(base_tree, tmp_path_factory):
     for path in outside.rglob("*"):
         if path.is_file() and not path.is_symlink():
             path.write_text(f"{MARKER} 1 {MARKER}\n")
+    special = plant_specials(root, outside, work)
+    # directories, then files, at every depth become links to the outside copy; the
+    # directories holding the FIFO, device and hostname links stay
+    keep = {parent for path in special for parent in path.relative_to(root).parents}
     replaced_dirs: list[Path] = []
     for i, path in enumerate(sorted(p for p in root.rglob("*")
                                     if p.is_dir() and not p.is_symlink())):
         rel = path.relative_to(root)
-        if i % 7 != 3 or any(d in rel.parents for d in replaced_dirs):
+        if i % 7 != 3 or rel in keep or any(d in rel.parents for d in replaced_dirs):
             continue
         shutil.rmtree(path)
         (outside / rel / MARKER).write_text(MARKER)      # a listing that escaped would name it
@@ -76,32 +80,46 @@ def hostile(base_tree, tmp_path_factory):
             continue                                       # some real content stays
         path.unlink()
         link_out(path, outside / rel, i % 3)
+    writer = os.open(root / "dev/fifo", os.O_RDWR | os.O_NONBLOCK)
+    os.write(writer, MARKER.encode())
+    yield root
+    os.close(writer)
+    subprocess.run(["losetup", "-d", LOOP[0]], check=False)
+
+
+LOOP: list[str] = []
+
+
+def plant_specials(root: Path, outside: Path, work: Path) -> list[Path]:
+    """The hostname a link out; /proc/mdstat and /proc/loadavg links to a FIFO; two disks'
+    size links to a real block device (a loop device) holding the marker."""
     hostname = root / "proc/sys/kernel/hostname"
-    hostname.unlink(missing_ok=True)
     hostname.parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(str(outside / "proc/sys/kernel/hostname"), hostname)
+    hostname.unlink(missing_ok=True)
     (outside / "proc/sys/kernel").mkdir(parents=True, exist_ok=True)
     (outside / "proc/sys/kernel/hostname").write_text(MARKER + "\n")
-    # a FIFO and a real block device behind links, both holding the marker
+    os.symlink(str(outside / "proc/sys/kernel/hostname"), hostname)
+    special = [hostname]
     (root / "dev").mkdir(exist_ok=True)
     os.mkfifo(root / "dev/fifo")
     for rel in ("proc/mdstat", "proc/loadavg"):
         (root / rel).unlink(missing_ok=True)
         os.symlink("/dev/fifo", root / rel)
+        special.append(root / rel)
     backing = work / "disk.img"
     backing.write_bytes((MARKER + "\n").encode() * 4096)
-    loop = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    os.mknod(root / "dev/disk", stat.S_IFBLK | 0o600, os.stat(loop).st_rdev)
-    for block in sorted((root / "sys/block").iterdir())[:2] if (root / "sys/block").is_dir() else []:
-        if block.is_dir():
-            (block / "size").unlink(missing_ok=True)
-            os.symlink("../../../../../../../../dev/disk", block / "size")
-    writer = os.open(root / "dev/fifo", os.O_RDWR | os.O_NONBLOCK)
-    os.write(writer, MARKER.encode())
-    yield root
-    os.close(writer)
-    subprocess.run(["losetup", "-d", loop], check=False)
+    LOOP[:] = [subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True,
+                              text=True, check=True).stdout.strip()]
+    os.mknod(root / "dev/disk", stat.S_IFBLK | 0o600, os.stat(LOOP[0]).st_rdev)
+    blocks = sorted((root / "sys/block").iterdir()) if (root / "sys/block").is_dir() else []
+    for block in [b for b in blocks if b.is_dir()][:2]:
+        size = block.resolve() / "size"       # the device's own directory, inside the tree
+        assert root in size.parents
+        size.unlink(missing_ok=True)
+        os.symlink("../../../../../../../../dev/disk", size)
+        special.append(size)
+    special.append(root / "dev/disk")
+    return special
 
 
 def test_the_hostile_tree_would_leak_if_links_were_followed(hostile):
@@ -153,6 +171,10 @@ def test_the_report_still_reads_what_the_tree_holds(hostile):
                         for p in kept[:50])
 
 
+SCREENS = {"1": "OverviewScreen", "2": "StorageScreen", "3": "VirtScreen", "4": "NetScreen",
+           "5": "DnsScreen", "6": "ProbesScreen"}
+
+
 async def test_the_tui_shows_nothing_from_outside(hostile):
     from inspector.tui.app import InspectorApp
     app = InspectorApp(HostRoot(str(hostile)), refresh=0)
@@ -163,8 +185,13 @@ async def test_the_tui_shows_nothing_from_outside(hostile):
                 break
             await pilot.pause(0.05)
         assert app.report is not None, app.collect_error
-        for key in "123456":
+        for key, name in SCREENS.items():
             await pilot.press(key)
+            for _ in range(100):
+                if type(app.screen).__name__ == name:
+                    break
+                await pilot.pause(0.05)
+            assert type(app.screen).__name__ == name
             await pilot.pause(0.3)
             screens.append(app.export_screenshot())
     assert len(screens) == 6

@@ -330,6 +330,8 @@ def test_the_archive_itself_must_be_a_regular_file(tmp_path):
     res = run_bin("report", "--root", str(tmp_path / "fifo.tar.gz"))
     assert res.returncode == 2 and "not a regular file" in res.stderr
     assert time.monotonic() - start < 10
+    res = run_bin("report", "--root", "/dev/null")
+    assert res.returncode == 2 and "not a regular file" in res.stderr
 
 
 def slow_capture(path: Path, files: int = 60_000) -> Path:
