@@ -53,14 +53,18 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# the TUI's options that take a value, accepted with no command (`inspector --probe io:/srv`)
+TUI_VALUE_OPTIONS = ("--probe", "--probe-seconds", "--refresh", "--live-interval", "--db")
+
+
 def _commands_needed(argv: list[str] | None) -> list[str]:
     if argv is None:
         return COMMANDS
     words = iter(argv)
     for word in words:
-        if word == "--root":
+        if word in ("--root", *TUI_VALUE_OPTIONS):
             next(words, None)
-        elif word.startswith("--root="):
+        elif word.startswith(tuple(f"{o}=" for o in ("--root", *TUI_VALUE_OPTIONS))):
             continue
         elif word in COMMANDS:
             return [word]
@@ -69,15 +73,25 @@ def _commands_needed(argv: list[str] | None) -> list[str]:
     return ["tui"]            # no command: the TUI opens
 
 
+def _tui_options_without_command(argv: list[str]) -> bool:
+    """The TUI's own options given with no command: the top-level parser does not know them."""
+    return _commands_needed(argv) == ["tui"] and "tui" not in argv and any(
+        w in TUI_VALUE_OPTIONS or w.startswith(tuple(f"{o}=" for o in TUI_VALUE_OPTIONS))
+        for w in argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     # Die quietly when piped into `head`; the TUI installs its own handlers.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = sys.argv[1:] if argv is None else list(argv)
     try:   # Ctrl-C while the command's modules import: no traceback either
         parser = build_parser(argv)
-        args = parser.parse_args(argv)
-        if not args.command:
+        if _tui_options_without_command(argv):
             args = parser.parse_args(["tui", *argv])
+        else:
+            args = parser.parse_args(argv)
+            if not args.command:
+                args = parser.parse_args(["tui", *argv])
     except KeyboardInterrupt:
         print("inspector: interrupted", file=sys.stderr)
         return 130

@@ -14,15 +14,9 @@ from textual.widgets import Static
 
 
 def format_ns(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    if ns < 1_000:
-        return f"{ns:.0f}ns"
-    if ns < 1_000_000:
-        return f"{ns / 1e3:.1f}us" if ns < 10_000 else f"{ns / 1e3:.0f}us"
-    if ns < 1_000_000_000:
-        return f"{ns / 1e6:.2f}ms" if ns < 10_000_000 else f"{ns / 1e6:.0f}ms"
-    return f"{ns / 1e9:.2f}s"
+    """850ns, 15µs, 1.2ms (probe_chart.format_latency: one unit style on the Probes screen)."""
+    from inspector.widgets.probe_chart import format_latency
+    return format_latency(ns)
 
 
 def log_bins(buckets: Sequence[tuple[int, int]], rows: int) -> list[tuple[float, int]]:
@@ -62,6 +56,11 @@ class LatencyHistogram(Static):
     def on_resize(self) -> None:
         if self._buckets is not None and self.rows is None:
             self.update_buckets(self._buckets)
+
+    def clear(self, text: str = "no samples yet") -> None:
+        """Forget the buckets (a resize must not redraw another run's) and show `text`."""
+        self._buckets = None
+        self.update(text, layout=False)
 
     def update_buckets(self, buckets: Sequence[tuple[int, int]]) -> None:
         self._buckets = buckets

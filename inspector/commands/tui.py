@@ -5,10 +5,12 @@ import argparse
 import os
 import sys
 
-from inspector.commands.common import Duration, add_root_argument, root_from_args
+from inspector.commands.common import CliError, Duration, add_root_argument, root_from_args
 
 REFRESH = Duration(maximum=86400)
 LIVE_INTERVAL = Duration(maximum=3600)
+PROBE_SECONDS = Duration(maximum=86400)
+DEFAULT_PROBE_SECONDS = 10.0    # the form's default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +24,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", metavar="FILE", default=None,
                    help="history database for the Probes screen's history chart (h); "
                         "default: the one `inspector record` and `inspector history` use")
+    add_probe_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--probe SPEC` (repeatable) and `--probe-seconds`: the Probes screen opens with those
+    runs started, after the form's checks and confirmations. Also accepted without the `tui`
+    command (`inspector --probe io:/var/lib/mysql`), so a runbook can say just that."""
+    from inspector.probes.request import SPEC_HELP
+    parser.add_argument("--probe", action="append", default=argparse.SUPPRESS, metavar="SPEC",
+                        help=f"start this probe on the Probes screen ({SPEC_HELP}; repeatable)")
+    parser.add_argument("--probe-seconds", type=PROBE_SECONDS, default=argparse.SUPPRESS,
+                        metavar="DURATION",
+                        help=f"time bound of each --probe run (default 10s, "
+                             f"{PROBE_SECONDS.bounds})")
+
+
+def probe_requests(args: argparse.Namespace) -> list:
+    """The --probe specs as requests (CliError for a bad one, before the TUI starts)."""
+    from inspector.probes.base import ProbeError
+    from inspector.probes.request import parse_spec
+    specs = getattr(args, "probe", None) or []
+    seconds = getattr(args, "probe_seconds", None) or DEFAULT_PROBE_SECONDS
+    if not specs and getattr(args, "probe_seconds", None) is not None:
+        raise CliError("--probe-seconds needs --probe SPEC")
+    try:
+        return [parse_spec(spec, duration=seconds) for spec in specs]
+    except ProbeError as exc:
+        raise CliError(str(exc)) from None
 
 
 def no_terminal_reason() -> str | None:
@@ -46,8 +76,12 @@ def print_report(args: argparse.Namespace, why: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    requests = probe_requests(args)
     why = no_terminal_reason()
     if why is not None:
+        if requests:        # a report would silently drop the probes that were asked for
+            raise CliError(f"--probe needs the terminal UI ({why}); for a script use "
+                           "`inspector snapshot --probe SPEC` or `inspector probe ...`")
         return print_report(args, why)
     from inspector.tui.lifecycle import limit_malloc_arenas
     limit_malloc_arenas()   # before any thread exists
@@ -55,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from inspector.tui.app import DEFAULT_LIVE_INTERVAL, DEFAULT_REFRESH, InspectorApp
     app = InspectorApp(root, refresh=args.refresh or DEFAULT_REFRESH,
                        live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL,
-                       history_db=getattr(args, "db", None))
+                       history_db=getattr(args, "db", None), probe_requests=requests)
     app.run()
     app.run_returned.set()
     code = int(app.return_code or 0)

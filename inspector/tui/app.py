@@ -87,8 +87,8 @@ class InspectorApp(App):
     def __init__(self, root: HostRoot, *, collector: Collector | None = None,
                  refresh: float = DEFAULT_REFRESH, live_interval: float = DEFAULT_LIVE_INTERVAL,
                  collect_timeout: float = DEFAULT_COLLECT_TIMEOUT,
-                 sampler: Any = None, adapters: dict | None = None,
-                 clock: Callable[[], float] = time.time, history_db: str | None = None):
+                 sampler: Any = None, clock: Callable[[], float] = time.time,
+                 history_db: str | None = None, probe_requests: list | None = None):
         super().__init__()
         self.root = root
         self.history_db = history_db   # None: the default the recorder and `history` use
@@ -114,6 +114,8 @@ class InspectorApp(App):
         self.exit_signal: int | None = None        # SIGHUP/SIGTERM that ends the session
         self.run_returned = threading.Event()   # set by the caller once run() has returned
         self.pending_probe_form: tuple[str, str | None] | None = None
+        # `inspector --probe SPEC`: started by the Probes screen (the form's rules) at launch
+        self.pending_probe_requests: list = list(probe_requests or [])
 
     # ------------------------------------------------------------------ modes
     def _screen_classes(self) -> dict:
@@ -127,7 +129,7 @@ class InspectorApp(App):
     def on_mount(self) -> None:
         for mode, screen in self._screen_classes().items():
             self.add_mode(mode, screen)
-        self.switch_mode("overview")
+        self.switch_mode("probes" if self.pending_probe_requests else "overview")
         self._install_signal_handlers()
         # first paint first: discovery and sampling start once the first frame is out, so
         # their threads do not compete with it for the GIL
@@ -137,13 +139,11 @@ class InspectorApp(App):
 
     def _install_signal_handlers(self) -> None:
         # SIGHUP (ssh dropped, terminal closed) and SIGTERM: stop probes and leave cleanly.
-        try:
-            import asyncio
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, self._on_exit_signal, sig)
-        except (RuntimeError, NotImplementedError, ValueError):
-            pass
+        import asyncio
+
+        from inspector.probes.driver import add_signal_handlers
+        add_signal_handlers(asyncio.get_running_loop(), self._on_exit_signal,
+                            (signal.SIGHUP, signal.SIGTERM))
 
     def _on_exit_signal(self, sig: int) -> None:
         from inspector.tui import lifecycle

@@ -30,6 +30,8 @@ class UpdateExtra:
     bytes_per_s: float | None = None        # io
     connections: int | None = None          # memcached: open at the end of the interval
     per_server_ms: dict[str, float | None] | None = None    # dns: each server, this round
+    per_server_kind: dict[str, str] | None = None           # dns: answered, refused, timeout...
+    min_ns: float | None = None             # io: the interval's fastest request
     percentiles_ns: dict[str, int] = field(default_factory=dict)   # final: the whole run's
     buckets: list[tuple[int, int]] = field(default_factory=list)   # final: its histogram
     max_ns: float | None = None             # final
@@ -49,6 +51,9 @@ class ProbeUpdate:
     max: float | None
     errors: int = 0             # so far
     extra: UpdateExtra = field(default_factory=UpdateExtra)
+    interval_ops: int = 0       # in this interval
+    sent: float | None = None   # time.monotonic() when the probe's process made it
+    late: float = 0.0           # seconds it was held up on its way to the UI (0: on time)
 
 
 class ProbeProgress(Message):

@@ -1,67 +1,119 @@
-"""Probe runs for the TUI: a request from the form, run by the probe layer in its own thread.
+"""Probe runs for the TUI: a request from the form (or `--probe SPEC`), run in a child process.
 
-The form makes the same ProbeRequest as `--probe SPEC` (inspector.probes.request), which becomes
-the same probe, driven by the same ProbeDriver as the CLI: on a private event loop in a daemon
-thread, so a memcached ramp to thousands of connections or a hung O_DIRECT read never competes
-with the UI loop. Every interval reaches the UI as a ProbeProgress message, the run's summary
-as a last (final) one, then ProbeFinished. Stopping asks the probe to stop (partial figures
-kept); the driver cancels it if it has not ended a few seconds later.
+The form makes the same ProbeRequest as `--probe SPEC` (inspector.probes.request); each run is
+`python -m inspector.probes.child REQUEST` (the CLI's config_for -> probe -> ProbeDriver path)
+in a process of its own, so the UI's drawing, resizing and key handling never share a GIL, an
+event loop or a core's time slice with the load. The child streams its Intervals and its
+RunSummary back as JSON lines; a reader thread here turns each into a ProbeProgress message,
+then ProbeFinished. Stopping sends SIGTERM (the probe stops with its partial figures, as
+`timeout 5 inspector probe ...` does) and SIGKILL after KILL_GRACE_S.
+
+What a run keeps is bounded (RunHistory): the last POINTS interval figures, a histogram of
+fixed size, the last and the final update; never the raw samples. Fifty runs in one session
+cost a few megabytes in this process; the probes' own memory goes with their processes.
 """
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import os
+import signal
+import subprocess
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Iterator, NamedTuple
 
-from inspector.probes.base import KIND_TITLES, ProbeError, ProbeKind, RunStatus, RunSummary
-from inspector.probes.request import ProbeRequest
+from inspector.probes.base import (KIND_TITLES, Interval, ProbeError, ProbeKind, RunStatus,
+                                   RunSummary)
+from inspector.probes.request import DEFAULT_CONCURRENCY, ProbeRequest
 from inspector.tui.messages import ProbeFinished, ProbeProgress, ProbeUpdate
 
-if TYPE_CHECKING:
-    from inspector.probes.base import Interval
-    from inspector.probes.driver import ProbeDriver
-
-__all__ = ["KINDS", "KIND_TITLES", "ProbeManager", "ProbeRequest", "ProbeRun", "RunState"]
+__all__ = ["KINDS", "KIND_TITLES", "ProbeManager", "ProbeRequest", "ProbeRun", "RunState",
+           "check_target", "describe", "form_request", "needs_confirmation"]
 
 KINDS = tuple(ProbeKind)
-HISTORY = 1024           # interval updates kept per run (4 min at 4 Hz)
-MANY_CONNECTIONS = 100   # at or above this a memcached run needs confirming
-# raw IO latencies held before folding into the histogram: 2 MB, not the CLI's 32 MB (the
-# TUI's probe may run for hours; bench_tui's Probes screen went 57 -> 63 MB in 15 s more)
-TUI_RAW_LIMIT = 1 << 18
+POINTS = 480            # interval figures kept per run (2 minutes at 4 Hz): what a chart shows
+LATE_S = 0.5            # an interval handled this long after the child made it arrived late
+KILL_GRACE_S = 8.0      # SIGTERM, then SIGKILL: past the driver's own 5 s cancel grace
+MANY_CONNECTIONS = 100  # at or above this a memcached run needs confirming
+STDERR_KEPT = 2048      # the child's last words, for a run that dies without a summary
 _ids = itertools.count(1)
 
 
 class RunState(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
-    DONE = "done"
-    STOPPED = "stopped"
-    FAILED = "failed"
+    DONE = "done"           # completed, nothing failed
+    ERRORS = "errors"       # ended, but some operations failed (a server down, failed gets)
+    STOPPED = "stopped"     # the operator (or the terminal going away) stopped it
+    FAILED = "failed"       # nothing could be measured: `error` says why
 
 
+# --- the form's request, checked for its kind ----------------------------------------------
 def form_request(kind: Any, target: str, seconds: str, concurrency: str,
                  write: bool) -> ProbeRequest:
     """The Probes screen's form as a request; ValueError with a line for the operator."""
+    kind = ProbeKind(kind)
     target = target.strip()
     try:
         duration = float(seconds or "10")
-        workers = int(concurrency or "1")
+        workers = int(concurrency or DEFAULT_CONCURRENCY[kind])
     except ValueError:
         raise ValueError("seconds and workers/connections must be numbers") from None
-    if not target:
+    if not target and kind != ProbeKind.DNS:
         raise ValueError("the probe needs a target")
     if not 0 < duration <= 24 * 3600:
         raise ValueError("seconds must be between 0 and 86400")
     if not 1 <= workers <= 100_000:
         raise ValueError("workers/connections must be between 1 and 100000")
-    return ProbeRequest(kind=ProbeKind(kind), target=target, duration=duration,
-                        concurrency=workers, write=write)
+    return ProbeRequest(kind=kind, target=target, duration=duration, concurrency=workers,
+                        write=write and kind != ProbeKind.DNS)
+
+
+def check_target(request: ProbeRequest) -> str | None:
+    """Why this request's target does not suit its kind (one line), or None. Checked before
+    the confirmation, so a dialog never names a target the run would refuse."""
+    from inspector.probes.request import config_for
+    target = request.target
+    if request.kind == ProbeKind.IO:
+        if request.write and not os.path.isdir(target):
+            return (f"a write probe needs a directory (it writes a private temporary file "
+                    f"there): {target} is not one")
+        if not os.path.exists(target):
+            return f"{target}: no such file, directory or block device"
+    elif request.kind == ProbeKind.MEMCACHED:
+        if "/" in target or any(c.isspace() for c in target):
+            return f"{target}: not a memcached address (HOST:PORT, e.g. 127.0.0.1:11211)"
+    try:
+        config = config_for(request)
+    except ProbeError as exc:
+        return str(exc)
+    if request.kind == ProbeKind.DNS:
+        return _dns_servers_problem(config)
+    return None
+
+
+def _dns_servers_problem(config: Any) -> str | None:
+    """A DNS target must name at least one nameserver: glibc's fallback to 127.0.0.1 for a
+    file without one is not something the operator asked to probe."""
+    if config.servers:
+        return None
+    from inspector.discover.resolver_conf import parse_resolv_conf
+    path = config.resolv_conf or "/etc/resolv.conf"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(1 << 20)
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    parsed = parse_resolv_conf(text)
+    if parsed.nameserver_defaulted or not parsed.used_nameservers:
+        return (f"{path} names no nameserver (glibc would query 127.0.0.1): give a "
+                "resolv.conf with nameserver lines, or addresses ADDR[:PORT],...")
+    return None
 
 
 def describe(request: ProbeRequest) -> str:
@@ -72,7 +124,8 @@ def describe(request: ProbeRequest) -> str:
     elif request.kind == ProbeKind.MEMCACHED:
         extra = (f", {'set' if request.write else 'read-only get'} test, "
                  f"{request.concurrency} connection(s)")
-    return f"{KIND_TITLES[request.kind]} on {request.target} for at most {bound}{extra}"
+    target = request.target or "this host's resolver configuration"
+    return f"{KIND_TITLES[request.kind]} on {target} for at most {bound}{extra}"
 
 
 def needs_confirmation(request: ProbeRequest) -> str | None:
@@ -92,16 +145,137 @@ def needs_confirmation(request: ProbeRequest) -> str | None:
     return None
 
 
-def open_tui_probe(request: ProbeRequest):
-    """The request's probe, as everywhere else; only the IO probe's raw-latency buffer is
-    smaller, a memory bound of this long-running process (not of the measurement)."""
-    from inspector.probes.request import config_for, make_probe
-    config = config_for(request)
-    if request.kind == ProbeKind.IO:
-        config = replace(config, raw_limit=TUI_RAW_LIMIT)
-    return make_probe(config)
+# --- what a run keeps: bounded ---------------------------------------------------------------
+class Point(NamedTuple):
+    """One interval as charted."""
+    t: float
+    ops_per_s: float
+    p50: float | None           # ns; the interval's mean when the probe gives no median
+    p99: float | None
+    max: float | None
+    late: float                 # seconds the sample was held up on its way (0: on time)
 
 
+class LiveHistogram:
+    """A latency histogram of fixed size (BINS_PER_DECADE log bins from 100 ns to 100 s).
+
+    While a run goes, the child streams each interval's p50/p99/max, not its requests; each
+    interval adds its operations spread over [low, p50] (half), [p50, p99] (49%) and
+    [p99, max] (1%), evenly in log space: a sketch of the distribution that moves with the
+    run. Exact values (a DNS round's per-server latencies) go in as they are. When the run
+    ends the summary's exact histogram replaces it."""
+    BINS_PER_DECADE = 10
+    LOW_NS = 100.0
+    DECADES = 9
+
+    def __init__(self) -> None:
+        self.counts = [0.0] * (self.BINS_PER_DECADE * self.DECADES)
+        self.total = 0.0
+
+    def _index(self, ns: float) -> float:
+        pos = math.log10(max(ns, self.LOW_NS) / self.LOW_NS) * self.BINS_PER_DECADE
+        return min(pos, len(self.counts) - 1e-9)
+
+    def add(self, ns: float, weight: float = 1.0) -> None:
+        self.counts[int(self._index(ns))] += weight
+        self.total += weight
+
+    def spread(self, low: float, high: float, weight: float) -> None:
+        a, b = self._index(low), self._index(max(low, high))
+        if b - a < 1e-9:
+            self.add(low, weight)
+            return
+        i = int(a)
+        while i < b:
+            share = (min(i + 1, b) - max(i, a)) / (b - a)
+            self.counts[i] += weight * share
+            i += 1
+        self.total += weight
+
+    def add_interval(self, ops: int, p50: float | None, p99: float | None, mx: float | None,
+                     low: float | None = None) -> None:
+        if ops <= 0 or p50 is None:
+            return
+        p99 = max(p99 or p50, p50)
+        mx = max(mx or p99, p99)
+        low = min(low if low else p50 * 0.7, p50)
+        self.spread(low, p50, ops * 0.5)
+        self.spread(p50, p99, ops * 0.49)
+        self.spread(p99, mx, ops * 0.01)
+
+    def buckets(self) -> list[tuple[int, int]]:
+        """(upper bound ns, count) of the non-empty bins, as LatencyRecorder.buckets()."""
+        out = []
+        for i, c in enumerate(self.counts):
+            if c >= 0.5:
+                out.append((int(self.LOW_NS * 10 ** ((i + 1) / self.BINS_PER_DECADE)), round(c)))
+        return out
+
+    def percentile(self, q: float) -> float | None:
+        if self.total <= 0:
+            return None
+        want, seen = self.total * q / 100.0, 0.0
+        for i, c in enumerate(self.counts):
+            seen += c
+            if seen >= want and c > 0:
+                return self.LOW_NS * 10 ** ((i + 0.5) / self.BINS_PER_DECADE)
+        return None
+
+
+class RunHistory:
+    """What the UI keeps of a run, appended on the UI thread: bounded, whatever its length."""
+
+    def __init__(self, capacity: int = POINTS):
+        self.points: deque[Point] = deque(maxlen=capacity)
+        self.servers: deque[dict[str, float | None]] = deque(maxlen=capacity)   # dns rounds
+        self.kinds: dict[str, str] = {}        # dns: each server's latest kind
+        self.histogram = LiveHistogram()
+        self.last: ProbeUpdate | None = None   # the latest interval
+        self.final: ProbeUpdate | None = None  # the run's summary as an update
+        self.primary = "p50"
+        self.max_ns: float | None = None       # the largest interval max so far
+        self.intervals = 0
+        self.late = 0
+        self.late_max = 0.0
+
+    def append(self, update: ProbeUpdate, now: float | None = None) -> None:
+        """Called by the app when the update reaches the UI; marks it late if the stream held
+        it up (the UI was busy, the pipe was full) more than LATE_S."""
+        extra = update.extra
+        if extra.final:
+            self.final = update
+            return
+        if update.sent is not None:
+            delay = (time.monotonic() if now is None else now) - update.sent
+            if delay > LATE_S:
+                update.late = delay
+                self.late += 1
+                self.late_max = max(self.late_max, delay)
+        self.intervals += 1
+        self.last = update
+        self.primary = extra.primary
+        if update.max is not None:
+            self.max_ns = update.max if self.max_ns is None else max(self.max_ns, update.max)
+        self.points.append(Point(update.elapsed, update.ops_per_s, update.p50, update.p99,
+                                 update.max, update.late))
+        if extra.per_server_ms is not None:
+            self.servers.append(dict(extra.per_server_ms))
+            self.kinds.update(extra.per_server_kind or {})
+            for ms in extra.per_server_ms.values():
+                if ms is not None:
+                    self.histogram.add(ms * 1e6)
+        else:
+            self.histogram.add_interval(update.interval_ops, update.p50, update.p99,
+                                        update.max, extra.min_ns)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __iter__(self) -> Iterator[Point]:
+        return iter(self.points)
+
+
+# --- one run ---------------------------------------------------------------------------------
 @dataclass
 class ProbeRun:
     request: ProbeRequest
@@ -109,74 +283,180 @@ class ProbeRun:
     run_id: int = field(default_factory=lambda: next(_ids))
     state: RunState = RunState.STARTING
     started: float = field(default_factory=time.monotonic)
-    last: ProbeUpdate | None = None
+    ended: float | None = None
     summary: RunSummary | None = None
-    error: str | None = None
-    # interval updates as received by the UI (appended on the UI thread only), for charts that
-    # are (re)drawn later: a screen opened mid-run, the pinned comparison panel
-    history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
-    _thread: threading.Thread | None = None
-    _driver: "ProbeDriver | None" = None
+    error: str | None = None               # FAILED: why; ERRORS: what failed
+    notes: list[str] = field(default_factory=list)
+    pid: int | None = None
+    history: RunHistory = field(default_factory=RunHistory)
+    _proc: subprocess.Popen | None = None
+    _reader: threading.Thread | None = None
     _stop_requested: bool = False
-    _errors: int = 0
+    _stderr: bytes = b""
 
     @property
     def title(self) -> str:
-        return f"#{self.run_id} {KIND_TITLES[self.request.kind]} {self.request.target}"
+        return f"#{self.run_id} {KIND_TITLES[self.request.kind]} {self.target_text}"
+
+    @property
+    def target_text(self) -> str:
+        return self.request.target or "resolv.conf"
 
     @property
     def active(self) -> bool:
         return self.state in (RunState.STARTING, RunState.RUNNING)
 
+    @property
+    def last(self) -> ProbeUpdate | None:
+        """The final figures once the run has ended, else its latest interval."""
+        return self.history.final or self.history.last
+
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._thread_main, daemon=True,
+        from inspector.probes.child import command
+        self._proc = subprocess.Popen(command(self.request), stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      close_fds=True)
+        self.pid = self._proc.pid
+        self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"probe-{self.run_id}")
-        self._thread.start()
+        self._reader.start()
+        threading.Thread(target=self._read_stderr, daemon=True,
+                         name=f"probe-{self.run_id}-stderr").start()
 
     def stop(self) -> None:
-        """Thread-safe: the probe stops with its partial figures."""
+        """Thread-safe: SIGTERM (the probe stops with its partial figures), SIGKILL after
+        KILL_GRACE_S if it is still there."""
         self._stop_requested = True
-        if self._driver is not None:
-            self._driver.stop()
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        timer = threading.Timer(KILL_GRACE_S, self.kill)
+        timer.daemon = True
+        timer.start()
+
+    def kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
 
     def join(self, timeout: float) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout)
-            return not self._thread.is_alive()
+        """Wait for the run to end (its process reaped, its last message posted)."""
+        if self._reader is not None:
+            self._reader.join(timeout)
+            return not self._reader.is_alive()
         return True
 
-    def _thread_main(self) -> None:
-        from inspector.probes.driver import ProbeDriver
-        from inspector.tui.probe_adapters import final_update
-        probe = None
+    @property
+    def process_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # ---------------------------------------------------------------- reader thread
+    def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self._stderr = (self._stderr + line)[-STDERR_KEPT:]
+
+    def _read(self) -> None:
+        from inspector.tui.probe_adapters import final_update, interval_update
+        assert self._proc is not None and self._proc.stdout is not None
+        ended = False
         try:
-            probe = open_tui_probe(self.request)
-            self._driver = ProbeDriver(probe, self._on_interval)
-            if self._stop_requested:
-                self._driver.stop()
-            self.state = RunState.RUNNING
-            self._driver.run()
-        except ProbeError as exc:               # the operator's problem, in one line
-            self.error = str(exc)
-        except Exception as exc:  # a bug: shown in the run's panel, never a traceback on screen
-            self.error = f"{type(exc).__name__}: {exc}"
-        result = probe.result if probe is not None else None
-        if result is not None:
-            self.summary = result.summary()
-            if self.summary.status == RunStatus.FAILED and not self.error:
-                self.error = self.summary.reason or self.summary.error or "failed"
-            self.last = final_update(self.run_id, self.summary, self._errors)
-            self.post(ProbeProgress(self.last))
-        self.state = (RunState.FAILED if self.error else
-                      RunState.STOPPED if self._stop_requested else RunState.DONE)
+            for raw in self._proc.stdout:
+                try:
+                    doc = json.loads(raw)
+                    kind = doc["type"]
+                    if kind == "interval":
+                        interval = Interval.from_json(doc["interval"])
+                        if self.state == RunState.STARTING:
+                            self.state = RunState.RUNNING
+                        self.post(ProbeProgress(interval_update(self.run_id, interval,
+                                                                sent=doc.get("sent"))))
+                    elif kind == "started":
+                        self.notes = [str(n) for n in doc.get("notes") or []]
+                        self.state = RunState.RUNNING
+                    elif kind == "summary":
+                        self.summary = _bounded(RunSummary.from_json(doc["summary"]))
+                    elif kind == "error":
+                        self.error = str(doc.get("message") or "failed")
+                    elif kind == "end":
+                        ended = True
+                except (ValueError, KeyError, TypeError) as exc:
+                    self.error = self.error or f"unreadable line from the probe process ({exc})"
+        finally:
+            code = self._proc.wait()
+            self.ended = time.monotonic()
+        self.state, reason = self._outcome(code, ended)
+        if reason:
+            self.error = reason
+        if self.summary is not None:
+            errors = self.history.last.errors if self.history.last else 0
+            self.post(ProbeProgress(final_update(self.run_id, self.summary, errors)))
         self.post(ProbeFinished(self.run_id, self.summary, self.error))
 
-    def _on_interval(self, interval: "Interval") -> None:
-        from inspector.tui.probe_adapters import interval_update
-        update = interval_update(self.run_id, interval)
-        self._errors = interval.errors_total
-        self.last = update
-        self.post(ProbeProgress(update))
+    def _outcome(self, code: int, ended: bool) -> tuple[RunState, str | None]:
+        s = self.summary
+        if self.error and s is None:
+            return RunState.FAILED, self.error
+        if s is None:
+            if self._stop_requested:
+                return RunState.STOPPED, None
+            why = f"the probe process ended ({_exit_text(code)}) before any figure"
+            last = self._stderr.decode("utf-8", "replace").strip().splitlines()
+            return RunState.FAILED, why + (f": {last[-1][:200]}" if last else "")
+        if s.status == RunStatus.FAILED:
+            return RunState.FAILED, s.reason or s.error or "failed"
+        failed = failure_reason(s, self.history)
+        if failed and s.requests and _none_succeeded(s):
+            return RunState.FAILED, failed
+        if self._stop_requested or s.status == RunStatus.STOPPED:
+            return RunState.STOPPED, failed
+        if s.status == RunStatus.DEADLINE:
+            return RunState.ERRORS, s.reason or "ended by its hard deadline"
+        if not ended and code:
+            return RunState.ERRORS, f"the probe process ended ({_exit_text(code)})"
+        return (RunState.ERRORS, failed) if failed else (RunState.DONE, None)
+
+
+def failure_reason(s: RunSummary, history: RunHistory | None = None) -> str | None:
+    """What failed in a run that measured something, in one line with the reason."""
+    if s.dns is not None:
+        bad = [f"{server} {f.kind}" + (f" ({f.detail})" if f.detail else "")
+               for server, f in s.dns.servers.items() if f.kind != "answered"]
+        if bad:
+            return "; ".join(bad)
+        errors = history.last.errors if history and history.last else 0
+        return f"{errors} failed queries in earlier rounds" if errors else None
+    if s.memcached is not None and s.memcached.errors:
+        errors = ", ".join(f"{k} {v}" for k, v in s.memcached.errors.items())
+        return f"failed requests: {errors}" + (f" ({s.reason})" if s.reason else "")
+    if s.error and s.status != RunStatus.STOPPED:
+        return s.error
+    return None
+
+
+def _none_succeeded(s: RunSummary) -> bool:
+    return not s.latency.count
+
+
+def _bounded(s: RunSummary) -> RunSummary:
+    """What a finished run keeps: the histogram and figures, not the per-interval lists."""
+    return replace(s, interval_p99_ns=[], interval_avg_ns=[])
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"status {code}"
 
 
 class ProbeManager:
@@ -192,16 +472,22 @@ class ProbeManager:
         run.start()
         return run
 
-    def get(self, run_id: int) -> ProbeRun | None:
+    def get(self, run_id: int | None) -> ProbeRun | None:
         return next((r for r in self.runs if r.run_id == run_id), None)
 
     def active(self) -> list[ProbeRun]:
         return [r for r in self.runs if r.active]
 
     def stop_all(self, timeout: float = 3.0) -> None:
-        runs = self.active()
+        """Stop every run, wait up to `timeout`, then kill what is left and reap it: no probe
+        process outlives the TUI."""
+        runs = [r for r in self.runs if r.active or r.process_alive]
         for run in runs:
             run.stop()
         deadline = time.monotonic() + timeout
         for run in runs:
             run.join(max(0.0, deadline - time.monotonic()))
+        for run in runs:
+            if run.process_alive:
+                run.kill()
+                run.join(1.0)

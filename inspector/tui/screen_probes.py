@@ -1,162 +1,108 @@
 """Probes: start IO / memcached / DNS probes from a form, chart them live, compare two runs.
 
-The form names the target and the bounds (seconds, operations, workers or connections); a run
-that writes or opens many connections first opens a confirmation naming target and bound.
-The runs table lists every run (several may be active); the left panel follows the highlighted
-run, `c` pins it to the right panel for before/after comparisons; `x` stops the highlighted run
-and `S` stops them all.
+The form names the target and the bounds (seconds, workers or connections); each kind keeps
+its own values. Its target is checked for its kind before anything else (a DNS run needs a
+resolv.conf with nameservers or addresses, memcached HOST:PORT, a write probe a directory); a
+run that writes or opens many connections then opens a confirmation naming target and bound.
+
+Keys: the target has focus when the screen opens; Enter starts from any field; Tab and
+shift+Tab move between fields at once (priority bindings, handled before the next key of the
+same burst is delivered: a laggy SSH link sends `/tmp`, Tab and `7` together, and the `7` must
+land in the next field); Esc leaves the form for the runs table, where digits switch screens,
+`x` stops the highlighted run, `S` stops all, `c` pins the highlighted run to panel B.
+
+Every run is its own process (probe_runs); panel A follows the highlighted run, B shows the
+pinned one, and side by side they share their y scales.
 """
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
+from inspector.probes.base import ProbeKind
 from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
-from inspector.probes.base import ProbeError
-from inspector.probes.request import config_for
-from inspector.tui.probe_runs import (KIND_TITLES, KINDS, ProbeRequest, ProbeRun, RunState,
+from inspector.tui.probe_figures import rate_text, state_text, whole_run
+from inspector.tui.probe_panel import RunPanel
+from inspector.tui.probe_runs import (KIND_TITLES, KINDS, ProbeRequest, ProbeRun, check_target,
                                       describe, form_request, needs_confirmation)
 from inspector.tui.screen_help import ConfirmScreen
-from inspector.widgets.chart import LiveChart
-from inspector.widgets.histogram import LatencyHistogram, format_ns
+from inspector.widgets.probe_chart import LatencyChart, RateChart, merge_log
+
+__all__ = ["ProbesScreen", "RunPanel"]
 
 DEFAULT_TARGETS = {"io": "/tmp", "memcached": "127.0.0.1:11211", "dns": "/etc/resolv.conf"}
+CONCURRENCY_LABELS = {"io": "workers", "memcached": "connections", "dns": "-"}
 ROW_REFRESH_S = 1.0
-RUN_COLUMNS = ("run", "probe", "target", "state", "ops", "ops/s", "p50", "p99", "max")
+# every figure in the table is the whole run's (cumulative); the panels show the last
+# interval beside it
+RUN_COLUMNS = (("run", "#"), ("probe", "probe"), ("state", "state"), ("err", "err"),
+               ("ops", "ops"), ("ops/s", "run ops/s"), ("p50", "run p50"), ("p99", "run p99"),
+               ("max", "run max"))
+FIXED_WIDTH = 3 + 8 + 3 + 8 + 9 + 8 + 8 + 8 + 2 * len(RUN_COLUMNS) + 2
 
 
-class RunPanel(Vertical):
-    """Live chart, percentile table and histogram of one run."""
+def default_values(kind: str) -> dict[str, Any]:
+    from inspector.probes.request import DEFAULT_CONCURRENCY
+    return {"target": DEFAULT_TARGETS[kind], "seconds": "10",
+            "concurrency": str(DEFAULT_CONCURRENCY[ProbeKind(kind)]), "write": False}
 
-    def __init__(self, title: str, **kw):
-        super().__init__(**kw)
-        self.title = title
-        self.run_id: int | None = None
-        self._hist_state: object = None
 
-    def compose(self) -> ComposeResult:
-        yield LiveChart(self.title, series=("p50", "p99", "max"), unit="ms", classes="run-chart",
-                        placeholder="no run selected")
-        with Horizontal(classes="run-stats"):
-            yield Static(classes="run-table")
-            yield LatencyHistogram("histogram", rows=None, classes="run-hist")
+class NumberInput(Input):
+    """A number field whose non-numeric keys are not swallowed: `n` (new probe) and the other
+    screen keys still work while it has focus; nothing it cannot hold is typed into it."""
+    NUMERIC = set("0123456789.-+eE")
 
-    def attach(self, run: ProbeRun | None) -> None:
-        chart = self.query_one(LiveChart)
-        self.run_id = run.run_id if run else None
-        chart.clear("no run selected" if run is None else _waiting_text(run))
-        chart.rename_series(("p50", "p99", "max"))
-        chart.border_title = f"{self.title}: {run.title}" if run else self.title
-        if run is not None:
-            history = list(run.history)
-            if history:
-                chart.rename_series((history[0].extra.primary, "p99", "max"))
-            chart.extend([_ms(u) for u in history if not u.extra.final])
-            if history:
-                self._stats(run, history[-1])
-        else:
-            self.query_one(".run-table", Static).update("")
-            self.query_one(LatencyHistogram).update("no samples yet")
-
-    def finished(self, run: ProbeRun) -> None:
-        """A run that ended before its first interval says why in place of its chart (the toast
-        with the error is gone by the time someone looks)."""
-        self.query_one(LiveChart).set_placeholder(_waiting_text(run))
-
-    def add(self, run: ProbeRun, update: ProbeUpdate) -> None:
-        if update.run_id != self.run_id:
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable and event.character and event.character not in self.NUMERIC:
+            event.prevent_default()     # skip Input's handler; the key bubbles to the bindings
             return
-        extra = update.extra
-        if not extra.final:
-            chart = self.query_one(LiveChart)
-            # an interval without a median carries its mean: say so in the legend
-            chart.rename_series((extra.primary, "p99", "max"))
-            chart.push(*_ms(update))
-        self._stats(run, update)
-
-    def _stats(self, run: ProbeRun, update: ProbeUpdate) -> None:
-        table = Table(box=None, show_header=False, pad_edge=False)
-        table.add_column(style="bold cyan", no_wrap=True)
-        table.add_column(justify="right", no_wrap=True)
-        table.add_row("state", run.state)
-        table.add_row("elapsed", f"{update.elapsed:.1f} s")
-        table.add_row("ops", f"{update.ops}")
-        table.add_row("ops/s", f"{update.ops_per_s:.0f}")
-        extra = update.extra
-        if extra.percentiles_ns:
-            for name, ns in extra.percentiles_ns.items():
-                table.add_row(name, format_ns(ns))
-        else:
-            table.add_row("p50", format_ns(update.p50))
-            table.add_row("p99", format_ns(update.p99))
-        table.add_row("max", format_ns(update.max if extra.max_ns is None else extra.max_ns))
-        if update.errors:
-            table.add_row(Text("errors", style="bold red"), str(update.errors))
-        if extra.loop == "python":
-            # the IO probe's C loop is not built: its Python loop counts GIL waits (this
-            # screen's own work) as IO latency (README: the IO probe's C loop)
-            table.add_row(Text("timing", style="yellow"), Text("Python", style="yellow"))
-        # fixed-size panes: repaint without a layout pass (4 Hz)
-        self.query_one(".run-table", Static).update(table, layout=False)
-        hist = self.query_one(LatencyHistogram)
-        if extra.buckets:
-            hist.update_buckets(extra.buckets)
-            self._hist_state = "final"
-        elif run.active and self._hist_state != ("waiting", run.run_id):
-            self._hist_state = ("waiting", run.run_id)
-            hist.update(Text("per-interval p50/p99/max in the chart;\nhistogram when the run ends",
-                             style="grey62"), layout=False)
-
-
-def _waiting_text(run: ProbeRun) -> str:
-    if run.state == RunState.FAILED:
-        return f"failed: {run.error or 'no reason given'}"
-    if run.active:
-        return "waiting for the first interval..."
-    return f"{run.state} before the first interval"
-
-
-def _ms(u: ProbeUpdate) -> tuple:
-    return tuple(None if v is None else v / 1e6 for v in (u.p50, u.p99, u.max))
+        await super()._on_key(event)
 
 
 class ProbesScreen(InspectorScreen):
     MODE = "probes"
-    AUTO_FOCUS = "#runs"
-    BINDINGS = [Binding("escape", "leave_field", "Back", show=False, id="probes.escape"),
-                Binding("s", "start", "Start", id="probes.start"),
-                Binding("x", "stop", "Stop run", id="probes.stop"),
-                Binding("c", "compare", "Pin to right", id="probes.compare"),
-                Binding("n", "new", "New probe", id="probes.new"),
-                Binding("h", "history", "History", id="probes.history"),
-                Binding("f2", "focus_runs", "Runs", id="probes.runs")]
+    AUTO_FOCUS = "#probe-target"
+    BINDINGS = [
+        Binding("enter", "start", "Start", key_display="Enter", priority=True,
+                id="probes.start"),
+        Binding("s", "start_outside", "Start", show=False, id="probes.start_key"),
+        Binding("tab", "next_field", show=False, priority=True),
+        Binding("shift+tab", "previous_field", show=False, priority=True),
+        Binding("escape", "leave_field", "Runs", show=False, priority=True,
+                id="probes.escape"),
+        Binding("x", "stop", "Stop run", id="probes.stop"),
+        Binding("c", "compare", "Pin to B", id="probes.compare"),
+        Binding("n", "new", "New probe", id="probes.new"),
+        Binding("h", "history", "History", id="probes.history"),
+        Binding("f2", "focus_runs", "Runs", id="probes.runs"),
+    ]
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="probe-form"):
-            yield Select([(KIND_TITLES[k], k) for k in KINDS], value="io", allow_blank=False,
-                         id="probe-kind")
+            yield Select([(KIND_TITLES[k], str(k)) for k in KINDS], value="io",
+                         allow_blank=False, id="probe-kind")
             # select_on_focus off: a focus that lands while the operator is already typing
             # (the form opened from the palette) must not select the typed text for replacement
             yield Input(DEFAULT_TARGETS["io"], placeholder="target", id="probe-target",
                         select_on_focus=False)
-            yield Input("10", placeholder="seconds", id="probe-seconds", type="number",
-                        select_on_focus=False)
-            yield Input("1", placeholder="workers/conns", id="probe-concurrency", type="integer",
-                        select_on_focus=False)
+            yield NumberInput("10", placeholder="seconds", id="probe-seconds", type="number",
+                              select_on_focus=False)
+            yield NumberInput("1", placeholder="workers", id="probe-concurrency",
+                              type="integer", select_on_focus=False)
             yield Checkbox("write", id="probe-write")
             yield Button("Start", id="probe-start", variant="success")
         yield Static(id="probe-hint", classes="line")
         table = DataTable(id="runs", cursor_type="row")
-        for col in RUN_COLUMNS:
-            table.add_column(col, key=col)
+        for key, label in RUN_COLUMNS:
+            table.add_column(label, key=key)
         yield table
         with Horizontal(id="run-panels"):
             yield RunPanel("A", id="panel-a")
@@ -164,53 +110,136 @@ class ProbesScreen(InspectorScreen):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 100, "-narrow")
+        self.set_class(self.size.height < 32, "-short")
         super().on_resize()
+        self.call_after_refresh(self.share_scales)
 
     def on_mount(self) -> None:
         self._row_updated: dict[int, float] = {}
+        self._kind = "io"
+        self._values = {str(k): default_values(str(k)) for k in KINDS}
         super().on_mount()
-        self._hint()
+        self._apply_kind()
+        self.apply_pending()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        table = self.query_one("#runs", DataTable)
+        for run in self.app.probes.runs:
+            if str(run.run_id) not in table.rows:  # started elsewhere (palette, DNS screen)
+                table.add_row(*self._row(run), key=str(run.run_id))
+            self._update_row(run)
+        for panel in self.query(RunPanel):
+            panel.repaint()
+        self.share_scales()
         self.apply_pending()
 
     def apply_pending(self) -> None:
-        pending = getattr(self.app, "pending_probe_form", None)
+        app: Any = self.app
+        pending = getattr(app, "pending_probe_form", None)
         if pending is not None:
-            self.app.pending_probe_form = None
+            app.pending_probe_form = None
             self.prefill(*pending)
+        requests = getattr(app, "pending_probe_requests", None)
+        if requests:
+            app.pending_probe_requests = []
+            self._start_in_turn(list(requests))
 
     # ------------------------------------------------------------------ form
+    def _field(self, name: str) -> Any:
+        return self.query_one(f"#probe-{name}")
+
+    def _form_values(self) -> dict[str, Any]:
+        return {"target": self._field("target").value, "seconds": self._field("seconds").value,
+                "concurrency": self._field("concurrency").value,
+                "write": self._field("write").value}
+
+    def _switch_kind(self, kind: str) -> None:
+        """Each kind keeps its own target, seconds, workers and write: a memcached run never
+        inherits an IO target (a memcached run "to /dev/loop3")."""
+        if kind == self._kind:
+            return
+        self._values[self._kind] = self._form_values()
+        self._kind = kind
+        self._apply_kind()
+
+    def _apply_kind(self) -> None:
+        values = self._values[self._kind]
+        target = self._field("target")
+        target.value = values["target"]
+        target.cursor_position = len(target.value)
+        self._field("seconds").value = values["seconds"]
+        concurrency = self._field("concurrency")
+        concurrency.value = values["concurrency"]
+        concurrency.placeholder = CONCURRENCY_LABELS[self._kind]
+        concurrency.disabled = self._kind == "dns"
+        write = self._field("write")
+        write.value = values["write"]
+        write.disabled = self._kind == "dns"
+        self._hint()
+
     def prefill(self, kind: str, target: str | None) -> None:
-        self.query_one("#probe-kind", Select).value = kind
-        box = self.query_one("#probe-target", Input)
-        box.value = target or DEFAULT_TARGETS[kind]
+        kind = str(kind)
+        self._switch_kind(kind)
+        select = self.query_one("#probe-kind", Select)
+        if select.value != kind:
+            select.value = kind
+        box = self._field("target")
+        if target is not None:
+            box.value = target
         box.cursor_position = len(box.value)
         box.focus()
-        # once more after the screen is shown: its auto-focus (the runs table) or a closing
-        # palette restoring its focus must not leave the typed letters to the screen's keys
+        # once more after the screen is shown: its auto-focus or a closing palette restoring
+        # its focus must not leave the typed letters to the screen's keys
         self.call_after_refresh(lambda: None if box.has_focus else box.focus())
         self._hint()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "probe-kind" and isinstance(event.value, str):
-            target = self.query_one("#probe-target", Input)
-            if target.value in DEFAULT_TARGETS.values():
-                target.value = DEFAULT_TARGETS[event.value]
-            self._hint()
+            self._switch_kind(event.value)
 
     def _hint(self) -> None:
         hint = Text(no_wrap=True, overflow="ellipsis")
         if not self.app.root.live:   # first: at 80 columns the end of the line is cut
             hint.append("probes act on THIS machine, not on the capture  ", style="bold yellow")
-        hint.append("target · seconds · workers/connections · write  then s or Start; "
-                    "x stops, S stops all, c pins to B", style="grey62")
+        what = {"io": "a file, directory or block device (write: a directory)",
+                "memcached": "HOST:PORT", "dns": "a resolv.conf, or ADDR[:PORT],..."}[self._kind]
+        hint.append("Enter starts · Tab next field · Esc to the runs", style="bold")
+        hint.append(f"   target: {what}; seconds; "
+                    f"{CONCURRENCY_LABELS[self._kind]}", style="grey62")
         self.query_one("#probe-hint", Static).update(hint)
 
     def request_from_form(self) -> ProbeRequest:
-        return form_request(self.query_one("#probe-kind", Select).value,
-                            self.query_one("#probe-target", Input).value,
-                            self.query_one("#probe-seconds", Input).value,
-                            self.query_one("#probe-concurrency", Input).value,
-                            self.query_one("#probe-write", Checkbox).value)
+        values = self._form_values()
+        return form_request(self._kind, values["target"], values["seconds"],
+                            values["concurrency"], values["write"])
+
+    def _in_form(self) -> bool:
+        focused = self.focused
+        if focused is None or self.query_one("#probe-kind", Select).expanded:
+            return False
+        form = self.query_one("#probe-form")
+        return focused is form or form in focused.ancestors
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("start", "leave_field"):
+            # Enter and Esc of the form's fields; elsewhere (the runs table, an open kind
+            # menu) they do what they do there
+            return self._in_form()
+        if action == "start_outside":   # `s` on the runs table; in a field it is a letter
+            return not self._in_form()
+        if action in ("next_field", "previous_field"):
+            return not self.query_one("#probe-kind", Select).expanded
+        return True
+
+    def action_start_outside(self) -> None:
+        self.action_start()
+
+    def action_next_field(self) -> None:
+        self.focus_next()
+
+    def action_previous_field(self) -> None:
+        self.focus_previous()
 
     def action_start(self) -> None:
         try:
@@ -218,36 +247,53 @@ class ProbesScreen(InspectorScreen):
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
-        try:     # the target is one its kind can use: a clear line now, not a failed run
-            config_for(request)
-        except ProbeError as exc:
-            self.notify(str(exc), severity="error")
+        self._values[self._kind] = self._form_values()
+        self.confirm_and_start(request)
+
+    def confirm_and_start(self, request: ProbeRequest, then: Any = None) -> None:
+        """The form's rules for any request (the form, `--probe SPEC`): the target is checked
+        for its kind, then a run that writes or loads a server is confirmed."""
+        problem = check_target(request)
+        if problem:
+            self.notify(problem, severity="error")
+            if then:
+                then()
             return
         reason = needs_confirmation(request)
-        if reason:
-            self.app.push_screen(ConfirmScreen(f"Start {KIND_TITLES[request.kind]} probe?",
-                                               f"{describe(request)}\n\nThis {reason}."),
-                                 lambda ok: self._confirmed(ok, request))
-        else:
+        if not reason:
             self.start_request(request)
+            if then:
+                then()
+            return
 
-    def _confirmed(self, ok: bool | None, request: ProbeRequest) -> None:
-        if ok:
-            self.start_request(request)
-        else:
-            self.notify("probe not started")
+        def answered(ok: bool | None) -> None:
+            if ok:
+                self.start_request(request)
+            else:
+                self.notify("probe not started")
+            if then:
+                then()
+        self.app.push_screen(ConfirmScreen(f"Start {KIND_TITLES[request.kind]} probe?",
+                                           f"{describe(request)}\n\nThis {reason}."), answered)
+
+    def _start_in_turn(self, requests: list[ProbeRequest]) -> None:
+        if requests:
+            first, rest = requests[0], requests[1:]
+            self.confirm_and_start(first, then=lambda: self._start_in_turn(rest))
 
     def start_request(self, request: ProbeRequest) -> ProbeRun | None:
         try:
             run = self.app.probes.start(request)
-        except Exception as exc:
-            self.notify(f"cannot start: {exc}", severity="error")
+        except OSError as exc:
+            self.notify(f"cannot start the probe process: {exc.strerror or exc}",
+                        severity="error")
             return None
         table = self.query_one("#runs", DataTable)
         table.add_row(*self._row(run), key=str(run.run_id))
         table.move_cursor(row=table.row_count - 1)
         table.focus()  # keys (x stop, c pin, q quit) act on runs again, not on the form
         self.query_one("#panel-a", RunPanel).attach(run)
+        self.share_scales()
         self.show_state()
         return run
 
@@ -261,13 +307,16 @@ class ProbesScreen(InspectorScreen):
 
     # ------------------------------------------------------------------ runs
     def _row(self, run: ProbeRun) -> list:
-        u = run.last
-        state_style = {"running": "bold green", "failed": "bold red", "stopped": "yellow"}.get(run.state, "")
-        return [f"#{run.run_id}", KIND_TITLES[run.request.kind], run.request.target[-28:],
-                Text(run.state, style=state_style),
-                str(u.ops) if u else "-", f"{u.ops_per_s:.0f}" if u else "-",
-                format_ns(u.p50) if u else "-", format_ns(u.p99) if u else "-",
-                format_ns(u.max) if u else "-"]
+        total = whole_run(run)
+        errors = run.last.errors if run.last else 0
+        width = max(12, (self.size.width or self.app.size.width) - FIXED_WIDTH)
+        probe = f"{run.request.kind} {run.target_text}"
+        if len(probe) > width:
+            probe = f"{run.request.kind} …{run.target_text[-(width - len(run.request.kind) - 2):]}"
+        return [f"#{run.run_id}", probe, state_text(run),
+                Text(str(errors), style="bold red" if errors else "grey50"),
+                str(total.ops) if total.ops is not None else "-", rate_text(total.ops_per_s),
+                total.latency("p50"), total.latency("p99"), total.latency("max")]
 
     def _update_row(self, run: ProbeRun, throttle: bool = False) -> None:
         table = self.query_one("#runs", DataTable)
@@ -279,7 +328,7 @@ class ProbesScreen(InspectorScreen):
             return  # the table needs no 4 Hz: its cells re-render the whole table
         self._row_updated[run.run_id] = now
         with self.app.batch_update():
-            for col, value in zip(RUN_COLUMNS, self._row(run)):
+            for (col, _), value in zip(RUN_COLUMNS, self._row(run)):
                 # widths grow with the figures: an ops count past the header's width must not
                 # be cut to its first digits
                 table.update_cell(key, col, value, update_width=True)
@@ -289,30 +338,37 @@ class ProbesScreen(InspectorScreen):
         if run is None:
             return
         self._update_row(run, throttle=not update.extra.final)
+        shown = False
         for panel in self.query(RunPanel):
-            panel.add(run, update)
+            if panel.run is run:
+                panel.repaint()
+                shown = True
+        if shown:
+            self.share_scales()
 
     def show_probe_finished(self, run_id: int) -> None:
         run = self.app.probes.get(run_id)
         if run is not None and self.is_mounted:
             self._update_row(run)
             for panel in self.query(RunPanel):
-                if panel.run_id == run_id:
-                    panel.finished(run)
+                panel.finished(run)
+            self.share_scales()
             self.show_state()
 
-    def on_screen_resume(self) -> None:
-        super().on_screen_resume()
-        self.apply_pending()
-        table = self.query_one("#runs", DataTable)
-        for run in self.app.probes.runs:
-            if str(run.run_id) not in table.rows:  # started elsewhere (palette, DNS screen)
-                table.add_row(*self._row(run), key=str(run.run_id))
-            self._update_row(run)
-        for panel in self.query(RunPanel):
-            run = self.app.probes.get(panel.run_id) if panel.run_id else None
-            if run is not None:
-                panel.attach(run)
+    def share_scales(self) -> None:
+        """Side by side, both panels' charts use one y range (the union of what each shows),
+        so the taller line is the slower run."""
+        panels = [p for p in self.query(RunPanel) if p.run is not None]
+        latency = [p.query_one(LatencyChart) for p in panels]
+        rates = [p.query_one(RateChart) for p in panels]
+        decades = None
+        for chart in latency:
+            decades = merge_log(decades, chart.natural_range())
+        top = max((r for c in rates if (r := c.natural_range()) is not None), default=None)
+        for chart in latency:
+            chart.set_shared(decades if len(panels) > 1 else None)
+        for chart in rates:
+            chart.set_shared(top if len(panels) > 1 else None)
 
     def _highlighted(self) -> ProbeRun | None:
         table = self.query_one("#runs", DataTable)
@@ -327,8 +383,9 @@ class ProbesScreen(InspectorScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         run = self._highlighted()
         panel = self.query_one("#panel-a", RunPanel)
-        if run is not None and panel.run_id != run.run_id:
+        if run is not None and panel.run is not run:
             panel.attach(run)
+            self.share_scales()
 
     def action_stop(self) -> None:
         run = self._highlighted()
@@ -347,18 +404,16 @@ class ProbesScreen(InspectorScreen):
             self.notify("no run to pin")
             return
         self.query_one("#panel-b", RunPanel).attach(run)
+        self.share_scales()
 
     def action_history(self) -> None:
         self.app.open_history()
 
     def action_new(self) -> None:
-        self.query_one("#probe-target", Input).focus()
+        self._field("target").focus()
 
     def action_leave_field(self) -> None:
-        if isinstance(self.focused, (Input, Select, Checkbox, Button)):
-            self.query_one("#runs", DataTable).focus()
-        else:
-            self.app.action_back()
+        self.query_one("#runs", DataTable).focus()
 
     def action_focus_runs(self) -> None:
         self.query_one("#runs", DataTable).focus()

@@ -312,26 +312,31 @@ class DnsScreen(SectionScreen):
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
         runs = [r for r in self.app.probes.runs if r.request.kind == "dns"]
-        if runs:  # redraw the latest DNS run's chart from its history
+        if runs:  # redraw the latest DNS run's chart from its (bounded) history
             chart = self.query_one("#dns-chart", LiveChart)
             chart.clear()
-            for update in runs[-1].history:
-                self._chart_update(update)
+            for per_server in runs[-1].history.servers:
+                self._chart_servers(per_server)
+        self._probe_line()
 
     def _chart_update(self, update: ProbeUpdate) -> None:
         """One line per nameserver when the interval carries each server's latency (the DNS
         probe's rounds do); else the round's p50/p99/max across servers."""
         if update.extra.final:
             return
-        chart = self.query_one("#dns-chart", LiveChart)
         per_server = update.extra.per_server_ms
         if per_server:
-            if set(per_server) - set(chart.series):
-                chart.set_series(list(dict.fromkeys([*(s for s in chart.series if s in per_server),
-                                                     *per_server])))
-            chart.push(*[per_server.get(name) for name in chart.series])
+            self._chart_servers(per_server)
         else:
-            chart.push(*[None if v is None else v / 1e6 for v in (update.p50, update.p99, update.max)])
+            self.query_one("#dns-chart", LiveChart).push(
+                *[None if v is None else v / 1e6 for v in (update.p50, update.p99, update.max)])
+
+    def _chart_servers(self, per_server: dict) -> None:
+        chart = self.query_one("#dns-chart", LiveChart)
+        if set(per_server) - set(chart.series):
+            chart.set_series(list(dict.fromkeys([*(s for s in chart.series if s in per_server),
+                                                 *per_server])))
+        chart.push(*[per_server.get(name) for name in chart.series])
 
     def _probe_line(self) -> None:
         app: Any = self.app
@@ -340,12 +345,21 @@ class DnsScreen(SectionScreen):
         if not runs:
             line.update(Text("probe  no DNS probe run yet (p starts one)", style="grey62"))
             return
+        from inspector.tui.probe_figures import STATE_STYLES
         run = runs[-1]
-        text = Text(f"probe  #{run.run_id} {run.state}", style="bold")
-        per_server = next((u.extra.per_server_ms for u in reversed(run.history)
-                           if u.extra.per_server_ms), {})
+        text = Text(f"probe  #{run.run_id} ", style="bold")
+        text.append(str(run.state), style=STATE_STYLES.get(run.state, "bold"))
+        # a server that failed is an error with its kind (refused, timeout, lame, servfail),
+        # never a latency: a refusal comes back in 0.4 ms and is no answer
+        per_server = run.history.servers[-1] if run.history.servers else {}
         for server, ms in per_server.items():
-            text.append(f"  {server} {ms:.1f} ms" if ms is not None else f"  {server} -")
+            kind = run.history.kinds.get(server, "answered")
+            if kind != "answered":
+                text.append(f"  {server} {kind}", style="bold red")
+            else:
+                text.append(f"  {server} {ms:.1f} ms" if ms is not None else f"  {server} -")
+        if run.error:
+            text.append(f"  {run.error}", style="red")
         line.update(text)
 
     def show_probe_update(self, update: ProbeUpdate) -> None:

@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 
+import psutil
 from textual.widgets import DataTable, Static
 
 from conftest import fixture_root
@@ -17,7 +18,7 @@ from inspector.tui.app import InspectorApp
 from inspector.tui.screen_help import ConfirmScreen, HelpScreen
 from inspector.tui.probe_runs import ProbeRequest
 from inspector.tui.screen_probes import RunPanel
-from inspector.widgets.chart import LiveChart
+from inspector.widgets.probe_chart import LatencyChart
 from memcached_server import memcached  # noqa: F401  (fixture)
 
 SCREEN_CLASSES = {"1": "OverviewScreen", "2": "StorageScreen", "3": "VirtScreen",
@@ -58,7 +59,10 @@ async def test_navigate_every_screen_on_a_capture():
         for key, name in SCREEN_CLASSES.items():
             await pilot.press(key)
             await wait_for(pilot, lambda: type(app.screen).__name__ == name)
-        await pilot.press("1")
+        # Probes opens with its target field focused, where a digit is typed (issue 20): esc
+        # leaves the field, then digits switch screens
+        assert app.screen.focused.id == "probe-target"
+        await pilot.press("escape", "1")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
         # the live panels say plainly that a capture has no live data
         await pilot.pause()
@@ -126,8 +130,9 @@ async def test_hung_collector_shows_timed_out_and_keys_still_work():
                        collect_timeout=5.0, sampler=False)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            for key, name in (("6", "ProbesScreen"), ("2", "StorageScreen")):
-                await pilot.press(key)
+            # esc first on Probes: its target field has focus (issue 20)
+            for keys, name in ((("6",), "ProbesScreen"), (("escape", "2"), "StorageScreen")):
+                await pilot.press(*keys)
                 await wait_for(pilot, lambda: type(app.screen).__name__ == name, timeout=3)
             # the screens answered while the collector was still hanging
             assert app.collecting and app.collect_error is None
@@ -189,7 +194,8 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         await start_probe(app, pilot, "io", str(target), seconds="60")
         await wait_for(pilot, lambda: app.probes.runs and app.probes.runs[0].last is not None)
         first = app.probes.runs[0]
-        await wait_for(pilot, lambda: app.screen.query_one("#panel-a LiveChart", LiveChart).points >= 2)
+        await wait_for(pilot, lambda: len(app.screen.query_one("#panel-a LatencyChart",
+                                                               LatencyChart).p50) >= 2)
         assert first.active and first.last.ops > 0
         # a second run at the same time (several probes at once); the form path is covered
         # above, so this one starts straight from a request
@@ -210,12 +216,14 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         await wait_for(pilot, lambda: not second.active, timeout=8)
         assert second.state == "stopped" and first.active
         assert second.last.extra.final  # partial figures kept
-        assert "stopped" in str(table.get_row_at(1)[3])
+        assert "stopped" in str(table.get_row_at(1)[2])   # the state column
         # SIGHUP (the ssh session went away) stops the remaining probe and exits
         os.kill(os.getpid(), signal.SIGHUP)
         await wait_for(pilot, lambda: app.return_code is not None, timeout=8)
     assert app.probes.active() == []
-    assert not first._thread.is_alive() and first.state == "stopped"
+    # each run was a process of its own: stopped, reaped (issue 20)
+    assert not first.process_alive and first.state == "stopped"
+    assert first.pid is not None and not psutil.pid_exists(first.pid)
 
 
 async def test_confirmation_refused_then_accepted(tmp_path):
@@ -278,7 +286,7 @@ async def test_run_row_shows_whole_figures_and_a_failed_run_says_why(tmp_path):
         failed = app.probes.runs[1]
         assert failed.state == "failed" and failed.error
         await pilot.pause(0.2)
-        chart = app.screen.query_one("#panel-a LiveChart", LiveChart)
+        chart = app.screen.query_one("#panel-a LatencyChart", LatencyChart)
         assert chart.placeholder == f"failed: {failed.error}"
         shown = " ".join(chart.render_line(y).text.strip() for y in range(chart.size.height)).strip()
         # wrapped over the chart's lines, a long path broken where it must be
@@ -320,11 +328,20 @@ async def test_a_host_without_findings_says_so_once_discovered():
         assert "no findings" in str(table.get_row_at(0)[2])
 
 
+NO_C_LOOP = """
+import importlib.abc, sys
+class NoCLoop(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "inspector.probes._ioloop":
+            raise ImportError("no C loop in this install")
+sys.meta_path.insert(0, NoCLoop())
+"""
+
+
 async def test_io_run_panel_warns_only_when_requests_are_timed_in_python(tmp_path, monkeypatch):
     """With the probe's C loop built (the normal case) the run panel has no timing row; on an
-    install without it, the panel says the requests were timed in Python (where the screen's
-    own work can add to the latencies)."""
-    import inspector.probes.io_latency as io_latency
+    install without it (here: the probe's process cannot import it), the panel says the
+    requests were timed in Python."""
     target = tmp_path / "probe.bin"
     target.write_bytes(os.urandom(4 << 20))
 
@@ -341,5 +358,10 @@ async def test_io_run_panel_warns_only_when_requests_are_timed_in_python(tmp_pat
     async with app.run_test(size=(120, 40)) as pilot:
         shown = await panel_after_a_run(app, pilot, 0)
         assert "p99" in shown and "timing" not in shown
-        monkeypatch.setattr(io_latency, "_ioloop", None)
-        assert re.search(r"^ti\S*\s+Python$", await panel_after_a_run(app, pilot, 1), re.M)
+        # the run is a child process: it gets an interpreter where the C loop is missing
+        site = tmp_path / "site"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(NO_C_LOOP)
+        monkeypatch.setenv("PYTHONPATH", str(site))
+        shown = await panel_after_a_run(app, pilot, 1)
+        assert re.search(r"^ti\S*\s+Python$", shown, re.M), (shown, app.probes.runs[1].summary.io, app.probes.runs[1]._stderr)

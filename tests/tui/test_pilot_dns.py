@@ -31,7 +31,7 @@ async def test_dns_probe_charts_per_server_latency():
             chart = app.screen.query_one("#dns-chart", LiveChart)
             assert chart.points >= 2
             # one line per nameserver, in the configured order; the slow one 20 ms above
-            per_server = run.history[0].extra.per_server_ms
+            per_server = run.history.servers[0]
             assert chart.series == tuple(per_server) and len(chart.series) == 2
             fast_ms, slow_ms = chart.latest()
             assert slow_ms >= 20 and fast_ms < slow_ms

@@ -13,6 +13,7 @@ from inspector.model import Finding, Level
 from inspector.tui.modelview import detail_table, fmt_value
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.histogram import LatencyHistogram
+from inspector.widgets.probe_chart import LatencyChart, RateChart, RunChart
 from test_pilot import _REPORTS, capture_app, text_of, wait_for  # noqa: F401
 
 
@@ -154,13 +155,20 @@ async def test_d_charts_stay_inside_their_borders(size):
         await wait_for(pilot, lambda: app.report is not None)
         for key in "23456":
             await pilot.press(key)
-            await wait_for(pilot, lambda: app.screen.query(LiveChart))
+            await wait_for(pilot, lambda: app.screen.query(LiveChart) or app.screen.query(RunChart))
             screen = app.screen
-            widgets = list(screen.query(LiveChart)) + list(screen.query(LatencyHistogram))
+            widgets = (list(screen.query(LiveChart)) + list(screen.query(RunChart))
+                       + list(screen.query(LatencyHistogram)))
             assert widgets
             for widget in widgets:
                 if isinstance(widget, LiveChart):
                     widget.extend([(i % 7 + 1.0, i % 5 * 3.0, 40.0) for i in range(400)])
+                elif isinstance(widget, LatencyChart):     # the Probes screen's run charts
+                    widget.show([(i % 7 + 1) * 1e4 for i in range(400)],
+                                [(i % 5 + 1) * 3e5 for i in range(400)], [4e8] * 400,
+                                [i % 9 == 0 for i in range(400)])
+                elif isinstance(widget, RateChart):
+                    widget.show([float(i % 11) * 1e3 for i in range(400)], [False] * 400)
             await pilot.pause()
             for widget in widgets:
                 if not widget.display or widget.region.area == 0:
@@ -176,7 +184,7 @@ async def test_d_charts_stay_inside_their_borders(size):
                         (key, widget, widget.region, ancestor, ancestor.region)
                     if ancestor is screen:
                         break
-                if isinstance(widget, LiveChart):
+                if isinstance(widget, (LiveChart, RunChart)):
                     w = widget.content_size.width
                     for y in range(widget.content_size.height):
                         assert widget.render_line(y).cell_length == w

@@ -1,0 +1,139 @@
+"""One probe run in a process of its own, streaming its figures back as JSON lines.
+
+    python -m inspector.probes.child '{"kind": "memcached", "target": "127.0.0.1:11211", ...}'
+
+The TUI starts one of these per run, so drawing, resizing and key handling (the UI's process,
+its GIL and its event loop) never enter the measurement. The run is the CLI's: the same
+request -> config_for -> probe -> ProbeDriver path as `inspector probe ...` and `--probe SPEC`.
+
+Protocol, one JSON object per line on stdout (the probe's own output never goes there: stdout
+is moved to a private descriptor and Python's sys.stdout points at stderr):
+
+    {"type": "started", "pid": 123, "notes": [...]}        after prepare(): the target is open
+    {"type": "interval", "sent": MONO, "interval": {...}}  Interval.to_json(); MONO is
+                                                           time.monotonic() when it was made
+    {"type": "summary", "summary": {...}}                  RunSummary.to_json(), at the end
+    {"type": "error", "message": "..."}                    the run could not start or broke
+    {"type": "end", "signal": N | null}                    last line
+
+SIGTERM, SIGINT and SIGHUP stop the run the CLI's way (partial figures kept, then the summary);
+the parent kills the process if it is still there a grace period later. Lines are written by a
+thread of their own, so a slow reader (a parent that is busy, a full pipe) holds back the
+stream, which the parent marks as late, never the probe's event loop.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+from inspector.probes.base import ProbeError
+from inspector.probes.request import ProbeRequest
+
+MODULE = "inspector.probes.child"
+
+
+def request_to_json(request: ProbeRequest) -> str:
+    doc = asdict(request)
+    doc["kind"] = str(request.kind)
+    return json.dumps(doc)
+
+
+def request_from_json(text: str) -> ProbeRequest:
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ProbeError("the probe request is not a JSON object")
+    return ProbeRequest(**doc)
+
+
+def command(request: ProbeRequest) -> list[str]:
+    """How the parent starts a run: this interpreter, this package (no PATH lookup)."""
+    return [sys.executable, "-m", MODULE, request_to_json(request)]
+
+
+class LineWriter:
+    """JSON lines to a descriptor from a thread of its own; put() never blocks."""
+
+    def __init__(self, fd: int):
+        self._file = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+        self._queue: queue.SimpleQueue[dict | None] = queue.SimpleQueue()
+        self._broken = False
+        self._thread = threading.Thread(target=self._main, name="probe-stream", daemon=True)
+        self._thread.start()
+
+    def put(self, doc: dict) -> None:
+        self._queue.put(doc)
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _main(self) -> None:
+        while (doc := self._queue.get()) is not None:
+            if self._broken:
+                continue
+            try:
+                self._file.write(json.dumps(doc, separators=(",", ":")) + "\n")
+            except (BrokenPipeError, OSError, ValueError):   # the parent is gone: run on
+                self._broken = True
+        try:
+            self._file.close()
+        except OSError:
+            pass
+
+
+def run(request: ProbeRequest, writer: LineWriter) -> int:
+    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
+    from inspector.probes.request import open_probe
+    probe: Any = None
+    driver = None
+    status = 0
+
+    def on_interval(interval) -> None:
+        writer.put({"type": "interval", "sent": time.monotonic(), "interval": interval.to_json()})
+
+    try:
+        probe = open_probe(request)
+        probe.prepare()
+        writer.put({"type": "started", "pid": os.getpid(),
+                    "notes": list(getattr(probe, "notes", []) or [])})
+        driver = ProbeDriver(probe, on_interval, signals=STOP_SIGNALS).run()
+    except ProbeError as exc:
+        writer.put({"type": "error", "message": str(exc)})
+        status = 2
+    except Exception as exc:    # a bug of the probe: one line in the run's panel
+        writer.put({"type": "error", "message": f"the probe failed: {exc or 'no reason given'}"})
+        status = 2
+    result = probe.result if probe is not None else None
+    if result is not None:
+        writer.put({"type": "summary", "summary": result.summary().to_json()})
+    writer.put({"type": "end", "signal": driver.signum if driver is not None else None})
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # the stream gets a private descriptor; anything printed goes to stderr
+    stream_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    writer = LineWriter(stream_fd)
+    try:
+        try:
+            request = request_from_json(argv[0] if argv else sys.stdin.read())
+        except (ProbeError, ValueError, TypeError) as exc:
+            writer.put({"type": "error", "message": f"bad probe request: {exc}"})
+            writer.put({"type": "end", "signal": None})
+            return 2
+        return run(request, writer)
+    finally:
+        writer.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
