@@ -2,8 +2,8 @@
 
 A tree given to `--root` comes from someone else (a capture, a sosreport, a container's rootfs,
 a mounted disk image). Its symlinks must never lead a read to the analyst's own files, so every
-path is resolved *inside* the tree, the way `lsblk --sysroot` and chroot(2) see it: absolute
-targets start again at the tree's top, `..` stops there.
+path is resolved *inside* the tree, as chroot(2) would (the layout is `lsblk --sysroot`'s, which
+follows links out of it): absolute targets start again at the tree's top, `..` stops there.
 
 The kernel does this race-free with openat2(2) and RESOLVE_IN_ROOT (Linux 5.6+), called through
 ctypes; RESOLVE_NO_MAGICLINKS also refuses /proc/PID/fd-style links if the tree holds a live
@@ -20,9 +20,10 @@ is checked on an O_PATH handle, and the file is then reopened from that same han
 budget of discovery on large trees cannot pay on every read (37,000 reads for 3,000 devices),
 so reads take one open, O_NONBLOCK|O_NOCTTY (a FIFO cannot block it), checked by fstat
 afterwards, when the file is on the tree's own filesystem (RESOLVE_NO_XDEV): a device node
-there must have been made in the tree by root. A read that crosses a mount (a /dev bind-mounted
-into a chroot-prepared image, a live /proc) takes the checked way; so do listings' opens never
-reach a device (O_DIRECTORY is refused before a device's open runs).
+there was made in the tree by root (mknod needs CAP_MKNOD; captures are unpacked without
+devices), or comes with a disk image mounted without nodev. A read that crosses a mount (a /dev
+bind-mounted into a chroot-prepared image, a live /proc) takes the checked way. A listing's
+open never reaches a device: O_DIRECTORY is refused before a device's open runs.
 """
 from __future__ import annotations
 

@@ -441,8 +441,9 @@ class HostRoot:
             raise Unavailable(f"corrupt sidecar {SIDECAR_NAME}: not an object")
         self._facts = {k: dict(v) for k, v in doc.get("facts", {}).items() if isinstance(v, dict)}
         self.sidecar_meta = {k: v for k, v in doc.items() if k != "facts"}
-        if "captured_at" in self.sidecar_meta and not _plausible_time(self.sidecar_meta["captured_at"]):
-            self.sidecar_meta["captured_at"] = None
+        meta = self.sidecar_meta
+        if "captured_at" in meta and not _plausible_time(meta["captured_at"]):
+            meta["captured_at"] = None
         times = self._facts.get("time", {})
         if "collected_at" in times and not _plausible_time(times["collected_at"]):
             times["collected_at"] = {"__unknown__": "implausible capture time in the sidecar"}

@@ -16,9 +16,8 @@ import signal
 import tempfile
 import threading
 
-_trees: set[str] = set()
-_lock = threading.Lock()
-_owner = os.getpid()
+_trees: dict[str, int] = {}       # path -> the process that made it, the one to remove it
+_lock = threading.RLock()          # the signal handler may run while the main thread holds it
 _at_exit = _on_signals = False
 
 
@@ -27,22 +26,22 @@ def make(prefix: str) -> str:
     _install()
     path = tempfile.mkdtemp(prefix=prefix)
     with _lock:
-        _trees.add(path)
+        _trees[path] = os.getpid()
     return path
 
 
 def remove(path: str) -> None:
     with _lock:
-        _trees.discard(path)
+        _trees.pop(path, None)
     shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_all() -> None:
-    if os.getpid() != _owner:
-        return
+    me = os.getpid()
     with _lock:
-        paths = list(_trees)
-        _trees.clear()
+        paths = [path for path, owner in _trees.items() if owner == me]
+        for path in paths:
+            del _trees[path]
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
 

@@ -24,8 +24,9 @@ def debian_python(code: str, *args: str) -> subprocess.CompletedProcess:
         pytest.fail(f"{DEBIAN_PYTHON} is missing: install Debian's python3 (apt-get install "
                     "python3); this test runs the capture reader on it")
     # only inspector.host, .capture, .model and what they import must load: no venv
-    return subprocess.run([DEBIAN_PYTHON, "-I", "-c", f"import sys; sys.path.insert(0, {str(REPO)!r})\n" + code,
-                           *args], capture_output=True, text=True, timeout=120)
+    code = f"import sys; sys.path.insert(0, {str(REPO)!r})\n" + code
+    return subprocess.run([DEBIAN_PYTHON, "-I", "-c", code, *args], capture_output=True,
+                          text=True, timeout=120)
 
 
 def test_the_interpreter_is_the_one_without_the_filter():
@@ -69,7 +70,7 @@ def test_cve_2025_4517_tarball_on_debian_python(tmp_path):
     assert sorted(os.listdir(outside)) == ["dest", "victim"]
     assert (outside / "victim").read_text() == "original\n"
     archive = cve_2025_4517(tmp_path / "cve-long.tar", dest, cve_component_len(dest))
-    out = debian_python("import sys\nfrom inspector.capture import open_root\nopen_root(sys.argv[1])",
-                        str(archive))
+    out = debian_python("import sys\nfrom inspector.capture import open_root\n"
+                        "open_root(sys.argv[1])", str(archive))
     assert "unsafe member name" in out.stderr and "over 1024 bytes" in out.stderr
     assert sorted(os.listdir(outside)) == ["dest", "victim"]

@@ -16,10 +16,12 @@ from inspector.redact import redact_cmdline
     ("ro quiet rd.iscsi.password=hunter2 root=/dev/sda1",
      "ro quiet rd.iscsi.password=<redacted> root=/dev/sda1", ["rd.iscsi.password"]),
     ("rd.iscsi.in.password=a rd.iscsi.username=bob luks.key=/k:UUID=1 cryptkey=x",
-     "rd.iscsi.in.password=<redacted> rd.iscsi.username=bob luks.key=<redacted> cryptkey=<redacted>",
+     "rd.iscsi.in.password=<redacted> rd.iscsi.username=bob luks.key=<redacted> "
+     "cryptkey=<redacted>",
      ["rd.iscsi.in.password", "luks.key", "cryptkey"]),
     ('"ip.secret=a b c" api_token=t1 apiKey=k2 rootpw=x PASSWD=y',
-     "ip.secret=<redacted> api_token=<redacted> apiKey=<redacted> rootpw=<redacted> PASSWD=<redacted>",
+     "ip.secret=<redacted> api_token=<redacted> apiKey=<redacted> rootpw=<redacted> "
+     "PASSWD=<redacted>",
      ["ip.secret", "api_token", "apiKey", "rootpw", "PASSWD"]),
     ("inst.ks=http://admin:s3cr3t@10.0.0.1/ks.cfg inst.repo=http://mirror/os",
      "inst.ks=http://<redacted>@10.0.0.1/ks.cfg inst.repo=http://mirror/os",
