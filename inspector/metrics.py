@@ -189,20 +189,26 @@ def _input_known(value: Any) -> bool:
     return not (isinstance(value, (dict, list, str)) and len(value) == 0)
 
 
-def plugin_status(levels: Iterable[str], codes: Iterable[str], sections: dict) -> int:
-    """The Nagios status of a report's findings (levels and codes as in its JSON), before any
-    threshold: CRITICAL whenever something is crit; else UNKNOWN when a section was not
-    collected or nothing was (the disks that hung may be what is wrong: never OK, nor only
-    WARNING); else WARNING for a warn; else UNKNOWN for unknown findings; else OK."""
+def plugin_status(levels: Iterable[str], unchecked: bool) -> int:
+    """The Nagios status of findings at these levels ("ok", "warn", "crit", "unknown"):
+    CRITICAL whenever something is crit; else UNKNOWN when part of the host went unchecked (a
+    section not collected, nothing collected, a thresholded value unknown: the disks that hung
+    may be what is wrong, so never OK, nor only WARNING); else WARNING for a warn; else
+    UNKNOWN for unknown findings; else OK. `inspector check` adds its thresholds' levels."""
     levels = set(levels)
     if "crit" in levels:
         return 2
-    not_collected = any(code.endswith(".not_collected") for code in codes)
-    if not_collected or not any(section_up(n, v) for n, v in sections.items()):
+    if unchecked:
         return 3
     if "warn" in levels:
         return 1
     return 3 if "unknown" in levels else 0
+
+
+def went_unchecked(codes: Iterable[str], sections: dict) -> bool:
+    """A section was not collected, or none is up (see section_up)."""
+    return any(code.endswith(".not_collected") for code in codes) \
+        or not any(section_up(name, value) for name, value in sections.items())
 
 
 def _num(v: Any) -> float | None:
@@ -249,8 +255,8 @@ def _iter_metrics(doc: dict) -> Iterator[Sample]:
         yield Sample("findings", sum(1 for f in findings if f.get("level") == level), {"level": level})
     sections = doc.get("sections", {})
     yield Sample("health_status", plugin_status(
-        (str(f.get("level")) for f in findings), (str(f.get("code") or "") for f in findings),
-        sections))
+        (str(f.get("level")) for f in findings),
+        went_unchecked((str(f.get("code") or "") for f in findings), sections)))
     for name, section in sections.items():
         yield Sample("section_up", 1 if section_up(name, section) else 0, {"section": name})
     yield from _timings(doc.get("timings") or {}, sections)

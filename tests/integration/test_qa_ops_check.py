@@ -70,7 +70,7 @@ def test_a_hung_collector_still_answers_before_check_nrpe_gives_up(monkeypatch):
 
 def test_an_internal_error_is_unknown_not_warning(monkeypatch):
     """An uncaught exception exits 1, which Nagios reads as WARNING."""
-    import inspector.commands.check as check
+    import inspector.check as check   # the plugin logic moved out of commands/ (issue 16)
 
     def broken(doc):
         raise KeyError("sections")
