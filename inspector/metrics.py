@@ -425,6 +425,7 @@ def _virt(s: Any) -> Iterator[Sample]:
 
 
 # ----------------------------------------------------------------------------- probe runs
+MICRO = 1e-6
 LATENCY_QUANTILES = {"p50_us": "0.5", "p90_us": "0.9", "p99_us": "0.99", "p99.9_us": "0.999"}
 LATENCY_FIGURES = {"avg_us": "probe_latency_mean_seconds",
                    "mdev_us": "probe_latency_stddev_seconds",
@@ -456,11 +457,11 @@ def probe_metrics(runs: Iterable[dict], started_at: float) -> list[Sample]:
             continue     # no request finished: latency figures of nothing
         for key, quantile in LATENCY_QUANTILES.items():
             if (us := _num(summary.get(key))) is not None:
-                out.append(Sample("probe_latency_seconds", us / 1e6,
+                out.append(Sample("probe_latency_seconds", _scaled(us, MICRO),
                                   {**labels, "quantile": quantile}))
         for key, metric in LATENCY_FIGURES.items():
             if (us := _num(summary.get(key))) is not None:
-                out.append(Sample(metric, us / 1e6, labels))
+                out.append(Sample(metric, _scaled(us, MICRO), labels))
     return out
 
 

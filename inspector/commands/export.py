@@ -1,16 +1,21 @@
-"""`inspector export --prometheus [-o FILE]` (node_exporter textfile format, atomic write) or
-`inspector export --json` (the report)."""
+"""`inspector export --prometheus [-o FILE] [--probe SPEC]...` (node_exporter textfile format,
+atomic write; probe runs as their last figures) or `inspector export --json` (the report)."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
 
+from inspector.bounded import run_probe_forked
 from inspector.collect import build_report_forked
-from inspector.commands.common import (COLLECTOR_TIMEOUT, add_root_argument, check_output,
-                                       eprint, root_from_args, write_output)
+from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
+                                       add_root_argument, check_output, eprint, root_from_args,
+                                       write_output)
 from inspector.export import prometheus_text
+from inspector.metrics import Sample, probe_metrics
 from inspector.model import to_jsonable
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,17 +28,31 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write atomically to FILE, a regular file or a new path (default stdout)")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
                    help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
+    p.add_argument("--probe", action="append", default=[], metavar="SPEC",
+                   help="with --prometheus: run a short bounded probe and write its latency "
+                        "quantiles, ops/s, errors and start time (io:PATH | dns | "
+                        "memcached:HOST:PORT, repeatable)")
+    p.add_argument("--probe-seconds", type=PROBE_SECONDS, default=3.0, metavar="DURATION",
+                   help=f"time bound of each probe run (default 3s, {PROBE_SECONDS.bounds})")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        specs = [parse_probe_spec(s) for s in args.probe]
+    except ProbeSpecError as exc:
+        raise CliError(str(exc)) from None
+    if specs and not args.prometheus:
+        raise CliError("--probe goes with --prometheus (a snapshot keeps probe runs as JSON)")
     to_file = bool(args.output) and args.output != "-"
     if to_file:
         check_output(args.output)     # refused before a 15 s collection, not after
     root = root_from_args(args)
+    if specs and not root.live:
+        raise CliError("--probe needs the live host; it cannot run against --root")
     report = build_report_forked(root, timeout=args.timeout)
     if args.prometheus:
-        text = prometheus_text(report)
+        text = prometheus_text(report, run_probes(specs, args.probe_seconds))
     else:
         text = json.dumps(to_jsonable(report), indent=2) + "\n"
     if not to_file:
@@ -43,3 +62,35 @@ def run(args: argparse.Namespace) -> int:
         eprint(f"note: node_exporter's textfile collector only reads *.prom files ({args.output})")
     write_output(args.output, text.encode())
     return 0
+
+
+def run_probes(specs: list, seconds: float) -> list[Sample]:
+    """Each probe in a bounded child (a hung target is a failed run, not a hung export)."""
+    samples: list[Sample] = []
+    for spec in specs:
+        eprint(f"probing {spec.text} for up to {seconds:g} s ...")
+        started = time.time()
+        samples += probe_metrics([run_probe_forked(spec, seconds)], started)
+    return samples
+
+
+def check_textfile(path: str) -> None:
+    """`record --textfile PATH` refused at once when it names a device, a directory...."""
+    from inspector.atomic_write import OutputError, output_target
+    try:
+        output_target(path)
+    except OutputError as exc:
+        raise CliError(f"--textfile {exc}") from None
+
+
+def write_textfile(path: str, report, runs: list[dict], started: float) -> None:
+    """The report's metrics and these probe runs' into `path`, atomically (node_exporter never
+    reads half a file); `record --textfile` writes one per sample. CliError when it fails."""
+    from inspector.atomic_write import OutputError, write_atomic
+    text = prometheus_text(report, probe_metrics(runs, started))
+    try:
+        write_atomic(path, text.encode())
+    except OutputError as exc:
+        raise CliError(f"--textfile {exc}") from None
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -2,7 +2,9 @@
 
 Each tick runs the report's health rules and the requested probes, and writes them in one
 transaction; rows older than --retention are pruned. `--once` suits a timer unit; without it
-the recorder loops every --every until SIGTERM/SIGINT (it finishes the current tick first)."""
+the recorder loops every --every until SIGTERM/SIGINT (it finishes the current tick first).
+`--textfile FILE` also writes each sample's metrics and probe figures for node_exporter's
+textfile collector (as `export --prometheus --probe`), atomically."""
 from __future__ import annotations
 
 import argparse
@@ -38,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"a regular file or a new path (default {default_db_path()})")
     p.add_argument("--retention", type=RETENTION, default=30 * 86400.0, metavar="DURATION",
                    help=f"prune rows older than this (default 30d, {RETENTION.bounds})")
+    p.add_argument("--textfile", metavar="FILE.prom",
+                   help="also write each sample's metrics and probe figures (latency "
+                        "quantiles, ops/s, errors, time) for node_exporter's textfile "
+                        "collector, atomically")
     p.add_argument("--once", action="store_true", help="one sample, then exit (for timers)")
     p.add_argument("--count", type=non_negative_int, default=0, metavar="N",
                    help=f"stop after N samples (0 = forever; {non_negative_int.bounds})")
@@ -64,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if specs and not root.live:
         # the probes would measure this machine and file it under the capture's hostname
         raise CliError("--probe needs the live host; it cannot run against --root")
+    if args.textfile:     # a device or a directory is refused before the first tick
+        from inspector.commands.export import check_textfile
+        check_textfile(args.textfile)
     try:   # only the default database's directory is created: a --db typo is an error
         db = HistoryDB(args.db or default_db_path(), make_dirs=not args.db)
     except (HistoryError, OSError) as exc:
@@ -74,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         eprint(f"inspector record: signal {signum}, finishing the current sample")
         stop.set()
 
-    samples = skipped = 0
+    samples = skipped = textfile_failures = 0
     limit = 1 if args.once else args.count
     # the probes' stop signals; one someone chose to ignore stays ignored (`nohup ... &`)
     with db, stop_signals(on_signal):
@@ -98,6 +107,13 @@ def run(args: argparse.Namespace) -> int:
                 eprint(f"{stamp} sample {samples}: worst {report.worst().label}, "
                        f"{len(results)} probes"
                        + (f" (failed: {', '.join(failed)})" if failed else ""))
+            if args.textfile:
+                from inspector.commands.export import write_textfile
+                try:
+                    write_textfile(args.textfile, report, results, start)
+                except CliError as exc:
+                    textfile_failures += 1
+                    eprint(f"{stamp} textfile not written: {exc}")
             try:
                 db.prune(time.time() - args.retention)
             except HistoryWriteError as exc:
@@ -105,4 +121,4 @@ def run(args: argparse.Namespace) -> int:
             if limit and samples >= limit:
                 break
             stop.wait(max(0.0, args.every - (time.time() - start)))
-    return 1 if skipped else 0     # a timer unit shows the failure
+    return 1 if skipped or textfile_failures else 0     # a timer unit shows the failure
