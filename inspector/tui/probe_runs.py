@@ -18,6 +18,7 @@ import itertools
 import json
 import math
 import os
+import queue
 import signal
 import subprocess
 import threading
@@ -180,15 +181,20 @@ class LiveHistogram:
         self.counts[int(self._index(ns))] += weight
         self.total += weight
 
-    def spread(self, low: float, high: float, weight: float) -> None:
+    def spread(self, low: float, high: float, weight: float, falling: bool = False) -> None:
+        """`weight` over [low, high] in log space: evenly, or `falling` linearly to nothing at
+        `high` (latency tails thin out: most of an interval's p50..p99 lies near its p50)."""
         a, b = self._index(low), self._index(max(low, high))
         if b - a < 1e-9:
             self.add(low, weight)
             return
+
+        def mass(x: float) -> float:      # share of the weight in [a, x]
+            f = (x - a) / (b - a)
+            return 2 * f - f * f if falling else f
         i = int(a)
         while i < b:
-            share = (min(i + 1, b) - max(i, a)) / (b - a)
-            self.counts[i] += weight * share
+            self.counts[i] += weight * (mass(min(i + 1, b)) - mass(max(i, a)))
             i += 1
         self.total += weight
 
@@ -200,8 +206,8 @@ class LiveHistogram:
         mx = max(mx or p99, p99)
         low = min(low if low else p50 * 0.7, p50)
         self.spread(low, p50, ops * 0.5)
-        self.spread(p50, p99, ops * 0.49)
-        self.spread(p99, mx, ops * 0.01)
+        self.spread(p50, p99, ops * 0.49, falling=True)
+        self.spread(p99, mx, ops * 0.01, falling=True)
 
     def buckets(self) -> list[tuple[int, int]]:
         """(upper bound ns, count) of the non-empty bins, as LatencyRecorder.buckets()."""
@@ -289,6 +295,7 @@ class ProbeRun:
     notes: list[str] = field(default_factory=list)
     pid: int | None = None
     history: RunHistory = field(default_factory=RunHistory)
+    launcher: "Launcher | None" = None
     _proc: subprocess.Popen | None = None
     _reader: threading.Thread | None = None
     _stop_requested: bool = False
@@ -313,9 +320,13 @@ class ProbeRun:
 
     def start(self) -> None:
         from inspector.probes.child import command
-        self._proc = subprocess.Popen(command(self.request), stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      close_fds=True)
+        argv = command(self.request)
+        if self.launcher is not None:
+            self._proc = self.launcher.popen(argv)
+        else:
+            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          close_fds=True)
         self.pid = self._proc.pid
         self._reader = threading.Thread(target=self._read, daemon=True,
                                         name=f"probe-{self.run_id}")
@@ -459,18 +470,115 @@ def _exit_text(code: int) -> str:
     return f"status {code}"
 
 
+class Launcher:
+    """Starts the probe processes from a thread of its own, which keeps the UI's original
+    priority: a child inherits its nice value from the thread that forks it, and the UI's
+    threads are reniced while probes run (UiPriority)."""
+
+    def __init__(self) -> None:
+        self._requests: "queue.SimpleQueue[tuple[list[str], queue.SimpleQueue]]" = \
+            queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._main, name="probe-launcher", daemon=True)
+        self.tid: int | None = None      # its native id, once it runs
+        self._thread.start()
+
+    def popen(self, argv: list[str]) -> subprocess.Popen:
+        answer: queue.SimpleQueue = queue.SimpleQueue()
+        self._requests.put((argv, answer))
+        result = answer.get()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _main(self) -> None:
+        self.tid = threading.get_native_id()
+        while True:
+            argv, answer = self._requests.get()
+            try:
+                answer.put(subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            close_fds=True))
+            except OSError as exc:
+                answer.put(exc)
+
+
+class UiPriority:
+    """While probes run, the UI's threads yield the CPU to them: nice +UI_NICE on every thread
+    of this process but the launcher's. On a small machine (2 cores: the load, the server it
+    loads, the terminal) a screen switch or a resize otherwise takes its CPU time from the
+    measurement. Back to the original priority when the last run ends, where that is allowed
+    (root, or RLIMIT_NICE); an unprivileged UI stays reniced, which only matters when the CPU
+    is contended, and then the probes should win."""
+    UI_NICE = 10
+
+    def __init__(self, keep: Callable[[], int | None]):
+        self.keep = keep
+        self.base = _nice_of(0)
+        self.lowered = False
+
+    def _set(self, value: int) -> bool:
+        keep = self.keep()
+        ok = True
+        for tid in _threads():
+            if tid == keep:
+                continue
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, value)
+            except PermissionError:
+                ok = False
+            except OSError:             # the thread has just ended
+                pass
+        return ok
+
+    def lower(self) -> None:
+        if self.base is not None and not self.lowered:
+            self._set(min(19, self.base + self.UI_NICE))
+            self.lowered = True
+
+    def restore(self) -> None:
+        if self.base is not None and self.lowered and self._set(self.base):
+            self.lowered = False
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return []
+
+
+def _nice_of(tid: int) -> int | None:
+    try:
+        return os.getpriority(os.PRIO_PROCESS, tid)
+    except OSError:
+        return None
+
+
 class ProbeManager:
     """All runs of this session; several may be active at once."""
 
     def __init__(self, post: Callable[[Any], None]):
         self.post = post
         self.runs: list[ProbeRun] = []
+        self._launcher: Launcher | None = None
+        self.priority: UiPriority | None = None
 
     def start(self, request: ProbeRequest) -> ProbeRun:
-        run = ProbeRun(request=request, post=self.post)
+        if self._launcher is None:
+            self._launcher = Launcher()
+            launcher = self._launcher
+            self.priority = UiPriority(lambda: launcher.tid)
+        run = ProbeRun(request=request, post=self.post, launcher=self._launcher)
         self.runs.append(run)
         run.start()
+        self.priority.lower()
         return run
+
+    def ended(self) -> None:
+        """A run has ended (the UI thread, on ProbeFinished): the UI's priority comes back
+        when none is left."""
+        if self.priority is not None and not self.active():
+            self.priority.restore()
 
     def get(self, run_id: int | None) -> ProbeRun | None:
         return next((r for r in self.runs if r.run_id == run_id), None)
