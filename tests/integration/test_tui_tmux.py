@@ -20,7 +20,8 @@ import pytest
 from conftest import inspector_bin
 from memcached_server import memcached  # noqa: F401  (fixture)
 
-OPS = re.compile(r"#1\s+IO latency\s+\S+\s+running\s+(\d+)")
+# the runs table: run, probe (kind and target), state, errors, ops (issue 20)
+OPS = re.compile(r"#1\s+io \S+\s+running\s+\d+\s+(\d+)")
 
 
 class Tmux:
@@ -77,7 +78,7 @@ def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     tmux.keys("2")
     tmux.wait(lambda s: "p IO probe here" in s and "HEALTH" in s, "the storage screen")
     tmux.keys("p")
-    tmux.wait(lambda s: "Start" in s and "workers/connections" in s, "the probe form")
+    tmux.wait(lambda s: "Start" in s and "Enter starts" in s, "the probe form")
     time.sleep(0.3)  # the target field takes focus
     tmux.keys("C-u")
     tmux.keys("-l", str(target))
@@ -117,7 +118,7 @@ def _start_from_palette(tmux: Tmux, command: str, entry: str, default_target: st
     tmux.wait(lambda s: entry in s, "the palette entry")
     time.sleep(0.5)
     tmux.keys("Enter")
-    tmux.wait(lambda s: default_target in s and "workers/connections" in s
+    tmux.wait(lambda s: default_target in s and "Enter starts" in s
               and "Search for commands" not in s, "the probe form, palette closed")
     field = re.compile(rf"[▊│]\s+{re.escape(target)}\s+[▎│]")
     for attempt in range(3):
