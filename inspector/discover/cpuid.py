@@ -15,10 +15,12 @@ Fact key scheme (sidecar `{"version": 1, "facts": {"cpuid": {KEY: VALUE}}}`):
   "0x0000000d.1"): [eax, ebx, ecx, edx] as integers. A leaf key that is absent in a capture
   is Unknown ("not recorded"), never silently zero.
 - "scan": the hypervisor leaf blocks found when scanning 0x40000000..0x4000FF00 in steps of
-  0x100 (only done when leaf 1 ECX bit 31, "running under a hypervisor", is set): a list of
-  block bases as "0x%08x". The leaves of each listed block (base .. base + min(max leaf, 0x0C))
-  are recorded under their own leaf keys, so a capture holds the blocks that exist and not 256
-  rows of zeros.
+  0x100: a list of block bases as "0x%08x". The scan is done whatever leaf 1 ECX bit 31
+  ("running under a hypervisor") says, as virt-what's helper does: hypervisors older than that
+  2008 convention (Xen 3.x) leave the bit clear yet answer at 0x40000000. The leaves of each
+  listed block (base .. base + min(max leaf, 0x0C)) are recorded under their own leaf keys, so
+  a capture holds the blocks that exist and not 256 rows of zeros. Captures made before the
+  scan was unconditional have no "scan" key when the bit is clear: no blocks, as then.
 """
 from __future__ import annotations
 
@@ -39,33 +41,47 @@ HV_STEP = 0x100
 HV_LEAVES_PER_BLOCK = 0x0C      # base .. base+0x0C covers Hyper-V's isolation leaf 0x4000000C
 PROBE_TIMEOUT = 5.0
 
-# Hypervisor signatures (EBX, ECX, EDX of the block's base leaf) -> technology.
+# Hypervisor signatures (EBX, ECX, EDX of the block's base leaf) -> technology. Sources: the
+# tables of systemd (src/basic/virt.c, vm_table) and virt-what (virt-what-cpuid-helper.c), the
+# hypervisors' own documentation (ACRN: Documentation/virt/acrn/cpuid.rst in Linux; OpenBSD:
+# VMM_HV_SIGNATURE in sys/arch/amd64/include/vmmvar.h) and the published CPUID vendor lists.
 SIGNATURES = {
     "XenVMMXenVMM": "xen",
     "KVMKVMKVM": "kvm",
     "Linux KVM Hv": "kvm",           # KVM's own Hyper-V identity
-    "TCGTCGTCGTCG": "qemu",
+    "TCGTCGTCGTCG": "qemu",          # QEMU without KVM (TCG), QEMU 2.10 and later
     "VMwareVMware": "vmware",
     "Microsoft Hv": "microsoft",     # also Xen/KVM Hyper-V enlightenments: deferred to later blocks
     "bhyve bhyve ": "bhyve",
-    "QNXQVMBSQG": "qnx",
+    "BHyVE BHyVE ": "bhyve",         # bhyve before FreeBSD 10.1 spelt it so
+    "QNXQVMBSQG": "qnx",             # " QNXQVMBSQG " (QNX hypervisor)
     "ACRNACRNACRN": "acrn",
-    "VBoxVBoxVBox": "oracle",
+    "VBoxVBoxVBox": "oracle",        # VirtualBox with its own paravirtualisation interface
     "Apple VZ": "apple",
-    "LKVMLKVMLKVM": "kvm",           # kvmtool
-    "Jailhouse": "jailhouse",
-    "SRESRESRESRE": "sre",
-    "prl hyperv": "parallels",
-    "lrpepyh vr": "parallels",
+    "LKVMLKVMLKVM": "kvmtool",       # kvmtool (lkvm): KVM with its own device model
+    "Jailhouse": "jailhouse",        # "Jailhouse\0\0\0"
+    "SRESRESRESRE": "sre",           # Lockheed Martin's hardened security for Intel
+    " prl hyperv ": "parallels",
+    " lrpepyh vr ": "parallels",     # the same, byte-swapped by some Parallels versions
+    "OpenBSDVMM58": "openbsd-vmm",
+    "HAXMHAXMHAXM": "haxm",          # Intel HAXM
+    "___ NVMM ___": "nvmm",          # NetBSD NVMM
+    "EVMMEVMMEVMM": "intel-kgt",     # Intel Kernel Guard Technology
+    "UnisysSpar64": "unisys-spar",
 }
 
 
-_BY_TEXT = {sig.strip(): name for sig, name in SIGNATURES.items()}
+def _normal(sig: str) -> str:
+    """Signatures compare without spaces and NULs: Parallels is seen as " lrpepyh  vr"."""
+    return sig.replace(" ", "").replace("\0", "")
+
+
+_BY_TEXT = {_normal(sig): name for sig, name in SIGNATURES.items()}
 
 
 def hypervisor_of(sig: str) -> str | None:
-    """Technology named by a signature; padding (spaces, NULs) does not matter."""
-    return _BY_TEXT.get(sig.strip(" \0"))
+    """Technology named by a signature; spaces and NULs do not matter."""
+    return _BY_TEXT.get(_normal(sig)) if sig.strip(" \0") else None
 
 
 def key(leaf: int, subleaf: int = 0) -> str:
@@ -286,11 +302,10 @@ class CpuidReader:
         if isinstance(leaf1, Unknown):
             return CpuidView(method, vendor, leaf1, leaf1)
         hv_bit = bool(leaf1[2] & (1 << 31))
-        if not hv_bit:
-            return CpuidView(method, vendor, False, [])
         bases = self.scan()
         if isinstance(bases, Unknown):
-            return CpuidView(method, vendor, True, bases)
+            # a capture taken before the scan ignored the bit has none when the bit is clear
+            return CpuidView(method, vendor, hv_bit, bases if hv_bit else [])
         blocks = []
         for base in bases:
             regs = self.leaf(base)
@@ -308,7 +323,7 @@ class CpuidReader:
                 if known(sub):
                     leaves[leaf] = sub
             blocks.append(HypervisorBlock(base, sig, max_leaf, hypervisor_of(sig), leaves))
-        return CpuidView(method, vendor, True, blocks)
+        return CpuidView(method, vendor, hv_bit, blocks)
 
 
 def _block_present(base: int, regs: list[int]) -> bool:

@@ -59,3 +59,26 @@ def test_capture_of_virt_reports_the_same(tmp_path):
     out = tmp_path / "virt.tar.gz"
     write_capture(live_root, str(out))
     assert to_jsonable(virt.collect(open_root(str(out)))) == live
+
+
+def test_live_firmware_fallback_and_capture_privacy(tmp_path):
+    """Without /sys/class/dmi/id (this microVM has no SMBIOS) dmidecode is the fallback, run
+    bounded and recorded; either way PID 1's environment never enters a capture, only the
+    container= value as a fact."""
+    import tarfile
+    live_root = HostRoot("/", record=True)
+    section = virt.collect(live_root)
+    commands = live_root.sidecar()["facts"].get("command", {})
+    vm = section.layer("vm")
+    if os.path.exists("/sys/class/dmi/id"):
+        assert not any(key.startswith("dmidecode") for key in commands)
+    else:
+        assert "dmidecode -t 0" in commands
+        smbios = [e for e in vm.evidence if e.source == "SMBIOS"]
+        assert smbios and smbios[0].value.startswith("no /sys/class/dmi/id; dmidecode: ")
+    out = tmp_path / "virt.tar.gz"
+    write_capture(live_root, str(out))
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+    assert not any(n.endswith("/environ") for n in names)
+    assert "env1" in live_root.sidecar()["facts"]

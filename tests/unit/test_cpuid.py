@@ -96,3 +96,36 @@ def test_no_method_gives_reasons(monkeypatch, tmp_path):
     view = cpuid.read(HostRoot("/"))
     assert isinstance(view.method, Unknown)
     assert "no-cpuid-driver" in view.method.reason and "signal" in view.method.reason
+
+
+@pytest.mark.parametrize("sig,hypervisor", [
+    ("XenVMMXenVMM", "xen"), ("KVMKVMKVM", "kvm"), ("Linux KVM Hv", "kvm"), ("TCGTCGTCGTCG", "qemu"),
+    ("VMwareVMware", "vmware"), ("Microsoft Hv", "microsoft"), ("bhyve bhyve ", "bhyve"),
+    ("BHyVE BHyVE ", "bhyve"), (" QNXQVMBSQG ", "qnx"), ("ACRNACRNACRN", "acrn"),
+    ("VBoxVBoxVBox", "oracle"), ("Apple VZ", "apple"), ("LKVMLKVMLKVM", "kvmtool"),
+    ("Jailhouse\0\0\0", "jailhouse"), ("SRESRESRESRE", "sre"), (" prl hyperv ", "parallels"),
+    ("prl hyperv  ", "parallels"), (" lrpepyh  vr", "parallels"), (" lrpepyh vr ", "parallels"),
+    ("OpenBSDVMM58", "openbsd-vmm"), ("HAXMHAXMHAXM", "haxm"), ("___ NVMM ___", "nvmm"),
+    ("EVMMEVMMEVMM", "intel-kgt"), ("UnisysSpar64", "unisys-spar")])
+def test_signature_table(tmp_path, sig, hypervisor):
+    """Every published signature, as the registers carry it, names its hypervisor."""
+    regs = [0x40000001, *struct.unpack("<3I", sig.encode("latin-1").ljust(12, b"\0"))]
+    root = write_root(tmp_path, {"method": "dev-cpu", "0x00000000": [0x16, 0, 0, 0],
+                                 "0x00000001": [0, 0, 1 << 31, 0], "scan": ["0x40000000"],
+                                 "0x40000000": regs, "0x40000001": [0, 0, 0, 0]})
+    assert cpuid.read(root).blocks[0].hypervisor == hypervisor
+    assert cpuid.hypervisor_of("") is None and cpuid.hypervisor_of("\0\0\0") is None
+
+
+def test_blocks_are_read_with_the_hypervisor_bit_clear(tmp_path):
+    """Xen 3.x answers at 0x40000000 without setting leaf 1 ECX bit 31."""
+    root = write_root(tmp_path, {"method": "dev-cpu", "0x00000000": [0x16, 0, 0, 0],
+                                 "0x00000001": [0, 0, 0, 0], "scan": ["0x40000000"],
+                                 "0x40000000": regs_for("XenVMMXenVMM", 0x40000002),
+                                 "0x40000001": [0x30001, 0, 0, 0], "0x40000002": [0, 0, 0, 0]})
+    view = cpuid.read(root)
+    assert view.hypervisor_bit is False and [b.hypervisor for b in view.blocks] == ["xen"]
+    # a capture made before the scan ignored the bit has no "scan" key then: no blocks
+    old = write_root(tmp_path, {"method": "dev-cpu", "0x00000000": [0x16, 0, 0, 0],
+                                "0x00000001": [0, 0, 0, 0]})
+    assert cpuid.read(old).blocks == []

@@ -3,14 +3,17 @@ decision over those facts (decide_container) weighs them into one layer.
 
 Marker files (/.dockerenv, /run/.containerenv) travel inside images, so they only name a runtime
 that a separate PID namespace, a cgroup or a mount path confirms; on the host's initial PID
-namespace with no such confirmation they are suspect."""
+namespace with no such confirmation they are suspect. A manager name (/run/host/container-manager,
+/run/systemd/container, container= of PID 1 or ours) counts only as one word: systemd's
+Container Interface has the manager write its name there, and a file of another kind (a script)
+must not become the container's name."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
 from inspector.discover.virt.model import (
-    INIT_PID_NS_INODE, INFO, MEDIUM, STRONG, SUSPECT, WEAK, Evidence, HostRole, Layer)
+    IGNORED, INIT_PID_NS_INODE, INFO, MEDIUM, STRONG, SUSPECT, WEAK, Evidence, HostRole, Layer)
 from inspector.discover.virt.signals import line
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
@@ -29,9 +32,22 @@ _MOUNT_PATTERNS = [
     (re.compile(r"/containers/storage/overlay-containers/[0-9a-f]{64}/userdata"), "podman"),
     (re.compile(r"/var/lib/lxc/|/lxc/[^ ]+/rootfs"), "lxc"),
 ]
+# Where the runtime under Kubernetes shows: its cgroup scope names (systemd cgroup driver) and
+# the roots of the files it bind-mounts (/etc/hostname, /etc/hosts: mountinfo field 4).
+_RUNTIME_PATTERNS = [
+    (re.compile(r"crio-(conmon-)?[0-9a-f]{64}"), "cri-o"),
+    (re.compile(r"cri-containerd-[0-9a-f]{64}"), "containerd"),
+    (re.compile(r"docker-[0-9a-f]{64}\.scope"), "docker"),
+    (re.compile(r"/io\.containerd\.[a-z0-9.]+/"), "containerd"),
+    (re.compile(r"/containers/storage/overlay-containers/[0-9a-f]{64}/"), "cri-o"),
+    (re.compile(r"/docker/containers/[0-9a-f]{64}/"), "docker"),
+]
 _ENV_NAMES = {"docker": "docker", "podman": "podman", "lxc": "lxc", "lxc-libvirt": "lxc",
               "systemd-nspawn": "systemd-nspawn", "oci": "container-other", "wsl": "wsl",
-              "proot": "proot", "pouch": "pouch", "rkt": "rkt"}
+              "proot": "proot", "pouch": "pouch", "rkt": "rkt",
+              "crio": "cri-o", "cri-o": "cri-o"}     # CRI-O sets container=crio in its containers
+_MANAGER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+_MARKER_LIMIT = 256          # a manager name is a word; a bigger file is something else
 
 
 @dataclass
@@ -41,11 +57,13 @@ class ContainerSignals:
     proc_bc: bool                    # /proc/bc: OpenVZ host only
     osrelease: str | None
     proot_tracer: str | None         # "4242 (proot)" when our tracer is proot
-    manager_file: str | None         # /run/host/container-manager, first line
-    systemd_container: str | None    # /run/systemd/container, first line
+    manager_file: str | None         # /run/host/container-manager as written (None: absent)
+    systemd_container: str | None    # /run/systemd/container as written (None: absent)
     env1: str | Unknown | None       # container= of PID 1's environment (a fact, never the file)
+    env1_source: str                 # where env1 came from (a fact, or a foreign tree's file)
     own_env: str | None              # our own $container
     kubernetes_service_host: bool    # $KUBERNETES_SERVICE_HOST set
+    vxid: int | None                 # VxID of /proc/self/status (Linux-VServer kernels)
     pid_ns: int | None               # inode of /proc/self/ns/pid
     cgroup: str | None               # /proc/self/cgroup
     mountinfo: str | None            # /proc/self/mountinfo
@@ -54,23 +72,46 @@ class ContainerSignals:
     dockerenv: bool                  # /.dockerenv
 
 
-def _env1_container() -> str | None:
+def _container_of(environ: bytes) -> str | None:
+    for item in environ.split(b"\0"):
+        if item.startswith(b"container="):
+            return item[len(b"container="):].decode("utf-8", "replace")
+    return None
+
+
+def _env1_container() -> str | Unknown | None:
     """Live only: the container= value of PID 1's environment, nothing else leaves the file."""
     try:
         with open("/proc/1/environ", "rb") as f:
             data = f.read(1 << 16)
     except OSError as exc:
         return Unknown(f"/proc/1/environ: {exc.strerror or exc}")
-    for item in data.split(b"\0"):
-        if item.startswith(b"container="):
-            return item[len(b"container="):].decode("utf-8", "replace")
-    return None
+    return _container_of(data)
 
 
-def _proot_tracer(root: HostRoot) -> str | None:
+def _env1(root: HostRoot) -> tuple[str | Unknown | None, str]:
+    """PID 1's container=: a fact (live, or recorded in a capture, which never holds the file
+    itself); in a tree someone else captured, their proc/1/environ, of which only container=
+    is kept."""
+    env1 = root.fact("env1", "container", _env1_container)
+    if isinstance(env1, Unknown) and env1.reason.startswith("not recorded") and not root.live:
+        try:
+            return _container_of(root.read_bytes("proc/1/environ", 1 << 16)), "tree"
+        except Unavailable:
+            return env1, "fact"
+    return (env1 if isinstance(env1, (str, Unknown)) else None), "fact"
+
+
+def _marker(root: HostRoot, rel: str) -> str | None:
+    try:
+        return root.read_text(rel, _MARKER_LIMIT + 1)
+    except Unavailable:
+        return None
+
+
+def _proot_tracer(root: HostRoot, status: str | None) -> str | None:
     """proot runs programs under ptrace: our tracer's name is "proot"."""
-    status = root.try_text("proc/self/status")
-    match = re.search(r"^TracerPid:\s*(\d+)", status, re.M) if known(status) else None
+    match = re.search(r"^TracerPid:\s*(\d+)", status, re.M) if status else None
     if not match or match.group(1) == "0":
         return None
     comm = line(root, f"proc/{match.group(1)}/comm")
@@ -87,26 +128,59 @@ def _pid_ns(root: HostRoot) -> int | None:
 
 
 def _text(root: HostRoot, rel: str) -> str | None:
+    """A file's text; None when unreadable or empty (an empty file is not evidence)."""
     value = root.try_text(rel)
-    return value if known(value) else None
+    return value if known(value) and value.strip() else None
 
 
 def gather_container(root: HostRoot, osrelease: str | None) -> ContainerSignals:
     proc_vz = root.exists("proc/vz")
-    env1 = root.fact("env1", "container", _env1_container)
+    env1, env1_source = _env1(root)
+    status = _text(root, "proc/self/status")
+    vxid = re.search(r"^VxID:\s*(\d+)", status, re.M) if status else None
     return ContainerSignals(
         proc_vz=proc_vz, proc_bc=proc_vz and root.exists("proc/bc"), osrelease=osrelease,
-        proot_tracer=_proot_tracer(root),
-        manager_file=line(root, "run/host/container-manager"),
-        systemd_container=line(root, "run/systemd/container"),
-        env1=env1 if isinstance(env1, (str, Unknown)) else None,
-        own_env=root.environ("container"),
+        proot_tracer=_proot_tracer(root, status),
+        manager_file=_marker(root, "run/host/container-manager"),
+        systemd_container=_marker(root, "run/systemd/container"),
+        env1=env1, env1_source=env1_source, own_env=root.environ("container"),
         kubernetes_service_host=bool(root.environ("KUBERNETES_SERVICE_HOST")),
+        vxid=int(vxid.group(1)) if vxid else None,
         pid_ns=_pid_ns(root), cgroup=_text(root, "proc/self/cgroup"),
         mountinfo=_text(root, "proc/self/mountinfo"), lxd_sock=root.exists("dev/lxd/sock"),
         containerenv=root.try_text("run/.containerenv") if root.exists("run/.containerenv")
         else None,
         dockerenv=root.exists(".dockerenv"))
+
+
+def _manager_name(text: str | None) -> str | None:
+    """The one word a manager wrote; None when the text is anything else."""
+    if text is None or len(text) > _MARKER_LIMIT:
+        return None
+    word = text.strip()
+    return word if _MANAGER_NAME.fullmatch(word) else None
+
+
+def _shown(text: str) -> str:
+    first = text.strip().split("\n", 1)[0]
+    return (first[:40] + "...") if len(first) > 40 or "\n" in text.strip() else first
+
+
+def _runtimes(cs: ContainerSignals) -> list[tuple[str, str, str]]:
+    """(runtime, source, what matched) for each runtime marker in our cgroup paths and the
+    roots of our mounts."""
+    found: list[tuple[str, str, str]] = []
+    items = [("/proc/self/cgroup", entry.strip(), entry)
+             for entry in (cs.cgroup or "").splitlines()]
+    for entry in (cs.mountinfo or "").splitlines():
+        fields = entry.split()
+        if len(fields) > 4:
+            items.append(("/proc/self/mountinfo", f"{fields[3]} on {fields[4]}", fields[3]))
+    for source, shown, text in items:
+        for pattern, runtime in _RUNTIME_PATTERNS:
+            if pattern.search(text) and all(runtime != r for r, _, _ in found):
+                found.append((runtime, source, shown))
+    return found
 
 
 def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
@@ -135,25 +209,42 @@ def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
         isolated = True
     if cs.proot_tracer:
         claim("proot", Evidence("/proc/self/status TracerPid", cs.proot_tracer, "proot", STRONG))
-    manager = cs.manager_file
-    if manager:
-        claim(_ENV_NAMES.get(manager, manager), Evidence("/run/host/container-manager", manager,
-                                                        manager, STRONG))
-        isolated = True
-    systemd_container = cs.systemd_container
-    if systemd_container:
-        claim(_ENV_NAMES.get(systemd_container, systemd_container),
-              Evidence("/run/systemd/container", systemd_container, systemd_container, STRONG))
-        isolated = True
+    for source, text in (("/run/host/container-manager", cs.manager_file),
+                         ("/run/systemd/container", cs.systemd_container)):
+        name = _manager_name(text)
+        if name:
+            claim(_ENV_NAMES.get(name, name), Evidence(source, name, name, STRONG))
+            isolated = True
+        elif text is not None and text.strip():
+            ev.append(Evidence(source, _shown(text), "unknown", IGNORED,
+                               "not a one-word manager name (the manager writes e.g. "
+                               "'systemd-nspawn', 'podman', 'lxc'): a file of another kind"))
     env1 = cs.env1
-    if isinstance(env1, str) and env1:
-        claim(_ENV_NAMES.get(env1, env1), Evidence("/proc/1/environ container=", env1, env1, STRONG))
+    env1_name = _manager_name(env1) if isinstance(env1, str) else None
+    if env1_name:
+        note = "read from the tree's proc/1/environ (container= only)" \
+            if cs.env1_source == "tree" else ""
+        claim(_ENV_NAMES.get(env1_name, env1_name),
+              Evidence("/proc/1/environ container=", env1_name, env1_name, STRONG, note))
         isolated = True
+    elif isinstance(env1, str) and env1.strip():
+        ev.append(Evidence("/proc/1/environ container=", _shown(env1), "unknown", IGNORED,
+                           "not a one-word manager name"))
     elif isinstance(env1, Unknown) and not env1.reason.startswith("not recorded"):
         ev.append(Evidence("/proc/1/environ container=", str(env1), "unknown", INFO))
-    own_env = cs.own_env
+    own_env = _manager_name(cs.own_env)
     if own_env:
         claim(_ENV_NAMES.get(own_env, own_env), Evidence("$container", own_env, own_env, MEDIUM))
+    if cs.vxid is not None:
+        if cs.vxid:
+            claim("linux-vserver", Evidence("/proc/self/status VxID", str(cs.vxid), "linux-vserver",
+                                            STRONG, "a Linux-VServer security context (0 is the "
+                                            "host's)"))
+            isolated = True
+        else:
+            roles.append(HostRole("vserver-host", "Linux-VServer host (context 0): guests run "
+                                  "beside it", [Evidence("/proc/self/status VxID", "0",
+                                                         "vserver-host", STRONG)]))
     if cs.kubernetes_service_host:
         claim("kubernetes", Evidence("$KUBERNETES_SERVICE_HOST", "set", "kubernetes", MEDIUM))
 
@@ -229,11 +320,11 @@ def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
                 e.note = "PID namespace and cgroups could not confirm it"
             claim(verdict, e, flavor)
 
-    return _weigh_claims(claims, ev, isolated), roles
+    return _weigh_claims(claims, ev, isolated, _runtimes(cs)), roles
 
 
 def _weigh_claims(claims: list[tuple[str, str, str | None]], ev: list[Evidence],
-                  isolated: bool | None) -> Layer:
+                  isolated: bool | None, runtimes: list[tuple[str, str, str]]) -> Layer:
     if not claims:
         if isolated:
             return Layer("container", "container-other", confidence="medium", evidence=ev)
@@ -245,6 +336,15 @@ def _weigh_claims(claims: list[tuple[str, str, str | None]], ev: list[Evidence],
     flavor = next((c[2] for c in claims if c[2]), None)
     if "kubernetes" in verdicts:
         runtime = next((v for v in verdicts if v in ("docker", "containerd", "podman", "cri-o")), None)
+        if runtime == "podman":
+            # podman is no Kubernetes runtime: its storage paths under a kubelet are CRI-O's
+            runtime = "cri-o"
+        if runtime is None and runtimes:
+            runtime = runtimes[0][0]
+        for name, source, shown in runtimes:
+            if name == runtime:
+                ev.append(Evidence(source, shown, name, MEDIUM, "the pod's container runtime"))
+                break
         verdict, flavor = "kubernetes", runtime or flavor
     else:
         best = min(claims, key=lambda c: rank.get(c[1], 3))
@@ -256,7 +356,8 @@ def _weigh_claims(claims: list[tuple[str, str, str | None]], ev: list[Evidence],
     confidence = "high" if STRONG in strengths and isolated else (
         "medium" if isolated or STRONG in strengths else "low")
     distinct = {v for v in verdicts if v not in ("kubernetes", "containerd")}
-    conflict = len(distinct) > 1 and not (distinct <= {"docker", "podman"} and "kubernetes" in verdicts)
+    conflict = len(distinct) > 1 and not (distinct <= {"docker", "podman", "cri-o"}
+                                          and "kubernetes" in verdicts)
     layer = Layer("container", verdict, flavor=flavor, confidence=confidence, evidence=ev)
     if conflict:
         layer.confidence = "medium" if confidence == "high" else confidence

@@ -1,12 +1,32 @@
-"""The machine-level facts the VM layers are decided from, gathered once from a root."""
+"""The machine-level facts the VM layers are decided from, gathered once from a root.
+
+An empty file is not evidence: an empty /proc/cpuinfo (some container images ship one) reads as
+unknown, not as "no hypervisor flag"."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inspector.discover import cpuid as cpuid_mod
 from inspector.discover.cpuid import CpuidView
+from inspector.discover.virt.firmware import Firmware, read_firmware
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
+
+# /proc/cpuinfo fields kept (first occurrence): x86 vendor and model, POWER platform and
+# model/machine ("IBM pSeries (emulated by qemu)" under KVM or TCG), s390 vendor "IBM/S390"
+_CPUINFO_FIELDS = ("vendor_id", "model name", "platform", "model", "machine")
+
+
+@dataclass
+class DeviceTree:
+    """What the flattened device tree (/proc/device-tree, arm64, POWER, RISC-V) says."""
+    present: bool = False
+    hypervisor: str | None = None        # hypervisor/compatible, entries joined by " "
+    compatible: list[str] = field(default_factory=list)   # the root node's compatible list
+    fw_cfg: list[str] = field(default_factory=list)       # "fw-cfg@9020000 (qemu,fw-cfg-mmio)"
+    partition_name: str | None = None    # ibm,partition-name (PowerVM, QEMU pseries with -name)
+    hmc_managed: bool = False            # hmc-managed? (PowerVM under an HMC)
+    qemu_graphic: bool = False           # chosen/qemu,graphic-width (QEMU pseries)
 
 
 @dataclass
@@ -19,6 +39,7 @@ class Signals:
     dmi: dict[str, str]
     dmi_present: bool
     smbios_vm_bit: bool | None
+    firmware: Firmware                # where the DMI strings and the VM bit were read
     hv_type: str | None
     xen_guest_type: str | None
     xen_features: int | None
@@ -33,6 +54,10 @@ class Signals:
     cmdline: str | None
     osrelease: str | None
     dt_hypervisor: str | None
+    cpuinfo: dict[str, str] = field(default_factory=dict)  # _CPUINFO_FIELDS seen
+    devicetree: DeviceTree = field(default_factory=DeviceTree)
+    lparcfg: dict[str, str] | None = None    # /proc/powerpc/lparcfg (POWER LPARs and pseries)
+    sysinfo: dict[str, str] | None = None    # /proc/sysinfo (s390x)
 
 
 def line(root: HostRoot, rel: str) -> str | None:
@@ -40,46 +65,22 @@ def line(root: HostRoot, rel: str) -> str | None:
     return value if known(value) else None
 
 
-def _dmi(root: HostRoot) -> tuple[dict[str, str], bool]:
-    fields = ("sys_vendor", "product_name", "product_version", "board_vendor", "bios_vendor",
-              "bios_version", "chassis_asset_tag", "chassis_vendor")
-    present = root.exists("sys/class/dmi/id")
-    out = {}
-    if present:
-        for name in fields:
-            value = line(root, f"sys/class/dmi/id/{name}")
-            if value is not None:
-                out[name] = value
-    return out, present
-
-
-def _smbios_vm_bit(root: HostRoot) -> bool | None:
-    """SMBIOS type 0, byte 0x13 bit 4: "this is a virtual machine" (root-only raw entry)."""
-    try:
-        raw = root.read_bytes("sys/firmware/dmi/entries/0-0/raw", 64)
-    except Unavailable:
-        return None
-    if len(raw) < 0x14 or raw[0] != 0 or raw[1] < 0x14:
-        return None
-    return bool(raw[0x13] & 0x10)
-
-
-def _cpuinfo(root: HostRoot) -> tuple[set[str] | Unknown, str | None, str | None]:
+def _cpuinfo(root: HostRoot) -> tuple[set[str] | Unknown, dict[str, str]]:
     text = root.try_text("proc/cpuinfo")
     if isinstance(text, Unknown):
-        return text, None, None
-    flags: set[str] = set()
-    vendor = model = None
+        return text, {}
+    if not text.strip():
+        return Unknown("/proc/cpuinfo is empty (not evidence either way)"), {}
+    flags: set[str] | None = None
+    fields: dict[str, str] = {}
     for entry in text.splitlines():
         name, _, value = entry.partition(":")
         name = name.strip()
-        if name in ("flags", "Features") and not flags:
+        if name in ("flags", "Features", "features") and flags is None:
             flags = set(value.split())
-        elif name == "vendor_id" and vendor is None:
-            vendor = value.strip()
-        elif name == "model name" and model is None:
-            model = value.strip()
-    return flags, vendor, model
+        elif name in _CPUINFO_FIELDS and name not in fields:
+            fields[name] = value.strip()
+    return (Unknown("/proc/cpuinfo has no flags line") if flags is None else flags), fields
 
 
 def _acpi_oem(root: HostRoot) -> dict[str, str]:
@@ -113,25 +114,90 @@ def _clocksources(root: HostRoot) -> list[str]:
     return ([current] if current else []) + [c for c in available if c != current]
 
 
-def gather(root: HostRoot) -> Signals:
+def _dt_strings(root: HostRoot, rel: str) -> list[str]:
+    """A device-tree string-list property: NUL-separated, NUL-terminated."""
+    try:
+        raw = root.read_bytes(rel, 4096)
+    except Unavailable:
+        return []
+    return [s for s in raw.decode("latin-1").split("\0") if s.strip()]
+
+
+def _devicetree(root: HostRoot) -> DeviceTree:
+    """Nodes and properties per the Linux device-tree bindings and QEMU's generated trees:
+    /hypervisor (Documentation/devicetree/bindings/arm/xen.txt: "xen,xen"; QEMU pseries under
+    KVM: "linux,kvm"), fw-cfg@... (bindings/firmware/qemu,fw-cfg-mmio.yaml), the root
+    compatible ("linux,dummy-virt" of QEMU's and kvmtool's arm virt machines, "qemu,pseries")."""
+    base = "proc/device-tree"
+    if not root.exists(base):
+        return DeviceTree()
+    names = root.try_listdir(base)
+    fw_cfg = []
+    for name in names:
+        if "fw-cfg" in name:
+            compat = _dt_strings(root, f"{base}/{name}/compatible")
+            fw_cfg.append(f"{name} ({', '.join(compat)})" if compat else name)
+    hypervisor = _dt_strings(root, f"{base}/hypervisor/compatible")
+    partition = _dt_strings(root, f"{base}/ibm,partition-name")
+    return DeviceTree(
+        present=True, hypervisor=" ".join(hypervisor) or None,
+        compatible=_dt_strings(root, f"{base}/compatible"), fw_cfg=fw_cfg,
+        partition_name=partition[0] if partition else None,
+        hmc_managed="hmc-managed?" in names,         # a boolean property: present means true
+        qemu_graphic=root.exists(f"{base}/chosen/qemu,graphic-width"))
+
+
+def _key_values(root: HostRoot, rel: str, sep: str) -> dict[str, str] | None:
+    """"key=value" (lparcfg) or "Key: value" (sysinfo) lines; None when absent or empty."""
+    text = root.try_text(rel)
+    if not known(text) or not text.strip():
+        return None
+    out: dict[str, str] = {}
+    for entry in text.splitlines():
+        name, found, value = entry.partition(sep)
+        if found and name.strip() and name.strip() not in out:
+            out[name.strip()] = value.strip()
+    return out or None
+
+
+def _arch(root: HostRoot, cpu: dict[str, str]) -> str:
     uname = root.uname()
-    arch = uname["machine"] if known(uname) else ""
-    flags, cpu_vendor, cpu_model = _cpuinfo(root)
-    if not arch and cpu_vendor in ("GenuineIntel", "AuthenticAMD", "HygonGenuine"):
-        arch = "x86_64"
-    dmi, dmi_present = _dmi(root)
+    if known(uname):
+        return uname["machine"]
+    vendor = cpu.get("vendor_id", "")
+    if vendor in ("GenuineIntel", "AuthenticAMD", "HygonGenuine"):
+        return "x86_64"
+    if vendor.startswith("IBM/S390"):
+        return "s390x"
+    if "platform" in cpu:
+        return "ppc64le"
+    return ""
+
+
+def gather(root: HostRoot) -> Signals:
+    flags, cpu = _cpuinfo(root)
+    arch = _arch(root, cpu)
+    firmware = read_firmware(root)
     features = line(root, "sys/hypervisor/properties/features")
     try:
         xen_features = int(features, 16) if features else None
     except ValueError:
         xen_features = None
     caps = root.try_text("proc/xen/capabilities")
-    dt = root.try_text("proc/device-tree/hypervisor/compatible")
+    devicetree = _devicetree(root)
+    lparcfg = None
+    if arch.startswith("ppc") or "platform" in cpu:
+        # the kernel creates powerpc/lparcfg; /proc/ppc64 is a link to /proc/powerpc
+        lparcfg = _key_values(root, "proc/powerpc/lparcfg", "=") or \
+            _key_values(root, "proc/ppc64/lparcfg", "=")
+    sysinfo = _key_values(root, "proc/sysinfo", ":") if arch.startswith("s390") or \
+        cpu.get("vendor_id", "").startswith("IBM/S390") else None
     return Signals(
-        arch=arch, cpuid=cpuid_mod.read(root), cpu_flags=flags, cpu_vendor=cpu_vendor,
-        cpu_model=cpu_model, dmi=dmi, dmi_present=dmi_present, smbios_vm_bit=_smbios_vm_bit(root),
-        hv_type=line(root, "sys/hypervisor/type"),
-        xen_guest_type=line(root, "sys/hypervisor/guest_type"), xen_features=xen_features,
+        arch=arch, cpuid=cpuid_mod.read(root), cpu_flags=flags,
+        cpu_vendor=cpu.get("vendor_id"), cpu_model=cpu.get("model name"),
+        dmi=firmware.dmi, dmi_present=firmware.present, smbios_vm_bit=firmware.vm_bit,
+        firmware=firmware, hv_type=line(root, "sys/hypervisor/type") or None,
+        xen_guest_type=line(root, "sys/hypervisor/guest_type") or None, xen_features=xen_features,
         xen_caps=caps.strip() if known(caps) else None, xen_uuid=line(root, "sys/hypervisor/uuid"),
         xen_version_extra=line(root, "sys/hypervisor/version/extra"),
         proc_xen=root.exists("proc/xen"),
@@ -139,7 +205,8 @@ def gather(root: HostRoot) -> Signals:
         pci=_pci_ids(root),
         clocksources=_clocksources(root), cmdline=line(root, "proc/cmdline"),
         osrelease=line(root, "proc/sys/kernel/osrelease"),
-        dt_hypervisor=dt.replace("\0", " ").strip() if known(dt) else None)
+        dt_hypervisor=devicetree.hypervisor, cpuinfo=cpu, devicetree=devicetree,
+        lparcfg=lparcfg, sysinfo=sysinfo)
 
 
 def is_x86(sig: Signals) -> bool:

@@ -1,18 +1,23 @@
 """The VM layer(s) and the hardware below them, decided from the gathered Signals.
 
-Xen is recognised first (it decides guest mode and flavor); otherwise the CPUID hypervisor bit
-and blocks, DMI vendor strings, the SMBIOS VM bit, clocksources and PCI ids are weighed in
-decide_vm. On x86 a DMI vendor without the hypervisor bit is not trusted."""
+Order: User Mode Linux (a process on whatever is below), Xen (xen.py: it decides guest mode and
+flavor), s390x and POWER (platforms.py), then the general case: the CPUID hypervisor bit and
+blocks, DMI vendor strings, the SMBIOS VM bit, a device tree, clocksources, PCI ids and the CPU
+model are weighed in _decide_vm. On x86 a DMI vendor without the hypervisor bit is not trusted;
+off x86 there is no such bit and the firmware tables and device tree are the primary signals."""
 from __future__ import annotations
 
 import re
 
+from inspector.discover.virt.cpu import cpuid_evidence, hv_bit
 from inspector.discover.virt.model import (
     AZURE_ASSET_TAG, IGNORED, INFO, MEDIUM, STRONG, WEAK, Evidence, HostRole, Layer)
+from inspector.discover.virt.platforms import TreeHint, devicetree_hint, power_layer, s390_layers
 from inspector.discover.virt.signals import Signals, is_x86
-from inspector.model import Unknown, known
+from inspector.discover.virt.xen import xen_layer
+from inspector.model import known
 
-_DMI_VENDORS = [  # (prefix, verdict, flavor)
+_DMI_VENDORS = [  # (prefix, verdict, flavor): systemd's dmi_vendor_table, same order
     ("KVM", "kvm", None), ("OpenStack", "kvm", "openstack"), ("KubeVirt", "kvm", "kubevirt"),
     ("Amazon EC2", "amazon", "aws"), ("QEMU", "qemu", None), ("VMware", "vmware", None),
     ("VMW", "vmware", None), ("innotek GmbH", "oracle", None), ("VirtualBox", "oracle", None),
@@ -22,8 +27,24 @@ _DMI_VENDORS = [  # (prefix, verdict, flavor)
     ("Google Compute Engine", "google", "gce"), ("Google", "google", "gce"),
 ]
 _DMI_FIELDS = ("product_name", "sys_vendor", "board_vendor", "bios_vendor", "product_version")
+# Off x86 nothing vouches for a DMI vendor, and these make physical machines too (Surface and
+# Windows Dev Kit arm64 laptops, Oracle's Ampere servers): only their VM products count there.
+_PHYSICAL_TOO = {"microsoft": ("product_name", "Virtual Machine"),
+                 "oracle": ("product_name", "VirtualBox")}
 _DMI_WINS = {"oracle", "xen", "amazon", "parallels", "google"}
 _VERDICT_NAMES = {"oracle": "virtualbox", "microsoft": "hyperv", "google": "kvm", "amazon": "kvm"}
+# Clouds that run KVM guests, by the DMI strings cloud-init's ds-identify identifies them with
+# (and virt-what's alibaba_cloud, redhat, ovirt, nutanix_ahv): the VM's flavor.
+_CLOUDS = [  # (field, value prefix, flavor)
+    ("product_name", "Alibaba Cloud ECS", "alibaba"), ("sys_vendor", "Alibaba Cloud", "alibaba"),
+    ("chassis_asset_tag", "OracleCloud.com", "oci"), ("chassis_asset_tag", "HUAWEICLOUD", "huawei"),
+    ("chassis_asset_tag", "OpenTelekomCloud", "otc"), ("sys_vendor", "DigitalOcean", "digitalocean"),
+    ("sys_vendor", "Hetzner", "hetzner"), ("sys_vendor", "Linode", "linode"),
+    ("sys_vendor", "Akamai", "linode"), ("sys_vendor", "Vultr", "vultr"),
+    ("sys_vendor", "Scaleway", "scaleway"), ("sys_vendor", "UpCloud", "upcloud"),
+    ("product_name", "RHEV Hypervisor", "rhev"), ("sys_vendor", "Red Hat", "redhat"),
+    ("sys_vendor", "oVirt", "ovirt"), ("sys_vendor", "Nutanix", "nutanix"),
+]
 _PCI_HINTS = {"5853:0001": ("xen", "Xen platform device"), "5853:0002": ("xen", "XenServer platform device"),
               "1414:5353": ("microsoft", "Hyper-V video"), "15ad:0405": ("vmware", "VMware SVGA"),
               "15ad:0740": ("vmware", "VMware VMCI"), "80ee:beef": ("oracle", "VirtualBox graphics"),
@@ -31,133 +52,30 @@ _PCI_HINTS = {"5853:0001": ("xen", "Xen platform device"), "5853:0002": ("xen", 
               "1d0f:ec20": ("amazon", "Amazon ENA"), "1d0f:8061": ("amazon", "Amazon EBS NVMe")}
 _CLOCKSOURCES = {"kvm-clock": "kvm", "xen": "xen", "hyperv_clocksource_tsc_page": "microsoft",
                  "hyperv_clocksource_msr": "microsoft"}
+QEMU_CPU = "QEMU Virtual CPU"      # the model name of QEMU's own CPU models (qemu64, qemu32)
 
 
 def _dmi_vendor(sig: Signals) -> tuple[str, str | None, str, str] | None:
     """(verdict, flavor, field, value) of the first DMI field naming a hypervisor vendor."""
+    x86 = is_x86(sig)
     for name in _DMI_FIELDS:
         value = sig.dmi.get(name, "")
         for prefix, verdict, flavor in _DMI_VENDORS:
             if value.startswith(prefix):
+                need = _PHYSICAL_TOO.get(verdict)
+                if not x86 and need and not sig.dmi.get(need[0], "").startswith(need[1]):
+                    continue
                 return verdict, flavor, name, value
     return None
 
 
-def _hv_bit(sig: Signals) -> tuple[bool | None, Evidence | None]:
-    """Hypervisor bit from CPUID, else from the cpuinfo flag (the kernel's view of the same)."""
-    if known(sig.cpuid.hypervisor_bit):
-        bit = sig.cpuid.hypervisor_bit
-        return bit, Evidence(f"cpuid leaf 1 ECX bit 31 (via {sig.cpuid.method})", str(int(bit)),
-                             "vm" if bit else "none", STRONG)
-    if known(sig.cpu_flags) and is_x86(sig):     # the flag exists on x86 only
-        bit = "hypervisor" in sig.cpu_flags
-        return bit, Evidence("/proc/cpuinfo flags", "hypervisor" if bit else "no 'hypervisor' flag",
-                             "vm" if bit else "none", MEDIUM,
-                             f"CPUID not readable: {sig.cpuid.method.reason}"
-                             if isinstance(sig.cpuid.method, Unknown) else "")
-    return None, None
-
-
-def _xen_layer(sig: Signals, ev: list[Evidence], roles: list[HostRole]) -> Layer | None:
-    """Xen guest (or dom0 role) from /sys/hypervisor and /proc/xen; None when not Xen."""
-    is_xen = sig.hv_type == "xen" or sig.proc_xen or (sig.dt_hypervisor or "").startswith("xen")
-    if not is_xen:
-        return None
-    if sig.hv_type:
-        ev.append(Evidence("/sys/hypervisor/type", sig.hv_type, "xen", STRONG))
-    if sig.proc_xen:
-        ev.append(Evidence("/proc/xen", "present", "xen", STRONG))
-    if sig.dt_hypervisor:
-        ev.append(Evidence("/proc/device-tree/hypervisor/compatible", sig.dt_hypervisor, "xen", STRONG))
-    dom0 = bool(sig.xen_caps and "control_d" in sig.xen_caps) or \
-        bool(sig.xen_features is not None and sig.xen_features & (1 << 11))
-    if dom0:
-        role_ev = []
-        if sig.xen_caps and "control_d" in sig.xen_caps:
-            role_ev.append(Evidence("/proc/xen/capabilities", sig.xen_caps, "xen-host", STRONG))
-        if sig.xen_features is not None and sig.xen_features & (1 << 11):
-            role_ev.append(Evidence("/sys/hypervisor/properties/features",
-                                    f"{sig.xen_features:08x} (bit 11 XENFEAT_dom0)", "xen-host", STRONG))
-        roles.append(HostRole("xen-host", "Xen dom0 (control domain): guests run beside it",
-                              role_ev))
-        ev.append(Evidence("Xen control domain", "dom0", "none", INFO,
-                           "dom0 is the Xen host's control domain, not a guest"))
-        return Layer("vm", "none", confidence="high", evidence=ev)
-
-    mode, mode_ev = _xen_mode(sig)
-    ev.extend(mode_ev)
-    if mode != "PV":        # a PV guest runs CPUID natively: its blocks describe the layer below
-        _cpuid_evidence(sig, ev)
-    pv_drivers = [d for d in sig.xen_devices if re.match(r"(vbd|vif)-", d)]
-    if mode == "HVM" and pv_drivers:
-        mode = "PVHVM"
-        ev.append(Evidence("/sys/bus/xen/devices", " ".join(pv_drivers[:6]), "pv-drivers", STRONG,
-                           "HVM guest with PV block/net drivers = PVHVM"))
-    elif mode == "HVM":
-        ev.append(Evidence("/sys/bus/xen/devices", "no vbd-/vif- devices", "no-pv-drivers", MEDIUM,
-                           "HVM guest using emulated disk and NIC"))
-    flavor = _xen_flavor(sig, ev)
-    return Layer("vm", "xen", flavor=flavor, guest_mode=mode, confidence="high", evidence=ev)
-
-
-def _xen_mode(sig: Signals) -> tuple[str | None, list[Evidence]]:
-    if sig.xen_guest_type:
-        return sig.xen_guest_type.upper(), [Evidence("/sys/hypervisor/guest_type",
-                                                     sig.xen_guest_type, "xen", STRONG)]
-    if sig.xen_features is not None:
-        f = sig.xen_features
-        src = "/sys/hypervisor/properties/features"
-        if f & (1 << 3) and f & (1 << 8):
-            return "PVH", [Evidence(src, f"{f:08x} (bits 3+8)", "PVH", MEDIUM)]
-        if f & (1 << 5):
-            return "PV", [Evidence(src, f"{f:08x} (bit 5)", "PV", MEDIUM)]
-    xen_block = sig.cpuid.block("xen")
-    if xen_block or sig.dmi.get("sys_vendor", "").startswith("Xen") or sig.dmi.get(
-            "product_name") == "HVM domU":
-        return "HVM", [Evidence("guest mode", "Xen CPUID leaves or Xen DMI without guest_type",
-                                "HVM", WEAK, "older kernels lack /sys/hypervisor/guest_type")]
-    if sig.cpuid.hypervisor_bit is False or not sig.dmi_present:
-        return "PV", [Evidence("guest mode", "/proc/xen without DMI or Xen CPUID leaves",
-                               "PV", WEAK, "PV guests have no firmware tables")]
-    return None, []
-
-
-def _xen_flavor(sig: Signals, ev: list[Evidence]) -> str:
-    if "5853:0002" in sig.pci:
-        ev.append(Evidence("PCI 5853:0002", "XenServer platform device", "xenserver", STRONG))
-        return "xenserver"
-    extra = (sig.xen_version_extra or "").lower()
-    if "xs" in extra or "citrix" in extra or "xenserver" in extra:
-        ev.append(Evidence("/sys/hypervisor/version/extra", sig.xen_version_extra, "xenserver", MEDIUM))
-        return "xenserver"
-    bios_version = sig.dmi.get("bios_version", "")
-    if bios_version.endswith(".amazon") or (sig.xen_uuid or "").lower().startswith("ec2"):
-        ev.append(Evidence("/sys/class/dmi/id/bios_version" if bios_version.endswith(".amazon")
-                           else "/sys/hypervisor/uuid", bios_version or sig.xen_uuid, "aws", STRONG))
-        return "aws"
-    if sig.dmi.get("sys_vendor") == "Xen" and "bios_version" in sig.dmi and not bios_version:
-        ev.append(Evidence("/sys/class/dmi/id/bios_version", "(empty) with sys_vendor Xen",
-                           "xenserver", MEDIUM, "XenServer leaves the BIOS version empty"))
-        return "xenserver"
-    return "plain"
-
-
-def _cpuid_evidence(sig: Signals, ev: list[Evidence]) -> str | None:
-    """Evidence for every hypervisor block; returns the technology the blocks point to."""
-    blocks = sig.cpuid.blocks
-    if not known(blocks):
-        return None
-    for block in blocks:
-        deferred = block.hypervisor == "microsoft" and len(blocks) > 1
-        ev.append(Evidence(f"cpuid {block.label}", block.signature or "(empty signature)",
-                           block.hypervisor or "vm-other", INFO if deferred else STRONG,
-                           "Hyper-V interface; a later block names the hypervisor" if deferred else ""))
-    first = sig.cpuid.first_hypervisor()
-    if len(blocks) > 1 and blocks[0].hypervisor == "microsoft" and first != "microsoft":
-        ev.append(Evidence("cpuid hypervisor blocks", "Microsoft Hv first, then " + first, first, INFO,
-                           f"Hyper-V enlightenments offered by {first}; the later block names the "
-                           "real hypervisor (systemd-detect-virt reads only the first)"))
-    return first
+def _cloud(sig: Signals) -> tuple[str, str, str] | None:
+    """(flavor, field, value) of a cloud's DMI identity."""
+    for name, prefix, flavor in _CLOUDS:
+        value = sig.dmi.get(name, "")
+        if value.startswith(prefix):
+            return flavor, name, value
+    return None
 
 
 def vm_layers(sig: Signals, roles: list[HostRole]) -> tuple[list[Layer], Layer]:
@@ -172,7 +90,8 @@ def vm_layers(sig: Signals, roles: list[HostRole]) -> tuple[list[Layer], Layer]:
         inner = Layer("vm", "uml", confidence="high", evidence=[
             Evidence("/proc/cpuinfo vendor_id", sig.cpu_vendor, "uml", STRONG)])
 
-    xen = _xen_layer(sig, ev, roles)
+    bit, bit_ev = hv_bit(sig)
+    xen = xen_layer(sig, bit, ev, roles)
     if xen is not None and xen.present:
         if inner:
             layers.append(inner)
@@ -189,35 +108,52 @@ def vm_layers(sig: Signals, roles: list[HostRole]) -> tuple[list[Layer], Layer]:
     if xen is not None:            # dom0: Xen host role, no VM layer (unless nested below)
         ev = xen.evidence
 
-    bit, bit_ev = _hv_bit(sig)
+    platform = s390_layers(sig)
+    if platform is not None:
+        return ([inner] if inner else []) + platform[0], platform[1]
+    power = power_layer(sig)
+    if power is not None:
+        return ([inner] if inner else []) + [power], hardware
+
     if bit_ev:
         ev.append(bit_ev)
-    hv = _cpuid_evidence(sig, ev)
+    hv = cpuid_evidence(sig, ev)
     dmi = _dmi_vendor(sig)
     x86 = is_x86(sig)
     if dmi:
         verdict, flavor, name, value = dmi
-        trusted = not x86 or bit is not False
-        ev.append(Evidence(f"/sys/class/dmi/id/{name}", value, verdict,
-                           MEDIUM if trusted else IGNORED,
+        # QEMU's firmware strings beside QEMU's own CPU model confirm each other
+        trusted = not x86 or bit is not False or \
+            (verdict in ("qemu", "bochs") and QEMU_CPU in (sig.cpu_model or ""))
+        ev.append(Evidence(sig.firmware.sources.get(name, f"/sys/class/dmi/id/{name}"), value,
+                           verdict, MEDIUM if trusted else IGNORED,
                            "" if trusted else "no CPUID hypervisor bit: DMI strings alone are not "
                            "trusted on x86 (systemd #21468, #21100)"))
+    elif not sig.dmi_present and sig.firmware.absent_reason:
+        ev.append(Evidence("SMBIOS", sig.firmware.absent_reason, "unknown", INFO))
     if sig.smbios_vm_bit is not None:
-        ev.append(Evidence("/sys/firmware/dmi/entries/0-0/raw byte 0x13 bit 4",
-                           str(int(sig.smbios_vm_bit)), "vm" if sig.smbios_vm_bit else "none", STRONG))
-    clock_hint = next((c for c in sig.clocksources if c in _CLOCKSOURCES), None)
-    if clock_hint:
-        current = sig.clocksources[0] == clock_hint
-        ev.append(Evidence("clocksource" if current else "available clocksources", clock_hint,
-                           _CLOCKSOURCES[clock_hint], WEAK,
+        ev.append(Evidence(sig.firmware.vm_bit_source, str(int(sig.smbios_vm_bit)),
+                           "vm" if sig.smbios_vm_bit else "none",
+                           STRONG if sig.smbios_vm_bit else WEAK,
+                           "" if sig.smbios_vm_bit else "old virtual firmware (SeaBIOS, Xen's "
+                           "hvmloader, VMware's Phoenix BIOS) never sets it"))
+    tree = devicetree_hint(sig)
+    if tree is not None:
+        ev.extend(tree.evidence)
+    clock_source = next((c for c in sig.clocksources if c in _CLOCKSOURCES), None)
+    if clock_source:
+        current = sig.clocksources[0] == clock_source
+        ev.append(Evidence("clocksource" if current else "available clocksources", clock_source,
+                           _CLOCKSOURCES[clock_source], WEAK,
                            "" if current else "registered only by that hypervisor's guest support"))
     for pci_id in sorted(sig.pci):
         if pci_id in _PCI_HINTS:
             ev.append(Evidence(f"PCI {pci_id}", _PCI_HINTS[pci_id][1], _PCI_HINTS[pci_id][0], WEAK))
-    if sig.cpu_model and "QEMU Virtual CPU" in sig.cpu_model:
-        ev.append(Evidence("/proc/cpuinfo model name", sig.cpu_model, "qemu", WEAK))
+    if sig.cpu_model and QEMU_CPU in sig.cpu_model:
+        ev.append(Evidence("/proc/cpuinfo model name", sig.cpu_model, "qemu", MEDIUM,
+                           "QEMU's own CPU model: no physical CPU has this name"))
 
-    verdict, flavor, confidence = _decide_vm(sig, bit, hv, dmi, ev)
+    verdict, flavor, confidence = _decide_vm(sig, bit, hv, dmi, tree, ev)
     if xen is not None and verdict in ("xen", "none"):      # dom0: the Xen evidence is the host's
         verdict = "none"
     layer = Layer("vm", verdict, flavor=flavor, confidence=confidence, evidence=ev)
@@ -229,37 +165,86 @@ def vm_layers(sig: Signals, roles: list[HostRole]) -> tuple[list[Layer], Layer]:
     return layers, hardware
 
 
-def _decide_vm(sig: Signals, bit: bool | None, hv: str | None,
-               dmi: tuple | None, ev: list[Evidence]) -> tuple[str, str | None, str]:
+def _kvm_signs(sig: Signals, hv: str | None) -> bool:
+    return hv == "kvm" or "kvm-clock" in sig.clocksources
+
+
+def _bochs_is_qemu(value: str) -> Evidence:
+    return Evidence("DMI vs CPU model", f"{value} firmware, QEMU Virtual CPU", "qemu", MEDIUM,
+                    "Bochs is the SMBIOS vendor SeaBIOS wrote for older QEMU; the Bochs emulator "
+                    "itself never names its CPU so (systemd-detect-virt says bochs, virt-what qemu)")
+
+
+def _technology(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | None,
+                tree: TreeHint | None, ev: list[Evidence]) -> str | None:
+    """Which hypervisor, from the strongest source that names one; None: no VM shown."""
     x86 = is_x86(sig)
-    dmi_verdict, dmi_flavor = (dmi[0], dmi[1]) if dmi else (None, None)
+    dmi_verdict = dmi[0] if dmi else None
+    qemu_cpu = QEMU_CPU in (sig.cpu_model or "")
     if x86 and bit is False:
-        return "none", None, "high" if known(sig.cpuid.method) else "medium"
-    if x86 and bit is None and not dmi:
-        return "none", None, "low"
-    # Which technology: DMI wins for the vendors whose hypervisors borrow others' CPUID.
+        if hv:                    # a known signature answered with the bit clear (Xen 3.x)
+            return hv
+        if qemu_cpu:
+            ev.append(Evidence("CPU model vs hypervisor bit", "QEMU Virtual CPU, bit 0", "qemu",
+                               INFO, "QEMU without KVM did not set the hypervisor bit before "
+                               "QEMU 2.x; the CPU model name still gives it away"))
+            if dmi_verdict == "bochs":
+                ev.append(_bochs_is_qemu(dmi[3]))
+            return "qemu"
+        return None
+    if x86 and bit is None and not dmi and not qemu_cpu:
+        return None
+    # DMI wins for the vendors whose hypervisors borrow others' CPUID.
     if hv and dmi_verdict in _DMI_WINS and dmi_verdict != hv:
         ev.append(Evidence("DMI vs CPUID", f"DMI {dmi_verdict}, CPUID {hv}", dmi_verdict, INFO,
                            f"{dmi_verdict} presents the {hv} CPUID interface; DMI names the product"))
-        technology = dmi_verdict
-    elif hv:
-        technology = hv
-    elif dmi_verdict == "qemu" and "kvm-clock" in sig.clocksources:
+        return dmi_verdict
+    if hv:
+        return hv
+    if tree is not None and tree.strong and dmi_verdict != "kvm":
+        return tree.technology    # a hypervisor node or QEMU's fw-cfg; DMI "KVM" is more exact
+    if dmi_verdict == "qemu" and "kvm-clock" in sig.clocksources:
         ev.append(Evidence("DMI vs clocksource", "QEMU firmware with kvm-clock", "kvm", MEDIUM,
                            "kvm-clock exists only under KVM acceleration (no CPUID to confirm)"))
-        technology = "kvm"
-    elif dmi_verdict:
-        technology = dmi_verdict
-    elif bit and clock_hint(sig):
-        technology = clock_hint(sig)
-    elif sig.smbios_vm_bit:
-        technology = "vm-other"
-    elif bit:
-        technology = "vm-other"
-    else:
+        return "kvm"
+    if dmi_verdict == "bochs" and qemu_cpu:
+        ev.append(_bochs_is_qemu(dmi[3]))
+        return "qemu"
+    if dmi_verdict:
+        return dmi_verdict
+    if tree is not None:
+        return tree.technology
+    if _cloud(sig) and (not x86 or bit):
+        return "kvm"
+    if bit and clock_hint(sig):
+        return clock_hint(sig)
+    if qemu_cpu:
+        return "qemu"
+    if sig.smbios_vm_bit or bit:
+        return "vm-other"
+    return None
+
+
+def _decide_vm(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | None,
+               tree: TreeHint | None, ev: list[Evidence]) -> tuple[str, str | None, str]:
+    x86 = is_x86(sig)
+    dmi_verdict, dmi_flavor = (dmi[0], dmi[1]) if dmi else (None, None)
+    technology = _technology(sig, bit, hv, dmi, tree, ev)
+    if technology is None:
+        if x86 and bit is False:
+            return "none", None, "high" if known(sig.cpuid.method) else "medium"
         return "none", None, "low"
-    # Off x86 there is no hypervisor bit: firmware tables are the primary signal there.
-    confidence = "high" if hv else ("medium" if bit or (not x86 and dmi_verdict) else "low")
+    # Off x86 there is no hypervisor bit: firmware tables and the device tree are the primary
+    # signals there, and the SMBIOS VM bit confirms them.
+    if hv or (tree is not None and tree.strong and technology == tree.technology):
+        confidence = "high"
+    elif not x86 and sig.smbios_vm_bit and (dmi_verdict or _cloud(sig)):
+        confidence = "high"
+    elif bit or (not x86 and (dmi_verdict or tree or _cloud(sig))) or \
+            (x86 and QEMU_CPU in (sig.cpu_model or "")):
+        confidence = "medium"
+    else:
+        confidence = "low"
 
     # Technology -> (verdict, flavor).
     flavor = dmi_flavor if dmi_verdict == technology or dmi_verdict in ("google", "amazon") \
@@ -276,13 +261,31 @@ def _decide_vm(sig: Signals, bit: bool | None, hv: str | None,
             ev.append(Evidence("/sys/class/dmi/id/chassis_asset_tag", AZURE_ASSET_TAG, "azure", STRONG))
             return "hyperv", "azure", confidence
         return "hyperv", None, confidence
+    if technology == "kvmtool":
+        return "kvm", "kvmtool", confidence
     if technology == "kvm":
         if dmi_verdict == "amazon":
             return "kvm", "aws", confidence
+        cloud = _cloud(sig)
+        if cloud and not flavor:
+            ev.append(Evidence(sig.firmware.sources.get(cloud[1], cloud[1]), cloud[2], cloud[0],
+                               MEDIUM, "the cloud's own DMI string (cloud-init identifies it so); "
+                               "its VMs run on KVM" + ("" if hv or sig.smbios_vm_bit else
+                                                       ", and its bare-metal instances may carry "
+                                                       "the same string: nothing here tells them "
+                                                       "apart")))
+            return "kvm", cloud[0], confidence
+        if tree is not None and tree.technology == "kvm" and tree.flavor:
+            return "kvm", tree.flavor, confidence
         if _firecracker(sig, ev):
             return "kvm", "firecracker", confidence
         return "kvm", flavor, confidence
-    if technology == "qemu" and hv == "qemu":
+    if technology == "qemu" and (hv == "qemu" or (QEMU_CPU in (sig.cpu_model or "")
+                                                  and not _kvm_signs(sig, hv) and x86)):
+        if hv != "qemu":
+            ev.append(Evidence("QEMU accelerator", "no KVM CPUID leaves, no kvm-clock", "tcg",
+                               MEDIUM, "QEMU's own CPU model without KVM's signature or clock: "
+                               "QEMU emulates the CPU itself (TCG)"))
         return "qemu", "tcg", confidence
     if technology == "qemu":
         return "qemu", None, confidence
