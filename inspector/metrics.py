@@ -109,8 +109,9 @@ _CURRENT: list[MetricDef] = [
     MetricDef("probe_ops_per_second", "Requests per second in the last probe run"),
     MetricDef("probe_throughput_bytes_per_second", "Bytes per second in the last IO probe run",
               unit="B"),
+    # a summary without _sum and _count: its quantiles are the last run's, not cumulative
     MetricDef("probe_latency_seconds", "Request latency quantiles of the last probe run",
-              unit="s"),
+              type="summary", unit="s"),
     MetricDef("probe_latency_mean_seconds", "Mean request latency of the last probe run",
               unit="s"),
     MetricDef("probe_latency_stddev_seconds", "Standard deviation of the request latency of the "
