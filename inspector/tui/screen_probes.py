@@ -60,9 +60,18 @@ class NumberInput(Input):
     screen keys still work while it has focus; nothing it cannot hold is typed into it."""
     NUMERIC = set("0123456789.-+eE")
 
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return character is not None and character in self.NUMERIC
+
     async def _on_key(self, event: events.Key) -> None:
         if event.is_printable and event.character and event.character not in self.NUMERIC:
-            event.prevent_default()     # skip Input's handler; the key bubbles to the bindings
+            # not typed (the field cannot hold it); the screen's key of that letter acts
+            # (a default-prevented key never reaches the app's binding check: run it here)
+            event.prevent_default()
+            event.stop()
+            active = self.app.active_bindings.get(event.key)
+            if active is not None and active.node is self.screen and active.enabled:
+                await self.app.run_action(active.binding.action, active.node)
             return
         await super()._on_key(event)
 

@@ -1,0 +1,212 @@
+"""The Probes screen (issue 20): panels follow their run (its end, another run, a resize), the
+form takes fast typing (a burst with Tab lands in order), each kind keeps its own values, a
+target is checked for its kind before any confirmation, Enter starts from any field."""
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+
+from textual import events
+from textual.widgets import DataTable, Input, Select, Static
+
+from dns_responders import Responder
+from inspector.probes.base import ProbeKind
+from inspector.tui.probe_runs import ProbeRequest
+from inspector.tui.screen_help import ConfirmScreen
+from inspector.widgets.histogram import LatencyHistogram
+from inspector.widgets.probe_chart import LatencyChart
+from test_pilot import capture_app, wait_for
+
+
+async def goto_probes(app, pilot) -> None:
+    await pilot.press("6")
+    await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
+    await pilot.pause(0.2)
+
+
+def recorded_notes(app) -> list[str]:
+    notes: list[str] = []
+    notify = app.notify
+
+    def record(message, *args, **kw):
+        notes.append(str(message))
+        return notify(message, *args, **kw)
+    app.notify = record
+    return notes
+
+
+def panel_text(app, panel: str) -> str:
+    table = app.screen.query_one(f"#{panel} .run-table", Static)
+    return "\n".join(table.render_line(y).text for y in range(table.size.height))
+
+
+def burst(app, *keys: str) -> None:
+    """Keys delivered together, as a laggy SSH link delivers them: each is queued before the
+    app has handled the one before (Pilot.press waits for idle between keys)."""
+    for key in keys:
+        char = key if len(key) == 1 else None
+        if key == "tab":
+            char = "\t"
+        elif len(key) == 1 and not key.isalnum():
+            key = unicodedata.name(key).lower().replace(" ", "_")
+        event = events.Key(key, char)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(4 << 20))
+    fast, slow = Responder("127.0.0.1", 0, "ok"), Responder("127.0.0.2", 0, "ok", delay=0.02)
+    app = capture_app()
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await goto_probes(app, pilot)
+            io = app.screen.start_request(ProbeRequest("io", str(target), duration=1.5))
+            panel = app.screen.query_one("#panel-a")
+            await wait_for(pilot, lambda: io.history.last is not None)
+            await pilot.pause(0.1)
+            assert re.search(r"state\s+running", panel_text(app, "panel-a"))
+            assert "≈ live" in app.screen.query_one("#panel-a LatencyHistogram").border_title
+            # the run ends while the panel shows it: state, figures and histogram follow at
+            # once, with nothing re-selected
+            await wait_for(pilot, lambda: not io.active, timeout=15)
+            await pilot.pause(0.2)
+            text = panel_text(app, "panel-a")
+            assert io.state == "done" and re.search(r"state\s+done", text), text
+            hist = app.screen.query_one("#panel-a LatencyHistogram", LatencyHistogram)
+            assert hist.border_title == "histogram: whole run"
+            assert hist._buckets == io.history.final.extra.buckets
+            # the runs table and the panel agree on the whole run's figures (exact now)
+            row = app.screen.query_one("#runs", DataTable).get_row_at(0)
+            assert re.search(rf"ops\s+\d+\s+{row[4]}\b", text), (row, text)
+            assert str(row[7]) in text and "≈" not in str(row[7])     # run p99
+
+            # another run attached to the same panel: nothing of the first one is left
+            dns = app.screen.start_request(ProbeRequest(
+                ProbeKind.DNS, f"{fast.server},{slow.server}", duration=2))
+            assert panel.run is dns
+            assert app.screen.query_one("#panel-a LatencyChart", LatencyChart).p50 == []
+            assert hist._buckets is None
+            await wait_for(pilot, lambda: dns.history.last is not None, timeout=10)
+            # resizes (several, narrow and wide) redraw the attached run, never the previous
+            for size in ((80, 24), (200, 50), (100, 30)):
+                await pilot.resize_terminal(*size)
+                await pilot.pause(0.3)
+                chart = app.screen.query_one("#panel-a LatencyChart", LatencyChart)
+                assert chart.border_title.startswith(f"A: #{dns.run_id} DNS")
+                assert hist._buckets != io.history.final.extra.buckets
+                assert chart.p50 == [p.p50 for p in dns.history]
+            await wait_for(pilot, lambda: not dns.active, timeout=15)
+            await pilot.pause(0.3)
+            assert dns.state == "done", dns.error
+            assert hist._buckets == dns.history.final.extra.buckets
+            assert re.search(r"state\s+done", panel_text(app, "panel-a"))
+    finally:
+        fast.close()
+        slow.close()
+
+
+async def test_keys_sent_in_one_burst_with_tab_land_in_order():
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        target = app.screen.query_one("#probe-target", Input)
+        seconds = app.screen.query_one("#probe-seconds", Input)
+        assert target.has_focus                     # the form opens on its target
+        target.value = ""
+        seconds.value = ""
+        burst(app, "/", "t", "m", "p", "tab", "7", "tab", "3")
+        await pilot.pause(0.5)
+        assert target.value == "/tmp" and seconds.value == "7"
+        assert app.screen.query_one("#probe-concurrency", Input).value == "13"
+        # a digit typed in a field is a digit, not a screen switch
+        assert type(app.screen).__name__ == "ProbesScreen"
+
+
+async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirming(tmp_path):
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        notes = recorded_notes(app)
+        screen = app.screen
+        kind = screen.query_one("#probe-kind", Select)
+        field = {n: screen.query_one(f"#probe-{n}", Input)
+                 for n in ("target", "seconds", "concurrency")}
+        field["target"].value, field["seconds"].value = str(tmp_path), "7"
+        kind.value = "memcached"
+        await pilot.pause(0.2)
+        assert [f.value for f in field.values()] == ["127.0.0.1:11211", "10", "4"]
+        field["target"].value = "/dev/loop3"        # left over from the IO form
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ConfirmScreen) and app.probes.runs == []
+        assert "not a memcached address" in notes[-1]
+        kind.value = "io"
+        await pilot.pause(0.2)
+        assert [f.value for f in field.values()] == [str(tmp_path), "7", "1"]
+        kind.value = "memcached"
+        await pilot.pause(0.2)
+        assert field["target"].value == "/dev/loop3"    # memcached's own, as left
+
+        # a write probe needs a directory: refused before any confirmation
+        kind.value = "io"
+        await pilot.pause(0.2)
+        afile = tmp_path / "data.bin"
+        afile.write_bytes(b"x" * 8192)
+        field["target"].value = str(afile)
+        screen.query_one("#probe-write").value = True
+        field["target"].focus()
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ConfirmScreen) and app.probes.runs == []
+        assert "needs a directory" in notes[-1]
+        screen.query_one("#probe-write").value = False
+
+        # DNS: a file without nameservers (glibc would query 127.0.0.1) and a device
+        kind.value = "dns"
+        await pilot.pause(0.2)
+        assert field["concurrency"].disabled
+        empty = tmp_path / "resolv.conf"
+        empty.write_text("search example.com\n")
+        for target, why in ((str(empty), "names no nameserver"),
+                            ("/dev/null", "not a resolv.conf file")):
+            field["target"].value = target
+            field["target"].focus()
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+            assert why in notes[-1], notes
+        assert app.probes.runs == []
+        # no message names an exception class
+        assert not [n for n in notes if re.search(r"\b[A-Z]\w*(Error|Exception)\b", n)], notes
+
+
+async def test_enter_starts_from_the_kind_menu_and_n_works_in_a_number_field(tmp_path):
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(1 << 20))
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        screen = app.screen
+        screen.query_one("#probe-target", Input).value = str(target)
+        screen.query_one("#probe-seconds", Input).value = "0.5"
+        seconds = screen.query_one("#probe-seconds", Input)
+        seconds.focus()
+        await pilot.press("n")                      # new probe: back to the target
+        await pilot.pause(0.1)
+        assert screen.query_one("#probe-target", Input).has_focus and seconds.value == "0.5"
+        await pilot.press("shift+tab")              # the kind menu, closed
+        kind = screen.query_one("#probe-kind", Select)
+        assert kind.has_focus
+        await pilot.press("enter")                  # starts; does not open the menu
+        await wait_for(pilot, lambda: app.probes.runs, timeout=5)
+        assert not kind.expanded
+        run = app.probes.runs[0]
+        await wait_for(pilot, lambda: not run.active, timeout=15)
+        assert run.state == "done", run.error
+        # the start key in a text field is a letter there
+        await pilot.press("n", "end", "s")
+        await pilot.pause(0.2)
+        assert screen.query_one("#probe-target", Input).value.endswith("probe.bins")
+        assert len(app.probes.runs) == 1
