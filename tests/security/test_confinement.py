@@ -229,6 +229,21 @@ def test_a_device_across_a_mount_is_refused_before_it_is_opened(mode, tree, tmp_
     assert out.stdout.strip() == "['a device node, not a file'] 0 1", out
 
 
+def test_a_device_in_the_tree_itself_is_never_opened(mode, tree):
+    """A device node on the tree's own filesystem (`tar xf` run as root re-creates a hostile
+    sosreport's nodes): refused from its O_PATH handle, never opened (no IN_OPEN)."""
+    require_root()
+    (tree / "dev").mkdir()
+    (tree / "proc").mkdir()
+    os.mknod(tree / "dev" / "watchdog", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    os.symlink("/dev/watchdog", tree / "proc" / "mdstat")
+    os.symlink("../dev/watchdog", tree / "proc" / "loadavg")
+    out = subprocess.run([sys.executable, "-c", OPENS_OF_A_DEVICE, str(tree),
+                          str(tree / "dev" / "watchdog"), mode],
+                         capture_output=True, text=True, timeout=60, cwd=str(REPO))
+    assert out.stdout.strip() == "['a device node, not a file'] 0 1", out
+
+
 def test_a_link_swapped_during_reads_never_leads_outside(mode, tree, outside):
     """One thread swaps a link between a directory inside and the analyst's directory while
     reads go through it: the kernel (or the walk's O_NOFOLLOW steps) never follows the swap out."""
