@@ -15,7 +15,7 @@ from inspector import __version__
 from inspector.commands.common import CliError, add_root_argument
 
 COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "history",
-            "check", "export", "tui"]
+            "check", "export", "fleet", "tui"]
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
