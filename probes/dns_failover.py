@@ -26,14 +26,17 @@ from dataclasses import dataclass, field
 
 import dns.exception
 
-from inspector.discover.resolver_conf import ResolverConfig
+from inspector.discover.resolver_conf import ResolverConfig, search_names
 from inspector.discover.resolver_delay import server_wait
-from inspector.probes.dns_predict import (MUSL_NOTE, RESOLVED_NOTE, Prediction, ServerState,
-                                          WhatIf, predict, what_ifs)
-from inspector.probes.dns_query import ServerResult, build_queries, query_server
+from inspector.probes.dns_predict import (MUSL_NOTE, RESOLVED_NOTE, Behaviour,
+                                          Prediction, Reply, ServerState, WhatIf, predict,
+                                          what_ifs)
+from inspector.probes.dns_query import (ServerResult, TypeResult, add_tcp, build_queries,
+                                        query_server)
 
 MAX_ROUNDS = 10_000
 MAX_TIMEOUT_S = 30.0
+MAX_NAMES = 7               # the name as is and a search list of six: what glibc may ask
 
 
 @dataclass
@@ -66,6 +69,7 @@ class Measured:
     seconds: float | None
     result: str                         # addresses or the gaierror text
     bounded_out: bool = False
+    families: list[str] = field(default_factory=list)   # IPv4, IPv6 of the addresses
 
 
 @dataclass
@@ -81,6 +85,9 @@ class DnsProbeResult:
     options: list[str] = field(default_factory=list)
     nameservers: list[str] = field(default_factory=list)   # the configuration's (first three)
     use_vc: bool = False
+    # the names glibc may ask, in its order (the first is `servers`'), and each one's servers
+    names: list[str] = field(default_factory=list)
+    by_name: dict[str, list[ServerResult]] = field(default_factory=dict)
 
 
 def server_label(address: str, port: int) -> str:
@@ -97,8 +104,10 @@ class DnsFailoverProbe:
             raise ValueError(f"invalid name {settings.name!r}: {exc}") from None
         settings.count = max(1, min(settings.count, MAX_ROUNDS))
         self.s = settings
+        self.names = query_names(settings)
         self._stop = threading.Event()
         self._last: list[ServerResult] = []
+        self._last_by_name: dict[str, list[ServerResult]] = {}
         self._history: dict[str, list[str]] = {server_label(a, p): [] for a, p in settings.servers}
         self._rounds = 0
         self._measured: Measured | None = None
@@ -112,15 +121,30 @@ class DnsFailoverProbe:
         return float(min(server_wait(self.s.resolver.timeout, min(index, 2), min(n, 3)), MAX_TIMEOUT_S))
 
     def probe_round(self) -> list[ServerResult]:
-        with ThreadPoolExecutor(max_workers=len(self.s.servers), thread_name_prefix="dns") as pool:
-            futures = [pool.submit(query_server, addr, port, self.s.name, self.s.rdtypes,
+        """Every server asked for every name glibc may ask (the first name's results are the
+        round's), concurrently, each with its own bound."""
+        transport = "tcp" if self.s.resolver.use_vc else "udp"
+        jobs = [(name, i, addr, port) for name in self.names
+                for i, (addr, port) in enumerate(self.s.servers)]
+        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="dns") as pool:
+            futures = [pool.submit(query_server, addr, port, name, self.s.rdtypes,
                                    self._wait_for(i), self.s.tcp_timeout, self.s.resolver.edns0,
-                                   self._stop)
-                       for i, (addr, port) in enumerate(self.s.servers)]
-            results = [f.result() for f in futures]
-        if self._rounds and any(r.interrupted for r in results):
+                                   self._stop, transport)
+                       for name, i, addr, port in jobs]
+            done = [f.result() for f in futures]
+            if transport == "udp" and any(r.tcp_kind for r in done):
+                # after a truncated reply glibc stays on TCP for the servers that come next
+                rest = [r for r in done if r.tcp_kind is None and r.kind not in
+                        ("refused", "unreachable") and not r.interrupted]
+                for f in [pool.submit(add_tcp, r, self.s.rdtypes, self.s.tcp_timeout,
+                                      self.s.resolver.edns0) for r in rest]:
+                    f.result()
+        n = len(self.s.servers)
+        by_name = {name: done[k * n:(k + 1) * n] for k, name in enumerate(self.names)}
+        results = by_name[self.names[0]]
+        if self._rounds and any(r.interrupted for r in done):
             return results      # stopped mid-round: the last complete round stays the verdict
-        self._last = results
+        self._last, self._last_by_name = results, by_name
         self._rounds += 1
         for r in results:
             self._history[r.server].append(r.kind)
@@ -170,6 +194,9 @@ class DnsFailoverProbe:
             try:
                 infos = socket.getaddrinfo(self.s.name, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
                 box["result"] = ", ".join(sorted({i[4][0] for i in infos}))
+                box["families"] = [name for family, name in ((socket.AF_INET, "IPv4"),
+                                                             (socket.AF_INET6, "IPv6"))
+                                   if any(i[0] == family for i in infos)]
             except socket.gaierror as exc:
                 box["result"] = f"failed: {exc.strerror or exc}"
             except (UnicodeError, OSError) as exc:
@@ -189,27 +216,71 @@ class DnsFailoverProbe:
                 return Measured(None, f"interrupted after {time.monotonic() - start:.1f} s "
                                       "(getaddrinfo had not returned)")
             return Measured(None, f"did not return within {self.s.getaddrinfo_bound:g} s", True)
-        return Measured(box["seconds"], box["result"])
+        return Measured(box["seconds"], box["result"], families=box.get("families", []))
 
     # ------------------------------------------------------------------ results
-    def states(self) -> list[ServerState]:
-        out = []
-        for r in self._last:
-            rcode = next((t.rcode for t in r.types if t.rcode), "NOERROR")
-            out.append(ServerState(r.kind, r.latency_s or 0.0, rcode or "NOERROR", r.tcp_kind,
-                                   r.tcp_latency_s))
+    def states(self) -> list[Behaviour]:
+        """Each server's behaviour for the prediction: one state, or one per name asked."""
+        out: list[Behaviour] = []
+        for i, r in enumerate(self._last):
+            if len(self.names) == 1:
+                out.append(server_state(r))
+            else:
+                out.append({name.rstrip(".").lower(): server_state(rs[i])
+                            for name, rs in self._last_by_name.items()})
         return out
 
     def result(self) -> DnsProbeResult:
         servers = [r.server for r in self._last]
         used = servers[:3]          # glibc never queries past the third
         states = self.states()[:3]
-        prediction = predict(self.s.resolver, states, used, self.s.name, self.s.tcp_syn_retries)
-        whatifs = what_ifs(self.s.resolver, states, used, self.s.name, self.s.tcp_syn_retries)
+        prediction = predict(self.s.resolver, states, used, self.s.name, self.s.tcp_syn_retries,
+                             self.s.rdtypes)
+        whatifs = what_ifs(self.s.resolver, states, used, self.s.name, self.s.tcp_syn_retries,
+                           self.s.rdtypes)
         note = {"musl": MUSL_NOTE, "systemd-resolved": RESOLVED_NOTE}.get(self.s.resolver_kind)
         return DnsProbeResult(
             name=self.s.name, servers=list(self._last), prediction=prediction, what_ifs=whatifs,
             getaddrinfo=self._measured, rounds=self._rounds,
             history={k: list(v) for k, v in self._history.items()}, other_resolver_note=note,
             options=self.s.resolver.option_words(),
-            nameservers=list(self.s.resolver.used_nameservers), use_vc=self.s.resolver.use_vc)
+            nameservers=list(self.s.resolver.used_nameservers), use_vc=self.s.resolver.use_vc,
+            names=list(self.names),
+            by_name={k: list(v) for k, v in self._last_by_name.items()} if len(self.names) > 1
+            else {})
+
+
+def query_names(settings: DnsProbeSettings) -> list[str]:
+    """The names glibc's getaddrinfo may ask for settings.name, in its order (the search list
+    and ndots applied; every one when the ones before are not found)."""
+    if settings.name == "." or settings.rdtypes == ["NS"]:
+        return [settings.name]
+    names = search_names(settings.name, settings.resolver) or [settings.name]
+    return list(dict.fromkeys(names))[:MAX_NAMES]
+
+
+def _reply(t: TypeResult) -> Reply | None:
+    if t.rcode is None:
+        return None
+    return Reply(t.rcode, t.answers, t.latency_s or 0.0, t.authoritative, t.recursion_available,
+                 t.additional, t.truncated)
+
+
+_TCP_CONNECT = {"answered": "accepted", "silent-after-accept": "accepted", "refused": "refused",
+                "timeout": "timeout"}
+
+
+def server_state(r: ServerResult) -> ServerState:
+    """What the probe saw of a server, as the prediction's input."""
+    tcp = _TCP_CONNECT.get(r.tcp_kind or "", "error") if r.tcp_kind else None
+    tcp_replies = {t.rdtype: _reply(t) for t in r.tcp_types}
+    if r.transport == "tcp":            # use-vc: what UDP would do is not known, nor needed
+        return ServerState(None, tcp=tcp, tcp_replies=tcp_replies,
+                           tcp_latency_s=r.tcp_latency_s or 0.0, kind=r.kind)
+    if r.kind in ("refused", "unreachable", "error") and not any(t.rcode for t in r.types):
+        return ServerState(None, udp_error="port-unreachable" if r.kind == "refused" else r.kind,
+                           error_after_s=r.latency_s or 0.0,
+                           tcp="refused" if r.kind == "refused" else tcp, kind=r.kind)
+    return ServerState(None, {t.rdtype: _reply(t) for t in r.types}, tcp=tcp,
+                       tcp_replies=tcp_replies, tcp_latency_s=r.tcp_latency_s or 0.0,
+                       kind=r.kind)

@@ -4,16 +4,32 @@ glibc's getaddrinfo(AF_UNSPEC) sends the A and AAAA queries back to back on one 
 UDP socket and waits for both inside one window. A connected socket is what lets glibc see an
 ICMP port unreachable at once (ECONNREFUSED): dnspython's unconnected sendto never does, which
 is why this module speaks the wire format itself (dnspython only builds and parses messages).
+With `options use-vc` (or after a truncated reply) glibc sends both queries on one TCP
+connection instead (send_vc), and so does tcp_exchange() here.
 
-Kinds (what a server does to a lookup):
-  answered       NOERROR or NXDOMAIN for every query sent (rcode recorded)
+Each query's own outcome (TypeResult.outcome; A and AAAA can differ, and glibc treats each
+reply on its own, see inspector.probes.dns_predict):
+  answered       NOERROR with answer records
+  empty          NOERROR, no answer, but authoritative or recursion available (NODATA)
+  lame           NOERROR, no answer, no AA, no RA, no additional: glibc rejects it
+  nxdomain       the name does not exist
+  servfail / rcode-refused / notimp   an error rcode: glibc rejects the reply
+  truncated      TC set: glibc repeats both queries over TCP to the same server
+  silent         no reply inside the window
+  formerr, ...   other rcodes, lower case: glibc accepts the reply (and fails the lookup)
+
+Kinds (what a server does to a lookup, its queries together):
+  answered       every query got a reply glibc accepts (NOERROR or NXDOMAIN)
   refused        ICMP port unreachable: glibc fails over immediately
   unreachable    ICMP host/net unreachable (or no route)
   timeout        silence for the whole window: glibc waits `timeout` seconds
-  servfail / rcode-refused / notimp   an error rcode: glibc moves to the next server
-  lame           NOERROR, no answer, not authoritative, no recursion, no additional (res_send.c)
+  servfail / rcode-refused / notimp   an error rcode for a query
+  lame           a lame reply for a query (NOERROR, no answer, no AA, no RA)
   a-only         A answered, AAAA never: glibc waits the window, then retries one by one
-  truncated      TC set: glibc repeats the query over TCP to the same server (no timeout there!)
+  partial        another query never answered
+  truncated      TC set: glibc repeats the queries over TCP to the same server (no timeout!)
+The detail says what each query got: a server whose A is answered and whose AAAA is lame is
+"lame", yet glibc returns its A answer (dns_predict has the consequences).
 """
 from __future__ import annotations
 
@@ -33,7 +49,9 @@ import dns.rcode
 import dns.rdatatype
 
 KINDS = ("answered", "refused", "unreachable", "timeout", "servfail", "rcode-refused", "notimp",
-         "lame", "a-only", "truncated", "error")
+         "lame", "a-only", "partial", "truncated", "error")
+# Per-query outcomes glibc's send_dg rejects (it moves on, or keeps the other query's answer).
+REJECTED_OUTCOMES = frozenset({"servfail", "rcode-refused", "notimp", "lame"})
 # Kinds after which glibc tries the next server (with the time they took).
 FAILOVER_KINDS = {"refused", "unreachable", "timeout", "servfail", "rcode-refused", "notimp",
                   "lame", "error"}
@@ -58,6 +76,30 @@ class TypeResult:
     additional: int = 0
     transport: str = "udp"
 
+    @property
+    def outcome(self) -> str:
+        """What glibc makes of this reply, in send_dg's order of checks: an error rcode, then
+        a lame reply, then truncation."""
+        return reply_outcome(self.rcode, self.answers, self.authoritative,
+                             self.recursion_available, self.additional, self.truncated)
+
+
+def reply_outcome(rcode: str | None, answers: int, authoritative: bool, recursion: bool,
+                  additional: int, truncated: bool) -> str:
+    if rcode is None:
+        return "silent"
+    if rcode in ("SERVFAIL", "NOTIMP"):
+        return rcode.lower()
+    if rcode == "REFUSED":
+        return "rcode-refused"
+    if rcode == "NOERROR" and not answers and not (authoritative or recursion or additional):
+        return "lame"
+    if truncated:
+        return "truncated"
+    if rcode == "NOERROR":
+        return "answered" if answers else "empty"
+    return rcode.lower()
+
 
 @dataclass
 class ServerResult:
@@ -72,8 +114,16 @@ class ServerResult:
     tcp: str | None = None           # after truncation: "answered in 2.1 ms", "timeout after 2 s"
     tcp_latency_s: float | None = None
     tcp_kind: str | None = None      # answered | refused | timeout | silent-after-accept | error
+    tcp_types: list[TypeResult] = field(default_factory=list)   # each query's TCP reply
+    transport: str = "udp"           # tcp: queried over TCP only, as glibc does with use-vc
     interrupted: bool = False        # stopped (Ctrl-C) before the window ended: the wait shown
                                      # is how long it lasted, not glibc's whole window
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        """Each query's outcome ("A": "answered", "AAAA": "lame" ...), over UDP, or over TCP
+        for a use-vc server."""
+        return {t.rdtype: t.outcome for t in self.types}
 
 
 def parse_server(text: str, default_port: int = 53) -> tuple[str, int]:
@@ -103,14 +153,18 @@ def build_queries(name: str, rdtypes: list[str], edns: bool = False) -> list[dns
 
 def query_server(address: str, port: int, name: str, rdtypes: list[str], timeout: float,
                  tcp_timeout: float = 2.0, edns: bool = False,
-                 stop: threading.Event | None = None) -> ServerResult:
+                 stop: threading.Event | None = None, transport: str = "udp") -> ServerResult:
     """Send the queries (back to back) on one connected UDP socket; wait `timeout` for all.
+    A truncated reply repeats them over TCP (bounded by `tcp_timeout`; glibc has no bound).
+    transport="tcp" asks over TCP only, as glibc does with `options use-vc`.
 
     Setting `stop` ends the wait within STOP_POLL_S: the result is classified on what arrived
     so far, with `interrupted` set and the time actually waited."""
     server = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
     result = ServerResult(server=server, address=address, port=port, name=name, kind="error",
-                          latency_s=None)
+                          latency_s=None, transport=transport)
+    if transport == "tcp":
+        return _over_tcp(result, rdtypes, tcp_timeout, edns)
     queries = build_queries(name, rdtypes, edns)
     pending = {q.id: (q, TypeResult(rdtypes[i])) for i, q in enumerate(queries)}
     result.types = [t for _, t in pending.values()]
@@ -143,6 +197,8 @@ def query_server(address: str, port: int, name: str, rdtypes: list[str], timeout
             except BlockingIOError:
                 continue
             except OSError as exc:
+                if any(t.rcode is not None for _, t in pending.values()):
+                    break       # an error after a reply: classify what arrived
                 return _socket_error(result, exc, time.monotonic() - start)
             now = time.monotonic()
             try:
@@ -159,10 +215,13 @@ def query_server(address: str, port: int, name: str, rdtypes: list[str], timeout
         sock.close()
     if result.interrupted:
         waited = round(time.monotonic() - start, 2)
-        _classify(result, pending, waited, tcp_timeout, edns, tcp=False)
+        _classify(result, waited)
         result.detail += " (interrupted)"
         return result
-    return _classify(result, pending, timeout, tcp_timeout, edns)
+    _classify(result, timeout)
+    if any(t.truncated for t in result.types):
+        _tcp_retry(result, rdtypes, tcp_timeout, edns)
+    return result
 
 
 def _fill(t: TypeResult, msg: dns.message.Message, latency: float) -> None:
@@ -186,81 +245,125 @@ def _socket_error(result: ServerResult, exc: OSError, elapsed: float) -> ServerR
     return result
 
 
-def _classify(result: ServerResult, pending: dict, timeout: float, tcp_timeout: float,
-              edns: bool, tcp: bool = True) -> ServerResult:
-    types = [t for _, t in pending.values()]
+def describe(types: list[TypeResult]) -> str:
+    """Each query's outcome: "A answered (1) 1.2 ms, AAAA lame"."""
+    parts = []
+    for t in types:
+        text = f"{t.rdtype} {t.outcome}"
+        if t.outcome in ("answered",):
+            text += f" ({t.answers})"
+        if t.latency_s is not None:
+            text += f" {t.latency_s * 1000:.1f} ms"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def _classify(result: ServerResult, timeout: float) -> ServerResult:
+    """The server's kind from its queries' outcomes; the detail names each query's."""
+    types = result.types
     got = [t for t in types if t.rcode is not None]
     if not got:
         result.kind, result.latency_s = "timeout", timeout
         result.detail = f"no reply in {timeout:g} s"
         return result
     result.latency_s = max(t.latency_s for t in got)
-    for t in got:   # glibc acts on the first error rcode it sees
-        code = dns.rcode.from_text(t.rcode)
-        if code in _RCODE_KIND:
-            result.kind, result.detail = _RCODE_KIND[code], f"{t.rdtype}: {t.rcode}"
-            return result
-    truncated = [t for t in got if t.truncated]
-    if truncated:
-        result.kind = "truncated"
-        for t in truncated if tcp else ():
-            _tcp_retry(result, t, tcp_timeout, edns)
-            if result.tcp_kind != "answered":   # one bounded TCP failure is the verdict
-                break
-        return result
-    for t in got:
-        if (t.rcode == "NOERROR" and t.answers == 0 and not t.authoritative
-                and not t.recursion_available and not t.additional):
-            result.kind, result.detail = "lame", f"{t.rdtype}: lame referral (no answer, no AA, no RA)"
-            return result
-    if len(got) < len(types):
+    result.detail = describe(types)
+    outcomes = [t.outcome for t in types]
+    for kind in ("servfail", "rcode-refused", "notimp", "lame", "truncated"):
+        if kind in outcomes:
+            result.kind = kind
+            break
+    else:
         missing = [t.rdtype for t in types if t.rcode is None]
-        result.kind = "a-only" if missing == ["AAAA"] else "partial"
-        result.detail = f"{', '.join(missing)} never answered in {timeout:g} s"
-        result.latency_s = timeout
-        return result
-    result.kind = "answered"
-    result.detail = ", ".join(f"{t.rdtype} {t.rcode} ({t.answers})" for t in got)
+        if missing:
+            result.kind = "a-only" if missing == ["AAAA"] and "A" in [t.rdtype for t in got] \
+                else "partial"
+            result.detail += f"; {', '.join(missing)} never answered in {timeout:g} s"
+            result.latency_s = timeout
+        else:
+            result.kind = "answered"
+    answered = [t.rdtype for t in types if t.outcome == "answered"]
+    if result.kind in REJECTED_OUTCOMES and answered:
+        result.detail += (f" (glibc keeps the {answered[0]} reply"
+                          + ("; with single-request it asks the next server)"
+                             if types[0].outcome in REJECTED_OUTCOMES else ")"))
     return result
 
 
-def _tcp_retry(result: ServerResult, t: TypeResult, tcp_timeout: float, edns: bool) -> None:
-    """glibc repeats a truncated query over TCP to the same server; its TCP path has no timeout,
-    so ours is bounded and reported separately."""
-    query = build_queries(result.name, [t.rdtype], edns)[0]
-    wire = query.to_wire()
+def tcp_exchange(address: str, port: int, name: str, rdtypes: list[str], timeout: float,
+                 edns: bool = False) -> tuple[str, float, list[TypeResult], str]:
+    """Both queries on one TCP connection, as glibc's send_vc sends them; bounded by `timeout`
+    (glibc has no bound). Returns (tcp kind, seconds, each query's reply, text):
+    answered | refused | timeout (connect never completed) | silent-after-accept | error."""
+    queries = build_queries(name, rdtypes, edns)
+    types = {q.id: TypeResult(rdtypes[i], transport="tcp") for i, q in enumerate(queries)}
     start = time.monotonic()
-    sock = socket.socket(_family(result.address), socket.SOCK_STREAM)
-    sock.settimeout(tcp_timeout)
+    deadline = start + timeout
+    sock = socket.socket(_family(address), socket.SOCK_STREAM)
+    sock.settimeout(timeout)
     stage = "connect"
     try:
-        sock.connect((result.address, result.port))
+        sock.connect((address, port))
         stage = "reply"
-        sock.sendall(struct.pack("!H", len(wire)) + wire)
-        head = _recv_exact(sock, 2, start + tcp_timeout)
-        body = _recv_exact(sock, struct.unpack("!H", head)[0], start + tcp_timeout)
-        msg = dns.message.from_wire(body, ignore_trailing=True)
+        sock.sendall(b"".join(struct.pack("!H", len(w)) + w for w in (q.to_wire() for q in queries)))
+        while any(t.rcode is None for t in types.values()):
+            head = _recv_exact(sock, 2, deadline)
+            body = _recv_exact(sock, struct.unpack("!H", head)[0], deadline)
+            msg = dns.message.from_wire(body, ignore_trailing=True)
+            if msg.id in types and types[msg.id].rcode is None:
+                _fill(types[msg.id], msg, time.monotonic() - start)
         elapsed = time.monotonic() - start
-        result.tcp_kind = "answered"
-        result.tcp_latency_s = elapsed
-        result.tcp = f"{dns.rcode.to_text(msg.rcode())} over TCP in {elapsed * 1000:.1f} ms"
-        _fill(t, msg, (t.latency_s or 0) + elapsed)
-        t.transport = "tcp"
+        replies = list(types.values())
+        return ("answered", elapsed, replies,
+                f"over TCP in {elapsed * 1000:.1f} ms: {describe(replies)}")
     except socket.timeout:
-        result.tcp_kind = "timeout" if stage == "connect" else "silent-after-accept"
-        result.tcp = (f"TCP connect timed out after {tcp_timeout:g} s" if stage == "connect"
-                      else f"TCP accepted but no reply in {tcp_timeout:g} s (glibc would hang)")
-        result.tcp_latency_s = time.monotonic() - start
+        if stage == "connect":
+            return ("timeout", time.monotonic() - start, list(types.values()),
+                    f"TCP connect timed out after {timeout:g} s")
+        return ("silent-after-accept", time.monotonic() - start, list(types.values()),
+                f"TCP accepted but no reply in {timeout:g} s (glibc would hang)")
     except ConnectionRefusedError:
-        result.tcp_kind, result.tcp = "refused", "TCP connection refused"
-        result.tcp_latency_s = time.monotonic() - start
+        return "refused", time.monotonic() - start, list(types.values()), "TCP connection refused"
     except (OSError, EOFError, ValueError, dns.exception.DNSException) as exc:
-        result.tcp_kind, result.tcp = "error", f"TCP: {exc}"
-        result.tcp_latency_s = time.monotonic() - start
+        return "error", time.monotonic() - start, list(types.values()), f"TCP: {exc}"
     finally:
         sock.close()
-    result.latency_s = max(result.latency_s or 0, t.latency_s or 0)
-    result.detail = f"truncated over UDP; {result.tcp}"
+
+
+def _tcp_retry(result: ServerResult, rdtypes: list[str], tcp_timeout: float, edns: bool) -> None:
+    """glibc repeats truncated queries over TCP to the same server, both on one connection;
+    its TCP path has no timeout, so ours is bounded and reported separately."""
+    kind, seconds, replies, text = tcp_exchange(result.address, result.port, result.name,
+                                                rdtypes, tcp_timeout, edns)
+    result.tcp_kind, result.tcp_latency_s, result.tcp_types, result.tcp = kind, seconds, replies, text
+    result.latency_s = max(result.latency_s or 0, seconds)
+    result.detail = f"truncated over UDP; {text}"
+
+
+def add_tcp(result: ServerResult, rdtypes: list[str], tcp_timeout: float, edns: bool = False) -> None:
+    """What the server does over TCP, for a server glibc may reach over TCP although it does
+    not truncate (glibc keeps TCP for the servers after one that truncated). The UDP verdict
+    stays."""
+    kind, seconds, replies, text = tcp_exchange(result.address, result.port, result.name,
+                                                rdtypes, tcp_timeout, edns)
+    result.tcp_kind, result.tcp_latency_s, result.tcp_types, result.tcp = kind, seconds, replies, text
+
+
+def _over_tcp(result: ServerResult, rdtypes: list[str], timeout: float, edns: bool) -> ServerResult:
+    """use-vc: glibc asks over TCP only, one try per server, and waits for ever for a server
+    that accepted; the kind says what a UDP-minded reader expects (refused, timeout ...)."""
+    kind, seconds, replies, text = tcp_exchange(result.address, result.port, result.name,
+                                                rdtypes, timeout, edns)
+    result.tcp_kind, result.tcp_latency_s, result.tcp, result.latency_s = kind, seconds, text, seconds
+    result.types = result.tcp_types = replies
+    if kind == "answered":
+        _classify(result, timeout)
+        result.detail = text
+    else:
+        result.kind = {"refused": "refused", "timeout": "timeout",
+                       "silent-after-accept": "timeout"}.get(kind, "error")
+        result.detail = text
+    return result
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:

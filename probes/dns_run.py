@@ -156,8 +156,7 @@ class DnsRunResult:
         r = self.detail
         down = [f"{s.server} {s.kind}" for s in r.servers if s.kind != "answered"]
         pred = r.prediction
-        note = f"glibc lookup now: {pred.outcome}" + (
-            f" after {pred.seconds * 1000:.1f} ms" if pred.seconds else "")
+        note = f"glibc lookup now: {pred.text()}"       # the outcome, its families, the time
         return RunSummary(
             ProbeKind.DNS, r.name, RunStatus.STOPPED if self.stopped else RunStatus.COMPLETED,
             self.latency.summary(), reason="stopped (partial rounds)" if self.stopped else "",

@@ -1,6 +1,6 @@
 """Real DNS responders for tests, on loopback addresses (127.0.0.x) and any port.
 
-Modes:
+Server modes (`mode`, every query alike):
   ok          A 192.0.2.7 and AAAA 2001:db8::7 (NOERROR), recursion available
   nxdomain    NXDOMAIN
   servfail    SERVFAIL
@@ -11,6 +11,12 @@ Modes:
   dropaaaa    answers A, drops AAAA (broken middlebox / old server)
   truncate    UDP answers carry TC; the full answer comes over TCP
   tcp-silent  UDP answers carry TC; TCP accepts and never answers
+Per query (`a=`, `aaaa=`, and `names={qname: mode or {"a": .., "aaaa": ..}}`), one of QUERY_MODES:
+  answer, empty (NOERROR, no answer, RA: NODATA), lame, nxdomain, servfail, refused, notimp,
+  formerr, truncate (TC over UDP; answered over TCP), silent.
+TCP (`tcp=`): None listens only for the truncation modes; "same" answers every query as over
+UDP (a truncating query is answered in full); "silent" accepts and never answers; "closed" has
+no listener (connection refused); a query mode answers every TCP query that way.
 Also `closed_port()` gives an address:port where nothing listens (ICMP port unreachable).
 """
 from __future__ import annotations
@@ -28,43 +34,65 @@ import dns.rrset
 
 ANSWER_A = "192.0.2.7"
 ANSWER_AAAA = "2001:db8::7"
+QUERY_MODES = ("answer", "empty", "lame", "nxdomain", "servfail", "refused", "notimp", "formerr",
+               "truncate", "silent")
+_RCODES = {"nxdomain": dns.rcode.NXDOMAIN, "servfail": dns.rcode.SERVFAIL,
+           "refused": dns.rcode.REFUSED, "notimp": dns.rcode.NOTIMP,
+           "formerr": dns.rcode.FORMERR}
+# a server mode as per-query modes over UDP (A, AAAA, anything else)
+_SERVER_MODES = {"ok": ("answer", "answer"), "nxdomain": ("nxdomain",) * 2,
+                 "servfail": ("servfail",) * 2, "refused": ("refused",) * 2,
+                 "notimp": ("notimp",) * 2, "lame": ("lame",) * 2, "silent": ("silent",) * 2,
+                 "dropaaaa": ("answer", "silent"), "truncate": ("truncate",) * 2,
+                 "tcp-silent": ("truncate",) * 2}
 
 
 def _reply(query: dns.message.Message, mode: str) -> dns.message.Message | None:
+    """The reply to `query` in a query mode (None: no reply)."""
+    if mode == "silent":
+        return None
     q = query.question[0]
     reply = dns.message.make_response(query)
     reply.flags |= dns.flags.RA
-    if mode == "nxdomain":
-        reply.set_rcode(dns.rcode.NXDOMAIN)
-    elif mode == "servfail":
-        reply.set_rcode(dns.rcode.SERVFAIL)
-    elif mode == "refused":
-        reply.set_rcode(dns.rcode.REFUSED)
-    elif mode == "notimp":
-        reply.set_rcode(dns.rcode.NOTIMP)
+    if mode in _RCODES:
+        reply.set_rcode(_RCODES[mode])
     elif mode == "lame":
         reply.flags &= ~(dns.flags.RA | dns.flags.AA)
-    else:
-        if q.rdtype == dns.rdatatype.AAAA and mode == "dropaaaa":
-            return None
+    elif mode == "truncate":
+        reply.flags |= dns.flags.TC
+    elif mode == "answer":
         if q.rdtype == dns.rdatatype.A:
             reply.answer.append(dns.rrset.from_text(q.name, 60, "IN", "A", ANSWER_A))
         elif q.rdtype == dns.rdatatype.AAAA:
             reply.answer.append(dns.rrset.from_text(q.name, 60, "IN", "AAAA", ANSWER_AAAA))
+        elif q.rdtype == dns.rdatatype.NS:
+            reply.answer.append(dns.rrset.from_text(q.name, 60, "IN", "NS", "ns.probe.test."))
+    elif mode != "empty":
+        raise ValueError(f"unknown query mode {mode!r}")
     return reply
 
 
 class Responder:
-    """A UDP (and, for truncation modes, TCP) responder in daemon threads."""
+    """A UDP (and, when asked or for truncation modes, TCP) responder in daemon threads."""
 
-    def __init__(self, address: str = "127.0.0.1", port: int = 0, mode: str = "ok", delay: float = 0.0):
-        self.mode, self.delay = mode, delay
+    def __init__(self, address: str = "127.0.0.1", port: int = 0, mode: str = "ok",
+                 delay: float = 0.0, *, a: str | None = None, aaaa: str | None = None,
+                 tcp: str | dict | None = None, names: dict | None = None):
+        if mode not in _SERVER_MODES:
+            raise ValueError(f"unknown server mode {mode!r}")
+        self.mode, self.delay = mode, delay     # `mode` may change while it runs
+        self.a_mode, self.aaaa_mode = a, aaaa
+        self.names = {k.lower().rstrip("."): v for k, v in (names or {}).items()}
+        self.tcp_mode = "silent" if mode == "tcp-silent" and tcp is None else tcp
         self.queries: list[str] = []
+        self.tcp_queries: list[str] = []
         self.udp = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM)
         self.udp.bind((address, port))
         self.address, self.port = self.udp.getsockname()[:2]
         self.tcp = None
-        if mode in ("truncate", "tcp-silent"):
+        truncating = "truncate" in self.udp_modes.values() or any(
+            "truncate" in (v.values() if isinstance(v, dict) else [v]) for v in self.names.values())
+        if (tcp is None and truncating) or (tcp is not None and tcp != "closed"):
             self.tcp = socket.socket(self.udp.family, socket.SOCK_STREAM)
             self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.tcp.bind((address, self.port))
@@ -74,8 +102,34 @@ class Responder:
         threading.Thread(target=self._serve_udp, daemon=True).start()
 
     @property
+    def udp_modes(self) -> dict[str, str]:
+        a_mode, aaaa_mode = _SERVER_MODES[self.mode]
+        a_mode, aaaa_mode = self.a_mode or a_mode, self.aaaa_mode or aaaa_mode
+        return {"A": a_mode, "AAAA": aaaa_mode, "*": a_mode}
+
+    @property
     def server(self) -> str:
         return f"{self.address}:{self.port}"
+
+    def query_mode(self, query: dns.message.Message, transport: str) -> str:
+        q = query.question[0]
+        rdtype = dns.rdatatype.to_text(q.rdtype)
+        qname = q.name.to_text(omit_final_dot=True).lower()
+        spec = self.names.get(qname)
+        if isinstance(spec, str):
+            mode = spec
+        elif isinstance(spec, dict):
+            mode = spec.get(rdtype.lower(), spec.get("*", "answer"))
+        else:
+            mode = self.udp_modes.get(rdtype, self.udp_modes["*"])
+        if transport == "tcp":
+            if isinstance(self.tcp_mode, dict):
+                mode = self.tcp_mode.get(rdtype.lower(), mode)
+            elif self.tcp_mode not in (None, "same"):
+                mode = self.tcp_mode
+            if mode == "truncate":
+                mode = "answer"
+        return mode
 
     def _serve_udp(self) -> None:
         while True:
@@ -88,14 +142,9 @@ class Responder:
             except Exception:
                 continue
             self.queries.append(dns.rdatatype.to_text(query.question[0].rdtype))
-            if self.mode == "silent":
-                continue
-            reply = _reply(query, "ok" if self.mode in ("truncate", "tcp-silent") else self.mode)
+            reply = _reply(query, self.query_mode(query, "udp"))
             if reply is None:
                 continue
-            if self.mode in ("truncate", "tcp-silent"):
-                reply.answer.clear()
-                reply.flags |= dns.flags.TC
             if self.delay:
                 time.sleep(self.delay)
             try:
@@ -109,12 +158,13 @@ class Responder:
                 conn, _ = self.tcp.accept()
             except OSError:
                 return
-            if self.mode == "tcp-silent":
+            if self.tcp_mode == "silent":
                 self._held.append(conn)       # accept and never answer
                 continue
             threading.Thread(target=self._tcp_conn, args=(conn,), daemon=True).start()
 
     def _tcp_conn(self, conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with conn:
             try:
                 while True:
@@ -128,7 +178,12 @@ class Responder:
                         if not chunk:
                             return
                         data += chunk
-                    reply = _reply(dns.message.from_wire(data), "ok")
+                    query = dns.message.from_wire(data)
+                    self.tcp_queries.append(dns.rdatatype.to_text(query.question[0].rdtype))
+                    reply = _reply(query, self.query_mode(query, "tcp"))
+                    if reply is None:
+                        self._held.append(conn.dup())     # this query is never answered
+                        continue
                     wire = reply.to_wire()
                     conn.sendall(struct.pack("!H", len(wire)) + wire)
             except OSError:

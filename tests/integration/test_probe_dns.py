@@ -52,7 +52,9 @@ def test_each_behaviour_is_classified_within_its_bound(responders, mode):
     if mode == "nxdomain":
         assert {t.rcode for t in res.types} == {"NXDOMAIN"}
     if mode == "truncate":
-        assert res.tcp_kind == "answered" and all(t.transport == "tcp" for t in res.types)
+        assert res.tcp_kind == "answered" and all(t.transport == "tcp" for t in res.tcp_types)
+        assert res.outcomes == {"A": "truncated", "AAAA": "truncated"}
+        assert {t.rdtype: t.outcome for t in res.tcp_types} == {"A": "answered", "AAAA": "answered"}
     if mode == "tcp-silent":
         assert res.tcp_kind == "silent-after-accept" and "hang" in res.tcp
     if mode in ("silent", "dropaaaa"):
@@ -201,7 +203,9 @@ def test_prediction_matches_real_glibc_getaddrinfo():
         tolerance = max(0.05, 0.10 * measured)
         assert abs(predicted - measured) <= tolerance, (case, predicted, measured, got["doc"]["prediction"]["steps"])
         if case == "a_only":
-            assert got["doc"]["prediction"]["outcome"] == "a-only"
+            assert got["doc"]["prediction"]["outcome"] == "answered"
+            assert got["doc"]["prediction"]["families"] == ["IPv4"]
             assert got["doc"]["getaddrinfo"]["result"] == "192.0.2.7"
+            assert got["doc"]["getaddrinfo"]["families"] == ["IPv4"]
         if case == "all_silent":
             assert got["doc"]["getaddrinfo"]["result"].startswith("failed")
