@@ -93,9 +93,15 @@ def _plural(n: int, word: str) -> str:
 
 def _table(columns: list[Column], rows: list[list[str]], width: int) -> list[str]:
     """Columns as wide as their longest cell up to their `most`, squeezed in their order when
-    the line would not fit, the last one grown into what is left; empty columns are left out;
-    cut cells end with '…'."""
+    the line would not fit (and left out when that is not enough), the last one grown into
+    what is left; empty columns are left out; cut cells end with '…'."""
     keep = [i for i, c in enumerate(columns) if any(row[i] for row in rows) or i < 2]
+    # too narrow even squeezed: the columns squeezed first go first (never the first two or
+    # the last: the level, the host, the worst finding)
+    for i in sorted(keep[2:-1], key=lambda i: columns[i].squeeze):
+        if sum(columns[k].least for k in keep) + 2 * (len(keep) - 1) <= width:
+            break
+        keep.remove(i)
     columns = [columns[i] for i in keep]
     rows = [[row[i] for i in keep] for row in rows]
     natural = [max([len(c.header)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
