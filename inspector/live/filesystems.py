@@ -8,7 +8,9 @@ always full (squashfs, iso9660: snaps, live media) are left out, as `df -x` user
 statvfs on a hung NFS server or a stuck FUSE daemon blocks, and nothing can interrupt it. So
 each call runs in its own daemon thread and is waited for at most `timeout` seconds; a mount
 whose previous call is still blocked is not called again (no pile of stuck threads) and shows
-as unknown "statvfs timed out after N s" until that call returns.
+as unknown "statvfs timed out after N s" until that call returns. The list of mounts
+(/proc/self/mountinfo, which lxcfs-style FUSE servers can sit on too) is read the same way
+(inspector.bounded.Reads): a sweep takes at most twice `timeout`.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from inspector.bounded import Reads
 from inspector.discover.block import parse_mountinfo
 from inspector.host import HostRoot
 from inspector.model import Unknown
@@ -65,9 +68,13 @@ class FilesystemSampler:
         self._statvfs = statvfs
         self._blocked: dict[str, float] = {}       # mountpoint -> when its call started
         self._lock = threading.Lock()
+        self._reads = Reads()
 
     def mounts(self) -> list[tuple[str, object]] | Unknown:
-        text = self.root.try_text("proc/self/mountinfo")
+        read = self._reads.start("mountinfo", lambda: self.root.try_text("proc/self/mountinfo"))
+        text = read.result(time.monotonic() + self.timeout)
+        if read.timed_out:
+            return Unknown(f"/proc/self/mountinfo {read.timed_out}")
         if isinstance(text, Unknown):
             return Unknown(f"/proc/self/mountinfo: {text.reason}")
         seen: set[tuple[str, str]] = set()

@@ -5,6 +5,12 @@ the app keeps the latest state and asks the *visible* screen to show it. Collect
 the next one is scheduled by a one-shot timer after the previous one finished, so they never
 overlap, and each runs under a hard timeout so a hung collector shows "timed out" while keys
 keep working.
+
+The host is read in child processes (tui.discovery, tui.live.LiveProcess), waited for by daemon
+threads of ours with a deadline: a read the kernel never answers (a hung FUSE or NFS mount)
+names its section or source on the screen and leaves a stuck thread in a child, never here,
+so q, Ctrl-C and SIGTERM always end the process. (Not the event loop's thread workers: asyncio
+joins those when the app exits.)
 """
 from __future__ import annotations
 
@@ -14,15 +20,17 @@ import threading
 import time
 from typing import Any, Callable
 
-from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
+from textual.message import Message
 
-from inspector.collect import CollectorTimeout, build_report, run_bounded
+from inspector.bounded import TimedOut, WorkerFailed, run_bounded
+from inspector.collect import DEFAULT_TIMEOUT
 from inspector.host import HostRoot
 from inspector.model import Report
 from inspector.tui import live as live_source
+from inspector.tui.discovery import PATIENCE, DiscoveryProcess
 from inspector.tui.messages import LiveSampled, ProbeFinished, ProbeProgress, ReportCollected
 from inspector.tui.probe_runs import KIND_TITLES, KINDS, ProbeManager
 from inspector.tui.trends import Trends
@@ -31,7 +39,7 @@ SCREENS = (("overview", "Overview"), ("storage", "Storage"), ("virt", "Virtualiz
            ("net", "Network"), ("dns", "DNS"), ("probes", "Probes"))
 DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
 DEFAULT_LIVE_INTERVAL = 1.0  # seconds between live samples (iostat-like rates)
-DEFAULT_COLLECT_TIMEOUT = 20.0
+DEFAULT_COLLECT_TIMEOUT = DEFAULT_TIMEOUT   # per section, like `inspector report`
 EXIT_WATCHDOG_S = 4.0        # after SIGHUP/SIGTERM the process is gone within this, whatever hangs
 
 Collector = Callable[[HostRoot], Report]
@@ -68,6 +76,15 @@ class InspectorCommands(Provider):
                 yield Hit(score, matcher.highlight(title), callback, help=help_text)
 
 
+class DiscoveryInterim(Message):
+    """The first collection as it stands after tui.discovery.PATIENCE: `pending` sections
+    have not answered yet (Unknown in the report, saying so)."""
+
+    def __init__(self, report: Report, pending: list[str], at: float):
+        super().__init__()
+        self.report, self.pending, self.at = report, pending, at
+
+
 class InspectorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "Inspector"
@@ -92,7 +109,11 @@ class InspectorApp(App):
         super().__init__()
         self.root = root
         self.history_db = history_db   # None: the default the recorder and `history` use
-        self.collector = collector or (lambda r: build_report(r))
+        # None: discovery in a child process (tui.discovery), forked now, before the UI's
+        # threads exist; a collector given here (tests) runs in a thread of this process
+        self.collector = collector
+        self.discovery = (DiscoveryProcess(root, collect_timeout) if collector is None
+                          else None)
         self.refresh_interval = refresh
         self.live_interval = live_interval
         self.collect_timeout = collect_timeout
@@ -100,6 +121,7 @@ class InspectorApp(App):
         self.report: Report | None = None
         self.collect_error: str | None = None
         self.collecting = False
+        self.waiting_for: list[str] = []   # sections the first collection still waits for
         self.collections = 0
         self.last_collected: float | None = None
         self.live_sample: Any = None
@@ -164,6 +186,7 @@ class InspectorApp(App):
 
     def _exit_for_signal(self) -> None:
         self.probes.stop_all(timeout=2.0)
+        self._close_readers()
         if not self.is_headless:  # a test's process has children that are not ours to end
             from inspector.tui import lifecycle
             lifecycle.terminate_children(grace=0.5)
@@ -180,26 +203,43 @@ class InspectorApp(App):
         self._refresh_screen()
         self._collect_worker()
 
-    @work(thread=True, group="collect", exit_on_error=False)
     def _collect_worker(self) -> None:
+        threading.Thread(target=self._collect, daemon=True, name="discovery").start()
+
+    def _collect(self) -> None:
         start = time.perf_counter()
         report, error = None, None
         try:
-            report = run_bounded(lambda: self.collector(self.root), self.collect_timeout)
+            if self.collector is not None:
+                collector = self.collector
+                report = run_bounded(lambda: collector(self.root), self.collect_timeout)
+            elif self.discovery is not None:
+                first = self.report is None
+                report = self.discovery.collect(PATIENCE if first else None, self._interim)
             if report is not None:
-                # a device model or hostname carrying escape sequences (a hostile or broken
-                # capture) must not drive the operator's terminal: \xNN from here on
-                from inspector.render.findings import printable
-                report = printable(report)
-        except CollectorTimeout as exc:
+                report = _printable(report)
+        except TimedOut as exc:
             error = f"discovery {exc}"
+        except WorkerFailed as exc:
+            error = f"discovery failed: {exc}"
         except Exception as exc:
             error = f"discovery failed: {type(exc).__name__}: {exc}"
         self.post_message(ReportCollected(report, error, time.perf_counter() - start,
                                           self.clock()))
 
+    def _interim(self, report: Report, pending: list[str]) -> None:
+        self.post_message(DiscoveryInterim(_printable(report), pending, self.clock()))
+
+    def on_discovery_interim(self, message: DiscoveryInterim) -> None:
+        if not self.collecting:
+            return
+        self.report, self.waiting_for = message.report, message.pending
+        self.last_collected = message.at
+        self._refresh_screen()
+
     def on_report_collected(self, message: ReportCollected) -> None:
         self.collecting = False
+        self.waiting_for = []
         self.collections += 1
         self.collect_error = message.error
         if message.report is not None:
@@ -212,18 +252,29 @@ class InspectorApp(App):
             self._collect_timer = self.set_timer(self.refresh_interval, self.collect_now)
 
     # ------------------------------------------------------------------ live sampling
-    @work(thread=True, group="live", exit_on_error=False)
     def sample_live(self) -> None:
+        threading.Thread(target=self._sample, daemon=True, name="live sample").start()
+
+    def _sample(self) -> None:
+        sampler = self.sampler
         try:
-            sample = run_bounded(self.sampler.sample, max(1.0, self.live_interval * 2))
+            if getattr(sampler, "bounded", False):   # LiveProcess: bounded by its child
+                sample = sampler.sample()
+            else:
+                sample = run_bounded(sampler.sample, max(1.0, self.live_interval * 2))
             self.post_message(LiveSampled(sample))
-        except CollectorTimeout as exc:
+        except TimedOut as exc:
             self.post_message(LiveSampled(None, f"live sampling {exc}"))
         except Exception as exc:
             self.post_message(LiveSampled(None, f"live sampling failed: {exc}"))
 
     def on_live_sampled(self, message: LiveSampled) -> None:
-        self.live_error = message.error
+        # no sample and no error: a sampler priming its counters (a new child after one
+        # that did not answer): the last figures are not current
+        priming = message.sample is None and message.error is None
+        self.live_error = message.error or (
+            "live sampling restarted: rates need a second sample"
+            if priming and self.live_sample is not None else None)
         if message.sample is not None:
             self.live_sample = message.sample
             self.trends.push(message.sample)
@@ -231,8 +282,8 @@ class InspectorApp(App):
         if hasattr(screen, "show_live"):
             screen.show_live(self.live_sample, self.live_error)
         # the first sample only primes the counters: the first rates follow half a second later
-        first = self.live_sample is None and message.error is None
-        self._live_timer = self.set_timer(0.5 if first else self.live_interval, self.sample_live)
+        self._live_timer = self.set_timer(0.5 if priming else self.live_interval,
+                                          self.sample_live)
 
     # ------------------------------------------------------------------ probes
     def on_probe_progress(self, message: ProbeProgress) -> None:
@@ -288,7 +339,9 @@ class InspectorApp(App):
             state = "no data"
         elif self.root.live and self.last_collected is not None:
             state = f"discovered {time.strftime('%H:%M:%S', time.localtime(self.last_collected))}"
-            if self.collecting:
+            if self.waiting_for:
+                state += f" (no answer yet from {', '.join(self.waiting_for)})"
+            elif self.collecting:
                 state += " (refreshing)"
         else:
             state = "capture: no live data"
@@ -342,3 +395,19 @@ class InspectorApp(App):
 
     def on_unmount(self) -> None:
         self.probes.stop_all(timeout=2.0)
+        self._close_readers()
+
+    def _close_readers(self) -> None:
+        """End the children that read the host (one stuck in the kernel stays behind, holding
+        nothing of ours)."""
+        for reader in (self.discovery, self.sampler):
+            close = getattr(reader, "close", None)
+            if close is not None:
+                close()
+
+
+def _printable(report: Report) -> Report:
+    # a device model or hostname carrying escape sequences (a hostile or broken capture) must
+    # not drive the operator's terminal: \xNN from here on
+    from inspector.render.findings import printable
+    return printable(report)

@@ -6,6 +6,12 @@ IO processes and D-state tasks); this module is the only place that knows the sa
 `make_sampler(root)` returns None on a capture (no live data); `unavailable_reason(root)`
 says why in plain words. Every part of a LiveView that could not be read is Unknown(reason),
 which the panels show as it is ("statvfs timed out after 1 s", "no PSI in this kernel").
+
+Every source is read under a deadline, and one that does not answer is named and not read
+again until it returns: LiveSampler's own (/proc/diskstats, /proc/stat ...), /proc/meminfo and
+/proc/pressure here, each statvfs and /proc/self/mountinfo in FilesystemSampler. The sampler
+runs in a child process for the session (LiveProcess, inspector.tui.forked): a read stuck in
+the kernel leaves a thread there, never in the TUI, which can then always exit.
 """
 from __future__ import annotations
 
@@ -13,10 +19,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspector.bounded import Reads
 from inspector.host import HostRoot
+from inspector.live.filesystems import FilesystemSampler
+from inspector.live.memory import read_memory
+from inspector.live.pressure import read_pressure
+from inspector.live.sampler import READ_TIMEOUT
 from inspector.model import Unknown
+from inspector.tui.forked import ForkedService
 
 FILESYSTEMS_EVERY = 5.0    # seconds between statvfs sweeps: fill changes slowly
+# beyond the sampler's deadline: pickling a view, a child paged out on a loaded host
+ANSWER_GRACE = 1.0
+# the sources read here besides LiveSampler's, as the panels name them
+EXTRA_SOURCES = {"memory": "/proc/meminfo", "pressure": "/proc/pressure"}
 
 
 @dataclass
@@ -89,6 +105,8 @@ class LiveView:
     root_device: str | None = None   # the device "/" is mounted from (vda, dm-0, md0 ...)
     disks_error: str | None = None   # why there are no disk rates
     nics_error: str | None = None
+    # sources that did not answer in time: path -> "timed out after 1 s" ...
+    timed_out: dict[str, str] = field(default_factory=dict)
 
     def busiest_disk(self) -> DiskRate | None:
         known = [d for d in self.disks if d.util is not None]
@@ -102,37 +120,75 @@ def unavailable_reason(root: HostRoot) -> str | None:
 
 
 class _Sampler:
-    """Wraps inspector.live.LiveSampler plus memory, pressure and filesystem fill; `sample()`
-    runs in a worker thread and returns the rates since the previous call (None on the first
-    call: rates need two samples)."""
+    """inspector.live.LiveSampler plus memory, pressure and filesystem fill, each source under
+    the sample's deadline (`read_timeout`). `sample()` returns the rates since the previous
+    call (None on the first call: rates need two samples). Lives in LiveProcess's child."""
 
-    def __init__(self, root: HostRoot):
+    def __init__(self, root: HostRoot, read_timeout: float = READ_TIMEOUT):
         import inspector.live as live
-        from inspector.live.filesystems import FilesystemSampler
         self._live = live
         self.root = root
-        self._inner = live.LiveSampler(root, process_io=True)
+        self.read_timeout = read_timeout
+        self._inner = live.LiveSampler(root, process_io=True, read_timeout=read_timeout)
         self._fs = FilesystemSampler(root)
+        self._reads = Reads()
+        self._fs_read: Any = None
         self._fs_last: Any = None
-        self._fs_at = 0.0
+        self._fs_at = float("-inf")
         self._prev = None
 
     def sample(self) -> LiveView | None:
-        from inspector.live.memory import read_memory
-        from inspector.live.pressure import read_pressure
-        cur = self._inner.sample()
-        prev, self._prev = self._prev, cur
+        root = self.root
         now = time.monotonic()
-        if self._fs_last is None or now - self._fs_at >= FILESYSTEMS_EVERY:
-            self._fs_last, self._fs_at = self._fs.sample(), now
+        deadline = now + self.read_timeout
+        extras = self._reads.start_all({"memory": lambda: read_memory(root),
+                                        "pressure": lambda: read_pressure(root)})
+        if now - self._fs_at >= FILESYSTEMS_EVERY:
+            # a thread of its own, never waited for: the sweep bounds each statvfs itself
+            # (one still out from the last sweep is not started again)
+            self._fs_read, self._fs_at = self._reads.start("filesystems", self._fs.sample), now
+        cur = self._inner.sample()
+        self._reads.settle(extras, deadline)
+        timed_out = dict(cur.timed_out)
+        got = {}
+        for name, read in extras.items():
+            got[name] = read.result(deadline)
+            if read.timed_out:
+                timed_out[EXTRA_SOURCES[name]] = read.timed_out
+                got[name] = Unknown(f"{EXTRA_SOURCES[name]} {read.timed_out}")
+        if self._fs_read is not None and self._fs_read.call.done.is_set():
+            self._fs_last = self._fs_read.peek()
+        prev, self._prev = self._prev, cur
         if prev is None:
             return None
         view = normalise(self._live.rates(prev, cur))
-        view.memory = read_memory(self.root)
-        view.pressure = read_pressure(self.root)
+        view.memory = got["memory"]
+        view.pressure = got["pressure"]
         view.filesystems = self._fs_last
         view.root_device = root_device(self._fs_last, cur.disks)
+        view.timed_out = timed_out
         return view
+
+
+class LiveProcess:
+    """_Sampler in a child process for the session: `sample()` is its view (None on the first
+    call), or raises inspector.bounded.TimedOut / WorkerFailed when the child does not answer
+    within the sampler's deadline and a grace (a new child then takes over, priming again)."""
+    bounded = True      # the app calls sample() as it is: no thread of its own around it
+
+    def __init__(self, root: HostRoot, read_timeout: float = READ_TIMEOUT):
+        self.timeout = read_timeout + ANSWER_GRACE
+
+        def make_serve():
+            sampler = _Sampler(root, read_timeout)
+            return lambda _request: sampler.sample()
+        self._service = ForkedService(make_serve)
+
+    def sample(self) -> LiveView | None:
+        return self._service.call("sample", self.timeout)
+
+    def close(self) -> None:
+        self._service.close()
 
 
 def root_device(filesystems: Any, disks: Any) -> str | None:
@@ -149,7 +205,7 @@ def make_sampler(root: HostRoot) -> Any:
     if unavailable_reason(root) is not None:
         return None
     try:
-        return _Sampler(root)
+        return LiveProcess(root)
     except Exception:
         return None
 

@@ -1,0 +1,181 @@
+"""The TUI's reads of the host, in-process: discovery in its child (tui.discovery) names a
+section that does not answer, first as "no answer yet" then "timed out", and never starts it
+again while it hangs; the live sampler (tui.live) bounds /proc/meminfo, /proc/pressure and
+/proc/self/mountinfo per source like LiveSampler does. (A read that hangs is a function that
+sleeps or waits here; test_tui_hung.py has the real FUSE mount and the real binary.)"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from conftest import fixture_root
+from inspector.bounded import TimedOut
+from inspector.host import HostRoot
+from inspector.live import filesystems as filesystems_module
+from inspector.model import Unknown, known
+from inspector.tui import live as live_module
+from inspector.tui.discovery import DiscoveryProcess
+
+
+def _threads(pid: int) -> int:
+    time.sleep(0.3)     # a finished read's thread is gone a moment after its result is in
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+@pytest.fixture
+def storage_hangs(monkeypatch):
+    """The storage collector never returns (in the child, which is forked with this patch)."""
+    import inspector.discover.storage as storage
+
+    def hung(root):
+        time.sleep(3600)
+    monkeypatch.setattr(storage, "collect", hung)
+
+
+def test_discovery_names_the_section_still_out_then_times_it_out(storage_hangs):
+    root = HostRoot(str(fixture_root("kvm-virtio-guest")))
+    discovery = DiscoveryProcess(root, timeout=2.0)
+    interims = []
+    try:
+        start = time.monotonic()
+        report = discovery.collect(0.5, lambda r, pending: interims.append(
+            (time.monotonic() - start, r, pending)))
+        took = time.monotonic() - start
+        assert 1.9 <= took < 3.0, took
+        [(after, early, pending)] = interims
+        assert after < 1.2 and pending == ["storage"]
+        assert early.sections["storage"] == Unknown("no answer yet after 0.5 s "
+                                                    "(waiting up to 2 s)")
+        assert any(f.code == "storage.not_collected" for f in early.findings)
+        assert known(early.sections["virt"]) and known(early.sections["dns"])
+        assert report.sections["storage"] == Unknown("timed out after 2 s")
+        assert known(report.sections["net"]) and known(report.host.hostname)
+
+        # the next refresh does not wait for it again, nor start it again: no new stuck
+        # thread in the child
+        pid = discovery._service._worker.pid
+        threads = _threads(pid)
+        for _ in range(3):
+            start = time.monotonic()
+            again = discovery.collect()
+            assert time.monotonic() - start < 1.5
+            assert again.sections["storage"].reason.startswith("timed out: no answer for ")
+            assert known(again.sections["cpu"])
+        assert _threads(pid) == threads
+    finally:
+        discovery.close()
+
+
+def test_a_discovery_child_that_does_not_answer_is_replaced(storage_hangs):
+    """The child's answer does not come in time (here: asked for less time than its
+    sections' deadline): TimedOut, that child is given up, the next collection forks a new
+    one."""
+    root = HostRoot(str(fixture_root("kvm-virtio-guest")))
+    discovery = DiscoveryProcess(root, timeout=1.0)
+    first = discovery._service._worker
+    try:
+        with pytest.raises(TimedOut):
+            discovery._service.call(("start", 5.0), 0.2)
+        assert not first.alive
+        report = discovery.collect()
+        assert discovery._service._worker is not first and known(report.sections["cpu"])
+    finally:
+        discovery.close()
+
+
+@pytest.fixture
+def hang(monkeypatch):
+    """hang(module, name): that function blocks until the test ends; returns its call count."""
+    release = threading.Event()
+    calls: dict[str, int] = {}
+
+    def install(module, name: str) -> dict[str, int]:
+        real = getattr(module, name)
+        calls[name] = 0
+
+        def blocked(*args, **kwargs):
+            calls[name] += 1
+            release.wait(30)
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, blocked)
+        return calls
+    yield install
+    release.set()
+
+
+def test_live_memory_that_hangs_is_named_and_not_read_again(hang):
+    calls = hang(live_module, "read_memory")
+    sampler = live_module._Sampler(HostRoot("/"), read_timeout=0.3)
+    assert sampler.sample() is None            # primes the counters
+    time.sleep(0.1)
+    start = time.monotonic()
+    view = sampler.sample()
+    assert time.monotonic() - start < 0.6
+    assert view.memory.reason.startswith("/proc/meminfo timed out: no answer for ")
+    assert "/proc/meminfo" in view.timed_out
+    assert isinstance(view.pressure, (dict, Unknown)) and view.cpu is not None
+    assert view.disks and not view.disks_error      # the other sources stand
+    for _ in range(3):
+        sampler.sample()
+    assert calls["read_memory"] == 1
+
+
+def test_live_pressure_that_hangs_is_named(hang):
+    hang(live_module, "read_pressure")
+    sampler = live_module._Sampler(HostRoot("/"), read_timeout=0.3)
+    sampler.sample()
+    view = sampler.sample()
+    assert view.pressure.reason.startswith("/proc/pressure timed out")
+    assert known(view.memory)
+
+
+def test_a_mount_list_that_hangs_is_named_and_not_read_again(monkeypatch):
+    release = threading.Event()
+    root = HostRoot("/")
+    real = root.try_text
+    calls = []
+
+    def try_text(rel, *args, **kwargs):
+        if rel == "proc/self/mountinfo":
+            calls.append(rel)
+            release.wait(30)
+        return real(rel, *args, **kwargs)
+    monkeypatch.setattr(root, "try_text", try_text)
+    sampler = filesystems_module.FilesystemSampler(root, timeout=0.3)
+    try:
+        start = time.monotonic()
+        first = sampler.sample()
+        assert time.monotonic() - start < 0.5
+        assert first == Unknown("/proc/self/mountinfo timed out after 0.3 s")
+        second = sampler.sample()
+        assert second.reason.startswith("/proc/self/mountinfo timed out: no answer for ")
+        assert len(calls) == 1
+    finally:
+        release.set()
+    time.sleep(0.1)
+    assert isinstance(sampler.sample(), list)    # answered: read again
+
+
+def test_the_live_sampler_in_its_child_answers_and_closes():
+    sampler = live_module.make_sampler(HostRoot("/"))
+    try:
+        assert sampler.sample() is None
+        time.sleep(0.2)
+        view = sampler.sample()
+        assert view.cpu is not None and known(view.memory) and view.timed_out == {}
+        pid = sampler._service._worker.pid
+    finally:
+        sampler.close()
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                break
+        except ChildProcessError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the sampler's child did not end on close")
