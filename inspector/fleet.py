@@ -142,28 +142,34 @@ def _unpacked_top(path: str) -> str | None:
     return path if os.path.dirname(path) == base and name.startswith("inspector-root-") else None
 
 
+def by_host(directory: str) -> dict[str, list[FleetFile]]:
+    out: dict[str, list[FleetFile]] = {}
+    for file in find_files(directory):
+        out.setdefault(file.host, []).append(file)
+    return out
+
+
 def read_fleet(directory: str, now: float | None = None,
                capture_timeout: float = 15.0) -> list[HostRow]:
-    """One row per host (its newest readable snapshot), plus one per unreadable file."""
+    """One row per host (its newest readable snapshot), plus one per unreadable file. Each
+    snapshot is made a row as soon as it is read: a fleet's snapshots are never all in memory."""
     now = time.time() if now is None else now
-    newest: dict[str, tuple[FleetFile, dict, int]] = {}
     rows: list[HostRow] = []
-    for file in find_files(directory):
-        try:
-            doc = load(file, capture_timeout)
-        except SnapshotError as exc:
-            rows.append(HostRow(file.host, file.rel, error=_relative(str(exc), file)))
-            continue
-        seen = newest.get(file.host)
-        count = seen[2] + 1 if seen else 1
-        if seen is None or _created(doc) >= _created(seen[1]):
-            newest[file.host] = (file, doc, count)
-        else:
-            newest[file.host] = (seen[0], seen[1], count)
-    for host, (file, doc, count) in newest.items():
-        row = host_row(host, file.rel, doc, now)
-        row.snapshots = count
-        rows.append(row)
+    for host, files in by_host(directory).items():
+        newest: tuple[float, HostRow] | None = None
+        count = 0
+        for file in files:
+            try:
+                doc = load(file, capture_timeout)
+            except SnapshotError as exc:
+                rows.append(HostRow(host, file.rel, error=_relative(str(exc), file)))
+                continue
+            count += 1
+            if newest is None or _created(doc) >= newest[0]:
+                newest = (_created(doc), host_row(host, file.rel, doc, now))
+        if newest is not None:
+            newest[1].snapshots = count
+            rows.append(newest[1])
     return rows
 
 
@@ -314,38 +320,40 @@ class HostDiff:
         return 1 if self.regressions else 2 if self.error else 0
 
 
-def newest_by_host(directory: str, capture_timeout: float) -> dict[str, tuple[str, dict | str]]:
-    """host -> (file, its snapshot) or (file, why none could be read)."""
-    out: dict[str, tuple[str, dict | str]] = {}
-    for file in find_files(directory):
+def newest_snapshot(files: list[FleetFile], capture_timeout: float) -> tuple[str, dict | str]:
+    """(file, its snapshot) for the newest readable one, else (file, why it could not be read)."""
+    best: tuple[str, dict | str] | None = None
+    for file in files:
         try:
             doc: dict | str = load(file, capture_timeout)
         except SnapshotError as exc:
             doc = _relative(str(exc), file)
-        seen = out.get(file.host)
-        if seen is None or (isinstance(doc, dict) and (
-                isinstance(seen[1], str) or _created(doc) >= _created(seen[1]))):
-            out[file.host] = (file.rel, doc)
-    return out
+        if best is None or (isinstance(doc, dict) and (
+                isinstance(best[1], str) or _created(doc) >= _created(best[1]))):
+            best = (file.rel, doc)
+    assert best is not None
+    return best
 
 
 def compare(before_dir: str, after_dir: str, capture_timeout: float = 15.0) -> list[HostDiff]:
     from inspector.diff import diff_snapshots
     from inspector.escapes import visible
     from inspector.render.diff import change_text, display_path
-    before = newest_by_host(before_dir, capture_timeout)
-    after = newest_by_host(after_dir, capture_timeout)
+    before, after = by_host(before_dir), by_host(after_dir)
     out = []
-    for host in sorted(set(before) | set(after)):
-        (bfile, bdoc), (afile, adoc) = before.get(host, (None, None)), after.get(host, (None, None))
+    for host in sorted(set(before) | set(after)):    # two snapshots in memory at a time
+        bfile, bdoc = newest_snapshot(before[host], capture_timeout) if host in before \
+            else (None, None)
+        afile, adoc = newest_snapshot(after[host], capture_timeout) if host in after \
+            else (None, None)
         row = HostDiff(host, bfile, afile)
         if adoc is None:
             row.error = "no snapshot in AFTER (the host did not come back, or fetch failed?)"
         elif bdoc is None:
             row.error = "no snapshot in BEFORE: nothing to compare with"
         elif isinstance(bdoc, str) or isinstance(adoc, str):
-            row.error = "; ".join(f"{side}: {doc}" for side, doc in (("BEFORE", bdoc), ("AFTER", adoc))
-                                  if isinstance(doc, str))
+            row.error = "; ".join(f"{side}: {doc}" for side, doc in
+                                  (("BEFORE", bdoc), ("AFTER", adoc)) if isinstance(doc, str))
         else:
             try:
                 result = diff_snapshots(bdoc, adoc, bfile or "", afile or "")

@@ -260,7 +260,7 @@ def _iter_metrics(doc: dict) -> Iterator[Sample]:
         went_unchecked((str(f.get("code") or "") for f in findings), sections)))
     for name, section in sections.items():
         yield Sample("section_up", 1 if section_up(name, section) else 0, {"section": name})
-    yield from _timings(doc.get("timings") or {}, sections)
+    yield from _timings(doc.get("timings") or {})
     yield from _storage(sections.get("storage"))
     yield from _net(sections.get("net"))
     yield from _dns(sections.get("dns"))
@@ -268,7 +268,7 @@ def _iter_metrics(doc: dict) -> Iterator[Sample]:
     yield from _virt(sections.get("virt"))
 
 
-def _timings(timings: dict, sections: dict) -> Iterator[Sample]:
+def _timings(timings: dict) -> Iterator[Sample]:
     for name, seconds in timings.items():
         if (value := _num(seconds)) is None:
             continue

@@ -28,9 +28,9 @@ _STARTED = time.monotonic()    # imported at start-up, tens of milliseconds afte
 
 RANGES_HELP = """\
 thresholds: -w/--warn and -c/--crit take METRIC=RANGE in the Nagios range format:
-  steal=5        alert when outside 0..5 (above 5)
-  load1=~:10     alert above 10            dns_first_loss=2:  alert below 2
-  md_degraded=1:3 alert outside 1..3       unknown=@1:5       alert inside 1..5
+  steal=5           alert outside 0..5 (above 5)    load1='~:10'   alert above 10
+  md_degraded=1:3   alert outside 1..3              unknown=@1:5   alert inside 1..5
+  dns_first_loss=2: alert below 2
 metrics: steal (percent of CPU time stolen since boot), load1 (1-minute load average),
 dns_first_loss (seconds a blackholed first nameserver adds), md_degraded (missing md members),
 crit/warn/unknown (findings at that level).

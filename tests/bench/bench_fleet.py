@@ -5,7 +5,7 @@ short IO probe run), copied to 500 hosts in Ansible's fetch layout (DIR/<host>/v
 inspector.json) with their own hostnames and times. Timed, as an operator runs them (the real
 binary, interpreter start-up included, median of three runs): the table, --json, --level warn
 --where virt=xen, and `fleet BEFORE AFTER` (500 per-host diffs, AFTER with one host in ten
-changed). Printed: each figure, the bytes read, and whether the goal is met.
+changed). Printed: each figure, peak memory, the bytes read, and whether the goal is met.
 
 Run: `.venv/bin/python tests/bench/bench_fleet.py [--hosts N]` (or `make bench`).
 """
@@ -68,18 +68,25 @@ def lay_out(directory: Path, sources: list[dict], hosts: int, changed_every: int
     return written
 
 
-def timed(argv: list[str], runs: int = 3) -> tuple[float, int, int]:
-    """Median wall seconds of `runs` runs, the exit status and the output's line count."""
-    times, status, lines = [], 0, 0
+def timed(argv: list[str], runs: int = 3) -> tuple[float, int, int, int]:
+    """Median wall seconds of `runs` runs, the exit status, the output's line count and the
+    largest peak RSS (KiB) of the runs."""
+    times, status, lines, rss = [], 0, 0, 0
     for _ in range(runs):
         start = time.perf_counter()
-        res = subprocess.run(argv, capture_output=True, text=True,
-                             env={**os.environ, "COLUMNS": "160"})
-        times.append(time.perf_counter() - start)
-        status, lines = res.returncode, res.stdout.count("\n")
-        if res.returncode not in (0, 1):
-            raise SystemExit(f"{' '.join(argv)}: exit {res.returncode}: {res.stderr.strip()}")
-    return statistics.median(times), status, lines
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
+                                    env={**os.environ, "COLUMNS": "160"})
+            err = proc.stderr.read()
+            _pid, wait_status, usage = os.wait4(proc.pid, 0)
+            times.append(time.perf_counter() - start)
+            proc.returncode = status = os.waitstatus_to_exitcode(wait_status)
+            rss = max(rss, usage.ru_maxrss)
+            out.seek(0)
+            lines = out.read().count(b"\n")
+        if status not in (0, 1):
+            raise SystemExit(f"{' '.join(argv)}: exit {status}: {err.decode().strip()}")
+    return statistics.median(times), status, lines, rss
 
 
 def bench(hosts: int) -> bool:
@@ -97,11 +104,12 @@ def bench(hosts: int) -> bool:
                             ("fleet DIR --level warn --where virt=xen",
                              [str(before), "--level", "warn", "--where", "virt=xen"]),
                             ("fleet BEFORE AFTER", [str(before), str(after)])):
-            seconds, status, lines = timed([inspector_bin(), "fleet", *args])
+            seconds, status, lines, rss = timed([inspector_bin(), "fleet", *args])
             met = seconds < GOAL_S
             ok &= met
             print(f"  {label:42s} {seconds:6.2f} s  ({seconds / hosts * 1000:.2f} ms/host, "
-                  f"exit {status}, {lines} lines)  goal {GOAL_S:g} s {'met' if met else 'MISSED'}")
+                  f"peak RSS {rss / 1024:.0f} MiB, exit {status}, {lines} lines)  "
+                  f"goal {GOAL_S:g} s {'met' if met else 'MISSED'}")
         return ok
 
 
