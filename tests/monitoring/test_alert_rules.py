@@ -106,3 +106,18 @@ def test_fixture_exports_fire_the_alerts_their_findings_explain(tmp_path):
     path.write_text(json.dumps(test))       # YAML is a superset of JSON
     res = promtool("test", "rules", str(path))
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+
+
+def test_rules_tests_and_dashboard_ship_in_the_wheel(tmp_path):
+    import subprocess
+    import sys
+    import zipfile
+    repo = RULES.parents[2]
+    res = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
+                          "--outdir", str(tmp_path), str(repo)],
+                         capture_output=True, text=True, timeout=240)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    names = zipfile.ZipFile(next(tmp_path.glob("live_inspector-*.whl"))).namelist()
+    assert {f"inspector/monitoring/{p.name}" for p in RULES.parent.iterdir()} <= set(names)
+    assert {"inspector-alerts.yml", "inspector-alerts.test.yml", "inspector-dashboard.json"} <= \
+        {p.name for p in RULES.parent.iterdir()}
