@@ -7,9 +7,11 @@ PIP    := $(VENV)/bin/pip
 # Debian packages the tests use as real components and reference tools; gcc builds the IO
 # probe's C loop (installed first: pip builds it when it installs Inspector). Debian's own
 # python3.11 (3.11.2, no tarfile filter) runs the extraction tests on the oldest Python we admit;
-# sosreport makes real sosreports for the --root tests; e2fsprogs checks loop filesystems.
-SYSTEM_PACKAGES := gcc python3.11 sosreport e2fsprogs memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
-SYSTEM_COMMANDS := gcc /usr/bin/python3.11 sos e2fsck blkid memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
+# sosreport makes real sosreports for the --root tests; e2fsprogs checks loop filesystems;
+# prometheus brings promtool (the shipped alert rules' unit tests) and node_exporter reads our
+# textfile for real (their services are not left running: the tests start what they need).
+SYSTEM_PACKAGES := gcc python3.11 sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+SYSTEM_COMMANDS := gcc /usr/bin/python3.11 sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
 
 .PHONY: run test venv test-deps system-deps bench clean
 
@@ -42,6 +44,8 @@ system-deps:
 	  echo "missing commands:$$missing -> installing system packages"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "not root: cannot apt-get install $(SYSTEM_PACKAGES)" >&2; exit 1; fi; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SYSTEM_PACKAGES); \
+	  if command -v systemctl >/dev/null 2>&1; then \
+	    systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true; fi; \
 	fi
 
 test: system-deps test-deps
