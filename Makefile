@@ -51,7 +51,12 @@ system-deps:
 test: system-deps test-deps
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
+# the TUI bench runs btop and glances beside us in the same run
+BENCH_PACKAGES := btop glances
+
 bench: system-deps test-deps
+	@command -v btop >/dev/null && command -v glances >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(BENCH_PACKAGES); }
 	$(VENV)/bin/python -m pytest -q -s tests/bench -p no:cacheprovider -o addopts="" -o python_files="bench_*.py"
 
 clean:
