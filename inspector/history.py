@@ -459,6 +459,10 @@ class Bucket:
     lat_stdev_us: float | None
     lat_p99_mean_us: float | None
     errors: int
+    # throughput in MiB/s across the runs that carry it (ioping's MiB/s, an io probe's bytes
+    # per request x requests per second); None when none does
+    mib_s_mean: float | None = None
+    mib_s_stdev: float | None = None
 
 
 def _mean_stdev(values: list[float]) -> tuple[float | None, float | None]:
@@ -509,9 +513,34 @@ def aggregate_checks(checks: list[dict], by: str = "hour", top: int = 3) -> list
     return out
 
 
+MIB = float(1 << 20)
+
+
+def run_bytes_per_s(run: dict) -> float | None:
+    """A run's throughput: what it stored, else its request size times its requests per
+    second when its summary says the request size."""
+    if run.get("bytes_per_s") is not None:
+        return run["bytes_per_s"]
+    detail = run.get("detail")
+    if isinstance(detail, str) and "request_size" in detail:
+        try:
+            detail = json.loads(detail)
+        except ValueError:
+            return None
+    if not isinstance(detail, dict):
+        return None
+    summary = detail.get("summary") if isinstance(detail.get("summary"), dict) else detail
+    size = summary.get("request_size")
+    ops = run.get("ops_per_s")
+    if isinstance(size, (int, float)) and isinstance(ops, (int, float)) and size > 0:
+        return float(size) * ops
+    return None
+
+
 def aggregate(runs: list[dict], by: str = "hour") -> list[Bucket]:
     """Per hour of day (local time of the run) or per calendar day: mean and standard deviation
-    of throughput (ops/s or IOPS) and of mean latency, plus the mean p99 where recorded."""
+    of ops/s (or IOPS), of throughput (MiB/s, where runs carry it) and of mean latency, plus
+    the mean p99 where recorded."""
     groups: dict[str, list[dict]] = {}
     for run in runs:
         groups.setdefault(_bucket_key(run["ts"], run["tz_offset_s"], by), []).append(run)
@@ -522,6 +551,8 @@ def aggregate(runs: list[dict], by: str = "hour") -> list[Bucket]:
         ops_mean, ops_sd = _mean_stdev([r["ops_per_s"] for r in ok if r["ops_per_s"] is not None])
         lat_mean, lat_sd = _mean_stdev([r["lat_avg_us"] for r in ok if r["lat_avg_us"] is not None])
         p99, _ = _mean_stdev([r["lat_p99_us"] for r in ok if r["lat_p99_us"] is not None])
+        mib_mean, mib_sd = _mean_stdev([b / MIB for r in ok
+                                        if (b := run_bytes_per_s(r)) is not None])
         out.append(Bucket(key, len(rows), ops_mean, ops_sd, lat_mean, lat_sd, p99,
-                          len(rows) - len(ok)))
+                          len(rows) - len(ok), mib_mean, mib_sd))
     return out

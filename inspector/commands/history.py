@@ -11,8 +11,10 @@ from inspector.commands.common import CliError, eprint
 from inspector.escapes import visible
 from inspector.history import (CHECK_LEVELS, HistoryDB, HistoryError, NoHistory, ProbeRun,
                                aggregate, aggregate_checks, default_db_path)
+from inspector.history_table import render_buckets   # shared with the TUI's history view
 from inspector.input_files import InputError, read_input
 from inspector.ioping_log import parse_ioping_log
+from inspector.log_dates import ZoneRules
 
 
 # a year of ioping runs every 5 minutes logs about 50 MB
@@ -34,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("log", metavar="LOG",
                      help=f"the log file (- reads stdin; at most {MAX_LOG_BYTES >> 20} MiB)")
     imp.add_argument("--target", help="target name to store (default: from the ioping header)")
+    imp.add_argument("--tz", action="append", default=[], metavar="ABBR=ZONE|ZONE",
+                     help="what a zone abbreviation in the log means (CST=+08:00, "
+                          "IST=Asia/Kolkata); a bare ZONE is the zone of dates written "
+                          "without one (date +%%s, date '+%%F %%T'); repeatable")
     _db_arg(imp)
     imp.set_defaults(func=run_import)
 
@@ -66,27 +72,33 @@ def _missing(db: HistoryDB) -> str:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    try:
+        zones = ZoneRules.parse(args.tz)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     try:   # a regular file or stdin, bounded: LOG=/dev/zero must not fill the memory
         text = read_input(args.log, MAX_LOG_BYTES, "ioping log").decode("utf-8", "replace")
     except InputError as exc:
         raise CliError(str(exc)) from None
-    log = parse_ioping_log(text)
+    log = parse_ioping_log(text, zones)
     runs = [ProbeRun(ts=r.timestamp, tz_offset_s=r.tz_offset_s, probe="io",
                      target=args.target or r.target or "unknown", source="import-ioping",
                      requests=r.requests, duration_s=r.duration_s, ops_per_s=r.iops,
                      bytes_per_s=r.bytes_per_s, lat_min_us=r.min_us, lat_avg_us=r.avg_us,
                      lat_max_us=r.max_us, lat_mdev_us=r.mdev_us,
-                     detail={"form": r.form, "wall_iops": r.wall_iops, "log": args.log, "line": r.line})
+                     detail={"form": r.form, "date": r.date_form, "wall_iops": r.wall_iops,
+                             "wall_bytes_per_s": r.wall_bytes_per_s, "log": args.log,
+                             "line": r.line})
             for r in log.runs]
     with _open(args, create=True) as db:
         added = db.add_runs(runs)
     for w in log.warnings:
         eprint(f"{args.log}:{w.line}: warning: {w.message}")
     for p in log.problems:
-        eprint(f"{args.log}:{p.line}: skipped: {p.message}")
+        eprint(f"{args.log}:{p.line}: skipped: {visible(p.message)}")
     eprint(f"imported {len(runs)} runs from {args.log} into {db.path}: "
            f"{added} new, {len(runs) - added} already present"
-           + (f"; {len(log.problems)} malformed blocks skipped" if log.problems else ""))
+           + (f"; {len(log.problems)} lines or runs skipped" if log.problems else ""))
     return 0 if runs or not log.problems else 1
 
 
@@ -163,43 +175,3 @@ def run(args: argparse.Namespace) -> int:
 # offset. "Slow every night from 3 to 8" is a local-time pattern; a 03:00 JST run and a 03:00
 # UTC run both land in hour 03.
 TIME_BASIS = "local time of each run (its timestamp plus its recorded UTC offset)"
-
-
-def _utc_offset(seconds: int) -> str:
-    sign = "-" if seconds < 0 else "+"
-    h, m = divmod(abs(seconds) // 60, 60)
-    return f"UTC{sign}{h:02d}:{m:02d}"
-
-
-def render_buckets(name: str, buckets, by: str, offsets: list[int] | None = None):
-    from rich.table import Table
-    from rich.text import Text
-    what = "hour of day, local time of each run" if by == "hour" else "day, local date of each run"
-    if offsets:
-        what += f"; runs logged at {', '.join(_utc_offset(o) for o in offsets)}"
-    table = Table(show_edge=False,
-                  pad_edge=False, padding=(0, 1))
-    # mean and (sample) standard deviation across the runs that fall in each bucket
-    widths = {by: 10 if by == "day" else 4, "runs": 4, "ops/s": 6, "±": 6, "latency": 9,
-              "lat ±": 9, "p99": 9, "err": 3, "": 10}
-    for col, width in widths.items():
-        table.add_column(col, justify="left" if col in (by, "") else "right", no_wrap=True,
-                         min_width=width)
-    worst = max((b.lat_mean_us or 0 for b in buckets), default=0) or 1
-    for b in buckets:
-        bar = "█" * round(10 * (b.lat_mean_us or 0) / worst)
-        table.add_row(b.key, str(b.runs), _num(b.ops_mean), _num(b.ops_stdev), _us(b.lat_mean_us),
-                      _us(b.lat_stdev_us), _us(b.lat_p99_mean_us), str(b.errors),
-                      Text(bar, style="red" if (b.lat_mean_us or 0) > worst / 2 else "green"))
-    from rich.console import Group
-    return Group(Text(f"{name}: by {what}", style="bold"), table)
-
-
-def _num(v: float | None) -> str:
-    return "-" if v is None else (f"{v / 1000:.1f}k" if v >= 10000 else f"{v:.0f}")
-
-
-def _us(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us"

@@ -1,10 +1,12 @@
-"""History: a recorded probe's latency (p50/p99/max) and ops/s over time, from the database
-`inspector record --probe ...` fills and `inspector history` reads (same path, same `--db`).
+"""History: a recorded probe's latency (p50/p99/max), ops/s and throughput (MiB/s, when its
+runs carry it) over time, from the database `inspector record --probe ...` fills and
+`inspector history` reads (same path, same `--db`).
 
 Reached from the Probes screen with `h`. The left list holds every recorded probe spec
 (kind:target and its run count); the charts show the highlighted one, one point per recorded
-run, oldest left. The database is read in a thread worker: a large file or a busy recorder
-never blocks the keys.
+run, oldest left; `t` turns them into the hour-of-day table, then the per-day one, then back
+(the table `inspector history --by hour|day` prints). The database is read in a thread
+worker: a large file or a busy recorder never blocks the keys.
 """
 from __future__ import annotations
 
@@ -21,7 +23,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from inspector.escapes import visible
+from inspector.history_table import render_buckets
 from inspector.widgets.chart import LiveChart
+
+VIEWS = ("charts", "hour", "day")       # what `t` cycles through
 
 
 @dataclass
@@ -33,6 +39,7 @@ class HistoryPoint:
     max_ms: float | None
     ops_per_s: float | None
     error: str | None
+    mib_s: float | None = None    # throughput, when the run carries it
 
 
 def _ms(us) -> float | None:
@@ -43,6 +50,7 @@ def history_points(rows: list[dict]) -> tuple[list[HistoryPoint], str]:
     """Chart points from HistoryDB.runs() rows, and the name of the primary series: "p50"
     when every run stored one (recorded runs keep their full summary), else "avg" (an
     imported ioping log has a mean, no median)."""
+    from inspector.history import MIB, run_bytes_per_s
     points, medians = [], 0
     for row in rows:
         p50_us = None
@@ -56,10 +64,12 @@ def history_points(rows: list[dict]) -> tuple[list[HistoryPoint], str]:
             summary = detail.get("summary") if isinstance(detail.get("summary"), dict) else detail
             p50_us = summary.get("p50_us")
         medians += p50_us is not None
+        throughput = run_bytes_per_s(row)
         points.append(HistoryPoint(row["ts"], row.get("tz_offset_s") or 0,
                                    _ms(p50_us if p50_us is not None else row.get("lat_avg_us")),
                                    _ms(row.get("lat_p99_us")), _ms(row.get("lat_max_us")),
-                                   row.get("ops_per_s"), row.get("error")))
+                                   row.get("ops_per_s"), row.get("error"),
+                                   None if throughput is None else throughput / MIB))
     return points, ("p50" if points and medians == len(points) else "avg")
 
 
@@ -70,7 +80,8 @@ def local_time(ts: float, offset: int) -> str:
 class HistoryScreen(Screen):
     """Pushed over the Probes screen; Esc goes back."""
     BINDINGS = [Binding("escape,h", "close", "Back", id="history.close"),
-                Binding("r", "reload", "Reload", id="history.reload")]
+                Binding("r", "reload", "Reload", id="history.reload"),
+                Binding("t", "table", "Hour/day table", id="history.table")]
 
     def __init__(self, db_path: str):
         super().__init__()
@@ -78,6 +89,8 @@ class HistoryScreen(Screen):
         self.specs: list[tuple[str, str, int]] = []
         self.spec: tuple[str, str] | None = None
         self.points: list[HistoryPoint] = []
+        self.rows: list[dict] = []
+        self.view = "charts"
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f" History  {self.db_path}", style="bold", no_wrap=True,
@@ -89,6 +102,12 @@ class HistoryScreen(Screen):
                                 id="history-latency", placeholder="reading the history...")
                 yield LiveChart("ops/s", series=("ops/s",), id="history-ops",
                                 placeholder="reading the history...")
+                throughput = LiveChart("MiB/s", series=("MiB/s",), unit="MiB/s",
+                                       id="history-throughput")
+                throughput.styles.height, throughput.styles.min_height = "1fr", 4
+                throughput.display = False          # only for runs that carry a throughput
+                yield throughput
+                yield Static(id="history-table")
                 yield Static(id="history-range", classes="line")
         yield Footer()
 
@@ -144,18 +163,22 @@ class HistoryScreen(Screen):
             self.load_runs(probe, target)
 
     def _show_runs(self, spec: tuple[str, str], rows: list[dict]) -> None:
-        self.spec = spec
+        self.spec, self.rows = spec, rows
         self.points, primary = history_points(rows)
         latency = self.query_one("#history-latency", LiveChart)
         ops = self.query_one("#history-ops", LiveChart)
+        throughput = self.query_one("#history-throughput", LiveChart)
         name = f"{spec[0]}:{spec[1]}"
-        latency.clear("no runs")
-        ops.clear("no runs")
+        for chart in (latency, ops, throughput):
+            chart.clear("no runs")
         latency.rename_series((primary, "p99", "max"))
         latency.border_title = f"{name} latency per run"
         ops.border_title = f"{name} ops/s per run"
+        throughput.border_title = f"{name} MiB/s per run"
         latency.extend([(p.primary_ms, p.p99_ms, p.max_ms) for p in self.points])
         ops.extend([(p.ops_per_s,) for p in self.points])
+        throughput.extend([(p.mib_s,) for p in self.points])
+        self._show_view()
         line = Text(no_wrap=True, overflow="ellipsis")
         if self.points:
             first, last = self.points[0], self.points[-1]
@@ -167,6 +190,25 @@ class HistoryScreen(Screen):
             if primary == "avg":
                 line.append("  mean latency: these runs stored no median", style="grey62")
         self.query_one("#history-range", Static).update(line)
+
+    def _show_view(self) -> None:
+        """The charts, or the hour-of-day / per-day table of the highlighted spec's runs."""
+        from inspector.history import aggregate
+        charts = self.view == "charts"
+        has_throughput = any(p.mib_s is not None for p in self.points)
+        self.query_one("#history-latency", LiveChart).display = charts
+        self.query_one("#history-ops", LiveChart).display = charts
+        self.query_one("#history-throughput", LiveChart).display = charts and has_throughput
+        table = self.query_one("#history-table", Static)
+        table.display = not charts
+        if not charts and self.spec is not None:
+            offsets = sorted({r.get("tz_offset_s") or 0 for r in self.rows})
+            table.update(render_buckets(visible(f"{self.spec[0]}:{self.spec[1]}"),
+                                        aggregate(self.rows, self.view), self.view, offsets))
+
+    def action_table(self) -> None:
+        self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+        self._show_view()
 
     def action_reload(self) -> None:
         self.load_specs()
