@@ -371,8 +371,9 @@ class ProbeRun:
     # ---------------------------------------------------------------- reader thread
     def _read_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
-        for line in self._proc.stderr:
-            self._stderr = (self._stderr + line)[-STDERR_KEPT:]
+        with self._proc.stderr:
+            for line in self._proc.stderr:
+                self._stderr = (self._stderr + line)[-STDERR_KEPT:]
 
     def _read(self) -> None:
         from inspector.tui.probe_adapters import final_update, interval_update
@@ -401,6 +402,7 @@ class ProbeRun:
                 except (ValueError, KeyError, TypeError) as exc:
                     self.error = self.error or f"unreadable line from the probe process ({exc})"
         finally:
+            self._proc.stdout.close()       # no descriptor left open per finished run
             code = self._proc.wait()
             self.ended = time.monotonic()
         self.state, reason = self._outcome(code, ended)

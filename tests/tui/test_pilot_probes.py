@@ -117,10 +117,17 @@ async def test_keys_sent_in_one_burst_with_tab_land_in_order():
         assert target.has_focus                     # the form opens on its target
         target.value = ""
         seconds.value = ""
-        burst(app, "/", "t", "m", "p", "tab", "7", "tab", "3")
-        await pilot.pause(0.5)
+        burst(app, "/", "t", "m", "p", "x", "backspace", "tab", "7", "tab", "ctrl+u", "3",
+              "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=5)
+        # Enter (a priority key) started with what the burst typed before it
+        body = str(app.screen.query_one("#confirm-body", Static).render())
+        assert "on /tmp for at most 7 s" in body and "3 worker(s)" in body, body
+        await pilot.press("n")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         assert target.value == "/tmp" and seconds.value == "7"
-        assert app.screen.query_one("#probe-concurrency", Input).value == "13"
+        # a field's own keys act in order too (ctrl+u once cleared the 3 typed after it)
+        assert app.screen.query_one("#probe-concurrency", Input).value == "3"
         # a digit typed in a field is a digit, not a screen switch
         assert type(app.screen).__name__ == "ProbesScreen"
 
