@@ -2,7 +2,12 @@
 
 IoRunConfig is what `probe io` fills from its options and what a request (`--probe io:PATH`,
 the TUI's form) becomes; IoRun opens the target (io_target: the safety rules) and drives the
-engine (io_latency: IoLatencyProbe, or IoRamp with `ramp`)."""
+engine (io_latency: IoLatencyProbe, or IoRamp with `ramp`).
+
+Both are bounded for a filesystem that stops answering: the set-up (stat, open, the test
+file) waits at most `setup_timeout` (the run's time bound, 2 to 15 s), and the engine runs in
+a child process (io_child) that ends a stuck run shortly after its time bound, so a worker
+stuck in a read never keeps the caller from printing its figures and exiting."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,9 +15,11 @@ from typing import TYPE_CHECKING, AsyncIterator, ClassVar
 
 from inspector.probes.base import (Interval, IoFigures, IoInterval, IoMode, ProbeError, ProbeKind,
                                    RunStatus, RunSummary)
+from inspector.probes.io_child import EngineProcess
 from inspector.probes.io_latency import (PYTHON_LOOP_NOTE, RAW_LIMIT, IoConfig, IoLatencyProbe,
-                                         IoRamp, IoResult, RampResult, uses_native_loop)
-from inspector.probes.io_target import TargetError, open_target
+                                         IoRamp, IoResult, RampResult, ramp_jobs,
+                                         uses_native_loop)
+from inspector.probes.io_target import SETUP_TIMEOUT, TargetError, open_target
 
 if TYPE_CHECKING:
     from inspector.probes.io_target import IoTarget
@@ -20,6 +27,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DEADLINE = 3.0          # like `ioping -R` when neither a count nor a deadline is given
 DEFAULT_STEP = 2.0              # seconds per ramp step
+MIN_SETUP = 2.0                 # set-up bound of a short run (stat, open, 64 MiB test file)
 
 
 @dataclass
@@ -53,6 +61,21 @@ class IoRunConfig:
         if self.count is None and self.deadline is None:
             return DEFAULT_DEADLINE
         return self.deadline
+
+    @property
+    def setup_timeout(self) -> float:
+        """How long the set-up may take: a run bounded to 3 s does not wait 15 s for a mount
+        that never answers its stat (a run bounded by a count only: the whole 15 s)."""
+        bound = self.effective_deadline
+        return SETUP_TIMEOUT if bound is None else min(SETUP_TIMEOUT, max(MIN_SETUP, bound))
+
+    @property
+    def run_bound(self) -> float | None:
+        """The whole run's time bound (every step of a ramp); None for a count only."""
+        step = self.effective_deadline
+        if step is None or not self.ramp:
+            return step
+        return step * len(ramp_jobs(self.jobs))
 
     def engine_config(self) -> IoConfig:
         return IoConfig(mode=self.mode, request_size=self.request_size,
@@ -120,6 +143,7 @@ class IoRun:
         self.config = config
         self.target: IoTarget | None = None
         self._engine: IoLatencyProbe | IoRamp | None = None
+        self._process: EngineProcess | None = None
         self._stopped = False
 
     @property
@@ -137,7 +161,8 @@ class IoRun:
         try:
             self.target = open_target(cfg.target, write=cfg.mode != IoMode.READ,
                                       request_size=cfg.request_size,
-                                      working_set=cfg.working_set, direct=cfg.direct)
+                                      working_set=cfg.working_set, direct=cfg.direct,
+                                      setup_timeout=cfg.setup_timeout)
         except TargetError as exc:
             raise ProbeError(str(exc), target=True) from None
         try:
@@ -154,11 +179,14 @@ class IoRun:
 
     async def intervals(self) -> AsyncIterator[Interval]:
         self.prepare()
-        assert self._engine is not None
+        assert self._engine is not None and self.target is not None
         loop = "c" if uses_native_loop(self.config.engine_config()) else "python"
         ops = errors = 0
+        self._process = EngineProcess(self._engine, self.target.fd, self.config.run_bound)
+        if self._stopped:
+            self._process.stop()
         try:
-            async for s in self._engine:
+            async for s in self._process.samples():
                 st = s.stats
                 ops += s.requests
                 errors += 1 if s.error else 0
@@ -175,7 +203,9 @@ class IoRun:
 
     def stop(self) -> None:
         self._stopped = True
-        if self._engine is not None:
+        if self._process is not None:
+            self._process.stop()
+        elif self._engine is not None:
             self._engine.stop()
 
     def close(self) -> None:
@@ -184,5 +214,5 @@ class IoRun:
 
     @property
     def result(self) -> IoRunResult | None:
-        detail = self._engine.result if self._engine is not None else None
+        detail = self._process.result if self._process is not None else None
         return None if detail is None else IoRunResult(detail, self._stopped)

@@ -1,0 +1,90 @@
+"""`probe io` against a filesystem that stops answering, with the real binary in a private mount
+namespace: a mount that never answers its stat (hung_mount.SilentFuse), and one that answers
+the open and its first reads, then holds every read (stall_mount.StallingFuse).
+
+Before, the set-up waited 15 s whatever -w said, and a read that never returned left the
+probe's worker threads stuck: the command never ended (nor closed its output). Now the set-up
+waits for -w (2 to 15 s), the run ends a few seconds after -w with its figures and the
+workers that are stuck named (exit 3, a request failed mid-run), and what it left stuck in the
+kernel (its engine's child) goes once the mount answers."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import inspector_bin, require_root
+from hung_mount import run_hung
+from stall_mount import run_stalled
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+# the engine's child: stop HARD_GRACE after -w, cancel STOP_GRACE later, then the engine
+# waits JOIN_TIMEOUT for its workers (0.5 + 0.5 + 2 s); start-up and output on a busy box
+AFTER_THE_BOUND = 3.0 + 1.5
+READS_BEFORE_THE_STALL = 8000     # 0.3 to 1 s of a 4 KiB O_DIRECT run here
+
+
+@pytest.fixture(autouse=True)
+def _root():
+    require_root()
+
+
+def test_the_set_up_waits_for_w(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    res = run_hung([str(mnt)], [inspector_bin(), "probe", "io", str(mnt), "-w", "3"])
+    print("probe io -w 3 ended after", res["seconds"], "s")
+    assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
+    assert res["status"] == 2 and res["seconds"] <= 4.0, res
+    assert res["stderr"] == (f"inspector: {mnt}: no answer after 3 s (a hung filesystem or "
+                             "device? look for processes in D state)\n")
+
+
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_reads_that_stop_answering_end_the_run_after_w(tmp_path, jobs):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
+                      [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-w", "2",
+                       "-j", jobs])
+    print(f"probe io -w 2 -j {jobs} ended after", res["seconds"], "s")
+    assert not res["hung"], res
+    assert res["answered"] == READS_BEFORE_THE_STALL and res["held"] >= 1, res
+    assert res["seconds"] <= 2 + AFTER_THE_BOUND, res
+    assert res["status"] == 3, res
+    assert res["stderr"] == (f"inspector: {jobs} worker(s) still blocked in a request after "
+                             "2 s (partial results kept)\n")
+    assert f"--- {mnt}/disk.img (fuse inspector-test) ioping statistics ---" in res["stdout"]
+    assert res["stdout"].rstrip().endswith(
+        "O_DIRECT" if jobs == "1" else "worker 3: still blocked in a request (left out of the "
+        "summary)"), res["stdout"]
+    assert res["left_behind"] >= 1       # the engine's child, stuck in the kernel
+    assert res["stuck_after_release"] == 0, res
+
+
+def test_json_output_is_whole_when_reads_stop(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
+                      [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-w", "1",
+                       "--json"])
+    assert not res["hung"] and res["status"] == 3 and res["seconds"] <= 1 + AFTER_THE_BOUND
+    doc = json.loads(res["stdout"])
+    assert doc["summary"]["error"] == "1 worker(s) still blocked in a request after 2 s"
+    assert doc["summary"]["workers"] == [] or doc["summary"]["workers"][0]["stuck"]
+    assert res["stuck_after_release"] == 0, res
+
+
+def test_sigterm_ends_a_run_bounded_by_a_count_only(tmp_path):
+    """-c alone has no time bound: a stuck run waits for a stop, and SIGTERM ends it on
+    time (`timeout 5 inspector probe io ...` gets its figures)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
+                      [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-c", "1000000"],
+                      term_after=3.0)
+    print("SIGTERM to exit:", res["signal_to_exit"], "s")
+    assert not res["hung"] and res["signal_to_exit"] <= AFTER_THE_BOUND - 0.5, res
+    assert res["status"] == 3, res          # a request failed mid-run: it never came back
+    assert "ioping statistics" in res["stdout"]
+    assert res["stuck_after_release"] == 0, res
