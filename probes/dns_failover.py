@@ -11,7 +11,10 @@ Use:
 (probes.dns_run puts it behind the probe interface: configuration, rounds as intervals).
 
 Every server is queried concurrently in its own thread with its own bound, so one silent
-server never delays the verdict on the others; a round takes at most timeout + tcp_timeout.
+server never delays the verdict on the others, for every name glibc may ask (the search list
+with ndots applied: servers answer per name), over TCP with use-vc, and over TCP as well once a
+server truncates (glibc stays on TCP for the servers after it); a round takes at most
+timeout + 2 x tcp_timeout.
 stop() ends a round's waits for UDP replies at once (a first round then keeps what arrived,
 marked interrupted; a later one is dropped and the last complete round stays the verdict).
 """

@@ -58,8 +58,6 @@ FAILOVER_KINDS = {"refused", "unreachable", "timeout", "servfail", "rcode-refuse
 # What a server did that fails or delays a lookup (an error in a run's figures; a server that
 # did it in an earlier round and answers now is intermittent).
 FAILED_KINDS = frozenset(FAILOVER_KINDS | {"a-only", "partial"})
-_RCODE_KIND = {dns.rcode.SERVFAIL: "servfail", dns.rcode.REFUSED: "rcode-refused",
-               dns.rcode.NOTIMP: "notimp"}
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN, errno.ENETDOWN}
 STOP_POLL_S = 0.05                   # how soon a stop request ends the wait for replies
 
