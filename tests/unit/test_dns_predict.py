@@ -5,7 +5,7 @@ long windows, SYN retries, the figures of research/probes.md)."""
 import pytest
 
 from inspector.discover.resolver_conf import parse_resolv_conf
-from inspector.probes.dns_predict import (EMPTY, LAME, NXDOMAIN, SERVFAIL, TRUNCATED, Reply,
+from inspector.probes.dns_predict import (EMPTY, LAME, SERVFAIL, TRUNCATED, Reply,
                                           ServerState, predict, what_ifs)
 
 UP = ServerState.answering(0.002)

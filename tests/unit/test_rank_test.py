@@ -65,7 +65,7 @@ def test_all_equal_values_are_no_evidence():
 @pytest.mark.parametrize("levels", [3, 10, None])
 def test_beyond_the_exact_limit_equals_scipys_tie_corrected_normal(levels):
     rng = random.Random(levels or 7)
-    n = m = _EXACT_RANK_MAX // 2 + 10
+    n = _EXACT_RANK_MAX // 2 + 10      # intervals per run: beyond the exact limit together
 
     def draw(shift):
         return [float(rng.randrange(levels) + shift) if levels else rng.gauss(shift, 1)
