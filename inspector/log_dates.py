@@ -161,13 +161,11 @@ def parse_date_line(text: str, rules: ZoneRules | None = None) -> LogDate | None
     if _ISO.match(line):
         return _iso(line, rules)
     patterns = _patterns()
-    for form in list(_ORDER):
+    for form in (_last_form[0], *patterns):
         pattern, entry = patterns[form]
         m = pattern.fullmatch(line)
         if m:
-            if _ORDER[0] != form:      # a log keeps one format: try it first next time
-                _ORDER.remove(form)
-                _ORDER.insert(0, form)
+            _last_form[0] = form        # a log keeps one format: tried first next time
             return _from_match(m, form, entry, rules)
     return None
 
@@ -234,7 +232,7 @@ def _patterns() -> dict[str, tuple[re.Pattern, dict]]:
     return {name: (_compile(entry), entry) for name, entry in forms.items()}
 
 
-_ORDER = list(EXTRA_FORMS) + list(LOCALES)      # the C forms first, then the last one that read
+_last_form = ["C"]
 
 
 def _names(*lists: list[str]) -> str:
