@@ -10,7 +10,9 @@ PIP    := $(VENV)/bin/pip
 # sosreport makes real sosreports for the --root tests; e2fsprogs checks loop filesystems;
 # prometheus brings promtool (the shipped alert rules' unit tests) and node_exporter reads our
 # textfile for real (their services are not left running: the tests start what they need).
-SYSTEM_PACKAGES := gcc python3.11 sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+SYSTEM_PACKAGES := gcc python3.11 locales sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+# glibc's locale sources: the ioping-log tests compile the locales whose `date` lines they read
+SYSTEM_FILES := /usr/share/i18n/locales/ja_JP
 SYSTEM_COMMANDS := gcc /usr/bin/python3.11 sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
 
 .PHONY: run test venv test-deps system-deps bench clean
@@ -40,6 +42,7 @@ test-deps: $(VENV)/.installed-test
 
 system-deps:
 	@missing=""; for c in $(SYSTEM_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	for f in $(SYSTEM_FILES); do [ -e $$f ] || missing="$$missing $$f"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "missing commands:$$missing -> installing system packages"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "not root: cannot apt-get install $(SYSTEM_PACKAGES)" >&2; exit 1; fi; \
