@@ -186,9 +186,20 @@ def probe_rules(result: "DnsProbeResult") -> list[Finding]:
                                [r.detail], "fix the server or middlebox dropping AAAA, or set "
                                "`options single-request` only as a stopgap", code="dns.a_only"))
         elif r.kind in ("servfail", "rcode-refused", "notimp", "lame"):
-            out.append(Finding(Level.WARN, r.server, f"nameserver {r.server}: {r.kind}",
-                               [r.detail], "glibc skips it and asks the next server",
-                               code="dns.server_error"))
+            answered = [q for q, o in r.outcomes.items() if o == "answered"]
+            if answered:   # send_dg keeps the good reply: the lookup succeeds, one family short
+                rejected = [f"{q} {o}" for q, o in r.outcomes.items() if o != "answered"]
+                out.append(Finding(
+                    Level.WARN, r.server, f"nameserver {r.server}: {', '.join(rejected)} "
+                    f"({', '.join(answered)} answered)", [r.detail],
+                    f"glibc keeps the {answered[0]} reply, so lookups succeed without "
+                    f"{'/'.join(q for q, o in r.outcomes.items() if o != 'answered')} "
+                    "addresses; fix the server's answers for that type",
+                    code="dns.server_error"))
+            else:
+                out.append(Finding(Level.WARN, r.server, f"nameserver {r.server}: {r.kind}",
+                                   [r.detail], "glibc skips it and asks the next server",
+                                   code="dns.server_error"))
         elif r.kind == "truncated" and r.tcp_kind != "answered":
             out.append(Finding(Level.CRIT, r.server, f"nameserver {r.server} truncates and "
                                f"its TCP fails ({r.tcp_kind}): glibc has no TCP timeout",
