@@ -4,7 +4,12 @@ DnsRunConfig is what `probe dns` fills from its options and what a request (`--p
 the TUI's form) becomes. resolve() reads the resolver configuration the way glibc on that host
 does (resolv.conf, RES_OPTIONS, LOCALDOMAIN, the hostname; systemd-resolved's stub, musl) and
 picks the servers, the name and the query types (`options no-aaaa` honoured), once for every
-front end. Each round of queries is one Interval."""
+front end. Each round of queries is one Interval.
+
+Every read of the host here is bounded: resolve() and the target's stat run in a forked child
+(inspector.bounded) under a deadline, so a resolv.conf, a hostname or a /lib on a filesystem
+that never answers fails with one line instead of hanging; a --resolv-conf file must be a
+regular file of at most RESOLV_CONF_LIMIT (a FIFO, /dev/zero or a 1 GiB file is refused)."""
 from __future__ import annotations
 
 import os
@@ -24,6 +29,9 @@ if TYPE_CHECKING:
     from inspector.probes.request import ProbeRequest
 
 ROUND_INTERVAL_S = 1.0      # a request's rounds, one a second within its duration
+RESOLVE_TIMEOUT = 5.0       # reading the resolver configuration (a few small files)
+RESOLV_CONF_LIMIT = 1 << 20  # glibc reads every line; a real resolv.conf is a few hundred bytes
+HUNG = "(a hung filesystem? look for processes in D state)"
 
 
 def parse_dns_target(text: str) -> tuple[str | None, list[str]]:
@@ -39,12 +47,12 @@ def parse_dns_target(text: str) -> tuple[str | None, list[str]]:
         return None, parts
     except ValueError:
         pass
-    try:
-        st = os.stat(text)
-    except OSError:
+    mode = _bounded(lambda: _mode_of(text),
+                    f"{text}: no answer after {RESOLVE_TIMEOUT:g} s {HUNG}")
+    if mode is None:
         raise ProbeError(f"{text}: neither a resolv.conf file nor nameserver addresses "
-                         "(ADDR[:PORT],...)", target=True) from None
-    if not stat.S_ISREG(st.st_mode):
+                         "(ADDR[:PORT],...)", target=True)
+    if not stat.S_ISREG(mode):
         raise ProbeError(f"{text}: not a resolv.conf file (a resolv.conf or nameserver "
                          "addresses ADDR[:PORT],...)", target=True)
     return text, []
@@ -84,24 +92,77 @@ class DnsRunConfig:
                 raise ProbeError(f"nameserver {server}: {exc}", target=True) from None
 
 
+def _mode_of(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
+
+
+def _bounded(func, hung: str):
+    """func() in a forked child under RESOLVE_TIMEOUT (inspector.bounded.run_forked): a
+    ProbeError it raises is raised here, a child that does not answer is ProbeError(hung)."""
+    from inspector.bounded import TimedOut, WorkerFailed, run_forked
+
+    def in_child():
+        try:
+            return "ok", func()
+        except ProbeError as exc:       # by value: its `target` does not survive a pickle
+            return "error", str(exc), exc.target
+    try:
+        answer = run_forked(in_child, RESOLVE_TIMEOUT)
+    except TimedOut:
+        raise ProbeError(hung, target=True) from None
+    except WorkerFailed as exc:
+        raise ProbeError(f"reading the resolver configuration failed: {exc}") from None
+    if answer[0] == "error":
+        raise ProbeError(answer[1], target=answer[2])
+    return answer[1]
+
+
+def read_resolv_conf(path: str) -> str:
+    """A resolv.conf named by the operator: a regular file of at most RESOLV_CONF_LIMIT,
+    read in this process (see resolve for the bounded way); ProbeError with one line."""
+    from inspector.input_files import InputError, read_input
+    try:
+        data = read_input(path, RESOLV_CONF_LIMIT, "resolv.conf")
+    except InputError as exc:
+        raise ProbeError(f"cannot read {exc}", target=True) from None
+    except OSError as exc:      # read_input opens a directory, then fdopen refuses it
+        raise ProbeError(f"cannot read {path}: {exc.strerror or exc}", target=True) from None
+    return data.decode("utf-8", errors="replace")
+
+
+def read_resolv_conf_bounded(path: str) -> str:
+    """read_resolv_conf in a child under RESOLVE_TIMEOUT: for the TUI's form, whose process
+    must never wait on a hung mount."""
+    return _bounded(lambda: read_resolv_conf(path),
+                    f"{path}: no answer after {RESOLVE_TIMEOUT:g} s {HUNG}")
+
+
 def resolve(config: DnsRunConfig, root: "HostRoot") -> tuple[DnsProbeSettings, list[str]]:
     """What glibc on `root` would do for this config: the probe's settings, plus notes for
-    the operator (ignored nameservers, the stub's upstreams, what getaddrinfo reads)."""
+    the operator (ignored nameservers, the stub's upstreams, what getaddrinfo reads). Read in
+    a child under RESOLVE_TIMEOUT."""
+    what = config.resolv_conf or "the resolver configuration"
+    return _bounded(lambda: _resolve(config, root),
+                    f"reading {what}: no answer after {RESOLVE_TIMEOUT:g} s {HUNG}")
+
+
+def _resolve(config: DnsRunConfig, root: "HostRoot") -> tuple[DnsProbeSettings, list[str]]:
     from inspector.discover.resolver import STUB_ADDRESSES, collect
     from inspector.discover.resolver_conf import parse_resolv_conf
-    from inspector.model import Unknown
+    from inspector.model import Unknown, known
     notes: list[str] = []
     env = {k: v for k in ("RES_OPTIONS", "LOCALDOMAIN") if (v := root.environ(k)) is not None}
-    line = root.try_line("proc/sys/kernel/hostname")
+    # what gethostname() gives glibc (uname's node name), without a file read where known
+    uname = root.uname()
+    line = (uname["nodename"] if known(uname) and uname.get("nodename")
+            else root.try_line("proc/sys/kernel/hostname"))
     hostname = line if isinstance(line, str) else None
     upstreams = None
     if config.resolv_conf:
-        try:
-            with open(config.resolv_conf, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError as exc:
-            raise ProbeError(f"cannot read {config.resolv_conf}: {exc.strerror or exc}",
-                             target=True) from None
+        text = read_resolv_conf(config.resolv_conf)
     else:
         section = collect(root)
         if isinstance(section.config, Unknown):

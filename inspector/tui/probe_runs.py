@@ -104,12 +104,12 @@ def _dns_servers_problem(config: Any) -> str | None:
     if config.servers:
         return None
     from inspector.discover.resolver_conf import parse_resolv_conf
+    from inspector.probes.dns_run import read_resolv_conf_bounded
     path = config.resolv_conf or "/etc/resolv.conf"
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(1 << 20)
-    except OSError as exc:
-        return f"cannot read {path}: {exc.strerror or exc}"
+    try:    # in a child, bounded: the UI's process never waits on a hung mount or a FIFO
+        text = read_resolv_conf_bounded(path)
+    except ProbeError as exc:
+        return str(exc)
     parsed = parse_resolv_conf(text)
     if parsed.nameserver_defaulted or not parsed.used_nameservers:
         return (f"{path} names no nameserver (glibc would query 127.0.0.1): give a "
