@@ -13,9 +13,9 @@ import time
 
 from inspector.bounded import run_probe_forked
 from inspector.collect import build_report_forked
-from inspector.commands.common import (DURATION_EXAMPLES, PROBE_SECONDS, CliError, Duration,
-                                       add_root_argument, eprint, non_negative_int,
-                                       root_from_args)
+from inspector.commands.common import (COLLECTOR_TIMEOUT, DURATION_EXAMPLES, PROBE_SECONDS,
+                                       CliError, Duration, add_root_argument, eprint,
+                                       non_negative_int, root_from_args)
 from inspector.history import (HistoryDB, HistoryError, HistoryWriteError, ProbeRun,
                                default_db_path, local_offset)
 from inspector.model import known
@@ -44,6 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write each sample's metrics and probe figures (latency "
                         "quantiles, ops/s, errors, time) for node_exporter's textfile "
                         "collector, atomically")
+    p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
+                   help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
     p.add_argument("--once", action="store_true", help="one sample, then exit (for timers)")
     p.add_argument("--count", type=non_negative_int, default=0, metavar="N",
                    help=f"stop after N samples (0 = forever; {non_negative_int.bounds})")
@@ -89,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     with db, stop_signals(on_signal):
         while not stop.is_set():
             start = time.time()
-            report = build_report_forked(root)    # reads and probes in a child: bounded
+            # reads and probes in a child: bounded
+            report = build_report_forked(root, timeout=args.timeout)
             host = report.host.hostname if known(report.host.hostname) else None
             results = [run_probe_forked(spec, args.probe_seconds) for spec in specs]
             findings = [{"level": f.level.label, "subject": f.subject, "code": f.code,
