@@ -12,10 +12,19 @@ import signal
 import sys
 
 from inspector import __version__
-from inspector.commands.common import CliError, add_root_argument
+from inspector.commands.common import (EXIT_ERROR, SIGNAL_EXIT, CliError, add_root_argument,
+                                       exit_epilog)
 
 COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "history",
-            "check", "export", "fleet", "tui"]
+            "check", "export", "fleet", "tui", "completion", "files"]
+
+EPILOG = exit_epilog(
+    ok="success", signals=True,
+    found="the command ran and found what it looks for (diff, fleet: regressions; probe: a "
+          "failed request, errors from the server or a server down; history: nothing "
+          "recorded; record: a sample not written)") + (
+    " check is a Nagios plugin: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage mistakes too). "
+    "Each command's --help says its own.")
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -31,7 +40,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         if self.monitoring_plugin:   # '|' starts perfdata for Nagios: not in our text
             print(f"INSPECTOR UNKNOWN - {line}".replace("|", "/"))
             self.exit(3)
-        self.exit(2, line + "\n")
+        self.exit(EXIT_ERROR, line + "\n")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -41,8 +50,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="inspector",
         description="Storage stack and health, virtualization layers, NICs and resolver at a "
-                    "glance; live probes. With no command, opens the terminal UI.")
-    parser.add_argument("--version", action="version", version=f"inspector {__version__}")
+                    "glance; live probes. With no command, opens the terminal UI.",
+        epilog=EPILOG)
+    parser.add_argument("-V", "--version", action="version", version=f"inspector {__version__}")
     add_root_argument(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     needed = _commands_needed(argv)
@@ -94,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = parser.parse_args(["tui", *argv])
     except KeyboardInterrupt:
         print("inspector: interrupted", file=sys.stderr)
-        return 130
+        return SIGNAL_EXIT + signal.SIGINT
     try:
         return int(args.func(args) or 0)
     except CliError as exc:
@@ -102,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.status
     except KeyboardInterrupt:
         print("inspector: interrupted", file=sys.stderr)
-        return 130
+        return SIGNAL_EXIT + signal.SIGINT
     except Exception as exc:
         # a bug of ours must not read as a verdict: exit 1 means "regressions" to diff and
         # WARNING to Nagios; 2 (3 for check) says the command itself failed
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"INSPECTOR UNKNOWN - {line}".replace("|", "/"))
             return 3
         print(f"inspector: {line} (INSPECTOR_DEBUG=1 shows the traceback)", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

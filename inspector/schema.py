@@ -294,3 +294,132 @@ def report_schema() -> dict:
             "description": "The host report: identity, sections, findings. A value that could not "
                            "be read is {\"unknown\": \"<reason>\"} where its schema allows it.",
             **root, "$defs": dict(sorted(builder.defs.items()))}
+
+
+# ----------------------------------------------------------------------------- the others
+# The other stable documents, each built from the dataclasses it serialises. Their top-level
+# objects open with `schema_version` and `kind` (inspector.documents).
+def _stamp(kind: str, version: int) -> dict:
+    return {"schema_version": {"description": "layout version of this kind of document",
+                               "const": version},
+            "kind": {"description": "which document this is", "const": kind}}
+
+
+def _document(title: str, description: str, properties: dict, builder: SchemaBuilder,
+              optional: tuple[str, ...] = ()) -> dict:
+    return {"$schema": DIALECT, "title": title, "description": description, "type": "object",
+            "properties": properties,
+            "required": [name for name in properties if name not in optional],
+            "additionalProperties": False, "$defs": dict(sorted(builder.defs.items()))}
+
+
+def _object_of(builder: SchemaBuilder, cls: type, kind: str, version: int) -> dict:
+    """The dataclass's object with schema_version and kind in front (one JSON line of top)."""
+    builder.ref(cls)
+    entry = builder.defs[cls.__name__]
+    return {"type": "object", "description": entry.get("description", ""),
+            "properties": {**_stamp(kind, version), **entry["properties"]},
+            "required": ["schema_version", "kind", *entry["required"]],
+            "additionalProperties": False}
+
+
+def snapshot_schema() -> dict:
+    from inspector.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION
+    report = report_schema()
+    report_root = {k: v for k, v in report.items() if k not in ("$schema", "$id", "$defs")}
+    return {"$schema": DIALECT, "$id": f"urn:inspector:snapshot:{SNAPSHOT_VERSION}",
+            "title": "inspector snapshot file",
+            "description": "The report and short probe runs at one moment, as `inspector "
+                           "snapshot` writes them and `inspector diff` reads them.",
+            "type": "object",
+            "properties": {
+                "kind": {"const": SNAPSHOT_KIND},
+                "snapshot_version": {"description": "layout version of the snapshot file",
+                                     "const": SNAPSHOT_VERSION},
+                "schema_version": {"description": "the report's layout version",
+                                   "const": SCHEMA_VERSION},
+                "created_at": {"description": "when it was taken, unix time",
+                               "type": "number"},
+                "report": report_root,
+                "probes": {"description": "one object per --probe run: kind, target, spec, "
+                                          "summary or error (the probes' own layout)",
+                           "type": "array", "items": {"type": "object"}}},
+            "required": ["kind", "snapshot_version", "schema_version", "created_at", "report",
+                         "probes"],
+            "additionalProperties": False, "$defs": report["$defs"]}
+
+
+def diff_schema() -> dict:
+    from inspector.diff import Change
+    from inspector.documents import VERSIONS
+    builder = SchemaBuilder()
+    return _document(
+        "inspector diff --json", "What changed between two snapshots; `regressions` counts "
+        "the changes marked regression (the exit status is 1 when it is not 0).",
+        {**_stamp("inspector-diff", VERSIONS["inspector-diff"]),
+         "before": {"description": "the BEFORE argument", "type": "string"},
+         "after": {"description": "the AFTER argument", "type": "string"},
+         "regressions": {"type": "integer", "minimum": 0},
+         "changes": {"type": "array", "items": builder.of(Change)}}, builder)
+
+
+def top_schema() -> dict:
+    """One line of `top --json`: rates over an interval, or (from a capture) one sample with
+    the averages since boot."""
+    from inspector.documents import VERSIONS
+    from inspector.live.sampler import Rates, Snapshot
+    builder = SchemaBuilder()
+    rates = _object_of(builder, Rates, "inspector-top", VERSIONS["inspector-top"])
+    boot = {"type": "object",
+            "properties": {**_stamp("inspector-top-boot", VERSIONS["inspector-top-boot"]),
+                           "source": {"type": "string"},
+                           "samples": {"const": 1},
+                           "note": {"type": "string"},
+                           "snapshot": builder.of(Snapshot),
+                           "since_boot": builder.of(Rates | Unknown)},
+            "required": ["schema_version", "kind", "source", "samples", "note", "snapshot",
+                         "since_boot"],
+            "additionalProperties": False}
+    return {"$schema": DIALECT, "title": "inspector top --json (one line)",
+            "oneOf": [rates, boot], "$defs": dict(sorted(builder.defs.items()))}
+
+
+def fleet_schema() -> dict:
+    """`fleet DIR --json` (rows) or `fleet BEFORE_DIR AFTER_DIR --json` (per-host diffs)."""
+    from inspector.fleet import FLEET_SCHEMA_VERSION, HostDiff, HostRow
+    builder = SchemaBuilder()
+    rows = {"type": "object",
+            "properties": {**_stamp("inspector-fleet", FLEET_SCHEMA_VERSION),
+                           "directory": {"type": "string"},
+                           "summary": {"description": "hosts per worst level, and unreadable "
+                                                      "files", "type": "object",
+                                       "additionalProperties": {"type": "integer"}},
+                           "hosts": {"type": "array", "items": builder.of(HostRow)}},
+            "required": ["schema_version", "kind", "directory", "summary", "hosts"],
+            "additionalProperties": False}
+    builder.ref(HostDiff)
+    diff_row = dict(builder.defs["HostDiff"])
+    diff_row["properties"] = {**diff_row["properties"], "status": {
+        "description": "as `inspector diff`: 0 no regressions, 1 regressions, 2 not compared",
+        "enum": [0, 1, 2]}}
+    diff_row["required"] = [*diff_row["required"], "status"]
+    diffs = {"type": "object",
+             "properties": {**_stamp("inspector-fleet-diff", FLEET_SCHEMA_VERSION),
+                            "before": {"type": "string"}, "after": {"type": "string"},
+                            "status": {"description": "the exit status", "enum": [0, 1, 2]},
+                            "hosts": {"type": "array", "items": diff_row}},
+             "required": ["schema_version", "kind", "before", "after", "status", "hosts"],
+             "additionalProperties": False}
+    return {"$schema": DIALECT, "title": "inspector fleet --json",
+            "oneOf": [rows, diffs], "$defs": dict(sorted(builder.defs.items()))}
+
+
+# command's document -> its schema (`--schema` of that command). The probes' and history's
+# documents carry schema_version and kind too, but their layout is still being unified (one
+# typed probe summary for every front end): they get a --schema once it is settled.
+DOCUMENTS = {"report": report_schema, "snapshot": snapshot_schema, "diff": diff_schema,
+             "top": top_schema, "fleet": fleet_schema}
+
+
+def document_schema(name: str) -> dict:
+    return DOCUMENTS[name]()

@@ -3,18 +3,44 @@ of numeric options and the checks of output paths."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
+import textwrap
 
 from inspector.capture import CaptureError, open_root
 from inspector.host import HostRoot
 
 
-class CliError(Exception):
-    """One clear line on stderr and an exit status (2 = usage or input error)."""
+# ----------------------------------------------------------------------- exit status
+# One rule for every command but `check` (a Nagios plugin: 0 OK, 1 WARNING, 2 CRITICAL,
+# 3 UNKNOWN, usage mistakes 3). Scripts branch on 1 vs 2: "it ran and found something" is
+# never confused with "it could not run".
+EXIT_OK = 0
+EXIT_FOUND = 1      # ran and found what it looks for: regressions, a failed request, errors
+                    # from a server, a server down, nothing recorded
+EXIT_ERROR = 2      # usage mistake or error (one line on stderr): nothing usable was done
+SIGNAL_EXIT = 128   # + N: stopped by signal N, partial results printed (130 Ctrl-C, 143 TERM)
 
-    def __init__(self, message: str, status: int = 2):
+
+def exit_epilog(found: str | None = None, signals: bool = False, ok: str = "done") -> str:
+    """The `exit status:` paragraph of a command's --help, from the rule above."""
+    parts = [f"0 {ok}"]
+    if found:
+        parts.append(f"1 {found}")
+    parts.append("2 usage mistake or error (one line on stderr)")
+    if signals:
+        parts.append("128+N stopped by signal N, partial results printed (130 Ctrl-C, "
+                     "143 SIGTERM, 129 SIGHUP)")
+    # filled here: a RawDescriptionHelpFormatter prints it as it is, the default one refills it
+    return textwrap.fill("exit status: " + "; ".join(parts) + ".", 79)
+
+
+class CliError(Exception):
+    """One clear line on stderr and an exit status (2 = usage mistake or error)."""
+
+    def __init__(self, message: str, status: int = EXIT_ERROR):
         super().__init__(message)
         self.status = status
 
@@ -181,3 +207,31 @@ def write_output(path: str, data: bytes) -> None:
 
 def eprint(*parts: object) -> None:
     print(*parts, file=sys.stderr)
+
+
+# ------------------------------------------------------------------------ JSON output
+def print_json(doc: object, indent: int | None = 2) -> None:
+    """One JSON document on stdout (see inspector.documents for what opens each one)."""
+    json.dump(doc, sys.stdout, indent=indent, separators=None if indent else (",", ":"))
+    sys.stdout.write("\n")
+
+
+class _PrintSchema(argparse.Action):
+    """`--schema` prints the JSON Schema (draft 2020-12) of the command's document and exits
+    at once, like --version: no other argument is needed or read."""
+
+    def __init__(self, option_strings, dest, document: str, help: str):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                         nargs=0, help=help)
+        self.document = document
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from inspector.schema import document_schema
+        print_json(document_schema(self.document))
+        parser.exit(EXIT_OK)
+
+
+def add_schema_argument(parser: argparse.ArgumentParser, document: str,
+                        what: str = "--json") -> None:
+    parser.add_argument("--schema", action=_PrintSchema, document=document,
+                        help=f"print the JSON Schema of {what} and exit")

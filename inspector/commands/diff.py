@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from inspector.commands.common import CliError
+from inspector.commands.common import (EXIT_FOUND, EXIT_OK, CliError, add_schema_argument,
+                                       exit_epilog, print_json)
 from inspector.diff import diff_snapshots
+from inspector.documents import stamped
 from inspector.model import to_jsonable
 from inspector.snapshot import SnapshotError, read_snapshot
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="compare two snapshots (exit 1 on regressions)")
+    p = sub.add_parser("diff", help="compare two snapshots (exit 1 on regressions)",
+                       epilog=exit_epilog(ok="no regressions", found="regressions"))
     p.add_argument("before", metavar="BEFORE", help="snapshot file (- reads stdin)")
     p.add_argument("after", metavar="AFTER", help="snapshot file (- reads stdin)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the changes as JSON")
+    add_schema_argument(p, "diff")
     p.set_defaults(func=run)
 
 
@@ -31,11 +33,11 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:   # a shape read_snapshot did not foresee: exit 2, never 1
         raise CliError(f"cannot compare {args.before} and {args.after}: "
                        f"{type(exc).__name__}: {exc}") from None
-    status = 1 if result.regressions else 0
+    status = EXIT_FOUND if result.regressions else EXIT_OK
     if args.json:
-        json.dump({"before": args.before, "after": args.after, "regressions": len(result.regressions),
-                   "changes": to_jsonable(result.changes)}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(stamped("inspector-diff", {
+            "before": args.before, "after": args.after, "regressions": len(result.regressions),
+            "changes": to_jsonable(result.changes)}))
         return status
     from rich.console import Console
     from inspector.escapes import printable

@@ -10,20 +10,23 @@ import time
 from inspector.bounded import run_probe_forked
 from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
-                                       add_root_argument, check_output, eprint, root_from_args,
-                                       write_output)
+                                       add_root_argument, check_output, eprint, exit_epilog,
+                                       root_from_args, write_output)
+from inspector.documents import report_document
 from inspector.export import prometheus_text
 from inspector.metrics import Sample, probe_metrics
-from inspector.model import to_jsonable
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="Prometheus textfile or JSON export of the report")
+    p = sub.add_parser("export", help="Prometheus textfile or JSON export of the report",
+                       epilog=exit_epilog(ok="written (a failed --probe run is in the figures: "
+                                             "probe_success 0)"))
     add_root_argument(p)
     fmt = p.add_mutually_exclusive_group(required=True)
     fmt.add_argument("--prometheus", action="store_true", help="node_exporter textfile format")
-    fmt.add_argument("--json", action="store_true", help="the report as JSON")
+    fmt.add_argument("--json", action="store_true",
+                     help="the report as JSON, as report --json (schema: report --schema)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write atomically to FILE, a regular file or a new path (default stdout)")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.prometheus:
         text = prometheus_text(report, run_probes(specs, args.probe_seconds))
     else:
-        text = json.dumps(to_jsonable(report), indent=2) + "\n"
+        text = json.dumps(report_document(report), indent=2) + "\n"
     if not to_file:
         sys.stdout.write(text)
         return 0

@@ -8,7 +8,7 @@ import json
 import shutil
 import sys
 
-from inspector.commands.common import COLLECTOR_TIMEOUT, CliError
+from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, add_schema_argument
 from inspector.fleet import (FLEET_SCHEMA_VERSION, WHERE_KEYS, FleetError, compare,
                              compare_status, matches, parse_where, read_fleet, row_json,
                              summary, worst_diffs_first, worst_first)
@@ -41,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only hosts whose worst finding is at least this bad (warn: warn, "
                         "unknown and crit)")
     p.add_argument("--json", action="store_true", help="rows as JSON")
+    add_schema_argument(p, "fleet")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
                    help=f"per-collector timeout for captures (default 15s, "
                         f"{COLLECTOR_TIMEOUT.bounds})")

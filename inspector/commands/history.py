@@ -7,7 +7,8 @@ import argparse
 import json
 import sys
 
-from inspector.commands.common import CliError, eprint
+from inspector.commands.common import CliError, eprint, exit_epilog
+from inspector.documents import stamped
 from inspector.escapes import visible
 from inspector.history import (CHECK_LEVELS, HistoryDB, HistoryError, NoHistory, ProbeRun,
                                aggregate, aggregate_checks, default_db_path)
@@ -22,7 +23,9 @@ MAX_LOG_BYTES = 256 << 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("history", help="recorded probe history by hour of day or by day")
+    p = sub.add_parser("history", help="recorded probe history by hour of day or by day",
+                       epilog=exit_epilog(found="nothing recorded (--json still prints its "
+                                                "document)"))
     _db_arg(p)
     p.add_argument("--probe", metavar="KIND:TARGET", help="e.g. io:/var/lib/mysql (default: all)")
     p.add_argument("--by", choices=("hour", "day"), default="hour")
@@ -32,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
     actions = p.add_subparsers(dest="history_action", metavar="ACTION")
-    imp = actions.add_parser("import-ioping", help="import a log of periodic ioping runs")
+    imp = actions.add_parser("import-ioping", help="import a log of periodic ioping runs",
+                             epilog=exit_epilog(found="the log held no run it could read"))
     imp.add_argument("log", metavar="LOG",
                      help=f"the log file (- reads stdin; at most {MAX_LOG_BYTES >> 20} MiB)")
     imp.add_argument("--target", help="target name to store (default: from the ioping header)")
@@ -109,8 +113,9 @@ def run_checks(args: argparse.Namespace) -> int:
     missing = _missing(db)
     if args.json:
         from inspector.model import to_jsonable
-        json.dump({"by": args.by, "time_basis": TIME_BASIS, "checks": to_jsonable(buckets),
-                   "utc_offsets_s": sorted({c["tz_offset_s"] or 0 for c in checks})},
+        json.dump(stamped("inspector-history-checks", {
+                   "by": args.by, "time_basis": TIME_BASIS, "checks": to_jsonable(buckets),
+                   "utc_offsets_s": sorted({c["tz_offset_s"] or 0 for c in checks})}),
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0 if buckets else 1    # the document stays valid; the status says "nothing"
@@ -151,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
     offsets = {name: sorted({r["tz_offset_s"] or 0 for r in rows}) for name, rows in runs.items()}
     if args.json:
         from inspector.model import to_jsonable
-        json.dump({"by": args.by, "time_basis": TIME_BASIS, "series": to_jsonable(tables),
-                   "utc_offsets_s": offsets}, sys.stdout, indent=2)
+        json.dump(stamped("inspector-history", {
+                   "by": args.by, "time_basis": TIME_BASIS, "series": to_jsonable(tables),
+                   "utc_offsets_s": offsets}), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0 if tables else 1     # as the text form: exit 1 when nothing was recorded
     if not tables:

@@ -1,19 +1,19 @@
 """`inspector probe dns [NAME]`: each nameserver checked as glibc uses it, the failover delay
 predicted (and measured with --measure-getaddrinfo).
 
-Exit status: 0 all servers answered, 1 a server is down or misbehaving (findings), 2 usage or
-input error, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (partial results
+Exit status: 0 all servers answered, 1 a server is down or misbehaving (findings), 2 usage
+mistake or error, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (partial results
 printed)."""
 from __future__ import annotations
 
 import argparse
-import json
 import signal
-import sys
 from typing import TYPE_CHECKING
 
-from inspector.commands.common import (Bounded, CliError, Duration, add_root_argument, eprint,
-                                       root_from_args)
+from inspector.commands.common import (EXIT_FOUND, EXIT_OK, SIGNAL_EXIT, Bounded, CliError,
+                                       Duration, add_root_argument, eprint, exit_epilog,
+                                       print_json, root_from_args)
+from inspector.documents import stamped
 from inspector.model import Level, to_jsonable
 
 if TYPE_CHECKING:   # the probe modules load dnspython: only when this command runs
@@ -30,7 +30,11 @@ RUN_TIME = Duration(maximum=86400)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
-    p = kinds.add_parser("dns", help="check each nameserver as glibc uses it; predict failover delay")
+    p = kinds.add_parser(
+        "dns", help="check each nameserver as glibc uses it; predict failover delay",
+        epilog=exit_epilog(ok="every server answered (what-ifs about the configuration "
+                              "alone do not count)", found="a server is down or misbehaving",
+                           signals=True))
     add_root_argument(p)
     p.add_argument("name", nargs="?", metavar="NAME",
                    help="name to look up (default: the host's domain, else '.' NS)")
@@ -85,19 +89,18 @@ def run(args: argparse.Namespace) -> int:
     run_result = probe.result
     if run_result is None:
         eprint("inspector: interrupted before any server answered")
-        return 128 + (driver.signum or signal.SIGINT)
+        return SIGNAL_EXIT + (driver.signum or signal.SIGINT)
     result, findings = run_result.detail, probe_rules(run_result.detail)
     if args.json:
-        doc = to_jsonable(result)
-        doc["findings"], doc["notes"] = to_jsonable(findings), probe.notes
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(stamped("inspector-probe-dns", {
+            **to_jsonable(result), "findings": to_jsonable(findings), "notes": probe.notes}))
     else:
         print_human(result, findings, probe.notes, probe.settings.rdtypes)
     if driver.signum:
-        return 128 + driver.signum
+        return SIGNAL_EXIT + driver.signum
     # what-ifs about the configuration are findings, but no server misbehaves: status 0
-    return 1 if any(f.level >= Level.WARN for f in findings if f.code not in CONFIG_CODES) else 0
+    return EXIT_FOUND if any(f.level >= Level.WARN for f in findings
+                             if f.code not in CONFIG_CODES) else EXIT_OK
 
 
 def print_human(result: "DnsProbeResult", findings: list["Finding"], notes: list[str],

@@ -5,13 +5,13 @@ probed and leaves nothing behind), a regular file or a block device (read-only: 
 refused). Human output follows ioping: one line per request with -i, one per interval sample
 otherwise, then ioping's statistics block plus a percentile line.
 
-Exit status (like ioping): 0 done, 1 usage error in the values given to probe io (an unknown
-option is rejected by the main parser with 2), 2 target could not be prepared (missing,
-permission denied, refused write) or the request size does not fit it (zero or negative,
-larger than the target, not a multiple of the device's logical block size with O_DIRECT),
-3 a request failed mid-run (partial results printed), 130 interrupted by Ctrl-C, 143 by
-SIGTERM, 129 by SIGHUP (partial results printed, like probe memcached: `timeout 5 inspector
-probe io ...` still gets its figures).
+Exit status (as every inspector command): 0 done; 1 a request failed mid-run (partial
+results printed); 2 usage mistake or error: a bad value, a target that could not be prepared
+(missing, permission denied, refused write) or a request size that does not fit it (zero or
+negative, larger than the target, not a multiple of the device's logical block size with
+O_DIRECT); 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (partial results printed:
+`timeout 5 inspector probe io ...` still gets its figures). ioping's statuses differ (1 for
+usage mistakes, 3 for a failed request).
 
 With several workers (-j) the summary is the merge of the workers' figures: requests and busy
 time summed, histograms added (percentiles of the merge), IOPS summed; "completed in" is the
@@ -23,14 +23,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from inspector.commands.common import MAX_COUNT, Bounded, CliError, Duration, add_root_argument
+from inspector.commands.common import (EXIT_FOUND, EXIT_OK, MAX_COUNT, SIGNAL_EXIT, Bounded,
+                                       CliError, Duration, add_root_argument, print_json)
+from inspector.documents import stamped
 
 if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run
     from inspector.probes.base import Interval
     from inspector.probes.io_latency import IoResult, RampResult
     from inspector.probes.io_run import IoRunConfig
 
-EXIT_OK, EXIT_USAGE, EXIT_PREP, EXIT_RUNTIME = 0, 1, 2, 3
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)
 DEADLINE = Duration(maximum=86400)
 PAUSE = Duration(maximum=3600, zero=True)
@@ -67,10 +68,6 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="summary, histogram and samples as JSON")
     p.set_defaults(func=run)
 
-    def usage_error(message: str) -> None:      # ioping's convention: usage errors exit 1
-        p.exit(EXIT_USAGE, f"{p.prog}: {message} (see {p.prog} --help)\n")   # in one line
-    p.error = usage_error
-
 
 def _signed_size(text: str) -> int:
     """parse_size, but "-4k" reads as -4096 so that it is refused as negative, not garbled."""
@@ -88,14 +85,13 @@ def config_from_args(args: argparse.Namespace) -> "IoRunConfig":
         size = _signed_size(args.size)
         working_set = _signed_size(args.working_set) if args.working_set else None
     except ValueError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    if size <= 0:      # the size does not fit any target: the preparation status, like ioping
-        raise CliError(f"request size {args.size} ({size} bytes) must be positive", EXIT_PREP)
+        raise CliError(str(exc)) from None
+    if size <= 0:
+        raise CliError(f"request size {args.size} ({size} bytes) must be positive")
     if working_set is not None and working_set <= 0:
-        raise CliError(f"working set {args.working_set} must be positive", EXIT_PREP)
+        raise CliError(f"working set {args.working_set} must be positive")
     if args.ramp and args.count is not None:     # each step runs for -w: -c was ignored
-        raise CliError("--ramp runs every step for -w (default 2s): -c does not apply",
-                       EXIT_USAGE)
+        raise CliError("--ramp runs every step for -w (default 2s): -c does not apply")
     mode = IoMode.WRITE if args.write else IoMode.MIXED if args.mixed else IoMode.READ
     return IoRunConfig(target=args.target, mode=mode, request_size=size,
                        working_set=working_set, direct=not args.cached, count=args.count,
@@ -108,13 +104,13 @@ def run(args: argparse.Namespace) -> int:
     from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
     from inspector.probes.io_run import IoRun
     if getattr(args, "root", None):
-        raise CliError("probe io measures this host; it cannot run on --root", EXIT_USAGE)
+        raise CliError("probe io measures this host; it cannot run on --root")
     config = config_from_args(args)
     try:
         probe = IoRun(config)
         probe.prepare()
     except ProbeError as exc:
-        raise CliError(str(exc), EXIT_PREP if exc.target else EXIT_USAGE) from None
+        raise CliError(str(exc)) from None
     assert probe.target is not None
     out = _Printer(args, probe.target.path, probe.target.describe(), config)
     if not args.json:
@@ -159,11 +155,11 @@ class _Printer:
 
     # -- single run ---------------------------------------------------------------------------
     def done(self, r: "IoResult", signum: int | None, notes: list[str]) -> int:
-        import json
         if self.args.json:
-            print(json.dumps({"summary": r.summary_json(), "notes": notes,
-                              "histogram": [list(b) for b in r.histogram()],
-                              "samples": [s.to_json() for s in r.samples]}, indent=1))
+            print_json(stamped("inspector-probe-io", {
+                "summary": r.summary_json(), "notes": notes,
+                "histogram": [list(b) for b in r.histogram()],
+                "samples": [s.to_json() for s in r.samples]}), indent=1)
         else:
             print()
             print("\n".join(statistics_lines(r)))
@@ -174,21 +170,21 @@ class _Printer:
         signum = signum or (signal.SIGINT if cancelled else None)
         if error:
             print(f"inspector: {error} (partial results kept)", file=sys.stderr)
-            return EXIT_RUNTIME
+            return EXIT_FOUND
         if signum == signal.SIGINT:
             print("inspector: interrupted (partial results kept)", file=sys.stderr)
         elif signum:
             print(f"inspector: stopped by {signal.Signals(signum).name} (partial "
                   "results kept)", file=sys.stderr)
-        return 128 + signum if signum else EXIT_OK
+        return SIGNAL_EXIT + signum if signum else EXIT_OK
 
     # -- ramp ---------------------------------------------------------------------------------
     def ramp_done(self, ramp: "RampResult", signum: int | None) -> int:
-        import json
         if self.args.json:
-            print(json.dumps({"ramp": ramp.to_json(),
-                              "samples": [s.to_json() for step in ramp.steps
-                                          for s in step.result.samples]}, indent=1))
+            print_json(stamped("inspector-probe-io-ramp", {
+                "ramp": ramp.to_json(),
+                "samples": [s.to_json() for step in ramp.steps for s in step.result.samples]}),
+                indent=1)
         else:
             print()
             print("\n".join(ramp_lines(self.path, self.description, ramp)))

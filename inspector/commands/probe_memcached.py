@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
+import signal
 import socket
 import sys
 
-from inspector.commands.common import (MAX_COUNT, Bounded, CliError, Duration, add_root_argument,
-                                       positive_int)
+from inspector.commands.common import (EXIT_FOUND, EXIT_OK, MAX_COUNT, SIGNAL_EXIT, Bounded,
+                                       CliError, Duration, add_root_argument, exit_epilog,
+                                       positive_int, print_json)
+from inspector.documents import stamped
 from inspector.model import to_jsonable
 from inspector.probes.base import Interval, McInterval, McTest, ProbeError
 from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
@@ -34,7 +36,11 @@ def register(kinds: argparse._SubParsersAction) -> None:
         "memcached", help="memcached load (memslap-like) with percentiles and server counters",
         description="Closed-loop load on N connections (one request in flight each), latency "
                     "percentiles per operation, errors by kind, the server's counters before "
-                    "and after; --ramp steps the connection count up to find where it degrades.")
+                    "and after; --ramp steps the connection count up to find where it degrades.",
+        epilog=exit_epilog(ok="completed without an error", signals=True,
+                           found="errors, the server's counters disagree with what was sent, or "
+                                 "the run could not complete (connection refused, timed out)")
+        + " A name that does not resolve is a usage mistake (2).")
     add_root_argument(p)
     p.add_argument("server", metavar="HOST[:PORT]", help=f"memcached server (port {DEFAULT_PORT})")
     p.add_argument("-c", "--concurrency", type=CONNECTIONS, default=32,
@@ -190,16 +196,15 @@ def _ms(ns) -> str:
 
 def status_code(status: str, clean: bool, signum: int | None = None) -> int:
     if status == "stopped":
-        return 128 + signum if signum else 130
-    return 0 if status == "completed" and clean else 1
+        return SIGNAL_EXIT + (signum or signal.SIGINT)
+    return EXIT_OK if status == "completed" and clean else EXIT_FOUND
 
 
 def report_load(s: ProbeSummary, samples: list, as_json: bool, signum: int | None = None) -> int:
     clean = not s.errors and not (s.server and s.server.mismatches)
     if as_json:
-        doc = to_jsonable(s)
-        doc["samples"] = to_jsonable(samples)
-        print(json.dumps(doc, indent=1))
+        print_json(stamped("inspector-probe-memcached",
+                           {**to_jsonable(s), "samples": to_jsonable(samples)}), indent=1)
     elif not s.target_error:          # nothing was measured: the one line below says why
         print_load(s)
     if s.target_error:                # the reason already names the target
@@ -289,7 +294,7 @@ def print_step(interval: Interval) -> None:
 def report_ramp(s: RampSummary, as_json: bool, signum: int | None = None) -> int:
     clean = not any(st.errors for st in s.steps)
     if as_json:
-        print(json.dumps(to_jsonable(s), indent=1))
+        print_json(stamped("inspector-probe-memcached-ramp", to_jsonable(s)), indent=1)
     elif not s.target_error:
         if not s.steps:
             print(f"ramp on {s.target}: no step ran")

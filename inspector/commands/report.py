@@ -2,23 +2,23 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from inspector.collect import SECTIONS, build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
+                                       add_schema_argument, exit_epilog, print_json,
                                        root_from_args)
-from inspector.model import to_jsonable
+from inspector.documents import report_document
 
 SECTION_ALIASES = {"storage": "storage", "virt": "virt", "virtualization": "virt", "net": "net",
                    "network": "net", "dns": "dns", "resolver": "dns", "cpu": "cpu"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="print the host report (findings first)")
+    p = sub.add_parser("report", help="print the host report (findings first)",
+                       epilog=exit_epilog(ok="printed, whatever the findings"))
     add_root_argument(p)
     p.add_argument("--json", action="store_true", help="print the model and findings as JSON")
-    p.add_argument("--schema", action="store_true", help="print the JSON Schema of --json and exit")
+    add_schema_argument(p, "report")
     p.add_argument("--section", action="append", metavar="NAME",
                    help="limit to storage|virt|net|dns|cpu (repeatable)")
     p.add_argument("--diagnose", action="store_true", help="print how long each collector took")
@@ -42,20 +42,11 @@ def parse_sections(values: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.schema:
-        from inspector.schema import report_schema
-        json.dump(report_schema(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
     sections = parse_sections(args.section)
     root = root_from_args(args)
     report = build_report_forked(root, sections, timeout=args.timeout)
     if args.json:
-        doc = to_jsonable(report)
-        if not args.diagnose:
-            doc.pop("timings", None)
-        json.dump(doc, sys.stdout, indent=2, sort_keys=False)
-        sys.stdout.write("\n")
+        print_json(report_document(report, timings=args.diagnose))
         return 0
     from rich.console import Console
     from inspector.render import render_report, render_timings

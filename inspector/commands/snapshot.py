@@ -7,15 +7,17 @@ import os
 from inspector.bounded import run_probe_forked
 from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
-                                       add_root_argument, check_output, eprint, root_from_args,
-                                       write_output)
+                                       add_root_argument, add_schema_argument, check_output,
+                                       eprint, exit_epilog, root_from_args, write_output)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec
 from inspector.snapshot import build_snapshot, default_name, snapshot_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("snapshot", help="save the report plus short probe runs (for diff)")
+    p = sub.add_parser("snapshot", help="save the report plus short probe runs (for diff)",
+                       epilog=exit_epilog(ok="written (a failed probe run is kept in the "
+                                             "snapshot, with its error, and counted on stderr)"))
     add_root_argument(p)
     p.add_argument("-o", "--output", metavar="FILE",
                    help="a regular file, a new path or a directory (default: "
@@ -26,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"time bound of each probe run (default 3s, {PROBE_SECONDS.bounds})")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
                    help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
+    add_schema_argument(p, "snapshot", "the snapshot file")
     p.set_defaults(func=run)
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import time
 
-from inspector.commands.common import (Duration, add_root_argument, non_negative_int,
-                                       root_from_args)
+from inspector.commands.common import (Duration, add_root_argument, add_schema_argument,
+                                       exit_epilog, non_negative_int, print_json, root_from_args)
+from inspector.documents import stamped
 from inspector.live import rates, since_boot
 from inspector.live.sampler import READ_TIMEOUT
 from inspector.live.text import format_block, format_single
@@ -25,13 +25,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("top", help="live rates like iostat/vmstat (plain text or JSON lines)",
                        description="Print one block per interval: CPU split (with steal and "
                                    "iowait), iostat -x per device, NIC rates, processes in D "
-                                   "state and the top IO processes. Ctrl-C stops.")
+                                   "state and the top IO processes. Ctrl-C stops.",
+                       epilog=exit_epilog(ok="done, or stopped by Ctrl-C (how a live view "
+                                             "ends)"))
     p.add_argument("--interval", type=INTERVAL, default=1.0, metavar="DURATION",
                    help=f"time between samples (default 1s, {INTERVAL.bounds})")
     p.add_argument("--count", type=non_negative_int, default=0, metavar="N",
                    help=f"stop after N intervals (default 0: until Ctrl-C; "
                         f"{non_negative_int.bounds})")
     p.add_argument("--json", action="store_true", help="one JSON object per line per interval")
+    add_schema_argument(p, "top", "each --json line")
     p.add_argument("--all", action="store_true", help="also list devices with no IO")
     p.add_argument("--wide", action="store_true",
                    help="every iostat -x column even when the terminal is narrower")
@@ -75,11 +78,10 @@ def _single(sampler: SamplerProcess, args: argparse.Namespace) -> int:
     snap = sampler.sample()
     since = since_boot(snap)
     if args.json:
-        doc = {"source": snap.source, "samples": 1,
-               "note": "rates need two samples; since_boot holds averages since boot",
-               "snapshot": to_jsonable(snap),
-               "since_boot": to_jsonable(since)}
-        print(json.dumps(doc, separators=(",", ":")))
+        print_json(stamped("inspector-top-boot", {
+            "source": snap.source, "samples": 1,
+            "note": "rates need two samples; since_boot holds averages since boot",
+            "snapshot": to_jsonable(snap), "since_boot": to_jsonable(since)}), indent=None)
     else:
         sys.stdout.write(format_single(snap, since, width=_width(args)))
     return 0
@@ -97,7 +99,7 @@ def _loop(sampler: SamplerProcess, args: argparse.Namespace) -> int:
         cur = sampler.sample()
         r = rates(prev, cur)
         if args.json:
-            sys.stdout.write(json.dumps(to_jsonable(r), separators=(",", ":")) + "\n")
+            print_json(stamped("inspector-top", to_jsonable(r)), indent=None)
         else:
             if done:
                 sys.stdout.write("\n")

@@ -5,7 +5,8 @@ import argparse
 import os
 import sys
 
-from inspector.commands.common import CliError, Duration, add_root_argument, root_from_args
+from inspector.commands.common import (CliError, Duration, add_root_argument, exit_epilog,
+                                       root_from_args)
 
 REFRESH = Duration(maximum=86400)
 LIVE_INTERVAL = Duration(maximum=3600)
@@ -14,7 +15,9 @@ DEFAULT_PROBE_SECONDS = 10.0    # the form's default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tui", help="open the terminal UI (the default)")
+    p = sub.add_parser("tui", help="open the terminal UI (the default)",
+                       epilog="Without a terminal (a pipe, cron, TERM=dumb) the report is printed "
+                              "instead. " + exit_epilog(ok="quit"))
     add_root_argument(p)
     p.add_argument("--refresh", type=REFRESH, default=None, metavar="DURATION",
                    help=f"time between discovery refreshes on a live host (default 30s, "
@@ -71,8 +74,7 @@ def print_report(args: argparse.Namespace, why: str) -> int:
           file=sys.stderr)
     from inspector.commands import report
     return report.run(argparse.Namespace(root=getattr(args, "root", None), json=False,
-                                         schema=False, section=None, diagnose=False,
-                                         timeout=15.0))
+                                         section=None, diagnose=False, timeout=15.0))
 
 
 def run(args: argparse.Namespace) -> int:

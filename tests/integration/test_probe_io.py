@@ -132,15 +132,15 @@ def test_writing_to_an_existing_file_is_refused(data_file):
     assert open(data_file, "rb").read() == before
 
 
-def test_usage_and_preparation_errors_have_ioping_statuses(tmp_path, data_file):
+def test_usage_and_preparation_errors_exit_2(tmp_path, data_file):
     missing = run_cli("probe", "io", str(tmp_path / "missing"))
     assert missing.status == 2 and "no such file" in missing.err
     bad_size = run_cli("probe", "io", data_file, "-s", "4q")
-    assert bad_size.status == 1 and "invalid size" in bad_size.err
+    assert bad_size.status == 2 and "invalid size" in bad_size.err
     too_few = run_cli("probe", "io", data_file, "-c", "1", "-j", "2")
-    assert too_few.status == 1
+    assert too_few.status == 2
     bad_type = run_cli("probe", "io", data_file, "-c", "x")
-    assert bad_type.status == 1
+    assert bad_type.status == 2
 
 
 def test_loop_device_that_shrinks_mid_run_keeps_partial_results(tmp_path):
@@ -155,7 +155,7 @@ def test_loop_device_that_shrinks_mid_run_keeps_partial_results(tmp_path):
         os.truncate(backing, 1 << 20)
         subprocess.run(["losetup", "-c", dev], check=True)
         out, err = proc.communicate(timeout=15)
-    assert proc.returncode == 3, (out, err)
+    assert proc.returncode == 1, (out, err)
     assert "(block device 32 MiB)" in out
     assert re.search(r"(short read|read failed).*request \d+", err), err
     assert "partial results kept" in err

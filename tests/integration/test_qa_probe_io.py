@@ -48,7 +48,7 @@ def test_directory_where_no_file_can_be_created_says_so():
 def test_ramp_refuses_a_count_it_would_ignore(data_file):
     # every ramp step runs for -w: "-c 100" used to be accepted and silently ignored
     r = run_cli("probe", "io", data_file, "--ramp", "-j", "2", "-c", "100")
-    assert r.status == 1
+    assert r.status == 2
     assert "-c does not apply" in r.err
 
 
@@ -91,10 +91,10 @@ def test_jobs_are_bounded(data_file):
     # every worker is a thread with its own histograms and buffer: -j 1000 peaked at 300 MB
     # RSS, and beyond 256 the threads cannot all run at once (512 took 1.3 s to start)
     r = run_cli("probe", "io", data_file, "-j", "257", "-c", "1025")
-    assert r.status == 1
+    assert r.status == 2
     assert "jobs must be within 1..256" in r.err
     r = run_cli("probe", "io", data_file, "-j", "257", "--ramp")
-    assert r.status == 1 and "jobs must be within 1..256" in r.err
+    assert r.status == 2 and "jobs must be within 1..256" in r.err
 
 
 def test_every_worker_runs_for_the_whole_run_at_the_cap(data_file):

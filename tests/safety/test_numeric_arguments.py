@@ -62,9 +62,6 @@ def test_bad_numbers_are_one_line_usage_errors(option):
         if before == ["check"]:           # Nagios: UNKNOWN (3) on stdout
             assert res.status == 3 and res.out.startswith("INSPECTOR UNKNOWN - "), res.out
             text = res.out
-        elif before == ["probe", "io"]:   # ioping's convention: usage errors exit 1
-            assert res.status == 1, (value[:30], res.status, res.err)
-            text = res.err
         else:
             assert res.status == 2, (value[:30], res.status, res.err)
             text = res.err

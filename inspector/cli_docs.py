@@ -1,0 +1,104 @@
+"""The shell completions and the man page in inspector/share/, generated from the argparse
+definitions: shtab writes the completions, argparse-manpage the man page. Both are development
+dependencies (the `test` extra), not run-time ones: the generated files are shipped, and
+tests/cli/test_shipped_files.py fails when they no longer match the parser.
+
+    python -m inspector.cli_docs      # rewrite them after changing an option
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+from unittest import mock
+
+from inspector import __version__
+
+SHARE = Path(__file__).resolve().parent / "share"
+
+# Arguments that name a file or a directory, completed as paths (by dest; the rest complete
+# their choices, or nothing)
+PATH_DESTS = {"root", "output", "db", "textfile", "before", "after", "log", "resolv_conf",
+              "target"}
+DIRECTORY_DESTS = {"directory"}
+
+
+@contextmanager
+def _stable_parser() -> Iterator[argparse.ArgumentParser]:
+    """The full parser, built the same for whoever generates: argparse wraps help at $COLUMNS,
+    and the default history database named in --db's help depends on the user (the man page
+    and the completions describe a system install, where it is root's)."""
+    with mock.patch.dict(os.environ, {"COLUMNS": "80"}), \
+            mock.patch("os.geteuid", return_value=0):
+        from inspector.cli import build_parser
+        parser = build_parser()
+        yield parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                yield from _subparsers(sub)
+
+
+def completion(shell: str) -> str:
+    import shtab
+    with _stable_parser() as parser:
+        for p in _subparsers(parser):
+            for action in p._actions:
+                if action.dest in PATH_DESTS:
+                    action.complete = shtab.FILE            # type: ignore[attr-defined]
+                elif action.dest in DIRECTORY_DESTS:
+                    action.complete = shtab.DIRECTORY       # type: ignore[attr-defined]
+        return shtab.complete(parser, shell=shell)
+
+
+def exit_statuses(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Command -> the exit status paragraph of its --help (argparse-manpage leaves the
+    commands' epilogs out: the man page gathers these in an EXIT STATUS section)."""
+    found = {}
+    for p in _subparsers(parser):
+        text = "\n\n".join(t for t in (p.description, p.epilog) if t)
+        match = re.search(r"exit status.*?(?:\n\s*\n|\Z)", text,
+                          re.IGNORECASE | re.DOTALL)
+        if match and p is not parser:
+            found[p.prog] = " ".join(match.group(0).split())
+    return found
+
+
+def man_page() -> str:
+    from argparse_manpage.manpage import Manpage, _markup
+    with _stable_parser() as parser:
+        page = Manpage(parser)
+        page.source = f"live-inspector {__version__}"
+        page.manual = "Inspector manual"
+        page.description = "storage, virtualization, NICs and resolver at a glance; live probes"
+        page.date = ""            # no build date: the file changes only with the parser
+        entries = [f".TP\n\\fB{_markup(prog)}\\fR\n{_markup(text)}"
+                   for prog, text in exit_statuses(parser).items()]
+        page.add_section("EXIT STATUS", ">", "\n".join(entries))
+        return str(page)
+
+
+GENERATED: dict[str, Callable[[], str]] = {
+    "completion/inspector.bash": lambda: completion("bash"),
+    "completion/_inspector": lambda: completion("zsh"),
+    "man/inspector.1": man_page,
+}
+
+
+def main() -> None:
+    for name, generate in GENERATED.items():
+        path = SHARE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(generate(), encoding="utf-8")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
