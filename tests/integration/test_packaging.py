@@ -28,6 +28,12 @@ def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
     assert "inspector = inspector.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
     # the IO probe's C request loop, compiled for this interpreter
     assert any(n.startswith("inspector/probes/_ioloop.") and n.endswith(".so") for n in names)
+    # what `inspector files` points at: man page, completions, systemd units
+    from inspector.shipped import SHIPPED
+    for name, (path, _) in SHIPPED.items():
+        assert any(n == f"inspector/{path}" or n.startswith(f"inspector/{path}/")
+                   for n in names), name
+    assert "inspector/share/systemd/inspector-record.timer" in names
 
 
 def test_sdist_carries_the_c_loop_source(tmp_path):
