@@ -87,8 +87,8 @@ class IoConfig:
     # MB); the TUI, where a probe may run for hours beside the screens, keeps RSS low with a
     # small limit (a 2^18 fold costs ~70 ms of the worker's time: ~0.4% at 15k req/s)
     raw_limit: int = RAW_LIMIT
-    # time.monotonic_ns: the same CLOCK_MONOTONIC as perf_counter_ns on Linux, ~70 ns
-    # cheaper per call in CPython 3.11 (two calls per request, one inside the timed window)
+    # time.monotonic_ns: the same CLOCK_MONOTONIC as perf_counter_ns on Linux, and no dearer
+    # per call (two calls per request, one inside the timed window; bench_costs.py prints both)
     clock: Callable[[], int] = field(default=time.monotonic_ns, repr=False)
     # time requests in the C loop (GIL released for a whole burst, clock reads tight around
     # the syscall) when it is built; False forces the Python loop, the only one that can use

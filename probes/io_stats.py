@@ -1,12 +1,14 @@
 """Cheap batch statistics for the IO probe's workers.
 
-`LatencyRecorder.record_many` costs ~2.5 us per value (pure-Python HdrHistogram), which at
-20k+ requests per second would steal several percent of the GIL from the timed loop. Here a
+`LatencyRecorder.record_many` goes through pure-Python HdrHistogram value by value, which at
+20k+ requests per second would steal several percent of the GIL from the timed loop
+(tests/bench/bench_costs.py prints its cost per value against this module's). Here a
 batch is folded in with C-speed builtins: exact sums, min and max directly, and the histogram
 from counts of values rounded down to a multiple of their HdrHistogram bucket's width. Bucket
 bounds are multiples of their width, so a rounded value lands in the same bucket as the raw
 one: the histogram is identical to recording value by value (a unit test checks it), with one
-record_value call per distinct bucket. No sort: sorting ints costs ~1 us per value.
+record_value call per distinct bucket. No sort: sorting costs about as much per value as the
+whole fold (bench_costs.py prints it).
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ running sums. Percentiles come from an HdrHistogram with 3 significant digits (r
 <= 0.1%), which keeps memory bounded however long a probe runs.
 
 Hot loops should append raw nanoseconds to an `array('q')` and hand it over with `record_many`
-at interval boundaries: HdrHistogram's pure-Python record costs ~2.5 us per value.
+at interval boundaries: HdrHistogram's pure-Python record is several times dearer per value
+than the batch folds (tests/bench/bench_costs.py prints both).
 """
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ class LatencyRecorder:
         """percentile(q) for each q, from one pass over the histogram's counts.
 
         hdrh's get_value_at_percentile sums the counts one index at a time in Python from the
-        start, for each percentile (~5 ms each): the summaries of a 256-worker run took 1.7 s.
+        start, for each percentile, which added up over the summaries of a 256-worker run
+        (tests/bench/bench_costs.py prints both costs).
         Here the running sums are built once, in C (itertools.accumulate), and each
         percentile is a bisection; the result is hdrh's, value for value."""
         hist = self.hist

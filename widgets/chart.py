@@ -1,7 +1,8 @@
 """LiveChart: a cheap big live chart for Textual.
 
-Why not the built-in Sparkline: at full width and 16 rows it emits one styled segment per cell
-and cost ~24% CPU at 4 Hz (research/tui.md). Here every plot row is ONE styled run (one Segment),
+Why not the built-in Sparkline: at full width and 16 rows it emits one styled segment per cell,
+and at 4 Hz that alone cost about three times the Probes screen's CPU goal (tests/bench/
+bench_tui.py measures the screen against it). Here every plot row is ONE styled run (one Segment),
 plus one dim segment for the axis label, so a refresh writes little and renders fast.
 
 Several series share a chart: the first is drawn as a filled area with eighth blocks, the others

@@ -18,7 +18,8 @@ API (the DNS failover probe builds on it):
     syn_timeout(tcp_syn_retries) -> int
         seconds a TCP connect() to a blackholed address takes: 2**(retries+1) - 1 (127 s at 6).
 
-Measured with glibc 2.36 in a network namespace (research/probes.md): silent,up = 5.011 s;
+Measured with glibc 2.36 in a network namespace (tests/glibc_lab.py runs such cases against
+the real getaddrinfo; tests/unit/test_dns_predict.py keeps these): silent,up = 5.011 s;
 silent,silent,up = 8.016 s; 3 silent t3 a1 = 9.013 s; 3 silent t1 a2 = 6.014 s; 2 silent t2 a2
 = 8.014 s. getaddrinfo(AF_UNSPEC) sends A and AAAA together (or, with single-request, one
 after the other) inside one window per server, so the pair costs what one query costs.

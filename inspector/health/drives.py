@@ -1,6 +1,6 @@
 """Health rules for drives and flash cards (report.sections["storage"].health).
 
-Thresholds (see design/research/storage.md):
+Thresholds:
 - Huawei ES3000 (hio): CRIT when Health, Event log or Battery status is not OK, or R/W error > 0;
   WARN when IO timeout > 0 or the max bad block rate rose since the last reading (kept for 7
   days after the rise, see drive_state.py); CRIT when hio_temperature reports >= 90 C.

@@ -1,7 +1,7 @@
 """glibc lookup prediction from server states: windows, each query's reply on its own,
 single-request, rotate, attempts, search list, use-vc and TCP (tests/integration/
 test_glibc_pairs.py holds the same rules against real glibc; here the cases it cannot run:
-long windows, SYN retries, the figures of research/probes.md)."""
+long windows, SYN retries, the figures measured with glibc 2.36 in a network namespace)."""
 import pytest
 
 from inspector.discover.resolver_conf import parse_resolv_conf
@@ -21,7 +21,7 @@ S3 = ["a", "b", "c"]
 THREE = "nameserver 10.0.0.1\nnameserver 10.0.0.2\nnameserver 10.0.0.3\n"
 
 
-def test_research_timings():
+def test_timings_measured_with_glibc():
     # measured with glibc 2.36: silent,up = 5.011; silent,silent,up = 8.016 (5 + 3)
     assert predict(cfg(THREE), [SILENT, UP, UP], S3, "x.example").seconds == pytest.approx(5.002, abs=0.01)
     assert predict(cfg(THREE), [SILENT, SILENT, UP], S3, "x.example").seconds == pytest.approx(8.002, abs=0.01)
@@ -103,7 +103,7 @@ def test_search_list_per_name_and_what_stops_it():
     p = predict(c, [{**per_name, "db.a.test": lame}], ["a"], "db")
     assert p.outcome == "nxdomain"
     assert [s for s in p.steps if s.startswith("query")] == ["query db.a.test:", "query db:"]
-    # every server silent: the first name and the name as is (research: doubles the worst)
+    # every server silent: the first name and the name as is (measured: doubles the worst)
     assert predict(c, [SILENT], ["a"], "db").seconds == 2
     # every server refusing: the walk stops at once
     p = predict(c, [ServerState.port_unreachable()], ["a"], "db")

@@ -1,4 +1,4 @@
-"""Virtualization layers on the fixture roots: the cases of research/virtualization.md and more.
+"""Virtualization layers on the fixture roots: one case per kind of machine, and more.
 
 Each row: root, container (verdict, flavor), VM layers innermost first as (verdict, flavor, guest
 mode), host roles, hardware flavor, summary line. Roots are built by
@@ -114,7 +114,7 @@ def test_layers(name, container, vms, roles, hw_flavor, summary):
                 assert e.note, f"{e.source} {e.weight} without a reason"
 
 
-def test_enough_research_cases():
+def test_enough_machine_kinds_first_studied():
     numbered = {c[0].split("-")[1] for c in CASES if c[0].startswith("virt-")}
     assert len({n for n in numbered if int(n) <= 25}) >= 20
 
