@@ -8,12 +8,13 @@ PIP    := $(VENV)/bin/pip
 # probe's C loop (installed first: pip builds it when it installs Inspector). Debian's own
 # python3.11 (3.11.2, no tarfile filter) runs the extraction tests on the oldest Python we admit;
 # sosreport makes real sosreports for the --root tests; e2fsprogs checks loop filesystems;
+# systemd-analyze rates the shipped units' hardening and man renders the man page;
 # prometheus brings promtool (the shipped alert rules' unit tests) and node_exporter reads our
 # textfile for real (their services are not left running: the tests start what they need).
-SYSTEM_PACKAGES := gcc python3.11 locales sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+SYSTEM_PACKAGES := gcc python3.11 locales systemd man-db sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
 # glibc's locale sources: the ioping-log tests compile the locales whose `date` lines they read
 SYSTEM_FILES := /usr/share/i18n/locales/ja_JP
-SYSTEM_COMMANDS := gcc /usr/bin/python3.11 sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
+SYSTEM_COMMANDS := gcc /usr/bin/python3.11 systemd-analyze man sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
 
 .PHONY: run test venv test-deps system-deps bench clean
 
