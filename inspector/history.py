@@ -1,9 +1,11 @@
-"""Recorded history in SQLite: probe runs and report findings over time.
+"""Recorded history in SQLite: probe runs, report findings and live samples over time.
 
 One writer (the recorder), WAL journal, every sample written in one transaction: a recorder
 killed mid-write (SIGKILL, power loss) leaves the database at the last committed sample.
 Times are stored as unix seconds plus the UTC offset of the host (or of the imported log), so
 the hour-of-day table is in the host's local time ("slow every night from 3 to 8").
+The live samples (`record --samples`) have tables of their own: inspector.sample_store.
+Old rows go by age (`prune`) and, for samples, by size too (`prune_to_size`), oldest first.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import stat
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
+
+from inspector import sample_store
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -104,6 +108,7 @@ _RUN_COLUMNS = ("ts", "tz_offset_s", "host", "probe", "target", "source", "reque
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+WAL_LIMIT = 4 << 20        # bytes the -wal file is truncated to after a checkpoint
 _TABLES = {"meta", "probe_runs", "checks"}     # what makes an SQLite file an Inspector history
 
 
@@ -166,10 +171,15 @@ class HistoryDB:
                                     isolation_level=None)
         _still_same_file(self.path, real, fd)
         try:
+            # a new database gives the pages that pruning frees back to the filesystem
+            # (`prune_to_size`); on an existing one this is a no-op (it would need a VACUUM)
+            self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: durable at checkpoint, never corrupt
             self.conn.execute("PRAGMA busy_timeout=10000")
-            self.conn.executescript(_SCHEMA)
+            # the -wal file is cut back to this after a checkpoint (a big prune grows it)
+            self.conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+            self.conn.executescript(_SCHEMA + sample_store.SCHEMA)
             self._check_version()
             self._ensure_unique_runs()
         except sqlite3.OperationalError as exc:   # a full disk, a read-only mount, a lock
@@ -291,7 +301,42 @@ class HistoryDB:
         with self._writing("old rows not pruned"), self._transaction():
             n = self.conn.execute("DELETE FROM probe_runs WHERE ts < ?", (older_than_ts,)).rowcount
             n += self.conn.execute("DELETE FROM checks WHERE ts < ?", (older_than_ts,)).rowcount
+            n += sample_store.prune_older(self.conn, older_than_ts)
+        if n:
+            self._release_free_pages()
         return n
+
+    def prune_to_size(self, max_bytes: int) -> int:
+        """Delete the oldest recorded samples until the database's pages in use are under
+        `max_bytes` (with some headroom, so this happens in batches); returns the intervals
+        deleted. Probe runs and checks are never pruned for size (a few kB a day; imported
+        logs are kept). HistoryWriteError when that cannot be written."""
+        deleted = 0
+        for _ in range(20):       # each pass estimates from the average interval
+            excess = sample_store.size_excess_intervals(self.conn, max_bytes)
+            if not excess:
+                break
+            with self._writing("oldest samples not pruned"), self._transaction():
+                deleted += sample_store.prune_oldest(self.conn, excess)
+        if deleted:
+            self._release_free_pages()
+        return deleted
+
+    def used_bytes(self) -> int:
+        return sample_store.used_bytes(self.conn)
+
+    def _release_free_pages(self) -> None:
+        """Give freed pages back to the filesystem (databases created with auto_vacuum);
+        elsewhere they are reused before the file grows."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA incremental_vacuum").fetchall()   # runs to its end
+
+    @contextlib.contextmanager
+    def writing(self, what: str):
+        """One transaction of the caller's writes: all of it lands, or none of it
+        (HistoryWriteError saying `what` was lost: a full disk, an I/O error)."""
+        with self._writing(what), self._transaction():
+            yield self.conn
 
     class _Tx:
         def __init__(self, conn: sqlite3.Connection):
@@ -445,7 +490,7 @@ def _no_space_hint(path: str) -> str:
 def _empty_history() -> sqlite3.Connection:
     """An empty history in memory: what reading a database with nothing recorded returns."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.executescript(_SCHEMA)
+    conn.executescript(_SCHEMA + sample_store.SCHEMA)
     return conn
 
 

@@ -15,15 +15,21 @@ from inspector.bounded import run_probe_forked
 from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, DURATION_EXAMPLES, PROBE_SECONDS,
                                        CliError, Duration, add_root_argument, eprint,
-                                       non_negative_int, root_from_args)
+                                       format_duration, non_negative_int, root_from_args)
 from inspector.history import (HistoryDB, HistoryError, HistoryWriteError, ProbeRun,
                                default_db_path, local_offset)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec
 from inspector.probes.driver import stop_signals
+from inspector.commands.byte_size import ByteSize
+from inspector.sample_recorder import SampleRecorder
 
 EVERY = Duration(maximum=7 * 86400)              # longer: a systemd timer is the tool
 RETENTION = Duration(maximum=3650 * 86400)
+SAMPLE_EVERY = Duration(maximum=3600)
+MIN_SAMPLE_EVERY = 0.2           # each sample reads a few hundred files: not a busy loop
+MAX_SIZE = ByteSize(minimum=1 << 20, maximum=1 << 50)
+DEFAULT_MAX_SIZE = 512 << 20     # a month of samples of a host with a dozen busy disks
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +46,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"a regular file or a new path (default {default_db_path()})")
     p.add_argument("--retention", type=RETENTION, default=30 * 86400.0, metavar="DURATION",
                    help=f"prune rows older than this (default 30d, {RETENTION.bounds})")
+    p.add_argument("--samples", action="store_true",
+                   help="also record every interval of the live figures `top` shows (CPU "
+                        "with iowait and steal, iostat -x per disk, NIC rates, errors and "
+                        "stalls, top IO processes, D-state tasks) every --sample-every; "
+                        "`top --db`, `tui --db --at` and `history --samples` read them back")
+    p.add_argument("--sample-every", type=SAMPLE_EVERY, default=10.0, metavar="DURATION",
+                   help=f"interval of --samples (default 10s, 200ms to 1h)")
+    p.add_argument("--max-size", type=MAX_SIZE, default=DEFAULT_MAX_SIZE, metavar="SIZE",
+                   help=f"keep the database under SIZE (512M, 2G): the oldest recorded "
+                        f"samples are pruned first (default {DEFAULT_MAX_SIZE >> 20}M, "
+                        f"{MAX_SIZE.bounds}; probe runs and checks are pruned by age only)")
     p.add_argument("--textfile", metavar="FILE.prom",
                    help="also write each sample's metrics and probe figures (latency "
                         "quantiles, ops/s, errors, time) for node_exporter's textfile "
@@ -72,6 +89,13 @@ def run(args: argparse.Namespace) -> int:
     if specs and not root.live:
         # the probes would measure this machine and file it under the capture's hostname
         raise CliError("--probe needs the live host; it cannot run against --root")
+    if args.samples and not root.live:
+        raise CliError("--samples needs the live host; it cannot sample --root")
+    if args.samples and args.sample_every < MIN_SAMPLE_EVERY:
+        raise CliError(f"--sample-every must be at least {format_duration(MIN_SAMPLE_EVERY)}")
+    if args.samples and args.once:
+        raise CliError("--samples needs a running recorder, not --once: an interval is "
+                       "between two samples (run `inspector record --samples` as a service)")
     if args.textfile:     # a device or a directory is refused before the first tick
         from inspector.commands.export import check_textfile
         check_textfile(args.textfile)
@@ -87,6 +111,12 @@ def run(args: argparse.Namespace) -> int:
 
     samples = skipped = textfile_failures = 0
     limit = 1 if args.once else args.count
+    recorder = None
+    if args.samples:
+        recorder = SampleRecorder(db.path, root, args.sample_every, stop,
+                                  retention=args.retention, max_bytes=args.max_size, log=eprint)
+        eprint(f"recording samples every {format_duration(args.sample_every)} into {db.path}")
+        recorder.start()
     # the probes' stop signals; one someone chose to ignore stays ignored (`nohup ... &`)
     with db, stop_signals(on_signal):
         while not stop.is_set():
@@ -119,9 +149,17 @@ def run(args: argparse.Namespace) -> int:
                     eprint(f"{stamp} textfile not written: {exc}")
             try:
                 db.prune(time.time() - args.retention)
+                db.prune_to_size(args.max_size)
             except HistoryWriteError as exc:
                 eprint(f"{stamp} warning: {exc}")
             if limit and samples >= limit:
                 break
             stop.wait(max(0.0, args.every - (time.time() - start)))
-    return 1 if skipped or textfile_failures else 0     # a timer unit shows the failure
+        if recorder is not None:
+            stop.set()              # --count reached: the sampler ends its interval too
+            recorder.join()
+            eprint(f"samples: {recorder.stored} intervals recorded"
+                   + (f", {recorder.lost} lost" if recorder.lost else ""))
+    sample_failed = recorder is not None and bool(recorder.lost or recorder.failure)
+    # a timer unit or service shows the failure
+    return 1 if skipped or textfile_failures or sample_failed else 0

@@ -8,6 +8,7 @@ import shutil
 import sys
 import time
 
+from inspector.commands import top_replay
 from inspector.commands.common import (Duration, add_root_argument, add_schema_argument,
                                        exit_epilog, non_negative_int, print_json, root_from_args)
 from inspector.documents import stamped
@@ -39,10 +40,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wide", action="store_true",
                    help="every iostat -x column even when the terminal is narrower")
     add_root_argument(p)
+    top_replay.add_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if top_replay.wants_replay(args):
+        try:
+            return top_replay.run_replay(args, _width(args))
+        except BrokenPipeError:
+            return 0
     root = root_from_args(args)
     # the reads happen in a child process, each source bounded: a /proc/diskstats that never
     # answers (a hung lxcfs) is named in the block, and Ctrl-C or --count still end top

@@ -74,6 +74,9 @@ class Rates:
     since_boot: bool = False                     # averages since boot from one snapshot
     wall_known: bool = True                      # see Snapshot.wall_known
     timed_out: dict[str, str] = field(default_factory=dict)   # see Snapshot.timed_out
+    # an interval read back from a recording (inspector.sample_store): the host's UTC offset
+    # then, so its time prints as the host's clock read; None for live rates
+    tz_offset_s: int | None = None
 
 
 class LiveSampler:

@@ -56,8 +56,7 @@ def format_block(r: Rates, show_idle: bool = False, width: int | None = None) ->
     `width`, tables too wide for it drop to their essential columns (--wide keeps all)."""
     r = printable(r)     # a NIC or process name from a capture must not retitle the terminal
     lines: list[str] = []
-    stamp = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall)) if r.wall_known
-             else "time not recorded")
+    stamp = _stamp(r)
     head = f"{stamp}  " + (f"averages since boot ({r.interval:.0f} s)" if r.since_boot
                             else f"interval {r.interval:.2f} s")
     if known(r.load):
@@ -82,6 +81,19 @@ def format_block(r: Rates, show_idle: bool = False, width: int | None = None) ->
         lines += _wrap(f"{f.level.label.upper()} {f.subject}: {f.message}", width)
     lines += _timeout_lines(r.timed_out, width)
     return "\n".join(lines) + "\n"
+
+
+def _stamp(r: Rates) -> str:
+    """When the interval ended: this machine's clock live; a recorded one on the recording
+    host's clock then, with its UTC offset (a database read elsewhere, or after a DST change,
+    still says 03:10 for what happened at 03:10 there)."""
+    if not r.wall_known:
+        return "time not recorded"
+    if r.tz_offset_s is None:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall))
+    from inspector.history_table import utc_offset
+    return (time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.wall + r.tz_offset_s))
+            + f" {utc_offset(r.tz_offset_s)} recorded")
 
 
 def _timeout_lines(timed_out: dict[str, str], width: int | None) -> list[str]:
