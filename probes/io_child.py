@@ -110,6 +110,9 @@ class EngineProcess:
                     return
         finally:
             reader.cancel()
+            if self.result is None:       # our caller gave up on us (cancelled)
+                self.result = self._without_answer("stopped before the probe process "
+                                                   "gave its result")
             self.close()
 
     async def _read(self, frames: asyncio.Queue) -> None:
