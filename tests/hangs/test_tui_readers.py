@@ -5,13 +5,14 @@ again while it hangs; the live sampler (tui.live) bounds /proc/meminfo, /proc/pr
 sleeps or waits here; test_tui_hung.py has the real FUSE mount and the real binary.)"""
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
 
 import pytest
 
-from conftest import fixture_root
+from conftest import fixture_root, replace_section
 from inspector.bounded import TimedOut
 from inspector.host import HostRoot
 from inspector.live import filesystems as filesystems_module
@@ -28,11 +29,15 @@ def _threads(pid: int) -> int:
 @pytest.fixture
 def storage_hangs(monkeypatch):
     """The storage collector never returns (in the child, which is forked with this patch)."""
-    import inspector.discover.storage as storage
-
     def hung(root):
         time.sleep(3600)
-    monkeypatch.setattr(storage, "collect", hung)
+    replace_section(monkeypatch, "storage", collect=hung)
+    try:        # the sections' table (inspector.sections) holds the collector itself
+        from inspector import sections
+    except ImportError:
+        return
+    monkeypatch.setitem(sections.BY_NAME, "storage",
+                        dataclasses.replace(sections.BY_NAME["storage"], collect=hung))
 
 
 def test_discovery_names_the_section_still_out_then_times_it_out(storage_hangs):
