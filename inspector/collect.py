@@ -1,23 +1,16 @@
 """Run the section collectors (each under a timeout) and the health rules into one Report."""
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 from typing import Any
 
 from inspector.bounded import TimedOut, WorkerFailed, run_bounded, run_forked, timed_out
+from inspector.health import evaluate
 from inspector.host import HostRoot
 from inspector.model import HostIdentity, Report, Unknown, known
+from inspector.sections import BY_NAME, NAMES, all_rules
 
-# Section name -> module whose `collect(root)` returns that section's dataclass.
-SECTIONS: dict[str, str] = {
-    "storage": "inspector.discover.storage",
-    "virt": "inspector.discover.virt",
-    "net": "inspector.discover.net",
-    "dns": "inspector.discover.resolver",
-    "cpu": "inspector.discover.cpu",
-}
 DEFAULT_TIMEOUT = 15.0
 # the child doing the reads (build_report_forked) answers this long after its collectors'
 # deadline at most: health rules and pickling a report take milliseconds
@@ -30,10 +23,10 @@ CollectorTimeout = TimedOut
 
 def collect_section(root: HostRoot, name: str, timeout: float = DEFAULT_TIMEOUT) -> tuple[Any, float]:
     """One section, never raising: a timeout or a collector bug becomes Unknown(reason)."""
-    module = importlib.import_module(SECTIONS[name])
+    collector = BY_NAME[name].collect
     start = time.perf_counter()
     try:
-        value = run_bounded(lambda: module.collect(root), timeout, name=f"collect {name}")
+        value = run_bounded(lambda: collector(root), timeout, name=f"collect {name}")
     except TimedOut as exc:
         value = Unknown(str(exc))
     except Exception as exc:  # a collector bug must not take the report down
@@ -67,7 +60,7 @@ def build_report(root: HostRoot, sections: list[str] | None = None,
     """Every section concurrently, each bounded by `timeout` (one deadline for all), in threads
     of this process: a read that hangs for good leaves its thread behind (see
     build_report_forked for commands that must exit)."""
-    names = sections or list(SECTIONS)
+    names = sections or list(NAMES)
     results: dict[str, Any] = {}
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -97,7 +90,7 @@ def build_report_forked(root: HostRoot, sections: list[str] | None = None,
     exiting; the child stays behind instead). Never raises for the host's sake: a child that
     does not answer within `timeout` + `grace` gives a report whose sections are all
     Unknown("timed out after N s")."""
-    names = sections or list(SECTIONS)
+    names = sections or list(NAMES)
     start = time.perf_counter()
     try:
         return run_forked(lambda: build_report(root, names, timeout), timeout + grace)
@@ -113,8 +106,6 @@ def build_report_forked(root: HostRoot, sections: list[str] | None = None,
 
 def _finish_report(root: HostRoot, host: HostIdentity, names: list[str], results: dict,
                    timings: dict, start: float, replay: bool = True) -> Report:
-    from inspector.health import evaluate
-
     if replay and not root.live:   # what the capture could not collect on its host stays so
         incomplete = root.fact("capture", "incomplete", dict)
         if isinstance(incomplete, dict):
@@ -124,7 +115,7 @@ def _finish_report(root: HostRoot, host: HostIdentity, names: list[str], results
     report = Report(host=host, sections={n: results[n] for n in names},
                     timings={n: round(timings[n], 6) for n in names})
     rule_start = time.perf_counter()
-    report.findings = evaluate(report)
+    report.findings = evaluate(report, all_rules())
     report.timings["health"] = round(time.perf_counter() - rule_start, 6)
     report.timings["total"] = round(time.perf_counter() - start, 6)
     return report

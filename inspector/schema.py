@@ -9,7 +9,7 @@ comment block right above it; a class's docstring. So the schema cannot drift fr
 and the comments stay the one place where a field is documented.
 
 Two fields are typed `Any` in the code and made precise here: Report.sections (the sections of
-inspector.collect.SECTIONS, each the return type of its module's `collect`) and
+inspector.sections.SECTIONS, each the return type of its collector) and
 StorageSection.health (what inspector.discover.drives.collect builds: one health dataclass per
 drive kind, or Unknown).
 """
@@ -20,7 +20,6 @@ import collections.abc
 import dataclasses
 import enum
 import functools
-import importlib
 import inspect
 import io
 import re
@@ -245,10 +244,10 @@ def _json_value(value: Any) -> Any:
 
 # ----------------------------------------------------------------------------- the report
 def section_types() -> dict[str, Any]:
-    """Section name -> the return type of its module's `collect(root)`."""
-    from inspector.collect import SECTIONS
-    return {name: typing.get_type_hints(importlib.import_module(module).collect)["return"]
-            for name, module in SECTIONS.items()}
+    """Section name -> the return type of its collector."""
+    from inspector.sections import SECTIONS
+    return {section.name: typing.get_type_hints(section.collect)["return"]
+            for section in SECTIONS}
 
 
 def drive_health_types() -> tuple[type, ...]:

@@ -26,6 +26,17 @@ def fixture_root(name: str) -> Path:
     return path
 
 
+def replace_section(monkeypatch, name: str, **fields) -> None:
+    """This test's stand-in for a section's collector or rules (fields of
+    inspector.sections.Section): the table holds the functions themselves, so patching the
+    module's `collect` or `rules` would not reach it."""
+    import dataclasses
+
+    from inspector import sections
+    monkeypatch.setitem(sections.BY_NAME, name,
+                        dataclasses.replace(sections.BY_NAME[name], **fields))
+
+
 class CliResult:
     def __init__(self, status: int, out: str, err: str):
         self.status, self.out, self.err = status, out, err

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from inspector.collect import SECTIONS, build_report_forked
+from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
                                        add_schema_argument, exit_epilog, print_json,
                                        root_from_args)
 from inspector.documents import report_document
+from inspector.sections import NAMES, SECTIONS
 
-SECTION_ALIASES = {"storage": "storage", "virt": "virt", "virtualization": "virt", "net": "net",
-                   "network": "net", "dns": "dns", "resolver": "dns", "cpu": "cpu"}
+SECTION_ALIASES = {alias: section.name for section in SECTIONS
+                   for alias in (section.name, *section.aliases)}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the model and findings as JSON")
     add_schema_argument(p, "report")
     p.add_argument("--section", action="append", metavar="NAME",
-                   help="limit to storage|virt|net|dns|cpu (repeatable)")
+                   help=f"limit to {'|'.join(NAMES)} (repeatable)")
     p.add_argument("--diagnose", action="store_true", help="print how long each collector took")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
                    help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
@@ -35,7 +36,7 @@ def parse_sections(values: list[str] | None) -> list[str] | None:
         for part in value.split(","):
             key = SECTION_ALIASES.get(part.strip().lower())
             if key is None:
-                raise CliError(f"unknown section {part!r} (choose from storage, virt, net, dns, cpu)")
+                raise CliError(f"unknown section {part!r} (choose from {', '.join(NAMES)})")
             if key not in names:
                 names.append(key)
     return names

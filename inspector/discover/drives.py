@@ -68,20 +68,7 @@ def collect(root: HostRoot, names: list[str], timeout: float = COMMAND_TIMEOUT,
             results[name] = Unknown(f"virtual disk ({driver}): no SMART")
     ordered = {n: results[n] for n in names if n in results}
     ordered.update({k: v for k, v in results.items() if k not in ordered})
-    _stamp_levels(ordered)
-    return ordered
-
-
-def _stamp_levels(health: dict[str, Any]) -> None:
-    """Give each health block its worst level, so `report --json` readers and the metrics
-    export need not re-implement the rules."""
-    from inspector.health.drives import worst_level
-    for name, value in health.items():
-        if not isinstance(value, Unknown):
-            try:
-                value.level = worst_level(name, value).label
-            except Exception as exc:  # a rule bug must not lose the health block
-                value.level = f"unknown (rules failed: {type(exc).__name__})"
+    return ordered    # each block's `level` is judged in the health step (health.drives)
 
 
 def _run_jobs(jobs: dict[str, Callable[[], Any]], parallel: bool):

@@ -24,7 +24,7 @@ class FioHealth:
     controller: str                       # controller name: fct0
     device: str | Unknown = Unknown("fio-status names no block device")  # its block device: fioa
     kind: str = "fio"
-    level: str = "ok"   # worst finding (ok/warn/crit/unknown), set by drives.collect for JSON readers
+    level: str = "ok"   # worst finding (ok/warn/crit/unknown) for JSON readers, set by health.drives
     source: str = ""                      # fio-status -fj | fio-status -a (the command used)
     state: str = "unknown"                # attached, detached, failed, ... (first word, lower)
     status_line: str = ""                 # the controller's status as printed

@@ -48,7 +48,7 @@ class HioHealth:
     """A Huawei ES3000 card (hioX) from `hio_info -d` and `hio_temperature`; labels quoted."""
     device: str                                  # hioa ...
     kind: str = "hio"
-    level: str = "ok"   # worst finding (ok/warn/crit/unknown), set by drives.collect for JSON readers
+    level: str = "ok"   # worst finding (ok/warn/crit/unknown) for JSON readers, set by health.drives
     source: str = ""                             # the command: hio_info -d /dev/hioX
     size_gb: int | Unknown = MISSING             # capacity in GB ("Size(GB)")
     max_size_gb: int | Unknown = MISSING         # largest capacity it offers, GB ("Max size(GB)")

@@ -29,7 +29,7 @@ class NvmeHealth:
     """An NVMe namespace's health: the controller's SMART / Health Information log."""
     device: str                 # the namespace block device: nvme0n1
     kind: str = "nvme"
-    level: str = "ok"   # worst finding (ok/warn/crit/unknown), set by drives.collect for JSON readers
+    level: str = "ok"   # worst finding (ok/warn/crit/unknown) for JSON readers, set by health.drives
     source: str = "sysfs"       # nvme smart-log | smartctl | sysfs (identity only: no tool)
     controller: str | Unknown = Unknown("not present")  # its controller: nvme0
     model: str | Unknown = Unknown("not present")       # controller model (sysfs model)

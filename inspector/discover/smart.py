@@ -46,7 +46,7 @@ class SmartHealth:
     """A SATA/SAS drive's health from `smartctl --json -a /dev/sdX`."""
     device: str                                # sda ...
     kind: str = "smart"
-    level: str = "ok"   # worst finding (ok/warn/crit/unknown), set by drives.collect for JSON readers
+    level: str = "ok"   # worst finding (ok/warn/crit/unknown) for JSON readers, set by health.drives
     source: str = "smartctl --json -a"         # the command it came from
     protocol: str | Unknown = MISSING          # ATA, SCSI
     model: str | Unknown = MISSING             # model_name (SCSI: vendor and product)

@@ -1,17 +1,21 @@
 """Health rules: the report model in, findings (level, subject, message, evidence, advice) out.
 
-One module per subject, each with `rules(report) -> Iterable[Finding]`. A rule module that
-fails yields one UNKNOWN finding naming the failure instead of hiding the others."""
+One module per subject, each with `rules(report) -> Iterable[Finding]`; inspector.sections
+lists which sets judge which section. A set that fails yields one UNKNOWN finding naming the
+failure instead of hiding the others."""
 from __future__ import annotations
 
-import importlib
+from typing import Callable, Iterable, NamedTuple
 
 from inspector.model import Finding, Level, Report, Unknown
 
-RULE_MODULES = ["storage", "drives", "virt", "net", "dns", "cpu"]
+
+class RuleSet(NamedTuple):
+    name: str                                       # subject and code prefix when the set fails
+    rules: Callable[[Report], Iterable[Finding]]
 
 
-def evaluate(report: Report) -> list[Finding]:
+def evaluate(report: Report, rule_sets: Iterable[RuleSet]) -> list[Finding]:
     # A section that could not be collected at all is itself a finding: "no findings" must
     # never be printed for a host we did not manage to look at.
     findings: list[Finding] = [
@@ -19,10 +23,9 @@ def evaluate(report: Report) -> list[Finding]:
                 advice=_not_collected_advice(name, section.reason),
                 code=f"{name}.not_collected")
         for name, section in report.sections.items() if isinstance(section, Unknown)]
-    for name in RULE_MODULES:
+    for name, rules in rule_sets:
         try:
-            module = importlib.import_module(f"inspector.health.{name}")
-            findings.extend(module.rules(report))
+            findings.extend(rules(report))
         except Exception as exc:
             findings.append(Finding(Level.UNKNOWN, name, f"health rules for {name} failed: "
                                     f"{type(exc).__name__}: {exc}",

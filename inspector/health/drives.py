@@ -44,6 +44,7 @@ def rules(report: Report) -> Iterable[Finding]:
     health = getattr(section, "health", None)
     if not isinstance(health, dict):
         return []
+    stamp_levels(health)
     findings: list[Finding] = []
     for name, value in health.items():
         findings.extend(device_findings(name, value))
@@ -62,6 +63,17 @@ def device_findings(name: str, health: Any) -> list[Finding]:
     if isinstance(health, SmartHealth):
         return smart_findings(name, health)
     return []
+
+
+def stamp_levels(health: dict[str, Any]) -> None:
+    """Give each health block its worst level, so `report --json` readers and the metrics
+    export need not re-implement the rules."""
+    for name, value in health.items():
+        if not isinstance(value, Unknown):
+            try:
+                value.level = worst_level(name, value).label
+            except Exception as exc:  # a rule bug must not lose the health block
+                value.level = f"unknown (rules failed: {type(exc).__name__})"
 
 
 def worst_level(name: str, health: Any) -> Level:

@@ -1,8 +1,6 @@
 """Rich rendering of the report: findings first, then one renderer per section."""
 from __future__ import annotations
 
-import importlib
-
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
@@ -10,34 +8,34 @@ from rich.text import Text
 from inspector.escapes import printable, visible
 from inspector.model import Level, Report, Unknown
 from inspector.render.findings import render_findings
-
-SECTION_TITLES = {"storage": "Storage", "virt": "Virtualization", "net": "Network",
-                  "dns": "Resolver", "cpu": "CPU and power"}
-_RENDERERS = {"storage": "storage", "virt": "virt", "net": "net", "dns": "resolver", "cpu": "cpu"}
+from inspector.sections import BY_NAME, NAMES, load
 
 
 def render_section(name: str, section: object) -> RenderableType:
     if isinstance(section, Unknown):
         return Text(str(section), style="yellow")
     try:
-        module = importlib.import_module(f"inspector.render.{_RENDERERS[name]}")
-        return module.render(section)
+        return load(BY_NAME[name].render)(section)
     except Exception as exc:  # a renderer bug must not hide the rest of the report
         return Text(f"cannot render {name}: {type(exc).__name__}: {exc}", style="red")
 
 
 def render_report(report: Report, console: Console) -> None:
     console.print(render_header(report))
-    if not report.findings and set(report.sections) != set(SECTION_TITLES):
+    if not report.findings and set(report.sections) != set(NAMES):
         # `--section cpu` with nothing wrong says nothing about storage or the network
-        names = ", ".join(SECTION_TITLES.get(n, n) for n in report.sections)
+        names = ", ".join(_title(n) for n in report.sections)
         console.print(Text(f"No findings in the sections read ({names}); the others were "
                            "not checked.", style="green"))
     else:
         console.print(render_findings(report.findings))
     for name, section in report.sections.items():
-        console.print(Panel(render_section(name, section), title=SECTION_TITLES.get(name, name),
+        console.print(Panel(render_section(name, section), title=_title(name),
                             title_align="left", border_style="blue"))
+
+
+def _title(name: str) -> str:
+    return BY_NAME[name].title if name in BY_NAME else name
 
 
 def render_header(report: Report) -> RenderableType:

@@ -15,14 +15,14 @@ findings and the status line; the rest follows when they answer or their deadlin
 """
 from __future__ import annotations
 
-import importlib
 import time
 from typing import Any
 
 from inspector.bounded import Reads
-from inspector.collect import SECTIONS, _finish_report, host_identity
+from inspector.collect import _finish_report, host_identity
 from inspector.host import HostRoot
 from inspector.model import HostIdentity, Report, Unknown, known
+from inspector.sections import BY_NAME, NAMES
 from inspector.tui.forked import ForkedService
 
 PATIENCE = 3.0            # the first collection shows what answered after this
@@ -84,14 +84,14 @@ class _Collection:
         self.started = time.monotonic()
         self.began = time.perf_counter()
         self.deadline = self.started + self.timeout
-        self.current = {name: self.reads.start(name, _collector(root, name)) for name in SECTIONS}
+        self.current = {name: self.reads.start(name, _collector(root, name)) for name in NAMES}
         self.current[HOST] = self.reads.start(HOST, lambda: host_identity(root, FOREVER))
 
     def _report(self, until: float, final: bool) -> tuple[Report, list[str]]:
         results: dict[str, Any] = {}
         timings: dict[str, float] = {}
         pending: list[str] = []
-        for name in SECTIONS:
+        for name in NAMES:
             read = self.current[name]
             value = read.result(until)
             if read.timed_out is None:
@@ -113,16 +113,18 @@ class _Collection:
             self.last_host = host
         else:   # the hostname read hangs: what uname says, or the last one read
             host = self.last_host or _identity_from_uname(self.root, host)
-        report = _finish_report(self.root, host, list(SECTIONS), results, timings, self.began)
+        report = _finish_report(self.root, host, list(NAMES), results, timings, self.began)
         return report, pending
 
 
 def _collector(root: HostRoot, name: str):
     """A section's collector as a read: (value, seconds), a collector bug as Unknown."""
+    collector = BY_NAME[name].collect
+
     def collect() -> tuple[Any, float]:
         start = time.perf_counter()
         try:
-            value = importlib.import_module(SECTIONS[name]).collect(root)
+            value = collector(root)
         except Exception as exc:   # a collector bug must not take the report down
             value = Unknown(f"collector failed: {type(exc).__name__}: {exc}")
         return value, time.perf_counter() - start

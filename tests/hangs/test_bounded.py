@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import fixture_root, run_cli
+from conftest import fixture_root, replace_section, run_cli
 from inspector.bounded import TimedOut, WithFds, Worker, WorkerFailed, run_forked
 from inspector.host import HostRoot
 from inspector.live import sampler as sampler_module
@@ -142,10 +142,8 @@ def test_the_hostname_read_is_bounded_too(monkeypatch):
     assert not any(isinstance(s, Unknown) for s in report.sections.values())
 
 
-def _hang_collector(monkeypatch, module_name: str) -> None:
-    import importlib
-    module = importlib.import_module(f"inspector.discover.{module_name}")
-    monkeypatch.setattr(module, "collect", lambda root, *a, **k: time.sleep(60))
+def _hang_collector(monkeypatch, section: str) -> None:
+    replace_section(monkeypatch, section, collect=lambda root, *a, **k: time.sleep(60))
 
 
 def test_check_is_unknown_when_a_collector_hangs_beside_a_warning(monkeypatch):

@@ -5,7 +5,6 @@ again while it hangs; the live sampler (tui.live) bounds /proc/meminfo, /proc/pr
 sleeps or waits here; test_tui_hung.py has the real FUSE mount and the real binary.)"""
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -32,12 +31,6 @@ def storage_hangs(monkeypatch):
     def hung(root):
         time.sleep(3600)
     replace_section(monkeypatch, "storage", collect=hung)
-    try:        # the sections' table (inspector.sections) holds the collector itself
-        from inspector import sections
-    except ImportError:
-        return
-    monkeypatch.setitem(sections.BY_NAME, "storage",
-                        dataclasses.replace(sections.BY_NAME["storage"], collect=hung))
 
 
 def test_discovery_names_the_section_still_out_then_times_it_out(storage_hangs):

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from conftest import fixture_root, run_cli
+from conftest import fixture_root, replace_section, run_cli
 
 
 def _root_with_piped_nic(tmp_path):
@@ -49,13 +49,12 @@ def test_a_hung_collector_still_answers_before_check_nrpe_gives_up(monkeypatch):
     print its UNKNOWN line, naming what hung, well before that."""
     import threading
     import time
-    import inspector.discover.storage as storage
     release = threading.Event()
 
     def hangs(root, *args, **kwargs):
         release.wait(60)
         raise RuntimeError("released")
-    monkeypatch.setattr(storage, "collect", hangs)
+    replace_section(monkeypatch, "storage", collect=hangs)
     try:
         start = time.monotonic()
         res = run_cli("check", "--root", str(fixture_root("storage-raid1-faulty")))

@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import time
 
-from conftest import run_cli
+from conftest import replace_section, run_cli
 
 
 def test_capture_warns_about_a_section_it_could_not_collect(tmp_path, monkeypatch):
-    import inspector.discover.cpu as cpu_module
-
     def hang(root):
         time.sleep(1.5)
-    monkeypatch.setattr(cpu_module, "collect", hang)
+    replace_section(monkeypatch, "cpu", collect=hang)
     out = tmp_path / "cap.tar.gz"
     res = run_cli("capture", "-o", str(out), "--timeout", "0.3")
     assert res.status == 0 and out.exists()

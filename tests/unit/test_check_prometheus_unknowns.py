@@ -74,9 +74,10 @@ def storage_times_out(monkeypatch):
 
 
 def _collects(func, section: str) -> bool:
-    """Is this collect_section's `lambda: module.collect(root)` for `section`?"""
+    """Is this collect_section's `lambda: collector(root)` for `section`?"""
+    from inspector.sections import BY_NAME
     cells = [c.cell_contents for c in (func.__closure__ or ())]
-    return any(getattr(c, "__name__", "") == collect.SECTIONS[section] for c in cells)
+    return any(c is BY_NAME[section].collect for c in cells)
 
 
 def test_md_degraded_is_left_out_when_unknown(storage_times_out):

@@ -1,7 +1,7 @@
 """QA of storage findings as an operator acts on them: the advice must fit the state."""
 from __future__ import annotations
 
-from conftest import fixture_root
+from conftest import fixture_root, replace_section
 
 from inspector.collect import build_report
 from inspector.host import HostRoot
@@ -60,17 +60,14 @@ def test_offline_multipath_path_still_points_at_multipathd(tmp_path):
 
 
 def test_a_section_that_timed_out_or_crashed_says_where_to_look(monkeypatch):
-    import inspector.discover.cpu as cpu_module
-    import inspector.discover.net as net_module
-
     def hang(root):
         import time
         time.sleep(2)
 
     def crash(root):
         raise KeyError("boom")
-    monkeypatch.setattr(cpu_module, "collect", hang)
-    monkeypatch.setattr(net_module, "collect", crash)
+    replace_section(monkeypatch, "cpu", collect=hang)
+    replace_section(monkeypatch, "net", collect=crash)
     found = build_report(HostRoot(str(fixture_root("flash-mixed"))), ["cpu", "net"],
                          timeout=0.2).findings
     cpu = by(found, "cpu.not_collected", "cpu")
@@ -80,11 +77,11 @@ def test_a_section_that_timed_out_or_crashed_says_where_to_look(monkeypatch):
 
 
 def test_failed_health_rules_say_what_is_left(monkeypatch):
-    import inspector.health.cpu as cpu_rules
+    from inspector.health import RuleSet
 
     def broken(report):
         raise ValueError("bad rule")
-    monkeypatch.setattr(cpu_rules, "rules", broken)
+    replace_section(monkeypatch, "cpu", rules=(RuleSet("cpu", broken),))
     found = build_report(HostRoot(str(fixture_root("cpu-powersave-server"))), ["cpu"]).findings
     f = by(found, "cpu.rules_failed", "cpu")
     assert "nothing in it was judged" in f.advice
