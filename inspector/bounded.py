@@ -309,23 +309,6 @@ def run_forked(func: Callable[[], Any], timeout: float) -> Any:
         return worker.call(None, timeout)
 
 
-# A short probe run (snapshot, record) ends by its seconds plus this (set-up included: the
-# IO probe writes and syncs its 64 MiB test file first) or is reported timed out.
-PROBE_GRACE = 3.0
-
-
-def run_probe_forked(spec, seconds: float) -> dict:
-    """inspector.probe_runs.run_probe in a child: a probe whose target hangs (an IO probe on
-    a FUSE mount that never answers) is a failed run "timed out after N s", and the command
-    goes on with the rest of its sample."""
-    from inspector.probe_runs import run_probe
-    try:
-        return run_forked(lambda: run_probe(spec, seconds), seconds + PROBE_GRACE)
-    except (TimedOut, WorkerFailed) as exc:
-        return {"spec": spec.text, "kind": spec.kind, "target": spec.target, "summary": {},
-                "error": str(exc)}
-
-
 def reap() -> None:
     """Wait for finished children without blocking; one stuck in the kernel stays listed."""
     with _unreaped_lock:

@@ -338,7 +338,7 @@ def newest_snapshot(files: list[FleetFile], capture_timeout: float) -> tuple[str
 def compare(before_dir: str, after_dir: str, capture_timeout: float = 15.0) -> list[HostDiff]:
     from inspector.diff import diff_snapshots
     from inspector.escapes import visible
-    from inspector.render.diff import change_text, display_path
+    from inspector.diff_text import change_text, display_path
     before, after = by_host(before_dir), by_host(after_dir)
     out = []
     for host in sorted(set(before) | set(after)):    # two snapshots in memory at a time

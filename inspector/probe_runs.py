@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from inspector.bounded import TimedOut, WorkerFailed, run_forked
 from inspector.probes.base import ProbeError as ProbeSpecError
 from inspector.probes.request import ProbeRequest, parse_spec
 
-__all__ = ["ProbeSpecError", "parse_probe_spec", "run_probe"]
+__all__ = ["ProbeSpecError", "parse_probe_spec", "run_probe", "run_probe_forked"]
+
+# A short probe run (snapshot, record) ends by its seconds plus this (set-up included: the
+# IO probe writes and syncs its 64 MiB test file first) or is reported timed out.
+PROBE_GRACE = 3.0
 
 
 def parse_probe_spec(text: str) -> ProbeRequest:
@@ -45,3 +50,14 @@ def run_probe(request: ProbeRequest, seconds: float | None = None) -> dict:
         result["summary"] = summary.figures()
         result["error"] = result["error"] or summary.error
     return result
+
+
+def run_probe_forked(spec: ProbeRequest, seconds: float) -> dict:
+    """run_probe in a child: a probe whose target hangs (an IO probe on a FUSE mount that
+    never answers) is a failed run "timed out after N s", and the command goes on with the
+    rest of its sample."""
+    try:
+        return run_forked(lambda: run_probe(spec, seconds), seconds + PROBE_GRACE)
+    except (TimedOut, WorkerFailed) as exc:
+        return {"spec": spec.text, "kind": spec.kind, "target": spec.target, "summary": {},
+                "error": str(exc)}

@@ -7,7 +7,6 @@ import json
 import sys
 import time
 
-from inspector.bounded import run_probe_forked
 from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
                                        add_root_argument, check_output, eprint, exit_epilog,
@@ -15,7 +14,7 @@ from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliErro
 from inspector.documents import report_document
 from inspector.export import prometheus_text
 from inspector.metrics import Sample, probe_metrics
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
 
 
 def register(sub: argparse._SubParsersAction) -> None:

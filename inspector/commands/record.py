@@ -11,7 +11,6 @@ import argparse
 import threading
 import time
 
-from inspector.bounded import run_probe_forked
 from inspector.collect import build_report_forked
 from inspector.commands.common import (COLLECTOR_TIMEOUT, DURATION_EXAMPLES, PROBE_SECONDS,
                                        CliError, Duration, add_root_argument, eprint,
@@ -19,7 +18,7 @@ from inspector.commands.common import (COLLECTOR_TIMEOUT, DURATION_EXAMPLES, PRO
 from inspector.history import (HistoryDB, HistoryError, HistoryWriteError, ProbeRun,
                                default_db_path, local_offset)
 from inspector.model import known
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
 from inspector.probes.driver import stop_signals
 from inspector.commands.byte_size import ByteSize
 from inspector.sample_recorder import SampleRecorder

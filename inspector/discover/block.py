@@ -11,13 +11,11 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
+from inspector.discover.block_sizes import PartitionTables
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
-
-if TYPE_CHECKING:   # block_sizes imports this module; it is imported lazily below
-    from inspector.discover.block_sizes import PartitionTables
 
 SECTOR_BYTES = 512  # /sys/block/*/size is always in 512-byte sectors, whatever the block size
 
@@ -255,7 +253,6 @@ def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
     # a root that is not the live host may lack sysfs sizes but keep /proc/partitions
     tables = None
     if not root.live:
-        from inspector.discover.block_sizes import PartitionTables
         tables = PartitionTables(root)
 
     # Partitions: entries of /sys/dev/block whose parent directory is a whole device.

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from inspector.discover.block import BlockDevice
 from inspector.discover.dmsetup_text import parse_tree
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+
+if TYPE_CHECKING:   # the block collector imports this module: its device type for hints only
+    from inspector.discover.block import BlockDevice
 
 # nvme multipath: the per-path disks (nvme0c1n1) are hidden from /proc/partitions, not empty
 _HIDDEN = re.compile(r"nvme\d+c\d+n\d+")
