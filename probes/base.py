@@ -157,18 +157,18 @@ class Interval:
 class IoFigures:
     path: str
     description: str            # ioping's "(ext4 /dev/vda 20 GiB)"
-    mode: str
+    mode: IoMode
     request_size: int
     jobs: int
     direct: bool
     wall_ops_per_s: float       # achieved requests per wall second (ioping's "generated")
     bytes_per_s: float
-    loop: str = "c"
+    loop: Literal["c", "python"] = "c"
 
 
 @dataclass
 class McFigures:
-    test: str
+    test: McTest
     connections: int            # opened
     address: str | None         # the numeric address measured
     errors: dict[str, int] = field(default_factory=dict)

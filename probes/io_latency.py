@@ -146,7 +146,7 @@ class IoSample:
 class IoResult:
     path: str
     description: str
-    mode: str
+    mode: IoMode
     request_size: int
     jobs: int
     direct: bool

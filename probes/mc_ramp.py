@@ -15,6 +15,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from inspector.probes.base import McTest, RunStatus
 from inspector.probes.latency import LatencyRecorder
 from inspector.probes.mc_engine import Engine
 from inspector.probes.mc_latency import record_array
@@ -47,7 +48,7 @@ class RampConfig:
     start: int = 32
     max_connections: int = 4096
     step_s: float = 2.0
-    test: str = "set"
+    test: McTest = McTest.SET
     set_ratio: float = 0.1
     key_count: int = 10000
     key_size: SizeRange = SizeRange(20, 60)
@@ -92,7 +93,7 @@ class RampStep:
 @dataclass
 class RampSummary:
     target: str
-    status: str                      # completed | stopped | deadline | failed
+    status: RunStatus                # completed | stopped | deadline | failed
     reason: str
     steps: list[RampStep] = field(default_factory=list)
     knee_connections: int | None = None   # the named step
@@ -177,7 +178,7 @@ class MemcachedRamp:
 
     async def _run(self) -> None:
         cfg = self.config
-        summary = RampSummary(cfg.target, "completed", "completed")
+        summary = RampSummary(cfg.target, RunStatus.COMPLETED, "completed")
         self.summary = summary
         # the deadline bounds the whole ramp; its final reserve is for the last step's counters
         final_end = time.monotonic() + cfg.deadline_s
@@ -185,12 +186,12 @@ class MemcachedRamp:
         try:
             ensure_nofile(cfg.max_connections)
         except ProbeError as exc:
-            summary.status, summary.reason = "failed", str(exc)
+            summary.status, summary.reason = RunStatus.FAILED, str(exc)
             return
         try:
             addr = await reach(cfg.host, cfg.port, left_of(hard_end, cfg.connect_timeout_s))
         except TargetError as exc:
-            summary.status, summary.reason, summary.target_error = "failed", str(exc), exc.kind
+            summary.status, summary.reason, summary.target_error = RunStatus.FAILED, str(exc), exc.kind
             return
         summary.address = addr.display
         host = self.host = addr.host
@@ -210,16 +211,16 @@ class MemcachedRamp:
                 if pre.error and not pre.stored:
                     raise OSError(pre.error)
         except (OSError, asyncio.TimeoutError) as exc:
-            summary.status, summary.reason = "failed", f"before the ramp: {exc or 'timed out'}"
+            summary.status, summary.reason = RunStatus.FAILED, f"before the ramp: {exc or 'timed out'}"
             return
         for n in self.steps_planned:
             if self._stopped:
-                summary.status, summary.reason = "stopped", "stopped by the user (partial figures)"
+                summary.status, summary.reason = RunStatus.STOPPED, "stopped by the user (partial figures)"
                 break
             # uvloop's timers have millisecond resolution: a preload bounded by the deadline
             # can return a hair before it, and a step started then ran 0.2 ms for 2 requests
             if time.monotonic() >= hard_end - TIMER_SLACK_S:
-                summary.status, summary.reason = "deadline", f"deadline of {cfg.deadline_s:g} s reached"
+                summary.status, summary.reason = RunStatus.DEADLINE, f"deadline of {cfg.deadline_s:g} s reached"
                 break
             step, after = await self._step(n, workload, stats, hard_end, final_end)
             stats = after
@@ -228,13 +229,13 @@ class MemcachedRamp:
             (summary.knee_connections, summary.p99_knee_connections,
              summary.errors_start_connections, summary.knee_reason) = find_knee(summary.steps)
             if step.opened == 0 or step.ops == 0:
-                summary.status = "failed"
+                summary.status = RunStatus.FAILED
                 summary.reason = (f"no request succeeded at {n} connections: "
                                   + (", ".join(f"{k} ({v})" for k, v in step.error_details.items())
                                      or "no reply"))
                 break
-        if self._stopped and summary.status == "completed":
-            summary.status, summary.reason = "stopped", "stopped by the user (partial figures)"
+        if self._stopped and summary.status == RunStatus.COMPLETED:
+            summary.status, summary.reason = RunStatus.STOPPED, "stopped by the user (partial figures)"
 
     async def _step(self, n: int, workload: Workload, before: ServerStats,
                     hard_end: float, final_end: float) -> tuple[RampStep, ServerStats]:

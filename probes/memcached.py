@@ -20,7 +20,8 @@ from collections import deque
 from dataclasses import dataclass
 from time import perf_counter_ns
 
-from inspector.probes.base import ProbeError  # the one error of every probe (re-exported)
+# ProbeError: the one error of every probe (re-exported)
+from inspector.probes.base import McTest, ProbeError, RunStatus
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 from inspector.probes.mc_engine import ERROR_LABELS, Engine
 from inspector.probes.mc_latency import record_array, sorted_percentiles
@@ -30,7 +31,7 @@ from inspector.probes.mc_workers import EnginePool
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange, Workload
 
 DEFAULT_PORT = 11211
-TESTS = ("set", "get", "mix")
+TESTS = tuple(McTest)
 SAMPLE_INTERVAL_S = 0.25
 NOFILE_SLACK = 64          # descriptors beyond the connections: stats, flush, python, stdio
 MAX_SAMPLES_QUEUED = 4 * 600
@@ -60,7 +61,7 @@ class MemcachedLoad:
     concurrency: int = 32
     execute_number: int | None = None     # requests per connection (memslap's -e)
     duration_s: float | None = None       # or run for this long
-    test: str = "set"                     # set | get | mix
+    test: McTest = McTest.SET             # set | get | mix
     set_ratio: float = 0.1                # for mix: fraction of sets (memaslap's 1:9)
     key_count: int | None = None          # default: execute_number (like memcslap) up to
                                           # DEFAULT_MAX_KEYS, else 10000
@@ -188,7 +189,7 @@ class Preload:
 @dataclass
 class ProbeSummary:
     target: str
-    test: str
+    test: McTest
     concurrency: int
     workers: int
     execute_number: int | None
@@ -196,7 +197,7 @@ class ProbeSummary:
     key_count: int
     key_size: str
     value_size: str
-    status: str                      # completed | stopped | deadline | failed
+    status: RunStatus                # completed | stopped | deadline | failed
     reason: str                      # one line: why it ended (or what went wrong)
     started_at: float                # unix time
     connections_opened: int
@@ -509,7 +510,7 @@ class MemcachedProbe:
                         # it waits up to its timeout twice: reports, then processes
                         await state.engine.shutdown(timeout=left_of(hard_end, 3.0) / 2)
             elif self._stop_requested:
-                state.status, state.reason = "stopped", "stopped before the load started"
+                state.status, state.reason = RunStatus.STOPPED, "stopped before the load started"
         except TargetError as exc:
             state.fail(str(exc))
             state.target_error = exc.kind
@@ -542,11 +543,11 @@ class MemcachedProbe:
                 open_budget)
         except asyncio.TimeoutError:
             state.close(engine)
-            state.status, state.reason = "deadline", "deadline reached while connecting"
+            state.status, state.reason = RunStatus.DEADLINE, "deadline reached while connecting"
             return
         if self._stop_requested:
             state.close(engine)
-            state.status, state.reason = "stopped", "stopped while connecting"
+            state.status, state.reason = RunStatus.STOPPED, "stopped while connecting"
             return
         if not engine.opened_count() or engine.open_connections() == 0:
             state.close(engine)
@@ -588,23 +589,23 @@ class MemcachedProbe:
             if self._stop_requested and closed_at is None:
                 closed_at = now
             if now >= hard_end and closed_at is None:
-                state.status = "deadline"
+                state.status = RunStatus.DEADLINE
                 state.reason = f"deadline of {load.deadline_s:g} s reached"
                 state.close(engine)
                 closed_at = now
             if closed_at is not None:
                 # closed: only the final reports of worker processes are awaited, briefly
                 # (at the deadline, within its final reserve: it is a hard bound)
-                drain = (max(0.0, (final_end - closed_at) / 2) if state.status == "deadline"
+                drain = (max(0.0, (final_end - closed_at) / 2) if state.status == RunStatus.DEADLINE
                          else 3.0)
                 hard_end = max(hard_end, closed_at + drain)   # keeps the waits above zero
                 if now >= closed_at + drain:
                     break
         if state.t_end is None:
             state.t_end = perf_counter_ns()
-        if self._stop_requested and state.status == "completed":
-            state.status, state.reason = "stopped", "stopped by the user (partial figures)"
-        elif state.status == "completed":
+        if self._stop_requested and state.status == RunStatus.COMPLETED:
+            state.status, state.reason = RunStatus.STOPPED, "stopped by the user (partial figures)"
+        elif state.status == RunStatus.COMPLETED:
             self._judge_end(engine, state)
         state.close(engine)          # the run is over: release the connections (and their fds)
         await asyncio.sleep(0.05)   # let the closes reach the server before its counters are read
@@ -618,7 +619,7 @@ class MemcachedProbe:
         elif dead:
             state.reason = (f"{dead} of {opened} connections failed: "
                             f"{_first_error_line(engine)}")
-            state.status = "failed" if ok == 0 else "completed"
+            state.status = RunStatus.FAILED if ok == 0 else RunStatus.COMPLETED
         elif engine.errors:
             state.reason = f"completed with errors: {_first_error_line(engine)}"
         else:
@@ -735,7 +736,7 @@ def _first_error_line(engine: Engine) -> str:
 
 @dataclass
 class _RunState:
-    status: str = "completed"
+    status: RunStatus = RunStatus.COMPLETED
     reason: str = ""
     before: ServerStats | None = None
     flushed: bool = False
@@ -756,4 +757,4 @@ class _RunState:
         engine.close()
 
     def fail(self, reason: str) -> None:
-        self.status, self.reason, self.failed = "failed", reason, True
+        self.status, self.reason, self.failed = RunStatus.FAILED, reason, True

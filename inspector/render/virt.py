@@ -5,11 +5,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from inspector.discover.virt import Layer, VirtSection
+from inspector.discover.virt import Layer, VirtSection, Weight
 from inspector.model import Unknown, known
 
-_WEIGHT_STYLE = {"strong": "green", "medium": "cyan", "weak": "dim", "info": "dim",
-                 "suspect": "yellow", "ignored": "yellow"}
+_WEIGHT_STYLE = {Weight.STRONG: "green", Weight.MEDIUM: "cyan", Weight.WEAK: "dim",
+                 Weight.INFO: "dim", Weight.SUSPECT: "yellow", Weight.IGNORED: "yellow"}
 
 
 def layers_line(section: VirtSection) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from inspector.discover.virt.container import decide_container, gather_container
 from inspector.discover.virt.model import (
     AZURE_ASSET_TAG, IGNORED, INFO, INIT_PID_NS_INODE, MEDIUM, STRONG, SUSPECT, WEAK,
-    CpuidSummary, Evidence, HostRole, Layer, VirtSection)
+    Confidence, CpuidSummary, Evidence, HostRole, Layer, LayerKind, RoleName, VirtSection, Weight)
 from inspector.discover.virt.roles import hyperv_root, kvm_host
 from inspector.discover.virt.signals import gather
 from inspector.discover.virt.vm import confidential, vm_layers
@@ -25,8 +25,8 @@ from inspector.host import HostRoot
 from inspector.model import known
 
 __all__ = ["AZURE_ASSET_TAG", "IGNORED", "INFO", "INIT_PID_NS_INODE", "MEDIUM", "STRONG",
-           "SUSPECT", "WEAK", "CpuidSummary", "Evidence", "HostRole", "Layer", "VirtSection",
-           "collect"]
+           "SUSPECT", "WEAK", "Confidence", "CpuidSummary", "Evidence", "HostRole", "Layer",
+           "LayerKind", "RoleName", "VirtSection", "Weight", "collect"]
 
 
 def _summary(layers: list[Layer]) -> str:

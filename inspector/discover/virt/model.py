@@ -2,14 +2,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
 
 from inspector.model import Unknown
 
 INIT_PID_NS_INODE = 0xEFFFFFFC          # PROC_PID_INIT_INO: the host's initial PID namespace
 AZURE_ASSET_TAG = "7783-7084-3265-9085-8269-3286-77"
 
-# Evidence weights.
-STRONG, MEDIUM, WEAK, SUSPECT, IGNORED, INFO = "strong", "medium", "weak", "suspect", "ignored", "info"
+
+class Weight(StrEnum):
+    """How much one signal counted toward its layer's verdict."""
+    STRONG = "strong"
+    MEDIUM = "medium"
+    WEAK = "weak"
+    SUSPECT = "suspect"     # seen but doubted (a note says why): kept, not counted
+    IGNORED = "ignored"     # seen and overruled (a note says why)
+    INFO = "info"           # context, not a claim
+
+
+STRONG, MEDIUM, WEAK = Weight.STRONG, Weight.MEDIUM, Weight.WEAK
+SUSPECT, IGNORED, INFO = Weight.SUSPECT, Weight.IGNORED, Weight.INFO
+LayerKind = Literal["container", "vm", "hardware"]
+Confidence = Literal["high", "medium", "low"]
+RoleName = Literal["xen-host", "kvm-host", "hyperv-root", "openvz-host", "vserver-host"]
 
 
 @dataclass
@@ -18,18 +34,18 @@ class Evidence:
     source: str          # where: "/sys/hypervisor/type", "cpuid 0x40000000", "/.dockerenv"
     value: str           # what was seen there
     points_to: str       # the verdict it supports ("kvm", "docker", "none", "pv-drivers" ...)
-    weight: str          # strong | medium | weak | suspect | ignored | info
+    weight: Weight       # strong | medium | weak | suspect | ignored | info
     note: str = ""       # why it was weighed so (mandatory for suspect/ignored)
 
 
 @dataclass
 class Layer:
     """One layer of the stack this system runs on: a container, a VM, or the hardware."""
-    kind: str                        # container | vm | hardware
+    kind: LayerKind                  # container | vm | hardware
     verdict: str                     # "none", "docker", "kvm", "xen", "hardware" ...
     flavor: str | None = None        # firecracker, xenserver, aws, azure, gce, rootless ...
     guest_mode: str | None = None    # Xen: PV, HVM, PVHVM, PVH
-    confidence: str = "high"         # high | medium | low
+    confidence: Confidence = "high"  # high | medium | low
     evidence: list[Evidence] = field(default_factory=list)  # every signal looked at
     confidential: str | None = None  # VM memory encryption: "AMD SEV-SNP", "Intel TDX" ...
 
@@ -45,7 +61,7 @@ class Layer:
 @dataclass
 class HostRole:
     """This machine hosts guests or containers (beside the layers it runs in)."""
-    role: str                        # xen-host | kvm-host | hyperv-root | openvz-host
+    role: RoleName                   # the kind of guests or containers it hosts
     detail: str = ""                 # one line for people: "KVM hypervisor", "Xen dom0 ..."
     evidence: list[Evidence] = field(default_factory=list)  # the signals that show the role
 
@@ -71,7 +87,7 @@ class VirtSection:
     # signals that were overruled (suspect/ignored evidence) or that disagree, one line each
     conflicts: list[str] = field(default_factory=list)
 
-    def layer(self, kind: str) -> Layer | None:
+    def layer(self, kind: LayerKind) -> Layer | None:
         return next((l for l in self.layers if l.kind == kind), None)
 
     @property
