@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from inspector.discover.cpu import CpuFreqPolicy, CpuSection
 from inspector.model import Unknown
+from inspector.render.rows import add_row, label_grid
 
 
 def _v(value: object) -> str:
@@ -55,50 +55,43 @@ def policy_lines(policies: list[CpuFreqPolicy]) -> list[Text]:
     return lines
 
 
-def _row(grid: Table, label: str, value: str | Text) -> None:
-    """Host-provided strings are plain text, never Rich markup ("[fixed]", "[from ...]")."""
-    grid.add_row(label, value if isinstance(value, Text) else Text(value))
-
-
 def render(section: object) -> RenderableType:
     if not isinstance(section, CpuSection):
         return Text(str(section), style="yellow")
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
+    grid = label_grid()
     if isinstance(section.model, Unknown) and isinstance(section.vendor, Unknown):
-        _row(grid, "model", Text(str(section.model), style="yellow"))
+        add_row(grid, "model", Text(str(section.model), style="yellow"))
     else:
-        _row(grid, "model", f"{_v(section.model)}  ({_v(section.vendor)})")
+        add_row(grid, "model", f"{_v(section.model)}  ({_v(section.vendor)})")
     if isinstance(section.threads, Unknown) and isinstance(section.sockets, Unknown):
         # nothing to count from: say why once instead of a row of question marks
-        _row(grid, "topology", Text(str(section.threads), style="yellow"))
+        add_row(grid, "topology", Text(str(section.threads), style="yellow"))
     else:
-        _row(grid, "topology", f"{_v(section.sockets)} socket(s), {_v(section.cores)} cores, "
-                     f"{_v(section.threads)} threads ({_v(section.threads_per_core)} per core), "
-                     f"online {_v(section.online)}  [from {section.topology_source}]")
+        add_row(grid, "topology", f"{_v(section.sockets)} socket(s), {_v(section.cores)} cores, "
+                f"{_v(section.threads)} threads ({_v(section.threads_per_core)} per core), "
+                f"online {_v(section.online)}  [from {section.topology_source}]")
     la = section.load_average
     if isinstance(la, Unknown):
-        _row(grid, "load", Text(str(la), style="yellow"))
+        add_row(grid, "load", Text(str(la), style="yellow"))
     else:
         per_cpu = f"  ({la[0] / section.threads:.2f} per CPU)" \
             if isinstance(section.threads, int) and section.threads else ""
-        _row(grid, "load", f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}{per_cpu}  "
-                     f"runnable {_v(section.volatile.runnable)}/{_v(section.volatile.tasks)}")
+        add_row(grid, "load", f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}{per_cpu}  "
+                f"runnable {_v(section.volatile.runnable)}/{_v(section.volatile.tasks)}")
     steal = section.steal_percent
     if isinstance(steal, float):
-        _row(grid, "steal", Text(f"{steal:.2f}% of CPU time since boot",
-                                   style="bold yellow" if steal > 10 else ""))
+        add_row(grid, "steal", Text(f"{steal:.2f}% of CPU time since boot",
+                                    style="bold yellow" if steal > 10 else ""))
     else:
-        _row(grid, "steal", Text(str(steal), style="dim"))
+        add_row(grid, "steal", Text(str(steal), style="dim"))
     power = [f"role {section.role} ({', '.join(section.role_evidence)})"]
     if section.intel_pstate:
         power.append(f"intel_pstate {section.intel_pstate}")
     power.append(f"cpuidle {_v(section.cpuidle_driver)}")
-    _row(grid, "power", "; ".join(power))
+    add_row(grid, "power", "; ".join(power))
     if isinstance(section.cpufreq, Unknown):
-        _row(grid, "cpufreq", Text(str(section.cpufreq), style="dim"))
+        add_row(grid, "cpufreq", Text(str(section.cpufreq), style="dim"))
     else:
         for i, line in enumerate(policy_lines(section.cpufreq)):
-            _row(grid, "cpufreq" if i == 0 else "", line)
+            add_row(grid, "cpufreq" if i == 0 else "", line)
     return grid

@@ -8,6 +8,7 @@ from rich.text import Text
 from inspector.discover.net import NetSection, Nic
 from inspector.discover.net_offloads import Offload, find_offload
 from inspector.model import Unknown
+from inspector.render.rows import add_row, label_grid
 
 # (ethtool -k name, short label) shown by default; everything else is counted (JSON has all)
 INTERESTING = (("tcp-segmentation-offload", "tso"), ("generic-segmentation-offload", "gso"),
@@ -130,14 +131,11 @@ def render(section: object) -> RenderableType:
         parts.append(Text(f"interfaces: {section.nics}", style="yellow"))
     else:
         parts.append(nic_table(section.nics))
-        details = Table(show_edge=False, show_header=False, pad_edge=False, box=None,
-                        title="counters and offloads (* fixed; --json has every feature "
-                        "ethtool -k lists)", title_justify="left", title_style="bold")
-        details.add_column(no_wrap=True, style="bold")
-        details.add_column()
+        details = label_grid()
+        details.title = "counters and offloads (* fixed; --json has every feature ethtool -k lists)"
+        details.title_justify, details.title_style = "left", "bold"
         for nic in section.nics:
-            details.add_row(Text(nic.name), Text.assemble(counters_line(nic), "\n",
-                                                    offloads_line(nic)))
+            add_row(details, nic.name, Text.assemble(counters_line(nic), "\n", offloads_line(nic)))
         parts.append(details)
     parts.append(Text(""))
     parts.append(sysctl_table(section))

@@ -12,6 +12,7 @@ from inspector.discover.block import BlockDevice
 from inspector.discover.md import MDSTAT_FLAGS, MdArray
 from inspector.discover.storage import StorageSection
 from inspector.model import Unknown, known
+from inspector.render.rows import add_row, label_grid, plain
 
 _UNITS = ("B", "K", "M", "G", "T", "P", "E")
 
@@ -196,7 +197,7 @@ def device_table(section: StorageSection) -> Table | Text:
     for prefix, name in rows:
         dev = section.devices.get(name)
         if dev is None:
-            table.add_row(prefix + name, "?")
+            table.add_row(plain(prefix + name), "?")
             continue
         label, details = name, _row_details(section, name, dev)
         mapped = section.dm.get(name)
@@ -360,22 +361,21 @@ def render(section: StorageSection) -> RenderableType:
         parts.append(Text(f"swap file {swap.filename}: {human_size(swap.size_kib * 1024) if known(swap.size_kib) else '?'}"))
     if section.health:
         from inspector.render.drives import render_health
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="bold", no_wrap=True)
-        grid.add_column()
+        grid = label_grid(gap=1)
         parts.append(grid)
         unknown = {n: h for n, h in section.health.items() if isinstance(h, Unknown)}
         if len(unknown) > 10:  # thousands of paths without SMART: one line, not thousands
             first = next(iter(unknown))
-            grid.add_row(f"{len(unknown)} devices", Text(f"health unknown, e.g. {first}: "
-                                                         f"{unknown[first]}", style="magenta"))
+            add_row(grid, f"{len(unknown)} devices", Text(f"health unknown, e.g. {first}: "
+                                                          f"{unknown[first]}", style="magenta"))
         for name, health in section.health.items():
             if len(unknown) > 10 and name in unknown:
                 continue
             try:
-                grid.add_row(name, render_health(health))
+                add_row(grid, name, render_health(health))
             except Exception as exc:  # another module's renderer must not hide the tree
-                grid.add_row(name, Text(f"cannot render health: {type(exc).__name__}: {exc}", style="red"))
+                add_row(grid, name, Text(f"cannot render health: {type(exc).__name__}: {exc}",
+                                         style="red"))
     for problem in section.problems:
         parts.append(Text(f"unknown: {problem}", style="yellow"))
     return Group(*parts)
