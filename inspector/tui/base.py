@@ -10,9 +10,10 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from inspector.model import Report
+from inspector.tui.footer import Footer     # lets its old keys go (Textual's keeps them)
 
 
 # the tab labels, longest first: every label must fit (80 columns is the smallest target), so
