@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import signal
+import socket
+import threading
 import time
 
 import pytest
 
-from memcached_server import memcached, silent_server  # noqa: F401 (pytest fixtures)
+from memcached_server import free_port, memcached, silent_server  # noqa: F401 (pytest fixtures)
 
+import inspector.probe_runs as probe_runs
 import inspector.probes.memcached as mc_module
+from inspector.probes.mc_stats import read_stats
 from inspector.probes.mc_workload import SizeRange
 from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
 
@@ -302,3 +308,158 @@ def test_latency_backlog_is_recorded_during_the_run_when_large(memcached, monkey
     assert summary.status == "completed"
     assert summary.ops["set"].latency.count == summary.ops_total > 0
     assert any(during_load)
+
+
+# A run that fails inside still ends its iteration; probe_runs' spec runs keep their error and
+# partial figures; server stats that cannot be read say why.
+def test_a_failing_run_always_wakes_its_consumer(monkeypatch, memcached):
+    """An unexpected error inside the run ends the iteration with the reason (no hang)."""
+    import inspector.probes.memcached as mc
+    server = memcached()
+
+    async def broken(*_a, **_k):
+        raise ValueError("boom")
+    monkeypatch.setattr(mc, "read_stats_async", broken)
+
+    async def main():
+        probe = MemcachedProbe(MemcachedLoad(server.host, server.port, concurrency=1,
+                                             execute_number=5))
+        return [s async for s in probe], probe.summary
+    samples, summary = asyncio.run(asyncio.wait_for(main(), 10))
+    assert samples == [] and summary.status == "failed"
+    assert "ValueError: boom" in summary.reason
+
+
+def test_probe_run_ipv6_spec_and_failures_keep_their_error(memcached):
+    server = memcached(host="::1")
+    spec = probe_runs.parse_probe_spec(f"memcached:[::1]:{server.port}")
+    result = probe_runs.run_probe(spec, 0.5)
+    assert result["error"] is None and result["summary"]["requests"] > 0
+    assert result["summary"]["address"] == f"[::1]:{server.port}"
+    port = free_port()
+    spec = probe_runs.parse_probe_spec(f"memcached:127.0.0.1:{port}")
+    result = probe_runs.run_probe(spec, 0.5)
+    assert "connection refused" in result["error"]
+    assert result["summary"]["requests"] == 0 and result["summary"]["errors"] == {"connect_refused": 1}
+
+
+def test_probe_run_keeps_partial_figures_when_the_server_dies(memcached):
+    server = memcached()
+    threading.Timer(0.6, server.kill).start()
+    spec = probe_runs.parse_probe_spec(f"memcached:{server.address}")
+    result = probe_runs.run_probe(spec, 3.0)
+    assert result["error"] and "closed by server" in result["error"]
+    assert result["summary"]["requests"] > 0 and result["summary"]["p99_us"] > 0
+
+
+# --- stats failures ---------------------------------------------------------------------
+def test_stats_of_a_stopped_memcached_is_unavailable_with_its_reason(memcached):
+    server = memcached()
+    os.kill(server.proc.pid, signal.SIGSTOP)     # accepts (kernel backlog), never answers
+    try:
+        stats = read_stats(server.host, server.port, 0.3)
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+    assert stats.values is None and stats.error == "stats unavailable: timed out"
+
+
+def test_stats_reply_that_is_not_stat_lines_is_explained():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+
+    def answer_error() -> None:
+        conn, _ = sock.accept()
+        conn.recv(100)
+        conn.sendall(b"ERROR\r\n")
+        time.sleep(0.3)
+        conn.close()
+    threading.Thread(target=answer_error, daemon=True).start()
+    try:
+        stats = read_stats("127.0.0.1", sock.getsockname()[1], 1.0)
+    finally:
+        sock.close()
+    assert stats.error.startswith("stats unavailable: ") and "index" not in stats.error
+    assert "STAT lines" in stats.error
+
+
+def test_stats_of_a_killed_server_is_unavailable(memcached):
+    server = memcached()
+    server.kill()
+    stats = read_stats(server.host, server.port, 0.5)
+    assert stats.error == "stats unavailable: connect: [Errno 111] Connection refused"
+
+
+# The preload of a get test (and of the ramp) stops at once and keeps to the deadline.
+def _big_get_load(server, **kw):
+    from inspector.probes.memcached import MemcachedLoad
+    from inspector.probes.mc_workload import SizeRange
+    return MemcachedLoad(host=server.host, port=server.port, concurrency=2, test="get",
+                         duration_s=5, key_count=300_000, key_size=SizeRange(20, 20),
+                         value_size=SizeRange(4000, 4000), **kw)
+
+
+def test_stop_during_the_preload_ends_it_at_once(memcached):
+    # Ctrl-C while a get test stored its keys waited for the whole preload (seconds; up to
+    # 2 s + 1 s per 5000 keys), then reported the run as never started
+    import asyncio
+    import time
+    import uvloop
+    from inspector.probes.memcached import MemcachedProbe
+    server = memcached("-m", "32")
+    probe = MemcachedProbe(_big_get_load(server))
+    stopped_at = []
+
+    async def main():
+        async def stopper():
+            while probe._preload is None or probe._preload.stored < 1000:
+                await asyncio.sleep(0.005)
+            stopped_at.append(time.monotonic())
+            probe.stop()
+        task = asyncio.ensure_future(stopper())
+        async for _ in probe:
+            pass
+        task.cancel()
+    uvloop.run(main())
+    took = time.monotonic() - stopped_at[0]
+    s = probe.summary
+    assert took < 0.5, f"ended {took:.2f} s after stop()"
+    assert s.status == "stopped" and s.preload.error == "stopped by the user"
+    assert 1000 <= s.preload.stored < 300_000
+
+
+def test_the_preload_keeps_to_the_deadline(memcached):
+    # the preload waited up to 2 s + 1 s per 5000 keys (62 s here) whatever --deadline said
+    import time
+    import uvloop
+    from inspector.probes.memcached import MemcachedProbe
+    server = memcached("-m", "32")
+    probe = MemcachedProbe(_big_get_load(server, deadline_s=0.6))
+
+    async def main():
+        async for _ in probe:
+            pass
+    start = time.monotonic()
+    uvloop.run(main())
+    took = time.monotonic() - start
+    s = probe.summary
+    assert took < 1.2, took
+    assert s.status == "deadline"
+    assert s.preload.error == "preload: timed out" and s.preload.stored < 300_000
+
+
+def test_ramp_preload_keeps_to_the_deadline(memcached):
+    # the ramp's preload ignored --deadline too (2 s + 1 s per 5000 keys)
+    import time
+    import uvloop
+    from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
+    from inspector.probes.mc_workload import SizeRange
+    server = memcached("-m", "32")
+    cfg = RampConfig(server.host, server.port, start=2, max_connections=4, step_s=0.2,
+                     test="get", key_count=300_000, key_size=SizeRange(20, 20),
+                     value_size=SizeRange(4000, 4000), deadline_s=0.6)
+    start = time.monotonic()
+    summary = uvloop.run(MemcachedRamp(cfg).run())
+    took = time.monotonic() - start
+    assert took < 1.2, took
+    assert summary.status in ("deadline", "failed") and summary.steps == []
