@@ -5,7 +5,8 @@ one written here against the kernel protocol (/dev/fuse), so no library is neede
 one 16 MiB file of zeros, and on request holds every READ unanswered.
 
 Checked: the sampler sees dd in D with a growing time in D across samples, and
-`inspector top --json` (the real binary) lists it."""
+`inspector top --json` (the real binary) lists it; a process doing one slow IO after another
+is in D at every sample but progressing, and is not called stuck."""
 from __future__ import annotations
 
 import ctypes
@@ -22,6 +23,7 @@ import pytest
 from conftest import require_root, run_bin
 from inspector.host import HostRoot
 from inspector.live import LiveSampler
+from inspector.live.procs import dstate_findings
 
 IN_HEADER = struct.Struct("<IIQQIIII")          # len opcode unique nodeid uid gid pid extlen
 OUT_HEADER = struct.Struct("<IiQ")              # len error unique
@@ -194,3 +196,56 @@ def test_reader_blocked_on_a_stalled_fuse_backed_loop_device_is_in_d_state(tmp_p
         fuse.close()
     # once released, the page cache retries the read and dd finishes: it was waiting, not dead
     assert dd.returncode is not None
+
+
+# A process that is in D at every sample because it does one slow IO after another is
+# progressing, not stuck. The kernel's hung-task detector tells the two apart by the task's
+# context switches; so must `inspector top` before it warns "in D state for 30 s".
+# Real components: MiniFuse with every READ answered after 0.12 s, a read-only loop device on
+# its file, and dd reading 4 KiB at a time with O_DIRECT from the loop device, so dd waits in
+# the block layer (D) for each read and runs for microseconds between them. (A FUSE wait itself
+# is interruptible, S: hence the loop device.)
+READ_DELAY = 0.12
+
+
+class SlowFuse(MiniFuse):
+    """Every reply that carries read data comes READ_DELAY seconds late."""
+
+    def _reply(self, unique: int, payload: bytes = b"", error: int = 0) -> None:
+        if len(payload) >= 4096:
+            time.sleep(READ_DELAY)
+        super()._reply(unique, payload, error)
+
+
+def test_one_slow_io_after_another_is_not_a_stuck_task(tmp_path):
+    require_root()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    fuse = SlowFuse(str(mnt))
+    dd = loop = None
+    try:
+        loop = subprocess.run(["losetup", "--find", "--show", "--read-only",
+                               str(mnt / "disk.img")], capture_output=True, text=True,
+                              check=True, timeout=30).stdout.strip()
+        dd = subprocess.Popen(["dd", f"if={loop}", "of=/dev/null", "bs=4096", "iflag=direct"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _wait_for(lambda: _state(dd.pid) == "D", 10, "dd to enter D state")
+        sampler = LiveSampler(HostRoot("/"), process_io=False)
+        seen = []
+        for _ in range(8):
+            ours = [d for d in sampler.sample().dstate if d.pid == dd.pid]
+            seen += ours
+            time.sleep(0.3)
+        assert dd.poll() is None, "dd finished early: the reads were not slow"
+        # in D at (nearly) every sample: before the fix its "time in D" grew to 2 s and more
+        assert len(seen) >= 5, seen
+        assert max(d.seconds for d in seen) < 1.0, [round(d.seconds, 2) for d in seen]
+        # and the 30 s warning rule, applied with a short threshold, says nothing
+        assert not dstate_findings(seen, threshold=1.0)
+    finally:
+        if dd is not None:
+            dd.kill()
+            dd.wait(timeout=10)
+        if loop:
+            subprocess.run(["losetup", "-d", loop], check=False)
+        fuse.close()
