@@ -23,6 +23,7 @@ VERSIONS = {
     "inspector-probe-dns": 1,
     "inspector-history": 1,
     "inspector-history-checks": 1,
+    "inspector-history-samples": 1,
 }
 
 

@@ -329,7 +329,8 @@ class HistoryDB:
         """Give freed pages back to the filesystem (databases created with auto_vacuum);
         elsewhere they are reused before the file grows."""
         with contextlib.suppress(sqlite3.Error):
-            self.conn.execute("PRAGMA incremental_vacuum").fetchall()   # runs to its end
+            # executescript steps it to its end (execute frees one page per step)
+            self.conn.executescript("PRAGMA incremental_vacuum")
 
     @contextlib.contextmanager
     def writing(self, what: str):

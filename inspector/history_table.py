@@ -84,3 +84,68 @@ def us(v: float | None) -> str:
     if v is None:
         return "-"
     return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} us"
+
+
+# ------------------------------------------------------------------ recorded samples
+def _what(by: str, offsets: list[int] | None) -> str:
+    what = ("hour of day, local time of each interval" if by == "hour"
+            else "day, local date of each interval")
+    if offsets:
+        what += f"; recorded at {', '.join(utc_offset(o) for o in offsets)}"
+    return what
+
+
+def percent(figure) -> str:
+    """"12.3 ±4.5" of a Figure (inspector.sample_history), "-" when nothing was counted."""
+    if figure.mean is None:
+        return "-"
+    return f"{figure.mean:.1f}" + ("" if figure.stdev is None else f" ±{figure.stdev:.1f}")
+
+
+def top(figure, fmt=lambda v: f"{v:.1f}") -> str:
+    return "-" if figure.max is None else fmt(figure.max)
+
+
+def render_cpu_buckets(buckets: list, by: str, offsets: list[int] | None = None) -> "Group":
+    """CPU by hour or day: %iowait, %steal and %busy, mean ±sd across the intervals, and the
+    largest steal (a noisy neighbour shows in steal first)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(show_edge=False, pad_edge=False, padding=(0, 1))
+    for col in (by, "intervals", "%iowait", "%steal", "max %steal", "%busy"):
+        table.add_column(col, justify="left" if col == by else "right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    worst = max((b.steal.mean or 0) + (b.iowait.mean or 0) for b in buckets) if buckets else 0
+    width = 8 if by == "hour" else 3
+    for b in buckets:
+        level = (b.steal.mean or 0) + (b.iowait.mean or 0)
+        table.add_row(b.key, str(b.intervals), percent(b.iowait), percent(b.steal),
+                      top(b.steal), percent(b.busy),
+                      Text(bar_text(level / worst if worst else 0, width),
+                           style="red" if worst and level > worst / 2 else "green"))
+    return Group(Text(f"CPU: by {_what(by, offsets)} (mean ±sd across its intervals; bar: "
+                      "iowait + steal)", style="bold"), table)
+
+
+def render_disk_buckets(name: str, buckets: list, by: str,
+                        offsets: list[int] | None = None) -> "Group":
+    """One disk by hour or day: IOPS and %util (mean ±sd across the intervals it was there,
+    idle ones as 0), await (across the intervals with IO) and the largest %util."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(show_edge=False, pad_edge=False, padding=(0, 1))
+    for col in (by, "intervals", "IOPS", "await", "%util", "max %util"):
+        table.add_column(col, justify="left" if col == by else "right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    width = 8 if by == "hour" else 3
+    for b in buckets:
+        util = b.util.mean or 0.0
+        wait = ("-" if b.await_ms.mean is None else
+                latency(b.await_ms.mean * 1000, (b.await_ms.stdev or 0.0) * 1000))
+        table.add_row(b.key, str(b.intervals), spread(b.iops.mean, b.iops.stdev, number),
+                      wait, percent(b.util), top(b.util),
+                      Text(bar_text(util / 100.0, width), style="red" if util >= 50 else "green"))
+    return Group(Text(f"{name}: by {_what(by, offsets)} (mean ±sd; await across the "
+                      "intervals with IO; bar: %util)", style="bold"), table)

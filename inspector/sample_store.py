@@ -479,11 +479,12 @@ class SampleReader:
             notes = {}
         unknown = notes.get("unknown", {}) if isinstance(notes, dict) else {}
 
-        def missing(part: str) -> Unknown | None:
-            return Unknown(str(unknown[part])) if part in unknown else None
+        def missing(part: str, otherwise):
+            # (not `or`: an Unknown is falsy)
+            return Unknown(str(unknown[part])) if part in unknown else otherwise
 
-        disks: list[DiskRates] | Unknown = missing("disks") or []
-        nics: list[NicRates] | Unknown = missing("nics") or []
+        disks: list[DiskRates] | Unknown = missing("disks", [])
+        nics: list[NicRates] | Unknown = missing("nics", [])
         for member in self._members(values["devset"]):
             dev = self._device(member[1])
             if member[0] == "d" and isinstance(disks, list):
@@ -493,13 +494,16 @@ class SampleReader:
                                        span))
         if isinstance(disks, list):
             flag_busy_members(disks)
-        cpu: CpuRates | Unknown = missing("cpu") or _cpu_rates(values, span)
-        load: LoadAvg | Unknown = missing("load") or (
-            LoadAvg(values["load1"] / 100, values["load5"] / 100, values["load15"] / 100,
-                    values["runnable"], values["threads"])
-            if values["load1"] is not None else Unknown("not recorded"))
-        top_io: list[ProcIoRate] | Unknown = missing("top_io") or []
-        dstate: list[DStateProc] | Unknown = missing("dstate") or []
+        cpu: CpuRates | Unknown = missing("cpu", None)
+        if cpu is None:
+            cpu = _cpu_rates(values, span)
+        load: LoadAvg | Unknown = missing("load", None)
+        if load is None:
+            load = (LoadAvg(values["load1"] / 100, values["load5"] / 100,
+                            values["load15"] / 100, values["runnable"], values["threads"])
+                    if values["load1"] is not None else Unknown("load not recorded"))
+        top_io: list[ProcIoRate] | Unknown = missing("top_io", [])
+        dstate: list[DStateProc] | Unknown = missing("dstate", [])
         for seq in sorted(proc_rows):
             kind, pid, tgid, comm, wchan, rd, wr, seconds, since = proc_rows[seq]
             if kind == "io" and isinstance(top_io, list):

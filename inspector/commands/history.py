@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from inspector.commands import history_samples
 from inspector.commands.common import CliError, eprint, exit_epilog
 from inspector.documents import stamped
 from inspector.escapes import visible
@@ -32,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checks", action="store_true",
                    help="the recorder's check results (worst level, frequent findings) "
                         "instead of probe runs")
+    history_samples.add_arguments(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
     actions = p.add_subparsers(dest="history_action", metavar="ACTION")
@@ -140,6 +142,13 @@ def run_checks(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.samples:
+        if args.checks or args.probe:
+            raise CliError("--samples, --checks and --probe: choose one")
+        with _open(args, create=False) as db:
+            return history_samples.run_samples(args, db)
+    if args.disk:
+        raise CliError("--disk goes with --samples")
     if args.checks:
         if args.probe:
             raise CliError("--checks and --probe: choose one (checks are per sample, not per probe)")
@@ -164,8 +173,10 @@ def run(args: argparse.Namespace) -> int:
     if not tables:
         with _open(args, create=False) as db:
             checks = len(db.checks())
+            intervals = history_samples.recorded_intervals(db)
         hint = (f" ({checks} recorded checks: inspector history --checks)" if checks
-                else _missing(db))
+                else f" ({intervals} recorded sample intervals: inspector history --samples)"
+                if intervals else _missing(db))
         raise CliError("no recorded runs" + (f" for {args.probe}" if args.probe else "") + hint,
                        status=1)
     from rich.console import Console
