@@ -1,8 +1,9 @@
 """Capture this machine, report on the capture, compare with the live report."""
 import json
 import tarfile
+import time
 
-from conftest import run_bin, run_cli
+from conftest import replace_section, run_bin, run_cli
 
 
 def comparable(doc: dict) -> dict:
@@ -65,3 +66,21 @@ def test_bad_roots_are_one_line_errors(tmp_path):
         assert len(res.stderr.strip().splitlines()) == 1
     res = run_cli("report", "--section", "bogus")
     assert res.status == 2 and "unknown section" in res.err
+
+
+# `inspector capture` on this machine: it says when the capture is incomplete.
+
+def test_capture_warns_about_a_section_it_could_not_collect(tmp_path, monkeypatch):
+    def hang(root):
+        time.sleep(1.5)
+    replace_section(monkeypatch, "cpu", collect=hang)
+    out = tmp_path / "cap.tar.gz"
+    res = run_cli("capture", "-o", str(out), "--timeout", "0.3")
+    assert res.status == 0 and out.exists()
+    assert "warning: cpu not collected (timed out after 0.3 s)" in res.err
+    assert "storage not collected" not in res.err
+
+
+def test_complete_capture_has_no_warning(tmp_path):
+    res = run_cli("capture", "-o", str(tmp_path / "cap.tar.gz"))
+    assert res.status == 0 and "wrote" in res.err and "warning" not in res.err

@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from memcached_server import free_port, memcached, silent_server  # noqa: F401 (pytest fixtures)
-
 import inspector.probe_runs as probe_runs
 import inspector.probes.memcached as mc_module
 from inspector.probes.mc_stats import read_stats
 from inspector.probes.mc_workload import SizeRange
 from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
+
+from memcached_server import free_port, memcached, silent_server  # noqa: F401 (pytest fixtures)
 
 SMALL = dict(key_size=SizeRange(10, 30), value_size=SizeRange(10, 300))
 
@@ -392,8 +392,8 @@ def test_stats_of_a_killed_server_is_unavailable(memcached):
 
 # The preload of a get test (and of the ramp) stops at once and keeps to the deadline.
 def _big_get_load(server, **kw):
-    from inspector.probes.memcached import MemcachedLoad
     from inspector.probes.mc_workload import SizeRange
+    from inspector.probes.memcached import MemcachedLoad
     return MemcachedLoad(host=server.host, port=server.port, concurrency=2, test="get",
                          duration_s=5, key_count=300_000, key_size=SizeRange(20, 20),
                          value_size=SizeRange(4000, 4000), **kw)
@@ -404,7 +404,9 @@ def test_stop_during_the_preload_ends_it_at_once(memcached):
     # 2 s + 1 s per 5000 keys), then reported the run as never started
     import asyncio
     import time
+
     import uvloop
+
     from inspector.probes.memcached import MemcachedProbe
     server = memcached("-m", "32")
     probe = MemcachedProbe(_big_get_load(server))
@@ -431,7 +433,9 @@ def test_stop_during_the_preload_ends_it_at_once(memcached):
 def test_the_preload_keeps_to_the_deadline(memcached):
     # the preload waited up to 2 s + 1 s per 5000 keys (62 s here) whatever --deadline said
     import time
+
     import uvloop
+
     from inspector.probes.memcached import MemcachedProbe
     server = memcached("-m", "32")
     probe = MemcachedProbe(_big_get_load(server, deadline_s=0.6))
@@ -451,7 +455,9 @@ def test_the_preload_keeps_to_the_deadline(memcached):
 def test_ramp_preload_keeps_to_the_deadline(memcached):
     # the ramp's preload ignored --deadline too (2 s + 1 s per 5000 keys)
     import time
+
     import uvloop
+
     from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
     from inspector.probes.mc_workload import SizeRange
     server = memcached("-m", "32")

@@ -16,13 +16,13 @@ import psutil
 import pytest
 import uvloop
 
-from conftest import inspector_bin, run_bin, run_cli
-from memcached_server import free_port, memcached  # noqa: F401 (pytest fixture)
-
 from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
 from inspector.probes.mc_stats import read_stats
 from inspector.probes.mc_workload import SizeRange
 from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
+
+from conftest import inspector_bin, run_bin, run_cli
+from memcached_server import free_port, memcached  # noqa: F401 (pytest fixture)
 
 SMALL = ["--key-size", "10-30", "--value-size", "10-300"]
 
@@ -127,6 +127,7 @@ def test_ctrl_c_stops_at_once_with_partial_results(memcached):
     import os
     import signal
     import subprocess
+
     from conftest import inspector_bin
     server = memcached()
     proc = subprocess.Popen([inspector_bin(), "probe", "memcached", server.address, "-c", "4",
@@ -411,6 +412,7 @@ def test_a_huge_execute_number_does_not_build_a_key_per_request(memcached):
     import os
     import subprocess
     import time
+
     from conftest import inspector_bin
     server = memcached()
     start = time.monotonic()
@@ -457,6 +459,7 @@ def test_stopping_the_run_does_not_count_its_connections_as_failed(memcached):
     # Ctrl-C / SIGTERM close every connection: the summary read "load on 4 connections (4
     # failed)" after a clean run that was merely stopped
     import signal
+
     from conftest import inspector_bin, signal_after
     server = memcached()
     for workers in ("1", "2"):
@@ -474,6 +477,7 @@ def test_the_preload_does_not_hold_every_value_at_once(memcached):
     # peak RSS); a window at a time it stays near the workload's own size (~120 MB)
     import os
     import subprocess
+
     from conftest import inspector_bin
     server = memcached("-m", "32")
     proc = subprocess.Popen([inspector_bin(), "probe", "memcached", "-t", "get", "--key-count",

@@ -1,12 +1,12 @@
-"""QA: `inspector report` on corrupted copies of fixture roots says unknown, never nonsense."""
+"""`inspector report` on corrupted copies of fixture roots says unknown, never nonsense."""
 from __future__ import annotations
 
 import shutil
 
-from conftest import fixture_root
-
 from inspector.collect import build_report
 from inspector.host import HostRoot
+
+from conftest import fixture_root
 
 
 def corrupt_copy(tmp_path, name: str, files: dict[str, str]) -> HostRoot:

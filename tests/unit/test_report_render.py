@@ -1,4 +1,4 @@
-"""QA of `inspector report` as an operator reads it at 80 columns: no figure cut, no line past
+"""`inspector report` as an operator reads it at 80 columns: no figure cut, no line past
 the terminal, a finding always says what to do."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.console import Console
 from inspector.collect import build_report
 from inspector.host import HostRoot
 from inspector.render import render_report
+
 from conftest import fixture_root
 
 
