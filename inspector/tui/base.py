@@ -5,7 +5,7 @@ each live sample; a screen that becomes visible again repaints from the app's la
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +14,11 @@ from textual.widgets import Static
 
 from inspector.model import Report
 from inspector.tui.footer import Footer     # lets its old keys go (Textual's keeps them)
+from inspector.tui.modes import MODES
+from inspector.tui.state import InspectorState
+
+if TYPE_CHECKING:
+    from inspector.tui.live import LiveView
 
 
 # the tab labels, longest first: every label must fit (80 columns is the smallest target), so
@@ -26,10 +31,10 @@ TAB_STYLES = ({"virt": "Virt", "net": "Network"},
 
 def tab_bar(current: str, host: str, width: int = 200) -> Text:
     """Tabs first (all of them, always), then the host name, then the brand if room is left."""
-    from inspector.tui.app import SCREENS
     tabs: list[tuple[str, str]] = []
     for short in TAB_STYLES:
-        tabs = [(mode, f" {i} {short.get(mode, title)} ") for i, (mode, title) in enumerate(SCREENS, 1)]
+        tabs = [(mode.name, f" {i} {short.get(mode.name, mode.title)} ")
+                for i, mode in enumerate(MODES, 1)]
         if sum(len(label) for _, label in tabs) + 8 <= width:
             break
     text = Text(no_wrap=True, overflow="ellipsis")
@@ -48,6 +53,11 @@ def tab_bar(current: str, host: str, width: int = 200) -> Text:
 class InspectorScreen(Screen):
     MODE = ""
 
+    @property
+    def inspector(self) -> InspectorState:
+        """The app's state and actions (InspectorApp is the only app these screens run in)."""
+        return cast(InspectorState, self.app)
+
     def compose(self) -> ComposeResult:
         yield Static(id="tabbar")
         yield Static(id="statusline")
@@ -62,22 +72,20 @@ class InspectorScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.show_state()
-        app = self.app
-        if hasattr(self, "show_live"):
-            self.show_live(getattr(app, "live_sample", None), getattr(app, "live_error", None))
+        self.show_live(self.inspector.live_sample, self.inspector.live_error)
 
     def show_state(self) -> None:
         if not self.query("#tabbar"):
             return  # not composed yet; on_mount repaints
-        app = self.app
-        report: Report | None = getattr(app, "report", None)
+        state = self.inspector
+        report = state.report
         host = "..."
         if report is not None:
             host = str(report.host.hostname) if report.host.hostname else "?"
         width = self.size.width or self.app.size.width
         self.query_one("#tabbar", Static).update(tab_bar(self.MODE, host, width), layout=False)
-        status = app.status_line() if hasattr(app, "status_line") else ""
-        style = "yellow" if getattr(app, "collect_error", None) else "grey70"
+        status = state.status_line()
+        style = "yellow" if state.collect_error else "grey70"
         self.query_one("#statusline", Static).update(Text(f" {status}", style=style,
                                                           no_wrap=True, overflow="ellipsis"),
                                                      layout=False)
@@ -89,13 +97,16 @@ class InspectorScreen(Screen):
     def show_report(self, report: Report | None) -> None:
         """Repaint from a report (None before the first collection)."""
 
+    def show_live(self, sample: LiveView | None, error: str | None) -> None:
+        """Repaint the live figures (a screen without any keeps this)."""
+
     def live_reason(self) -> str | None:
         from inspector.tui.live import unavailable_reason
-        app: Any = self.app
-        if getattr(app, "sampler", None) is None:
-            return unavailable_reason(app.root) or "live sampling is off"
-        if getattr(app, "live_error", None):
-            return app.live_error
-        if getattr(app, "live_sample", None) is None:
+        state = self.inspector
+        if state.sampler is None:
+            return unavailable_reason(state.root) or "live sampling is off"
+        if state.live_error:
+            return state.live_error
+        if state.live_sample is None:
             return "waiting for the first live sample..."
         return None

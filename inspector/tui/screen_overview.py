@@ -60,7 +60,7 @@ class OverviewScreen(InspectorScreen):
     def show_report(self, report: Report | None) -> None:
         self.set_class((self.size.height or self.app.size.height) < SHORT_BELOW, "-short")
         identity = Text(no_wrap=True, overflow="ellipsis")
-        error = getattr(self.app, "collect_error", None)
+        error = self.inspector.collect_error
         if report is None:
             waiting = error or "collecting..."
             identity.append("host  ", style="bold").append(waiting, style="yellow" if error else "grey62")
@@ -86,7 +86,7 @@ class OverviewScreen(InspectorScreen):
     def _merged(self, report: Report | None) -> list[Finding]:
         """Discovery findings plus the live ones (NIC stall, processes stuck in D state)."""
         findings = list(report.findings) if report else []
-        sample = getattr(self.app, "live_sample", None)
+        sample = self.inspector.live_sample
         live = list(getattr(sample, "findings", []) or [])
         if live:
             from inspector.health import sort_findings
@@ -96,7 +96,7 @@ class OverviewScreen(InspectorScreen):
     # ------------------------------------------------------------------ live
     def show_live(self, sample, error) -> None:
         self._repaint()
-        report = getattr(self.app, "report", None)
+        report = self.inspector.report
         if report is not None:
             self._fill_findings(self._merged(report))  # no-op unless the findings changed
 
@@ -105,10 +105,10 @@ class OverviewScreen(InspectorScreen):
             self.query_one("#dashboard", TextCanvas).repaint()
 
     def _paint(self, width: int, height: int) -> list[Text]:
-        app = self.app
+        state = self.inspector
         # a failed or timed-out sample: every panel says so rather than show stale figures
-        view = None if getattr(app, "live_error", None) else getattr(app, "live_sample", None)
-        ctx = dashboard.Ctx(view=view, trends=app.trends, report=getattr(app, "report", None),
+        view = None if state.live_error else state.live_sample
+        ctx = dashboard.Ctx(view=view, trends=state.trends, report=state.report,
                             reason=None if view is not None else self.live_reason())
         return dashboard.paint(ctx, width, height)
 
@@ -116,9 +116,9 @@ class OverviewScreen(InspectorScreen):
     def _fill_findings(self, findings: list[Finding]) -> None:
         # whether a report is in belongs to the key: an empty list before the first report
         # ("collecting...") and after it ("no findings") are not the same table
-        done = getattr(self.app, "report", None) is not None
+        done = self.inspector.report is not None
         width = self.size.width or self.app.size.width
-        key = (done, self._show_ok, width, getattr(self.app, "collect_error", None),
+        key = (done, self._show_ok, width, self.inspector.collect_error,
                tuple((f.level, f.subject, f.message) for f in findings))
         if key == self._findings_key:
             return  # unchanged: do not rebuild the table every refresh
@@ -130,7 +130,7 @@ class OverviewScreen(InspectorScreen):
         table.clear()
         self.call_after_refresh(self._show_more)
         if not findings:
-            error = getattr(self.app, "collect_error", None)
+            error = self.inspector.collect_error
             waiting = error or "collecting..."
             rows = [(Text(" OK ", style="bold black on green") if done else "", "",
                      "no findings: nothing wrong detected" if done else
@@ -201,11 +201,11 @@ class OverviewScreen(InspectorScreen):
     # ------------------------------------------------------------------ actions
     def action_toggle_ok(self) -> None:
         self._show_ok = not self._show_ok
-        report = getattr(self.app, "report", None)
+        report = self.inspector.report
         self._fill_findings(self._merged(report) if report else [])
 
     def action_evidence(self) -> None:
-        report = getattr(self.app, "report", None)
+        report = self.inspector.report
         section = report.section("virt") if report else None
         lines = virt_evidence(section)
         body = Group(virt_line(section), Text(""),
@@ -216,7 +216,7 @@ class OverviewScreen(InspectorScreen):
     def action_processes(self) -> None:
         """Every top-IO process and every D-state task of the last sample, not just the
         rows that fit the panel."""
-        view = getattr(self.app, "live_sample", None)
+        view = self.inspector.live_sample
         if view is None:
             body = Text(self.live_reason() or "no live sample yet", style="yellow")
         else:

@@ -165,7 +165,7 @@ class ProbesScreen(InspectorScreen):
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
         table = self.query_one("#runs", DataTable)
-        for run in self.app.probes.runs:
+        for run in self.inspector.probes.runs:
             if str(run.run_id) not in table.rows:  # started elsewhere (palette, DNS screen)
                 table.add_row(*self._row(run), key=str(run.run_id))
             self._update_row(run)
@@ -175,14 +175,14 @@ class ProbesScreen(InspectorScreen):
         self.apply_pending()
 
     def apply_pending(self) -> None:
-        app: Any = self.app
-        pending = getattr(app, "pending_probe_form", None)
+        state = self.inspector
+        pending = state.pending_probe_form
         if pending is not None:
-            app.pending_probe_form = None
+            state.pending_probe_form = None
             self.prefill(*pending)
-        requests = getattr(app, "pending_probe_requests", None)
+        requests = state.pending_probe_requests
         if requests:
-            app.pending_probe_requests = []
+            state.pending_probe_requests = []
             self._start_in_turn(list(requests))
 
     # ------------------------------------------------------------------ form
@@ -240,7 +240,7 @@ class ProbesScreen(InspectorScreen):
 
     def _hint(self) -> None:
         hint = Text(no_wrap=True, overflow="ellipsis")
-        if not self.app.root.live:   # first: at 80 columns the end of the line is cut
+        if not self.inspector.root.live:   # first: at 80 columns the end of the line is cut
             hint.append("probes act on THIS machine, not on the capture  ", style="bold yellow")
         what = {"io": "a file, directory or block device (write: a directory)",
                 "memcached": "HOST:PORT", "dns": "a resolv.conf, or ADDR[:PORT],..."}[self._kind]
@@ -337,7 +337,7 @@ class ProbesScreen(InspectorScreen):
 
     def start_request(self, request: ProbeRequest) -> ProbeRun | None:
         try:
-            run = self.app.probes.start(request)
+            run = self.inspector.probes.start(request)
         except OSError as exc:
             self.notify(f"cannot start the probe process: {exc.strerror or exc}",
                         severity="error")
@@ -388,7 +388,7 @@ class ProbesScreen(InspectorScreen):
                 table.update_cell(key, col, value, update_width=True)
 
     def show_probe_update(self, update: ProbeUpdate) -> None:
-        run = self.app.probes.get(update.run_id)
+        run = self.inspector.probes.get(update.run_id)
         if run is None:
             return
         self._update_row(run, throttle=not update.extra.final)
@@ -401,7 +401,7 @@ class ProbesScreen(InspectorScreen):
             self.share_scales()
 
     def show_probe_finished(self, run_id: int) -> None:
-        run = self.app.probes.get(run_id)
+        run = self.inspector.probes.get(run_id)
         if run is not None and self.is_mounted:
             self._update_row(run)
             for panel in self.query(RunPanel):
@@ -432,7 +432,7 @@ class ProbesScreen(InspectorScreen):
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         except Exception:
             return None
-        return self.app.probes.get(int(key)) if key else None
+        return self.inspector.probes.get(int(key)) if key else None
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         run = self._highlighted()
@@ -444,7 +444,7 @@ class ProbesScreen(InspectorScreen):
     def action_stop(self) -> None:
         run = self._highlighted()
         if run is None or not run.active:
-            active = self.app.probes.active()
+            active = self.inspector.probes.active()
             run = active[-1] if active else None
         if run is None:
             self.notify("no probe running")
@@ -461,7 +461,7 @@ class ProbesScreen(InspectorScreen):
         self.share_scales()
 
     def action_history(self) -> None:
-        self.app.open_history()
+        self.inspector.open_history()
 
     def action_new(self) -> None:
         self._field("target").focus()

@@ -77,7 +77,7 @@ class StorageScreen(InspectorScreen):
 
     # ------------------------------------------------------------------ table
     def _section(self) -> Any:
-        report = getattr(self.app, "report", None)
+        report = self.inspector.report
         return report.section("storage") if report else None
 
     def show_report(self, report: Report | None) -> None:
@@ -85,12 +85,12 @@ class StorageScreen(InspectorScreen):
         findings = report.findings if report else []
         width = self.size.width or self.app.size.width
         key = (id(report), self._filter, self._show_empty, width >= TREND_MIN_WIDTH,
-               getattr(self.app, "collect_error", None))
+               self.inspector.collect_error)
         if key == self._table_key:
             return
         self._table_key = key
         table = self.query_one("#device-table", DataTable)
-        error = getattr(self.app, "collect_error", None)
+        error = self.inspector.collect_error
         state = section_state(section, "storage") if report else (error or "collecting...")
         if state:
             self._rows, self._hidden = [], 0
@@ -143,7 +143,7 @@ class StorageScreen(InspectorScreen):
             table.add_column(label, width=w, key=key)
         if self._trend_w:
             table.add_column("%util trend", width=self._trend_w, key="trend")
-        view = getattr(self.app, "live_sample", None)
+        view = self.inspector.live_sample
         disks = {d.name: d for d in view.disks} if view is not None else {}
         for r in rows:
             health = r.health.copy()
@@ -165,7 +165,7 @@ class StorageScreen(InspectorScreen):
                  Text(units.latency_ms(d.await_ms), justify="right"),
                  Text(units.pct(d.util), style=util_style, justify="right"))
         if self._trend_w:
-            cells += (Text(sparkline(self.app.trends.get(f"disk.{row.name}.util"),
+            cells += (Text(sparkline(self.inspector.trends.get(f"disk.{row.name}.util"),
                                      self._trend_w, 100.0), style=util_style or "cyan"),)
         return cells
 
@@ -197,12 +197,12 @@ class StorageScreen(InspectorScreen):
     def _selected_changed(self, row: DeviceRow) -> None:
         self._selected = row
         self._show_detail(row, None)
-        trends = self.app.trends
+        trends = self.inspector.trends
         for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
             chart = self.query_one(chart_id, LiveChart)
             chart.clear()
             chart.extend((v,) for v in trends.get(f"disk.{row.name}.{series}"))
-        self._iostat_line(getattr(self.app, "live_sample", None))
+        self._iostat_line(self.inspector.live_sample)
 
     def _show_detail(self, row: DeviceRow | None, state: str | None) -> None:
         detail = self.query_one("#device-detail", Static)
@@ -210,7 +210,7 @@ class StorageScreen(InspectorScreen):
             detail.update(Text(state or "select a device (arrows, / to filter)",
                                style="yellow" if state else "grey62"))
             return
-        report = getattr(self.app, "report", None)
+        report = self.inspector.report
         detail.update(Group(*device_detail(self._section(), row,
                                            report.findings if report else [])))
         self.call_after_refresh(self._fit_charts)
@@ -255,7 +255,7 @@ class StorageScreen(InspectorScreen):
             elif row is None or sample is None or row.name not in {d.name for d in sample.disks}:
                 chart.set_placeholder(f"no live figures for {row.name if row else 'this row'}")
             else:
-                values = self.app.trends.get(f"disk.{row.name}.{series}")
+                values = self.inspector.trends.get(f"disk.{row.name}.{series}")
                 chart.push(values[-1] if values else None)
 
     def _iostat_line(self, sample) -> None:
@@ -289,12 +289,12 @@ class StorageScreen(InspectorScreen):
 
     def action_toggle_empty(self) -> None:
         self._show_empty = not self._show_empty
-        self.show_report(getattr(self.app, "report", None))
+        self.show_report(self.inspector.report)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "tree-filter":
             self._filter = event.value.strip()
-            self.show_report(getattr(self.app, "report", None))
+            self.show_report(self.inspector.report)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "tree-filter":
@@ -306,15 +306,15 @@ class StorageScreen(InspectorScreen):
             box.value = ""
             box.display = False
             self._filter = ""
-            self.show_report(getattr(self.app, "report", None))
+            self.show_report(self.inspector.report)
             self.query_one("#device-table", DataTable).focus()
         else:
-            self.app.action_back()
+            self.inspector.action_back()
 
     def action_probe(self) -> None:
         row = self._selected
         target = f"/dev/{row.name}" if row is not None and row.origin == "device" else None
-        self.app.open_probe_form("io", target)
+        self.inspector.open_probe_form("io", target)
 
 
 def fit_widths(room: int, wanted: list[tuple[int, int]]) -> list[int]:

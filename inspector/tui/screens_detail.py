@@ -134,12 +134,12 @@ class NetScreen(SectionScreen):
     def show_report(self, report: Report | None) -> None:
         section = self._section(report)
         table = self.query_one("#nic-table", DataTable)
-        error = getattr(self.app, "collect_error", None)
+        error = self.inspector.collect_error
         state = section_state(section, "network") if report else (error or "collecting...")
         nics, why_none = ([], state) if state else nic_items(section)
         findings = report.findings if report else []
         width = self.size.width or self.app.size.width
-        key = (id(report), width, getattr(self.app, "live_sample", None) is not None, state)
+        key = (id(report), width, self.inspector.live_sample is not None, state)
         if key != self._table_key:
             self._table_key = key
             self._nics = nics
@@ -178,7 +178,7 @@ class NetScreen(SectionScreen):
         for label, key in NIC_COLUMNS:
             if key in self._columns():
                 table.add_column(label, width=widths[key], key=key)
-        view = getattr(self.app, "live_sample", None)
+        view = self.inspector.live_sample
         rates = {n.name: n for n in view.nics} if view is not None else {}
         for nic in nics:
             level = worst_level(findings_for(findings, nic.name))
@@ -216,8 +216,8 @@ class NetScreen(SectionScreen):
                  Text(compact_number(n.tx_bps or 0.0), justify="right")]
         if self._trend_w:
             half = max(1, (self._trend_w - 1) // 2)
-            trend = Text(sparkline(self.app.trends.get(f"nic.{nic.name}.rx"), half), style="green")
-            trend.append(" ").append(sparkline(self.app.trends.get(f"nic.{nic.name}.tx"), half),
+            trend = Text(sparkline(self.inspector.trends.get(f"nic.{nic.name}.rx"), half), style="green")
+            trend.append(" ").append(sparkline(self.inspector.trends.get(f"nic.{nic.name}.tx"), half),
                                      style="cyan")
             cells.append(trend)
         bad = (n.errors_s or 0.0) + (n.drops_s or 0.0)
@@ -241,12 +241,12 @@ class NetScreen(SectionScreen):
         if event.row_key is not None and event.row_key.value:
             if event.row_key.value != self._selected:
                 self._selected = event.row_key.value
-                report = getattr(self.app, "report", None)
+                report = self.inspector.report
                 self._show_nic(report.findings if report else [])
                 self._refill_charts()
 
     def _refill_charts(self) -> None:
-        trends = self.app.trends
+        trends = self.inspector.trends
         rx, tx = trends.get(f"nic.{self._selected}.rx"), trends.get(f"nic.{self._selected}.tx")
         rate_chart = self.query_one("#nic-rate-chart", LiveChart)
         rate_chart.clear()
@@ -311,7 +311,7 @@ class DnsScreen(SectionScreen):
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        runs = [r for r in self.app.probes.runs if r.request.kind == "dns"]
+        runs = [r for r in self.inspector.probes.runs if r.request.kind == "dns"]
         if runs:  # redraw the latest DNS run's chart from its (bounded) history
             chart = self.query_one("#dns-chart", LiveChart)
             chart.clear()
@@ -339,8 +339,7 @@ class DnsScreen(SectionScreen):
         chart.push(*[per_server.get(name) for name in chart.series])
 
     def _probe_line(self) -> None:
-        app: Any = self.app
-        runs = [r for r in app.probes.runs if r.request.kind == "dns"]
+        runs = [r for r in self.inspector.probes.runs if r.request.kind == "dns"]
         line = self.query_one("#dns-probe-line", Static)
         if not runs:
             line.update(Text("probe  no DNS probe run yet (p starts one)", style="grey62"))
@@ -363,7 +362,7 @@ class DnsScreen(SectionScreen):
         line.update(text)
 
     def show_probe_update(self, update: ProbeUpdate) -> None:
-        run = self.app.probes.get(update.run_id)
+        run = self.inspector.probes.get(update.run_id)
         if run is None or run.request.kind != "dns":
             return
         self._chart_update(update)
@@ -373,4 +372,4 @@ class DnsScreen(SectionScreen):
         self._probe_line()
 
     def action_probe(self) -> None:
-        self.app.open_probe_form("dns", None)
+        self.inspector.open_probe_form("dns", None)
