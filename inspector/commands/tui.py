@@ -27,6 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", metavar="FILE", default=None,
                    help="history database for the Probes screen's history chart (h); "
                         "default: the one `inspector record` and `inspector history` use")
+    p.add_argument("--at", metavar="TIME", default=None,
+                   help="open the timeline `record --samples` recorded in --db at TIME "
+                        "(2025-03-14 03:10, 03:10, 2h ago; on the recorded host's clock): the "
+                        "panels show the recorded figures, [ ] { } < > move through time")
     add_probe_arguments(p)
     p.set_defaults(func=run)
 
@@ -80,6 +84,10 @@ def print_report(args: argparse.Namespace, why: str) -> int:
 def run(args: argparse.Namespace) -> int:
     requests = probe_requests(args)
     why = no_terminal_reason()
+    at = getattr(args, "at", None)     # the bare `inspector` has no --at
+    if why is not None and at is not None:
+        raise CliError(f"--at needs the terminal UI ({why}); for a script use "
+                       "`inspector top --db FILE --from TIME`")
     if why is not None:
         if requests:        # a report would silently drop the probes that were asked for
             raise CliError(f"--probe needs the terminal UI ({why}); for a script use "
@@ -89,9 +97,14 @@ def run(args: argparse.Namespace) -> int:
     limit_malloc_arenas()   # before any thread exists
     root = root_from_args(args)
     from inspector.tui.app import DEFAULT_LIVE_INTERVAL, DEFAULT_REFRESH, InspectorApp
-    app = InspectorApp(root, refresh=args.refresh or DEFAULT_REFRESH,
-                       live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL,
-                       history_db=getattr(args, "db", None), probe_requests=requests)
+    options = dict(refresh=args.refresh or DEFAULT_REFRESH,
+                   live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL,
+                   history_db=getattr(args, "db", None), probe_requests=requests)
+    if at is not None:            # a recorded timeline (inspector.tui.recorded_app)
+        from inspector.tui.recorded_app import recorded_app
+        app = recorded_app(root, at, **options)
+    else:
+        app = InspectorApp(root, **options)
     app.run()
     app.run_returned.set()
     code = int(app.return_code or 0)

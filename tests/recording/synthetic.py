@@ -17,13 +17,16 @@ START = 1_741_910_400.0      # 2025-03-14 00:00:00 UTC
 
 
 class SyntheticHost:
-    def __init__(self, disks: int = 20, nics: int = 8, seed: int = 1, busy: float = 1.0,
-                 processes: int = 100):
+    def __init__(self, disks: int | list[str] = 20, nics: int | list[str] = 8, seed: int = 1,
+                 busy: float = 1.0, processes: int = 100):
         self.rng = random.Random(seed)
         self.busy = busy                  # share of devices that move in an interval
-        self.disks = {f"sd{_letters(i)}": [0] * 17 for i in range(disks)}
+        disk_names = disks if isinstance(disks, list) else \
+            [f"sd{_letters(i)}" for i in range(disks)]
+        nic_names = nics if isinstance(nics, list) else [f"eth{i}" for i in range(nics)]
+        self.disks = {name: [0] * 17 for name in disk_names}
         self.topology = {name: DiskInfo(name, "disk") for name in self.disks}
-        self.nics = {f"eth{i}": [0] * 8 for i in range(nics)}
+        self.nics = {name: [0] * 8 for name in nic_names}
         self.operstate = {name: "up" for name in self.nics}
         self.cpu = [0] * 8
         self.ctxt = self.intr = 0
