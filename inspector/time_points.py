@@ -6,7 +6,7 @@
 - `2025-03-14T03:10+09:00`, `...Z`: that exact moment;
 - `03:10`, `03:10:30`: the latest such clock time at or before the end of the recording
   ("03:10 last night");
-- `-2h`, `2h ago`, `now`: relative to now; `@1741921800`: unix seconds.
+- `2h ago` (or `--from=-2h`), `now`: relative to now; `@1741921800`: unix seconds.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import re
 import time
 from typing import Callable
 
-FORMS = "2025-03-14 03:10, 03:10, -2h, 2h ago, now, @UNIX, or ISO 8601 with Z/+HH:MM"
+FORMS = "2025-03-14 03:10, 03:10, 2h ago, now, @UNIX, or ISO 8601 with Z/+HH:MM"
 _RELATIVE = re.compile(r"\s*(?:-\s*(?P<a>[^\s].*?)|(?P<b>[^\s].*?)\s+ago)\s*")
 
 
