@@ -15,7 +15,8 @@ import tarfile
 import time
 
 from inspector import safe_extract, tempdirs
-from inspector.host import SIDECAR_NAME, HostRoot, Unavailable
+from inspector.bounded import TimedOut, WorkerFailed, run_forked
+from inspector.host import OPEN_TIMEOUT, SIDECAR_NAME, HostRoot, Unavailable
 from inspector.redact import redact_cmdline
 from inspector.sosreport import is_sosreport, open_sosreport, sosreport_inside
 
@@ -108,25 +109,53 @@ def _redact(entries: dict[str, tuple[str, bytes, str]]) -> dict[str, list[str]]:
     return done
 
 
-def open_root(spec: str | None, record: bool = False) -> HostRoot:
+def open_root(spec: str | None, record: bool = False,
+              timeout: float = OPEN_TIMEOUT) -> HostRoot:
     """`--root` argument to a HostRoot: None or "/" is live; a directory; or a .tar.gz capture
-    (unpacked into a private temp dir removed at exit). Raises CaptureError with one clear line."""
+    (unpacked into a private temp dir removed at exit). Raises CaptureError with one clear line,
+    "no answer from ... after N s" when what `spec` names has not answered within `timeout` (a
+    directory on a hung mount)."""
     if spec in (None, "", "/"):
         return HostRoot("/", record=record)
-    if not os.path.exists(spec):
+    give_up = time.monotonic() + timeout
+    kind, sos = _survey_bounded(spec, timeout)
+    if kind == "missing":
         raise CaptureError(f"--root {spec}: no such file or directory")
-    if os.path.isdir(spec):
-        sos = spec if is_sosreport(spec) else sosreport_inside(spec)
+    if kind == "dir":
         if sos is not None:
             return _sosreport_root(sos, spec)
-        _check_looks_like_root(spec, spec)
         try:
-            return HostRoot(spec)
+            return HostRoot(spec, timeout=max(0.0, give_up - time.monotonic()))
         except Unavailable as exc:
             raise CaptureError(f"--root {spec}: {exc.reason}") from None
-    unpacked = _unpack(spec)
-    sos = sosreport_inside(unpacked)   # sos's .tar.xz: one sosreport-HOST-... directory
-    return _sosreport_root(sos, spec) if sos is not None else HostRoot(unpacked, label=spec)
+    return _unpack(spec)
+
+
+def _survey_bounded(spec: str, timeout: float) -> tuple[str, str | None]:
+    """What `spec` is, from _survey run in a forked child: a directory on a mount that never
+    answers hangs every stat of it, and a thread stuck there would keep the command from
+    exiting (inspector.bounded)."""
+    try:
+        kind, sos, rooted = run_forked(lambda: _survey(spec), timeout)
+    except TimedOut:
+        raise CaptureError(f"--root {spec}: no answer from {spec} after {round(timeout, 1):g} s "
+                           "(a hung filesystem? look for processes in D state)") from None
+    except WorkerFailed as exc:
+        raise CaptureError(f"--root {spec}: cannot be read ({exc})") from None
+    if kind == "dir" and sos is None and not rooted:
+        raise CaptureError(_not_a_root(spec))
+    return kind, sos
+
+
+def _survey(spec: str) -> tuple[str, str | None, bool]:
+    """("missing" | "dir" | "file", the sosreport it is or holds, whether it looks like a
+    host root)."""
+    if not os.path.exists(spec):
+        return "missing", None, False
+    if not os.path.isdir(spec):
+        return "file", None, False
+    sos = spec if is_sosreport(spec) else sosreport_inside(spec)
+    return "dir", sos, sos is not None or _has_root_marker(spec)
 
 
 def _sosreport_root(path: str, spec: str) -> HostRoot:
@@ -136,14 +165,16 @@ def _sosreport_root(path: str, spec: str) -> HostRoot:
         raise CaptureError(f"--root {spec}: {exc.reason}") from None
 
 
-def _unpack(path: str) -> str:
+def _unpack(path: str) -> HostRoot:
     """A capture tarball unpacked member by member (inspector.safe_extract: what is refused,
-    skipped and bounded) into a private temp dir, removed at exit and on SIGTERM or SIGHUP."""
+    skipped and bounded) into a private temp dir, removed at exit and on SIGTERM or SIGHUP,
+    opened as a root (a sidecar that cannot be read refuses the capture)."""
     dest = tempdirs.make("inspector-root-")
     try:
         safe_extract.extract(path, dest)
         _check_looks_like_root(dest, path)
-        HostRoot(dest, label=path)      # a sidecar that cannot be read refuses the capture now
+        sos = sosreport_inside(dest)   # sos's .tar.xz: one sosreport-HOST-... directory
+        root = open_sosreport(sos, path) if sos is not None else HostRoot(dest, label=path)
     except safe_extract.ExtractError as exc:
         tempdirs.remove(dest)
         raise CaptureError(f"--root {path}: {exc}") from None
@@ -153,7 +184,7 @@ def _unpack(path: str) -> str:
     except BaseException:
         tempdirs.remove(dest)
         raise
-    return dest
+    return root
 
 
 ROOT_MARKERS = ("sys", "proc", "etc", "dev", "run", SIDECAR_NAME)
@@ -162,7 +193,14 @@ ROOT_MARKERS = ("sys", "proc", "etc", "dev", "run", SIDECAR_NAME)
 def _check_looks_like_root(path: str, spec: str) -> None:
     """Refuse a directory with none of a root's parts: reading /home as a host would report
     "hardware, no findings" with high confidence about a machine nobody looked at."""
-    if sosreport_inside(path) is None and not any(
-            os.path.lexists(os.path.join(path, marker)) for marker in ROOT_MARKERS):
-        raise CaptureError(f"--root {spec}: not a host root or capture (none of "
-                           f"{', '.join(ROOT_MARKERS)} inside)")
+    if sosreport_inside(path) is None and not _has_root_marker(path):
+        raise CaptureError(_not_a_root(spec))
+
+
+def _has_root_marker(path: str) -> bool:
+    return any(os.path.lexists(os.path.join(path, marker)) for marker in ROOT_MARKERS)
+
+
+def _not_a_root(spec: str) -> str:
+    return (f"--root {spec}: not a host root or capture (none of {', '.join(ROOT_MARKERS)} "
+            "inside)")

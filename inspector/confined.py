@@ -120,18 +120,32 @@ class ConfinedTree:
     """Reads inside the directory `path` with chroot semantics. Methods take paths relative
     to the top of the tree and raise OSError (Refused for what is not a file)."""
 
-    def __init__(self, path: str, *, use_openat2: bool | None = None):
+    def __init__(self, path: str, *, use_openat2: bool | None = None,
+                 top: tuple[int, tuple[int, int]] | None = None):
+        """`top`: the tree's top opened elsewhere, as (its O_PATH fd, (st_dev, st_ino) read
+        from that fd), which the tree then owns: a bounded child opened it and passed it over
+        (inspector.host), so that this process makes no call that could wait on the tree's
+        filesystem. A forked reader reopening the tree by path checks it against that identity."""
         self.path = os.path.abspath(path)
         self._lock = threading.Lock()
-        self._open_fds()
-        top = os.fstat(self._root_fd)
-        self._identity = (top.st_dev, top.st_ino)
+        self._open_fds(None if top is None else top[0])
+        if top is None:
+            st = os.fstat(self._root_fd)
+            self._identity = (st.st_dev, st.st_ino)
+        else:
+            self._identity = top[1]
         if use_openat2 is None:
             use_openat2 = _openat2.probe(self._root_fd)
         self.uses_openat2 = use_openat2
 
-    def _open_fds(self) -> None:
-        self._root_fd = os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    @property
+    def identity(self) -> tuple[int, int]:
+        """(st_dev, st_ino) of the tree's top as it was opened."""
+        return self._identity
+
+    def _open_fds(self, root_fd: int | None = None) -> None:
+        self._root_fd = (os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                         if root_fd is None else root_fd)
         self._reopen_dir: int | None = None
         try:   # /proc/self/fd of this process, to reopen a checked O_PATH handle for reading
             self._reopen_dir = os.open("/proc/self/fd", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)

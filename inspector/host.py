@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from inspector.bounded import TimedOut, WithFds, Worker, WorkerFailed
 from inspector.confined import ConfinedTree, Refused
 from inspector.model import Unknown
 
@@ -42,6 +43,9 @@ MAX_SIDECAR_BYTES = 64 * 1024 * 1024
 MAX_SIDECAR_CONTAINERS = 2_000_000
 MAX_SIDECAR_DEPTH = 64
 LATEST_PLAUSIBLE_TIME = 253402300799.0   # 9999-12-31: past it no clock or formatter copes
+# A tree's top and its sidecar answer in milliseconds; one silent this long is on a filesystem
+# that does not answer (a hung FUSE or NFS mount), and --root says so rather than hang.
+OPEN_TIMEOUT = 5.0
 
 # Where vendors install their CLIs when they are not on PATH.
 VENDOR_PATHS = ("/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin", "/bin",
@@ -129,9 +133,12 @@ class HostRoot:
     """Read access to a host tree plus its facts. `HostRoot("/")` is the live machine."""
 
     def __init__(self, path: str = "/", *, record: bool = False, label: str | None = None,
-                 fact_source: Callable[[str, str], Any] | None = None):
+                 fact_source: Callable[[str, str], Any] | None = None,
+                 timeout: float = OPEN_TIMEOUT):
         """`fact_source(kind, key)`: where a non-live root's facts come from instead of a
-        sidecar (a sosreport's command outputs: inspector.sosreport); Unknown when absent."""
+        sidecar (a sosreport's command outputs: inspector.sosreport); Unknown when absent.
+        `timeout`: the bound on opening a non-live tree and reading its sidecar, past which
+        this raises Unavailable("no answer from ... after N s")."""
         self.path = os.path.abspath(path)
         self._prefix = self.path.rstrip("/") + "/"
         self.live = self.path == "/"
@@ -145,12 +152,9 @@ class HostRoot:
         # second); a tree opened elsewhere, or the reason it cannot be.
         self._tree: ConfinedTree | str | None = None
         if not self.live:
-            try:
-                self._tree = ConfinedTree(self.path)
-            except OSError as exc:
-                self._tree = _reason(exc)
-            if fact_source is None:
-                self._load_sidecar()
+            self._tree, sidecar = _open_tree(self.path, fact_source is None, timeout)
+            if sidecar is not None:
+                self._load_sidecar(sidecar)
 
     # ----------------------------------------------------------------- paths
     @staticmethod
@@ -411,28 +415,10 @@ class HostRoot:
         return Unknown("malformed uid in capture")
 
     # ----------------------------------------------------------------- sidecar
-    def _load_sidecar(self) -> None:
-        """The facts of a capture. Its sidecar is read like any file of the tree (confined,
-        never a FIFO or a device) and refused whole, with the reason, when it is too big, too
-        deep or not JSON; times that no clock can hold (NaN, 1e308) become unknown."""
-        if isinstance(self._tree, str):
-            return    # every read says why the tree cannot be opened
-        too_big = Unavailable(f"sidecar {SIDECAR_NAME} is over {MAX_SIDECAR_BYTES >> 20} MiB: "
-                              "not a capture Inspector wrote")
-        try:
-            fd = self._tree.open_checked(SIDECAR_NAME)     # type checked before it is opened
-            try:
-                if os.fstat(fd).st_size > MAX_SIDECAR_BYTES:
-                    raise too_big
-                data = _read_to_end(fd, MAX_SIDECAR_BYTES + 1)
-            finally:
-                os.close(fd)
-        except FileNotFoundError:
-            return  # a plain sysroot tree: facts are unknown
-        except OSError as exc:
-            raise Unavailable(f"unreadable sidecar {SIDECAR_NAME}: {_reason(exc)}") from None
-        if len(data) > MAX_SIDECAR_BYTES:
-            raise too_big
+    def _load_sidecar(self, data: bytes) -> None:
+        """The facts of a capture from its sidecar (read by _open_tree), refused whole, with
+        the reason, when it is too deep or not JSON; times that no clock can hold (NaN, 1e308)
+        become unknown."""
         try:
             doc = _parse_sidecar(data)
         except ValueError as exc:
@@ -483,6 +469,72 @@ class HostRoot:
                 self._recording.dirs.setdefault(rel, [])
             elif rel not in self._recording.files:
                 self._recording.files.setdefault(rel, b"")
+
+
+def _open_tree(path: str, with_sidecar: bool,
+               timeout: float) -> tuple[ConfinedTree | str, bytes | None]:
+    """The confined tree at `path` (or why it cannot be opened) and its sidecar's bytes (None
+    without one). Both wait on the tree's filesystem, so a forked child does them
+    (inspector.bounded: a thread stuck in a read the kernel never answers would keep this
+    process from exiting) and passes the tree's fd back; Unavailable "no answer from ... after
+    N s" when it has not answered by `timeout`."""
+    give_up = time.monotonic() + timeout
+    where = path
+    try:
+        with Worker(_TreeOpener(path)) as child:
+            answer = child.call("tree", timeout)
+            if isinstance(answer, str):
+                return answer, None
+            (identity, uses_openat2), (fd,) = answer.value, answer.fds
+            os.set_inheritable(fd, False)
+            tree = ConfinedTree(path, use_openat2=uses_openat2, top=(fd, identity))
+            if not with_sidecar:
+                return tree, None
+            where = os.path.join(path, SIDECAR_NAME)
+            outcome = child.call("sidecar", max(0.0, give_up - time.monotonic()))
+    except TimedOut:
+        raise Unavailable(f"no answer from {where} after {round(timeout, 1):g} s (a hung "
+                          "filesystem? look for processes in D state)") from None
+    except WorkerFailed as exc:
+        raise Unavailable(f"cannot open {where}: {exc}") from None
+    if outcome[0] == "refused":
+        raise Unavailable(outcome[1])
+    return tree, outcome[1]
+
+
+class _TreeOpener:
+    """What _open_tree's child does: "tree" opens the tree and answers its identity with its
+    fd; "sidecar" reads the sidecar, confined like any file of the tree (never a FIFO or a
+    device) and bounded in size: ("data", bytes | None) or ("refused", reason)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.tree: ConfinedTree | None = None
+
+    def __call__(self, request: str) -> Any:
+        if request == "tree":
+            try:
+                self.tree = ConfinedTree(self.path)
+            except OSError as exc:
+                return _reason(exc)
+            # a duplicate: the child closes what it sends, and reads the sidecar after
+            return WithFds((self.tree.identity, self.tree.uses_openat2),
+                           [os.dup(self.tree.root_fd)])
+        too_big = ("refused", f"sidecar {SIDECAR_NAME} is over {MAX_SIDECAR_BYTES >> 20} "
+                              "MiB: not a capture Inspector wrote")
+        try:
+            fd = self.tree.open_checked(SIDECAR_NAME)     # type checked before it is opened
+            try:
+                if os.fstat(fd).st_size > MAX_SIDECAR_BYTES:
+                    return too_big
+                data = _read_to_end(fd, MAX_SIDECAR_BYTES + 1)
+            finally:
+                os.close(fd)
+        except FileNotFoundError:
+            return ("data", None)     # a plain sysroot tree: facts are unknown
+        except OSError as exc:
+            return ("refused", f"unreadable sidecar {SIDECAR_NAME}: {_reason(exc)}")
+        return too_big if len(data) > MAX_SIDECAR_BYTES else ("data", data)
 
 
 def _read_to_end(fd: int, limit: int) -> bytes:

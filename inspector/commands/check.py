@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         warn, crit = parse_thresholds(args.warn), parse_thresholds(args.crit)
         sections = parse_sections(args.section)
-        root = root_from_args(args)
+        # a --root on a hung mount: the UNKNOWN line still goes out within --timeout
+        root = root_from_args(args, timeout=max(
+            0.1, args.timeout - (time.monotonic() - _STARTED) - OUTPUT_MARGIN))
     except (CliError, ThresholdError) as exc:
         _unknown(args, plugin_text(str(exc)))
         return 3

@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from inspector.capture import CaptureError, open_root
-from inspector.host import HostRoot
+from inspector.host import OPEN_TIMEOUT, HostRoot
 
 
 # ----------------------------------------------------------------------- exit status
@@ -52,9 +52,16 @@ def add_root_argument(parser: argparse.ArgumentParser, top_level: bool = False) 
                         help="read a capture or a sysroot tree instead of this host")
 
 
-def root_from_args(args: argparse.Namespace, record: bool = False) -> HostRoot:
+def root_from_args(args: argparse.Namespace, record: bool = False,
+                   timeout: float | None = None) -> HostRoot:
+    """The --root of `args`, opened within `timeout` seconds (by default the command's
+    --timeout, 1 to 5 s: a tree that has not answered by then is on a hung mount)."""
+    if timeout is None:
+        given = getattr(args, "timeout", None)
+        timeout = (min(OPEN_TIMEOUT, max(1.0, given)) if isinstance(given, (int, float))
+                   else OPEN_TIMEOUT)
     try:
-        return open_root(getattr(args, "root", None), record=record)
+        return open_root(getattr(args, "root", None), record=record, timeout=timeout)
     except CaptureError as exc:
         raise CliError(str(exc)) from None
 

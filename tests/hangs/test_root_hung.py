@@ -1,0 +1,85 @@
+"""`--root DIR` on a filesystem that never answers: the directory itself on a silent FUSE mount
+(hung_mount.SilentFuse), or only its inspector-sidecar.json. Opening the tree and reading the
+sidecar happened in the command's own process, so `report --root DIR --timeout 2` hung until
+killed (and `check` never printed its UNKNOWN line). Now they happen in a forked child under
+the command's --timeout (at most 5 s), and the command says what did not answer."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import fixture_root, inspector_bin, require_root
+from hung_mount import run_hung
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+HINT = "(a hung filesystem? look for processes in D state)"
+
+
+@pytest.fixture(autouse=True)
+def _root():
+    require_root()
+
+
+@pytest.fixture
+def capture_dir(tmp_path):
+    """A root tree with a sidecar, as a capture unpacks."""
+    root = tmp_path / "root"
+    shutil.copytree(fixture_root("storage-raid1-faulty"), root, symlinks=True)
+    (root / "inspector-sidecar.json").write_text('{"version": 1, "facts": {}}')
+    return root
+
+
+def ended_cleanly(res: dict) -> None:
+    assert not res["hung"], res
+    assert res["held"] >= 1, f"the command never touched the silent mount: {res}"
+    assert res["stuck_after_release"] == 0, res
+
+
+@pytest.mark.parametrize("command", ["report", "top"])
+def test_a_sidecar_that_never_answers(capture_dir, command):
+    sidecar = capture_dir / "inspector-sidecar.json"
+    extra = ["--timeout", "2"] if command == "report" else ["--count", "1"]
+    res = run_hung([str(sidecar)], [inspector_bin(), command, "--root", str(capture_dir),
+                                    *extra], cap=30)
+    print(command, "ended after", res["seconds"], "s:", res["stderr"].strip())
+    ended_cleanly(res)
+    assert res["status"] == 2, res
+    # report: its --timeout; top has none: the fixed bound of 5 s
+    bound = 2 if command == "report" else 5
+    assert res["seconds"] <= bound + 1.0, res
+    assert res["stderr"].strip() == (f"inspector: --root {capture_dir}: no answer from "
+                                     f"{sidecar} after {bound} s {HINT}")
+    assert res["stdout"] == ""
+
+
+def test_a_root_directory_that_never_answers(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    res = run_hung([str(mnt)], [inspector_bin(), "report", "--root", str(mnt), "--timeout",
+                                "2"], cap=30)
+    print("report ended after", res["seconds"], "s:", res["stderr"].strip())
+    ended_cleanly(res)
+    assert res["status"] == 2 and res["seconds"] <= 3.0, res
+    assert res["stderr"].strip() == (f"inspector: --root {mnt}: no answer from {mnt} after "
+                                     f"2 s {HINT}")
+
+
+@pytest.mark.parametrize("hung", ["dir", "sidecar"])
+def test_check_says_unknown_within_its_timeout(tmp_path, capture_dir, hung):
+    """Nagios gets its UNKNOWN line (exit 3) within --timeout, saying what did not answer."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    sidecar = capture_dir / "inspector-sidecar.json"
+    mount, root = (mnt, mnt) if hung == "dir" else (sidecar, capture_dir)
+    res = run_hung([str(mount)], [inspector_bin(), "check", "--root", str(root), "--timeout",
+                                  "3"], cap=30)
+    print("check ended after", res["seconds"], "s:", res["stdout"].strip())
+    ended_cleanly(res)
+    assert res["status"] == 3, res
+    assert res["seconds"] <= 3.0, res
+    line = res["stdout"].strip()
+    assert line.startswith(f"INSPECTOR UNKNOWN - --root {root}: no answer from {mount} "
+                           "after "), line
+    assert line.endswith(HINT), line
