@@ -22,19 +22,29 @@ def read_input(path: str, limit: int, what: str) -> bytes:
     content in messages ("snapshot", "ioping log")."""
     too_big = f"over the {_size(limit)} a {what} can be"
     if path == "-":
-        data = sys.stdin.buffer.read(limit + 1)
+        try:            # a pipe or a terminal; stdin redirected from a directory fails here
+            data = sys.stdin.buffer.read(limit + 1)
+        except OSError as exc:
+            raise InputError(f"stdin: {exc.strerror or exc}") from None
     else:
         try:
             # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
-        with os.fdopen(fd, "rb") as f:
+        try:
+            # checked on the descriptor before a file object is made of it (which refuses
+            # a directory with IsADirectoryError)
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise InputError(f"{path}: {file_kind(st.st_mode)}, not a {what} file")
+                article = "an" if what[:1] in "aeiou" else "a"
+                raise InputError(f"{path}: {file_kind(st.st_mode)}, not {article} {what} file")
             if st.st_size > limit:
                 raise InputError(f"{path}: {st.st_size} bytes, {too_big}")
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as f:
             try:
                 data = f.read(limit + 1)           # it may have grown since fstat
             except OSError as exc:

@@ -1,0 +1,47 @@
+"""A file named on the command line (diff's snapshots, history import-ioping's log) that is not
+a regular file is refused with one line naming what it is, exit 2: `inspector diff /tmp /tmp`
+said "internal error: IsADirectoryError" (the directory opened fine; the file object made of
+it did not). Stdin ("-") is the one exception: a pipe or a terminal."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import run_bin
+from inspector.input_files import InputError, read_input
+
+
+@pytest.mark.parametrize("kind, make", [
+    ("a directory", lambda tmp: tmp),
+    ("a FIFO", lambda tmp: (os.mkfifo(tmp / "fifo"), tmp / "fifo")[1]),
+    ("a character device", lambda tmp: "/dev/null"),
+])
+def test_what_is_not_a_regular_file_is_refused_in_one_line(tmp_path, kind, make):
+    path = str(make(tmp_path))
+    done = run_bin("diff", path, path, timeout=20)
+    assert done.returncode == 2, done
+    assert done.stderr == f"inspector: {path}: {kind}, not a snapshot file\n"
+    assert done.stdout == ""
+
+
+def test_history_import_refuses_a_directory(tmp_path):
+    done = run_bin("history", "import-ioping", str(tmp_path), "--db",
+                   str(tmp_path / "h.sqlite"), timeout=20)
+    assert done.returncode == 2, done
+    assert done.stderr == f"inspector: {tmp_path}: a directory, not an ioping log file\n"
+    assert not (tmp_path / "h.sqlite").exists()
+
+
+def test_read_input_leaves_no_descriptor_open(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    before = len(os.listdir("/proc/self/fd"))
+    for refused in (tmp_path, tmp_path / "fifo", "/dev/null"):
+        with pytest.raises(InputError, match="not a snapshot file$"):
+            read_input(str(refused), 1 << 20, "snapshot")
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_stdin_may_be_a_pipe(tmp_path):
+    done = run_bin("diff", "-", str(tmp_path), input="", timeout=20)
+    assert done.returncode == 2 and "-: empty file, not a snapshot" in done.stderr, done
