@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from inspector.history import HistoryDB, HistoryError, NoHistory
-from inspector.model import Finding, Unknown, finding_from_json
+from inspector.model import Finding, Level, Unknown, finding_from_json
 from inspector.sample_store import SampleReader
 from inspector.time_points import describe, parse_point
 from inspector.tui.live import LiveView, normalise
@@ -183,8 +183,10 @@ class RecordedTimeline:
 
     def findings_at(self) -> list[Finding]:
         check = self.check_at()
-        if check is None:
-            return []
+        if check is None:      # not "no findings": nothing was checked
+            return [Finding(level=Level.UNKNOWN, subject="record", code="record.no_check",
+                            message="no check recorded at or before this moment (the "
+                                    "recorder checks every --every)")]
         out = []
         for f in check["findings"]:
             if isinstance(f, dict):

@@ -187,6 +187,8 @@ def test_a_week_opens_quickly(tmp_path):
     view = timeline.view()
     trends = timeline.trends()
     elapsed = time.perf_counter() - start
+    # no check was recorded in this one: said, not shown as "no findings"
+    assert [f.code for f in timeline.findings_at()] == ["record.no_check"]
     timeline.close()
     assert len(view.disks) == 20 and len(trends.get("disk.sda.util")) == 300
     assert elapsed < 1.0, elapsed
