@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from inspector.model import Report
-from inspector.tui.footer import Footer     # lets its old keys go (Textual's keeps them)
+from inspector.tui.textual_fixes import Footer   # lets its old keys go (Textual's keeps them)
 from inspector.tui.modes import MODES
 from inspector.tui.state import InspectorState
 

@@ -1,0 +1,53 @@
+"""Two of Textual's (8.2) caches keep every widget they ever saw; each probe run left ~25
+widgets behind (footer keys, with their styles, render caches and message queues): 0.7 MB of
+the TUI's memory per run, 35 MB over fifty. Worked around here until Textual fixes them.
+
+- The Footer recomposes on every change of the screen's bindings (each focus change; a probe
+  run moves the focus twice). Each FooterKey binds its `compact` to the footer's
+  (`data_bind`), which leaves a (key, setter) entry in the footer's own watcher list that
+  Textual prunes only when `compact` changes: never, here (Textual issue #6666). Our Footer
+  prunes closed keys after each recompose, by Textual's own rule.
+- StylesCache.get_inner_outer is an lru_cache(1024) on an instance method: its keys hold up
+  to 1024 StylesCache objects, each with every line it rendered, of widgets long removed
+  (Textual issue #6665). patch_styles_cache keys the same cache by the two colours alone.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from textual._styles_cache import StylesCache
+from textual.widgets import Footer as TextualFooter
+
+WATCHERS = "__watchers"     # where textual.reactive._watch keeps an object's watchers
+
+
+class Footer(TextualFooter):
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.prune_watchers()
+
+    def prune_watchers(self) -> None:
+        """Drop the entries of closed nodes, Textual's own rule (Reactive._check_watchers)."""
+        watchers = getattr(self, WATCHERS, None)
+        if not watchers:
+            return
+        for entries in watchers.values():
+            entries[:] = [(node, callback) for node, callback in entries
+                          if not getattr(node, "_closing", False)]
+
+
+def patch_styles_cache() -> None:
+    """The colours' styles cached by the colours only (the body never reads its `self`)."""
+    method = StylesCache.get_inner_outer
+    original = getattr(method, "__wrapped__", None)
+    if original is None or getattr(method, "keyed_by_colours", False):
+        return              # Textual fixed it (no lru_cache on the method), or done already
+    by_colours = lru_cache(1024)(lambda base, background: original(None, base, background))
+
+    def get_inner_outer(self, base_background, background):
+        return by_colours(base_background, background)
+    get_inner_outer.keyed_by_colours = True   # type: ignore[attr-defined]
+    StylesCache.get_inner_outer = get_inner_outer   # type: ignore[method-assign]
+
+
+patch_styles_cache()    # on import: every screen imports this module (tui.base)
