@@ -8,9 +8,10 @@ figures are computed again with the very functions `top` uses live (`device_rate
 
 - `sample_intervals`: one row per interval: its end (unix seconds), the host's UTC offset
   then, its length (µs), the CPU jiffies per state, context switches and interrupts, the
-  run/blocked gauges and the load average (hundredths), and `devset` (below). `notes` is
+  run/blocked gauges and the load average (hundredths), and `devset` (below). `note` is
   NULL unless something was unknown (a source that timed out, /proc/[pid]/io without root)
-  or devices came and went: then a small JSON object says what.
+  or devices came and went: then a row of `sample_notes`, a small JSON object saying what,
+  shared by every interval with the same note (a recorder without root has one for all).
 - `sample_disks`, `sample_nics`: one row per device per interval, WITHOUT ROWID keyed by
   (interval, device), only for devices that moved: an idle device costs nothing. Which
   devices were there (and each NIC's operstate and carrier) is the interval's `devset`, a
@@ -64,7 +65,7 @@ CREATE TABLE IF NOT EXISTS sample_intervals (
     procs_running INTEGER, procs_blocked INTEGER,
     load1 INTEGER, load5 INTEGER, load15 INTEGER,   -- hundredths
     runnable INTEGER, threads INTEGER,
-    notes TEXT                      -- NULL, or JSON: unknown parts, devices come and gone
+    note INTEGER                    -- sample_notes.id: unknown parts, devices come and gone
 );
 CREATE INDEX IF NOT EXISTS sample_intervals_by_ts ON sample_intervals (ts);
 CREATE TABLE IF NOT EXISTS sample_devices (
@@ -73,6 +74,10 @@ CREATE TABLE IF NOT EXISTS sample_devices (
     name TEXT NOT NULL,
     info TEXT NOT NULL,             -- JSON: a disk's kind, parent, members, alias, fields
     UNIQUE (kind, name, info)
+);
+CREATE TABLE IF NOT EXISTS sample_notes (
+    id INTEGER PRIMARY KEY,
+    note TEXT NOT NULL UNIQUE       -- JSON: unknown parts and why, timed-out sources
 );
 CREATE TABLE IF NOT EXISTS sample_devsets (
     id INTEGER PRIMARY KEY,
@@ -109,7 +114,7 @@ CREATE TABLE IF NOT EXISTS sample_findings (
 _CHILD_TABLES = ("sample_disks", "sample_nics", "sample_procs", "sample_findings")
 _INTERVAL_COLUMNS = ("ts", "tz_offset_s", "span_us", "devset", *_CPU_COLUMNS, "ncpu", "ctxt",
                      "intr", "procs_running", "procs_blocked", "load1", "load5", "load15",
-                     "runnable", "threads", "notes")
+                     "runnable", "threads", "note")
 
 
 def has_samples(conn: sqlite3.Connection) -> bool:
@@ -148,11 +153,13 @@ class SampleWriter:
         self.conn = conn
         self._devices: dict[tuple[str, str, str], int] = {}
         self._devsets: dict[str, int] = {}
+        self._notes: dict[str, int] = {}
 
     def forget(self) -> None:
         """After a failed (rolled back) write: ids handed out in it do not exist."""
         self._devices.clear()
         self._devsets.clear()
+        self._notes.clear()
 
     def append(self, prev: Snapshot, cur: Snapshot, r: Rates, tz_offset_s: int) -> int:
         """Store the interval between two snapshots of one sampler (`r` = rates(prev, cur)),
@@ -202,7 +209,8 @@ class SampleWriter:
                        if known(load) else (None,) * 5)
         devset = self._devset(" ".join(members)) if members else None
         values = (r.wall, tz_offset_s, round(r.interval * 1e6), devset, *cpu_values,
-                  *load_values, json.dumps(notes, sort_keys=True) if notes else None)
+                  *load_values,
+                  self._note(json.dumps(notes, sort_keys=True)) if notes else None)
         interval = conn.execute(
             f"INSERT INTO sample_intervals ({', '.join(_INTERVAL_COLUMNS)}) "
             f"VALUES ({', '.join('?' * len(_INTERVAL_COLUMNS))})", values).lastrowid
@@ -240,13 +248,20 @@ class SampleWriter:
         return found
 
     def _devset(self, members: str) -> int:
-        found = self._devsets.get(members)
+        return self._interned(self._devsets, "sample_devsets", "members", members)
+
+    def _note(self, note: str) -> int:
+        return self._interned(self._notes, "sample_notes", "note", note)
+
+    def _interned(self, cache: dict[str, int], table: str, column: str, text: str) -> int:
+        """The id of the row holding `text` (added when new)."""
+        found = cache.get(text)
         if found is None:
-            row = self.conn.execute("SELECT id FROM sample_devsets WHERE members=?",
-                                    (members,)).fetchone()
+            row = self.conn.execute(f"SELECT id FROM {table} WHERE {column}=?",
+                                    (text,)).fetchone()
             found = row[0] if row else self.conn.execute(
-                "INSERT INTO sample_devsets (members) VALUES (?)", (members,)).lastrowid
-            self._devsets[members] = found
+                f"INSERT INTO {table} ({column}) VALUES (?)", (text,)).lastrowid
+            cache[text] = found
         return found
 
 
@@ -344,6 +359,7 @@ class SampleReader:
         self.available = has_samples(conn)
         self._devices: dict[int, _Device] = {}
         self._devsets: dict[int, list[tuple]] = {}
+        self._notes: dict[int, dict] = {}
 
     def span(self) -> Span:
         if not self.available:
@@ -450,6 +466,21 @@ class SampleReader:
             self._devices[device_id] = dev
         return dev
 
+    def _notes_of(self, note: int | None) -> dict:
+        if note is None:
+            return {}
+        found = self._notes.get(note)
+        if found is None:
+            row = self.conn.execute("SELECT note FROM sample_notes WHERE id=?",
+                                    (note,)).fetchone()
+            try:
+                found = json.loads(row[0]) if row else {}
+            except ValueError:
+                found = {}
+            found = found if isinstance(found, dict) else {}
+            self._notes[note] = found
+        return found
+
     def _members(self, devset: int | None) -> list[tuple]:
         """[("d", device id) | ("n", device id, operstate, carrier)] of a device set."""
         if devset is None:
@@ -473,11 +504,8 @@ class SampleReader:
                   finding_rows: dict) -> "RecordedRates":
         values = dict(zip(("id", *_INTERVAL_COLUMNS), row))
         span = values["span_us"] / 1e6
-        try:
-            notes = json.loads(values["notes"]) if values["notes"] else {}
-        except ValueError:
-            notes = {}
-        unknown = notes.get("unknown", {}) if isinstance(notes, dict) else {}
+        notes = self._notes_of(values["note"])
+        unknown = notes.get("unknown", {})
 
         def missing(part: str, otherwise):
             # (not `or`: an Unknown is falsy)

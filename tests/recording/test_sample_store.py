@@ -222,3 +222,16 @@ def test_a_write_that_fails_leaves_nothing_and_the_next_one_lands(tmp_path, monk
             writer.append(cur, nxt, rates(cur, nxt), 0)
         replay = list(SampleReader(db.conn).between())
     assert len(replay) == 3 and "sdnew" in [d.name for d in replay[-1].disks]
+
+
+def test_a_note_repeated_every_interval_is_stored_once(tmp_path):
+    """A recorder without root: /proc/[pid]/io unknown in every interval, one note for all."""
+    host = SyntheticHost(disks=2, nics=1)
+    host.unknown = {"proc_io": Unknown("permission denied reading /proc/[pid]/io (needs root)")}
+    with HistoryDB(str(tmp_path / "h.sqlite")) as db:
+        _record(db, host, 50)
+        notes = db.conn.execute("SELECT COUNT(*) FROM sample_notes").fetchone()[0]
+        replay = list(SampleReader(db.conn).between())
+    assert notes == 1
+    assert all(r.top_io == Unknown("permission denied reading /proc/[pid]/io (needs root)")
+               for r in replay)
