@@ -129,7 +129,8 @@ class HistoryDB:
         self.read_only = not create
         self.note = ""        # said to the reader when opened read-only
         self.missing = False  # see empty()
-        self.conn: sqlite3.Connection | None = None
+        # set once a connection is open (close() copes with none yet)
+        self.conn: sqlite3.Connection
         real, exists = _vet_path(path, create, make_dirs)
         fd = _create_new(path, real) if not exists else _open_checked(path, real)
         try:
@@ -175,7 +176,8 @@ class HistoryDB:
             # (`prune_to_size`); on an existing one this is a no-op (it would need a VACUUM)
             self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: durable at checkpoint, never corrupt
+            # WAL + NORMAL: durable at checkpoint, never corrupt
+            self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA busy_timeout=10000")
             # the -wal file is cut back to this after a checkpoint (a big prune grows it)
             self.conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
@@ -221,7 +223,8 @@ class HistoryDB:
                     "SELECT name FROM sqlite_master WHERE type='table'")}
             except sqlite3.DatabaseError as exc:
                 conn.close()
-                self.conn, failure = None, exc
+                del self.conn
+                failure = exc
                 continue
             if not _TABLES <= tables:
                 found = ", ".join(sorted(tables)[:5]) or "none"
@@ -575,7 +578,7 @@ def run_bytes_per_s(run: dict) -> float | None:
             return None
     if not isinstance(detail, dict):
         return None
-    summary = detail.get("summary") if isinstance(detail.get("summary"), dict) else detail
+    summary = detail["summary"] if isinstance(detail.get("summary"), dict) else detail
     size = summary.get("request_size")
     ops = run.get("ops_per_s")
     if isinstance(size, (int, float)) and isinstance(ops, (int, float)) and size > 0:

@@ -18,8 +18,8 @@ def utc_offset(seconds: int) -> str:
     return f"UTC{sign}{h:02d}:{m:02d}"
 
 
-def render_buckets(name: str, buckets: list["Bucket"], by: str,
-                   offsets: list[int] | None = None) -> "Group":
+def render_buckets(name: str, buckets: list[Bucket], by: str,
+                   offsets: list[int] | None = None) -> Group:
     """Each figure is "mean ±sd" across the runs that fall in the bucket (the sample standard
     deviation); MiB/s only when some run carries a throughput."""
     from rich.console import Group
@@ -106,7 +106,7 @@ def top(figure, fmt=lambda v: f"{v:.1f}") -> str:
     return "-" if figure.max is None else fmt(figure.max)
 
 
-def render_cpu_buckets(buckets: list, by: str, offsets: list[int] | None = None) -> "Group":
+def render_cpu_buckets(buckets: list, by: str, offsets: list[int] | None = None) -> Group:
     """CPU by hour or day: %iowait, %steal and %busy, mean ±sd across the intervals, and the
     largest steal (a noisy neighbour shows in steal first)."""
     from rich.console import Group
@@ -129,7 +129,7 @@ def render_cpu_buckets(buckets: list, by: str, offsets: list[int] | None = None)
 
 
 def render_disk_buckets(name: str, buckets: list, by: str,
-                        offsets: list[int] | None = None) -> "Group":
+                        offsets: list[int] | None = None) -> Group:
     """One disk by hour or day: IOPS and %util (mean ±sd across the intervals it was there,
     idle ones as 0), await (across the intervals with IO) and the largest %util."""
     from rich.console import Group

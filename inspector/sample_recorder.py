@@ -31,12 +31,10 @@ class SampleRecorder(threading.Thread):
     """Records until `stop` is set (it finishes the interval it is writing first)."""
 
     def __init__(self, db_path: str, root: HostRoot, every: float, stop: threading.Event, *,
-                 retention: float, max_bytes: int | None, log: Callable[[str], None],
-                 sampler_factory: Callable[..., object] = SamplerProcess):
+                 retention: float, max_bytes: int | None, log: Callable[[str], None]):
         super().__init__(name="sample recorder", daemon=True)
         self.db_path, self.root, self.every, self.stop = db_path, root, every, stop
         self.retention, self.max_bytes, self.log = retention, max_bytes, log
-        self.sampler_factory = sampler_factory
         self.stored = 0          # intervals committed
         self.lost = 0            # intervals that could not be written
         self.failure: str | None = None    # why the recorder could not run at all
@@ -49,11 +47,14 @@ class SampleRecorder(threading.Thread):
             self.log(self.failure)
             return
         # a source waited for at most half an interval, and never more than a second
-        sampler = self.sampler_factory(self.root,
-                                       read_timeout=min(READ_TIMEOUT, max(0.25, self.every / 2)))
+        sampler = SamplerProcess(self.root,
+                                 read_timeout=min(READ_TIMEOUT, max(0.25, self.every / 2)))
         with db:
             try:
                 self._loop(db, sampler)
+            except Exception as exc:     # a bug: one line and a failed exit, not a traceback
+                self.failure = f"samples stopped: {type(exc).__name__}: {exc}"
+                self.log(self.failure)
             finally:
                 sampler.close()
 

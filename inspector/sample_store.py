@@ -22,9 +22,9 @@ figures are computed again with the very functions `top` uses live (`device_rate
   stuck in D): rows only when there are some.
 
 About 2 kB an interval on a host whose 20 disks and 8 NICs all move every interval (17.6 MB
-a day at 10 s), half that when a third of them do (tests/bench/bench_record.py). Pruning is oldest first, by age (`prune_older`) and by size
-(`prune_to_size`). Every write is part of the caller's transaction (HistoryDB's), so an
-interval lands whole or not at all.
+a day at 10 s), half that when a third of them do (tests/bench/bench_record.py). Pruning is
+oldest first, by age (`prune_older`) and by size (`prune_to_size`). Every write is part of
+the caller's transaction (HistoryDB's), so an interval lands whole or not at all.
 """
 from __future__ import annotations
 
@@ -178,7 +178,9 @@ class SampleWriter:
         if r.disk_changes.vanished:
             notes["vanished"] = list(r.disk_changes.vanished)
         disk_rows, nic_rows, members = [], [], []
-        if known(r.disks):
+        # rates of a part imply both snapshots had it (else that part of `r` is Unknown)
+        if isinstance(r.disks, list) and isinstance(prev.disks, dict) \
+                and isinstance(cur.disks, dict):
             for d in r.disks:
                 p, c = prev.disks[d.name], cur.disks[d.name]
                 info = {"kind": d.kind, "parent": d.parent, "members": list(d.members),
@@ -188,15 +190,16 @@ class SampleWriter:
                 row = disk_deltas(p, c)
                 if any(row):
                     disk_rows.append((dev, *row))
-        if known(r.nics):
+        if isinstance(r.nics, list) and isinstance(prev.nics, dict) \
+                and isinstance(cur.nics, dict):
             for n in r.nics:
-                p, c = prev.nics[n.name], cur.nics[n.name]
+                pn, cn = prev.nics[n.name], cur.nics[n.name]
                 dev = self._device("nic", n.name, "")
                 state = n.operstate if known(n.operstate) else "?"
                 members.append(f"n{dev}/{_clean(state)}/{_carrier_text(n.carrier)}")
-                row = tuple(_delta(a, b) for a, b in zip(p.counters, c.counters))
-                if any(row) or None in row:
-                    nic_rows.append((dev, *row))
+                nic_row = tuple(_delta(a, b) for a, b in zip(pn.counters, cn.counters))
+                if any(nic_row) or None in nic_row:
+                    nic_rows.append((dev, *nic_row))
         cpu_values: tuple = (None,) * (len(_CPU_COLUMNS) + 5)
         if known(r.cpu) and known(prev.cpu) and known(cur.cpu):
             pc, cc = prev.cpu, cur.cpu
@@ -211,16 +214,16 @@ class SampleWriter:
         values = (r.wall, tz_offset_s, round(r.interval * 1e6), devset, *cpu_values,
                   *load_values,
                   self._note(json.dumps(notes, sort_keys=True)) if notes else None)
-        interval = conn.execute(
+        interval = _inserted(conn.execute(
             f"INSERT INTO sample_intervals ({', '.join(_INTERVAL_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(_INTERVAL_COLUMNS))})", values).lastrowid
+            f"VALUES ({', '.join('?' * len(_INTERVAL_COLUMNS))})", values))
         if disk_rows:
             conn.executemany(f"INSERT INTO sample_disks VALUES ({interval}, "
                              f"{', '.join('?' * (len(DISK_FIELDS) + 1))})", disk_rows)
         if nic_rows:
             conn.executemany(f"INSERT INTO sample_nics VALUES ({interval}, "
                              f"{', '.join('?' * (len(NIC_COUNTERS) + 1))})", nic_rows)
-        procs = []
+        procs: list[tuple] = []
         if known(r.top_io):
             procs += [("io", p.pid, None, p.comm, None, round(p.read_bytes_s * r.interval),
                        round(p.write_bytes_s * r.interval), None, None) for p in r.top_io]
@@ -242,8 +245,8 @@ class SampleWriter:
         if found is None:
             row = self.conn.execute("SELECT id FROM sample_devices WHERE kind=? AND name=? "
                                     "AND info=?", key).fetchone()
-            found = row[0] if row else self.conn.execute(
-                "INSERT INTO sample_devices (kind, name, info) VALUES (?, ?, ?)", key).lastrowid
+            found = row[0] if row else _inserted(self.conn.execute(
+                "INSERT INTO sample_devices (kind, name, info) VALUES (?, ?, ?)", key))
             self._devices[key] = found
         return found
 
@@ -259,10 +262,18 @@ class SampleWriter:
         if found is None:
             row = self.conn.execute(f"SELECT id FROM {table} WHERE {column}=?",
                                     (text,)).fetchone()
-            found = row[0] if row else self.conn.execute(
-                f"INSERT INTO {table} ({column}) VALUES (?)", (text,)).lastrowid
+            found = row[0] if row else _inserted(self.conn.execute(
+                f"INSERT INTO {table} ({column}) VALUES (?)", (text,)))
             cache[text] = found
         return found
+
+
+def _inserted(cursor: sqlite3.Cursor) -> int:
+    """The rowid an INSERT gave its row."""
+    rowid = cursor.lastrowid
+    if rowid is None:
+        raise sqlite3.DatabaseError("an INSERT gave no row id")
+    return rowid
 
 
 def _increase(prev: int | None, cur: int | None) -> int | None:
@@ -390,7 +401,7 @@ class SampleReader:
         return list(self.conn.execute("SELECT id, ts FROM sample_intervals ORDER BY ts, id"))
 
     def between(self, start: float | None = None, end: float | None = None,
-                limit: int | None = None) -> Iterator[Rates]:
+                limit: int | None = None) -> Iterator[RecordedRates]:
         """The intervals that ended within [start, end], oldest first, read in chunks."""
         if not self.available:
             return
@@ -414,7 +425,7 @@ class SampleReader:
             done += len(rows)
             after = (rows[-1][1], rows[-1][0])
 
-    def by_ids(self, ids: Iterable[int]) -> list[Rates]:
+    def by_ids(self, ids: Iterable[int]) -> list[RecordedRates]:
         """The intervals with these ids, in the order given (missing ones left out)."""
         ids = list(ids)
         if not ids or not self.available:

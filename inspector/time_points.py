@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
 
 FORMS = "2025-03-14 03:10, 03:10, 2h ago, now, @UNIX, or ISO 8601 with Z/+HH:MM"
 _RELATIVE = re.compile(r"\s*(?:-\s*(?P<a>[^\s].*?)|(?P<b>[^\s].*?)\s+ago)\s*")
@@ -62,7 +62,7 @@ def parse_point(text: str, *, offset_near: Callable[[float], int], latest: float
 
 def _naive_utc(moment: dt.datetime) -> float:
     """Seconds of a naive date and time read as if it were UTC."""
-    return moment.replace(tzinfo=dt.timezone.utc).timestamp()
+    return moment.replace(tzinfo=dt.UTC).timestamp()
 
 
 def _on_recorded_clock(moment: dt.datetime, offset_near: Callable[[float], int]) -> float:
@@ -76,7 +76,7 @@ def _on_recorded_clock(moment: dt.datetime, offset_near: Callable[[float], int])
 def _latest_clock_time(clock: dt.time, offset_near: Callable[[float], int],
                        latest: float) -> float:
     offset = offset_near(latest)
-    day = dt.datetime.fromtimestamp(latest + offset, dt.timezone.utc).date()
+    day = dt.datetime.fromtimestamp(latest + offset, dt.UTC).date()
     for back in range(3):        # today on that clock, else the day before
         moment = dt.datetime.combine(day - dt.timedelta(days=back), clock)
         ts = _on_recorded_clock(moment, offset_near)

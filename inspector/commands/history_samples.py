@@ -31,8 +31,8 @@ def run_samples(args: argparse.Namespace, db) -> int:
                            "(`inspector history --samples` lists the devices that did IO)",
                            status=1)
     if args.json:
-        from inspector.commands.history import TIME_BASIS
         from inspector.commands.common import print_json
+        from inspector.commands.history import TIME_BASIS
         print_json(stamped("inspector-history-samples", {
             "by": args.by, "time_basis": TIME_BASIS.replace("run", "interval"),
             "cpu": to_jsonable(tables.cpu), "disks": to_jsonable(tables.disks),
@@ -43,6 +43,7 @@ def run_samples(args: argparse.Namespace, db) -> int:
             if getattr(db, "missing", False) else " (`inspector record --samples` records them)"
         raise CliError("no recorded samples" + missing, status=1)
     from rich.console import Console
+
     from inspector.history_table import render_cpu_buckets, render_disk_buckets
     console = Console(file=sys.stdout)
     console.print(render_cpu_buckets(tables.cpu, args.by, tables.offsets))

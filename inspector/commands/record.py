@@ -12,15 +12,30 @@ import threading
 import time
 
 from inspector.collect import build_report_forked
-from inspector.commands.common import (COLLECTOR_TIMEOUT, DURATION_EXAMPLES, PROBE_SECONDS,
-                                       CliError, Duration, add_root_argument, eprint,
-                                       format_duration, non_negative_int, root_from_args)
-from inspector.history import (HistoryDB, HistoryError, HistoryWriteError, ProbeRun,
-                               default_db_path, local_offset)
+from inspector.commands.byte_size import ByteSize
+from inspector.commands.common import (
+    COLLECTOR_TIMEOUT,
+    DURATION_EXAMPLES,
+    PROBE_SECONDS,
+    CliError,
+    Duration,
+    add_root_argument,
+    eprint,
+    format_duration,
+    non_negative_int,
+    root_from_args,
+)
+from inspector.history import (
+    HistoryDB,
+    HistoryError,
+    HistoryWriteError,
+    ProbeRun,
+    default_db_path,
+    local_offset,
+)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
 from inspector.probes.driver import stop_signals
-from inspector.commands.byte_size import ByteSize
 from inspector.sample_recorder import SampleRecorder
 
 EVERY = Duration(maximum=7 * 86400)              # longer: a systemd timer is the tool
@@ -51,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "stalls, top IO processes, D-state tasks) every --sample-every; "
                         "`top --db`, `tui --db --at` and `history --samples` read them back")
     p.add_argument("--sample-every", type=SAMPLE_EVERY, default=10.0, metavar="DURATION",
-                   help=f"interval of --samples (default 10s, 200ms to 1h)")
+                   help="interval of --samples (default 10s, 200ms to 1h)")
     p.add_argument("--max-size", type=MAX_SIZE, default=DEFAULT_MAX_SIZE, metavar="SIZE",
                    help=f"keep the database under SIZE (512M, 2G): the oldest recorded "
                         f"samples are pruned first (default {DEFAULT_MAX_SIZE >> 20}M, "

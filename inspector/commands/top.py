@@ -9,15 +9,21 @@ import sys
 import time
 
 from inspector.commands import top_replay
-from inspector.commands.common import (Duration, add_root_argument, add_schema_argument,
-                                       exit_epilog, non_negative_int, print_json, root_from_args)
+from inspector.commands.common import (
+    Duration,
+    add_root_argument,
+    add_schema_argument,
+    exit_epilog,
+    non_negative_int,
+    print_json,
+    root_from_args,
+)
 from inspector.documents import stamped
 from inspector.live import rates, since_boot
 from inspector.live.sampler import READ_TIMEOUT
 from inspector.live.text import format_block, format_single
 from inspector.live.worker import SamplerProcess
-from inspector.model import Unknown, known, to_jsonable
-
+from inspector.model import to_jsonable
 
 INTERVAL = Duration(maximum=86400)
 

@@ -52,7 +52,7 @@ def run_replay(args: argparse.Namespace, width: int | None) -> int:
     db, reader = open_samples(args.db)
     with db:
         span = reader.span()
-        if not span.intervals:
+        if not span.intervals or span.first_ts is None or span.last_ts is None:
             raise CliError(f"{args.db}: no recorded samples (`inspector record --samples` "
                            "records them)", status=1)
         try:

@@ -97,14 +97,17 @@ def run(args: argparse.Namespace) -> int:
     limit_malloc_arenas()   # before any thread exists
     root = root_from_args(args)
     from inspector.tui.app import DEFAULT_LIVE_INTERVAL, DEFAULT_REFRESH, InspectorApp
-    options = dict(refresh=args.refresh or DEFAULT_REFRESH,
-                   live_interval=args.live_interval or DEFAULT_LIVE_INTERVAL,
-                   history_db=getattr(args, "db", None), probe_requests=requests)
+    refresh = args.refresh or DEFAULT_REFRESH
+    live_interval = args.live_interval or DEFAULT_LIVE_INTERVAL
+    history_db = getattr(args, "db", None)
+    app: InspectorApp
     if at is not None:            # a recorded timeline (inspector.tui.recorded_app)
         from inspector.tui.recorded_app import recorded_app
-        app = recorded_app(root, at, **options)
+        app = recorded_app(root, at, refresh=refresh, live_interval=live_interval,
+                           history_db=history_db, probe_requests=requests)
     else:
-        app = InspectorApp(root, **options)
+        app = InspectorApp(root, refresh=refresh, live_interval=live_interval,
+                           history_db=history_db, probe_requests=requests)
     app.run()
     app.run_returned.set()
     code = int(app.return_code or 0)

@@ -154,7 +154,7 @@ class RecordedTimeline:
             self._cache.popitem(last=False)
 
     def view(self, index: int | None = None) -> LiveView:
-        view = normalise(self.rates(index))
+        view = normalise(self.rates(index)) or LiveView(interval=0.0)   # (never None here)
         view.memory = view.pressure = view.filesystems = NOT_RECORDED
         return view
 

@@ -42,7 +42,7 @@ class SyntheticHost:
     def snapshot(self, t: float) -> Snapshot:
         """The counters `t` seconds after START, advanced since the previous call."""
         rng = self.rng
-        for name, c in self.disks.items():
+        for c in self.disks.values():
             if rng.random() >= self.busy:
                 c[8] = 0
                 continue

@@ -148,7 +148,7 @@ def test_history_samples_by_hour_equals_the_figures_replayed(recorded):
     assert doc["kind"] == "inspector-history-samples" and doc["utc_offsets_s"] == [JST]
     hours: dict[str, list] = {}
     for r in live:
-        hour = f"{dt.datetime.fromtimestamp(r.wall + JST, dt.timezone.utc).hour:02d}"
+        hour = f"{dt.datetime.fromtimestamp(r.wall + JST, dt.UTC).hour:02d}"
         hours.setdefault(hour, []).append(r)
     assert [b["key"] for b in doc["cpu"]] == sorted(hours) == ["09", "10", "11"]
     for bucket in doc["cpu"]:

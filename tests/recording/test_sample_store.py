@@ -209,10 +209,10 @@ def test_a_write_that_fails_leaves_nothing_and_the_next_one_lands(tmp_path, monk
         def failing(*args):                         # the disk fills mid-interval
             raise sqlite3.OperationalError("database or disk is full")
         real = db.conn
-        with pytest.raises(HistoryWriteError, match="disk is full"):
-            with db.writing("interval not stored"):
-                writer.append(prev, cur, rates(prev, cur), 0)
-                failing()
+        with pytest.raises(HistoryWriteError, match="disk is full"), \
+                db.writing("interval not stored"):
+            writer.append(prev, cur, rates(prev, cur), 0)
+            failing()
         writer.forget()
         assert db.conn is real and len(SampleReader(db.conn).timeline()) == 2
         assert db.conn.execute("SELECT COUNT(*) FROM sample_devices WHERE name='sdnew'"

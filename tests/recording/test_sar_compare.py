@@ -21,8 +21,14 @@ import time
 import pytest
 
 from conftest import inspector_bin
-from recording_helpers import (loop_device, start_recorder, stop, udp_sender, veth_namespaces,
-                               wait_for_intervals)
+from recording_helpers import (
+    loop_device,
+    start_recorder,
+    stop,
+    udp_sender,
+    veth_namespaces,
+    wait_for_intervals,
+)
 
 SADC = "/usr/lib/sysstat/sadc"
 INTERVALS = 6
