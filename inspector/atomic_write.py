@@ -17,7 +17,8 @@ import contextlib
 import os
 import secrets
 import stat
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 
 class OutputError(Exception):

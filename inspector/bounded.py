@@ -29,7 +29,8 @@ import struct
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from inspector.model import Unknown
 
@@ -141,7 +142,7 @@ class Reads:
         self.patience = patience
         self._pending: dict[str, _Call] = {}
 
-    def start(self, name: str, func: Callable[[], Any], reuse_late: bool = False) -> "Read":
+    def start(self, name: str, func: Callable[[], Any], reuse_late: bool = False) -> Read:
         """One read in its own thread. `reuse_late`: a read that timed out earlier and has
         since finished gives its result now instead of a new read (for slow walks whose
         result does not age, like sysfs topology on a host with thousands of paths, where a
@@ -150,7 +151,7 @@ class Reads:
         read.call.in_thread()
         return read
 
-    def start_all(self, funcs: dict[str, Callable[[], Any]]) -> dict[str, "Read"]:
+    def start_all(self, funcs: dict[str, Callable[[], Any]]) -> dict[str, Read]:
         """Start the reads in turn in one thread; follow with `settle`."""
         reads = {name: self._read(name, func) for name, func in funcs.items()}
         queued = [r.call for r in reads.values() if r.call.started is None]
@@ -159,7 +160,7 @@ class Reads:
                              name="reads in turn").start()
         return reads
 
-    def settle(self, reads: dict[str, "Read"], deadline: float) -> None:
+    def settle(self, reads: dict[str, Read], deadline: float) -> None:
         """Wait up to `patience` for the reads in turn; then each not begun gets a thread."""
         give_up = min(deadline, time.monotonic() + self.patience)
         calls = [r.call for r in reads.values() if r.fresh]
@@ -175,7 +176,7 @@ class Reads:
         call = self._pending.get(name)
         return Read(name, call, True).peek() if call is not None else Unknown("not read")
 
-    def _read(self, name: str, func: Callable[[], Any], reuse_late: bool = False) -> "Read":
+    def _read(self, name: str, func: Callable[[], Any], reuse_late: bool = False) -> Read:
         call = self._pending.get(name)
         if call is not None and call.done.is_set() and (call.delivered or not reuse_late):
             call = None
@@ -295,7 +296,7 @@ class Worker:
             _unreaped.add(self.pid)
         reap()
 
-    def __enter__(self) -> "Worker":
+    def __enter__(self) -> Worker:
         return self
 
     def __exit__(self, *exc) -> None:

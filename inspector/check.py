@@ -18,8 +18,13 @@ from dataclasses import dataclass, field
 
 from inspector.escapes import printable
 from inspector.health.dns import LEGACY_CODES, canonical_code
-from inspector.metrics import (_is_unknown, collect_metrics, plugin_status, section_up,
-                               went_unchecked)
+from inspector.metrics import (
+    _is_unknown,
+    collect_metrics,
+    plugin_status,
+    section_up,
+    went_unchecked,
+)
 from inspector.model import Finding, Level, Report, to_jsonable
 
 STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
@@ -47,7 +52,7 @@ class NagiosRange:
     text: str = ""        # as given: perfdata repeats it
 
     @classmethod
-    def parse(cls, text: str) -> "NagiosRange":
+    def parse(cls, text: str) -> NagiosRange:
         body = text.strip()
         inside = body.startswith("@")
         if inside:

@@ -12,8 +12,13 @@ import signal
 import sys
 
 from inspector import __version__
-from inspector.commands.common import (EXIT_ERROR, SIGNAL_EXIT, CliError, add_root_argument,
-                                       exit_epilog)
+from inspector.commands.common import (
+    EXIT_ERROR,
+    SIGNAL_EXIT,
+    CliError,
+    add_root_argument,
+    exit_epilog,
+)
 
 COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "history",
             "check", "export", "fleet", "tui", "completion", "files"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 from unittest import mock
 
 from inspector import __version__

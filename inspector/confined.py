@@ -297,7 +297,7 @@ class ConfinedTree:
         finally:
             os.close(handle)
 
-    def _parent_fds(self) -> "_DirCache":
+    def _parent_fds(self) -> _DirCache:
         cache = getattr(self._local, "dirs", None)
         if cache is None or cache.pid != os.getpid():
             cache = self._local.dirs = _DirCache()

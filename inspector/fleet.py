@@ -17,8 +17,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from inspector.metrics import collect_metrics
 from inspector.model import Level, worst
@@ -337,8 +338,8 @@ def newest_snapshot(files: list[FleetFile], capture_timeout: float) -> tuple[str
 
 def compare(before_dir: str, after_dir: str, capture_timeout: float = 15.0) -> list[HostDiff]:
     from inspector.diff import diff_snapshots
-    from inspector.escapes import visible
     from inspector.diff_text import change_text, display_path
+    from inspector.escapes import visible
     before, after = by_host(before_dir), by_host(after_dir)
     out = []
     for host in sorted(set(before) | set(after)):    # two snapshots in memory at a time

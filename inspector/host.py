@@ -26,8 +26,9 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from inspector.bounded import TimedOut, WithFds, Worker, WorkerFailed
 from inspector.confined import ConfinedTree, Refused
@@ -104,7 +105,7 @@ class CommandResult:
                 "stderr": self.stderr, "error": self.error, "duration": round(self.duration, 4)}
 
     @classmethod
-    def from_json(cls, d: dict) -> "CommandResult":
+    def from_json(cls, d: dict) -> CommandResult:
         """From a recording; a capture is foreign input: a field of the wrong type raises
         ValueError rather than travel on into a parser."""
         if not isinstance(d, dict):

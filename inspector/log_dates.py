@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from inspector.locale_dates import LOCALES
 
@@ -66,7 +66,7 @@ class ZoneRules:
     default: str | None = None
 
     @classmethod
-    def parse(cls, options: list[str]) -> "ZoneRules":
+    def parse(cls, options: list[str]) -> ZoneRules:
         """`--tz ABBR=+HH:MM`, `--tz ABBR=Area/City`, `--tz Area/City` or `--tz +HH:MM`;
         ValueError with a one-line reason."""
         rules = cls()
@@ -297,7 +297,7 @@ def _compile(entry: dict) -> re.Pattern:
     return re.compile("".join(out), re.IGNORECASE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _month_numbers(form: str) -> dict[str, int]:
     entry = {**EXTRA_FORMS, **LOCALES}[form]
     out: dict[str, int] = {}

@@ -11,8 +11,9 @@ Extraction reads the JSON form of the report (inspector.model.to_jsonable), so i
 on the documented schema, and a section that is unknown simply yields no series for it."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from inspector import __version__
 from inspector.model import Report, to_jsonable

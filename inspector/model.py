@@ -10,10 +10,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:   # TypeIs is typing's in 3.13; only the type checker reads it here
+    from typing_extensions import TypeIs
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,9 @@ class Unknown:
         return f"unknown ({self.reason})"
 
 
-def known(value: Any) -> bool:
+def known(value: T | Unknown | None) -> TypeIs[T]:
+    """A value that was read: neither Unknown(reason) nor None. (For a type checker, `value`
+    is its known type inside `if known(value):`.)"""
     return value is not None and not isinstance(value, Unknown)
 
 

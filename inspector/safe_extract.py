@@ -65,7 +65,7 @@ class Limits:
     max_entries: int
 
     @classmethod
-    def for_archive(cls, size: int, environ=os.environ) -> "Limits":
+    def for_archive(cls, size: int, environ=os.environ) -> Limits:
         return cls(_env_int(environ, "INSPECTOR_MAX_UNPACKED_BYTES",
                             max(UNPACK_RATIO * size, MIN_UNPACKED_BYTES)),
                    _env_int(environ, "INSPECTOR_MAX_ENTRIES", DEFAULT_MAX_ENTRIES))
@@ -113,7 +113,7 @@ def extract(archive: str, dest: str, limits: Limits | None = None) -> Extracted:
             raise ExtractError(f"cannot unpack: {exc.strerror or exc}") from None
 
 
-def _unpack(tar: tarfile.TarFile, stream: "_Metered", writer: "_Writer",
+def _unpack(tar: tarfile.TarFile, stream: _Metered, writer: _Writer,
             limits: Limits) -> Extracted:
     done = Extracted()
     entries = 0
@@ -282,7 +282,7 @@ class _Writer:
         self.top = os.open(dest, _DIR_FLAGS)
         self.dirs: dict[tuple[str, ...], int] = {(): self.top}
 
-    def __enter__(self) -> "_Writer":
+    def __enter__(self) -> _Writer:
         return self
 
     def __exit__(self, *exc) -> None:

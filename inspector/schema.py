@@ -50,7 +50,7 @@ _OBJECTS = (dict, collections.abc.Mapping)
 _PYTHON_WORDS_JSON = {"None": "null", "True": "true", "False": "false"}
 _PYTHON_WORDS = re.compile(r"\b(None|True|False)\b")
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module_source(module_name: str) -> tuple[ast.Module, dict[int, tuple[str, bool]]]:
     """The module's AST and its comments: line -> (text, alone on its line)."""
     try:
@@ -79,7 +79,7 @@ def _class_node(cls: type) -> ast.ClassDef | None:
     return node
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def field_comments(cls: type) -> dict[str, str]:
     """Field name -> its documentation comment, for the fields `cls` itself declares.
 

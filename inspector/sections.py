@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from inspector.discover import cpu, net, resolver, storage, virt
 from inspector.health import RuleSet

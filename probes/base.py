@@ -15,9 +15,10 @@ This module stays light (no asyncio, no hdrh): the CLI imports it to register it
 """
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, AsyncIterator, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from inspector.probes.latency import LatencySummary
@@ -140,7 +141,7 @@ class Interval:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Interval":
+    def from_json(cls, doc: dict) -> Interval:
         doc = dict(doc)
         for name, kind in (("io", IoInterval), ("memcached", McInterval),
                            ("memcached_ramp", McRampInterval)):
@@ -200,7 +201,7 @@ class RunSummary:
     kind: ProbeKind
     target: str
     status: RunStatus
-    latency: "LatencySummary"   # over the whole run
+    latency: LatencySummary   # over the whole run
     reason: str = ""            # why it ended, when it did not complete
     error: str | None = None    # what went wrong: a failed request, errors, servers down
     requests: int = 0
@@ -218,7 +219,7 @@ class RunSummary:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, doc: dict) -> "RunSummary":
+    def from_json(cls, doc: dict) -> RunSummary:
         from inspector.probes.latency import LatencySummary
         doc = dict(doc)
         doc["kind"], doc["status"] = ProbeKind(doc["kind"]), RunStatus(doc["status"])

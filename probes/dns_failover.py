@@ -31,11 +31,24 @@ import dns.exception
 
 from inspector.discover.resolver_conf import ResolverConfig, search_names
 from inspector.discover.resolver_delay import server_wait
-from inspector.probes.dns_predict import (MUSL_NOTE, RESOLVED_NOTE, Behaviour,
-                                          Prediction, Reply, ServerState, WhatIf, predict,
-                                          what_ifs)
-from inspector.probes.dns_query import (ServerResult, TypeResult, add_tcp, build_queries,
-                                        query_server)
+from inspector.probes.dns_predict import (
+    MUSL_NOTE,
+    RESOLVED_NOTE,
+    Behaviour,
+    Prediction,
+    Reply,
+    ServerState,
+    WhatIf,
+    predict,
+    what_ifs,
+)
+from inspector.probes.dns_query import (
+    ServerResult,
+    TypeResult,
+    add_tcp,
+    build_queries,
+    query_server,
+)
 
 MAX_ROUNDS = 10_000
 MAX_TIMEOUT_S = 30.0
@@ -179,7 +192,7 @@ class DnsFailoverProbe:
                 if delay > 0:
                     try:
                         await asyncio.wait_for(loop.run_in_executor(None, self._stop.wait, delay), delay + 1)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
         if self.s.measure_getaddrinfo and not self._stop.is_set():
             self._measured = await loop.run_in_executor(None, self.measure_getaddrinfo)

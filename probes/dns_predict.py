@@ -30,8 +30,9 @@ A step-by-step simulation of glibc 2.36 (Debian 12), whose rules it follows:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Union
+from typing import Union
 
 from inspector.discover.resolver_conf import ResolverConfig
 from inspector.discover.resolver_delay import server_wait, syn_timeout
@@ -106,7 +107,7 @@ class ServerState:
 
     @classmethod
     def answering(cls, latency_s: float = 0.0, rcode: str = "NOERROR",
-                  **per_type: Reply | None) -> "ServerState":
+                  **per_type: Reply | None) -> ServerState:
         base = Reply(rcode, 1 if rcode == "NOERROR" else 0, latency_s)
         # the canned replies (LAME, SERVFAIL ...) arrive as fast as the others
         replies = {k: v if v is None or v.latency_s else replace(v, latency_s=latency_s)
@@ -114,12 +115,12 @@ class ServerState:
         return cls(base, replies, tcp="accepted", kind="answered")
 
     @classmethod
-    def silent(cls) -> "ServerState":
+    def silent(cls) -> ServerState:
         """Blackholed: no UDP reply, TCP connects time out."""
         return cls(None, tcp="timeout", kind="timeout")
 
     @classmethod
-    def port_unreachable(cls, latency_s: float = REFUSED_COST_S) -> "ServerState":
+    def port_unreachable(cls, latency_s: float = REFUSED_COST_S) -> ServerState:
         """Host up, no DNS service: ICMP port unreachable, TCP connection refused."""
         return cls(None, udp_error="port-unreachable", error_after_s=latency_s or REFUSED_COST_S,
                    tcp="refused", kind="refused")

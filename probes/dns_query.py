@@ -314,7 +314,7 @@ def tcp_exchange(address: str, port: int, name: str, rdtypes: list[str], timeout
         replies = list(types.values())
         return ("answered", elapsed, replies,
                 f"over TCP in {elapsed * 1000:.1f} ms: {describe(replies)}")
-    except socket.timeout:
+    except TimeoutError:
         if stage == "connect":
             return ("timeout", time.monotonic() - start, list(types.values()),
                     f"TCP connect timed out after {timeout:g} s")
@@ -369,7 +369,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
     while len(buf) < n:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise socket.timeout()
+            raise TimeoutError()
         sock.settimeout(left)
         chunk = sock.recv(n - len(buf))
         if not chunk:

@@ -14,13 +14,27 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from inspector.probes.base import (DnsFigures, DnsInterval, DnsServerFigures, DnsServerSample,
-                                   Interval, ProbeError, ProbeKind, RunStatus, RunSummary)
-from inspector.probes.dns_failover import (MAX_ROUNDS, DnsFailoverProbe, DnsProbeResult,
-                                           DnsProbeSettings)
+from inspector.probes.base import (
+    DnsFigures,
+    DnsInterval,
+    DnsServerFigures,
+    DnsServerSample,
+    Interval,
+    ProbeError,
+    ProbeKind,
+    RunStatus,
+    RunSummary,
+)
+from inspector.probes.dns_failover import (
+    MAX_ROUNDS,
+    DnsFailoverProbe,
+    DnsProbeResult,
+    DnsProbeSettings,
+)
 from inspector.probes.dns_query import FAILED_KINDS, parse_server
 from inspector.probes.latency import LatencyRecorder
 
@@ -72,7 +86,7 @@ class DnsRunConfig:
     measure_getaddrinfo: bool = False   # also time the real getaddrinfo (this host's config)
 
     @classmethod
-    def from_request(cls, request: "ProbeRequest") -> "DnsRunConfig":
+    def from_request(cls, request: ProbeRequest) -> DnsRunConfig:
         resolv_conf, servers = parse_dns_target(request.target)
         rounds = request.count or max(1, int(request.duration // ROUND_INTERVAL_S))
         return cls(name=request.name, servers=servers, resolv_conf=resolv_conf, rounds=rounds,
@@ -140,7 +154,7 @@ def read_resolv_conf_bounded(path: str) -> str:
                     f"{path}: no answer after {RESOLVE_TIMEOUT:g} s {HUNG}")
 
 
-def resolve(config: DnsRunConfig, root: "HostRoot") -> tuple[DnsProbeSettings, list[str]]:
+def resolve(config: DnsRunConfig, root: HostRoot) -> tuple[DnsProbeSettings, list[str]]:
     """What glibc on `root` would do for this config: the probe's settings, plus notes for
     the operator (ignored nameservers, the stub's upstreams, what getaddrinfo reads). Read in
     a child under RESOLVE_TIMEOUT."""
@@ -149,7 +163,7 @@ def resolve(config: DnsRunConfig, root: "HostRoot") -> tuple[DnsProbeSettings, l
                     f"reading {what}: no answer after {RESOLVE_TIMEOUT:g} s {HUNG}")
 
 
-def _resolve(config: DnsRunConfig, root: "HostRoot") -> tuple[DnsProbeSettings, list[str]]:
+def _resolve(config: DnsRunConfig, root: HostRoot) -> tuple[DnsProbeSettings, list[str]]:
     from inspector.discover.resolver import STUB_ADDRESSES, collect
     from inspector.discover.resolver_conf import parse_resolv_conf
     from inspector.model import Unknown, known
@@ -236,7 +250,7 @@ class DnsRun:
     kind = ProbeKind.DNS
     uvloop = False
 
-    def __init__(self, config: DnsRunConfig, root: "HostRoot | None" = None):
+    def __init__(self, config: DnsRunConfig, root: HostRoot | None = None):
         config.validate()
         self.config = config
         self.root = root

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator
 
 from inspector.probes.base import Interval, Probe
 
@@ -93,7 +93,7 @@ class ProbeDriver:
     def stopped(self) -> bool:
         return self._stop_requested
 
-    def run(self) -> "ProbeDriver":
+    def run(self) -> ProbeDriver:
         """prepare() (ProbeError on a bad target), every interval to on_interval, close()."""
         try:
             self.probe.prepare()

@@ -24,11 +24,19 @@ import signal
 import socket
 import struct
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
-from typing import Any, AsyncIterator
+from typing import Any
 
-from inspector.probes.io_latency import (JOIN_TIMEOUT, IoLatencyProbe, IoRamp, IoResult,
-                                         IoSample, RampResult, summarize_ramp)
+from inspector.probes.io_latency import (
+    JOIN_TIMEOUT,
+    IoLatencyProbe,
+    IoRamp,
+    IoResult,
+    IoSample,
+    RampResult,
+    summarize_ramp,
+)
 from inspector.probes.latency import LatencySummary
 
 HARD_GRACE = 0.5      # past the run's own bound before the child stops a run that is stuck
@@ -92,7 +100,7 @@ class EngineProcess:
                 wait = 0.25 if give_up is None else min(0.25, give_up - time.monotonic())
                 try:
                     kind, value = await asyncio.wait_for(frames.get(), max(0.0, wait))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if give_up is not None and time.monotonic() >= give_up:
                         self.result = self._without_answer(
                             f"the probe process did not answer {give_up - self.started:.0f} s "

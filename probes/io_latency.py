@@ -40,8 +40,8 @@ import random
 import threading
 import time
 from array import array
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import AsyncIterator, Callable
 
 from inspector.probes.base import IoMode
 from inspector.probes.io_stats import BatchStats, IntervalPart, record_batch
@@ -162,7 +162,7 @@ class IoResult:
     loop: str = "c"              # what timed the requests: "c" or "python"
     recorder: LatencyRecorder | None = field(default=None, repr=False)
     samples: list[IoSample] = field(default_factory=list, repr=False)
-    workers: list["IoWorkerResult"] = field(default_factory=list, repr=False)
+    workers: list[IoWorkerResult] = field(default_factory=list, repr=False)
 
     @property
     def total_requests(self) -> int:
@@ -281,7 +281,7 @@ class _Stop:
 
 class _Worker(threading.Thread):
     def __init__(self, index: int, target: IoTarget, cfg: IoConfig, quota: int | None,
-                 deadline_ns: int | None, stop: "_Stop", go: threading.Event,
+                 deadline_ns: int | None, stop: _Stop, go: threading.Event,
                  on_done: Callable[[], None]):
         super().__init__(name=f"io-probe-{index}", daemon=True)
         self.target, self.cfg, self.quota = target, cfg, quota
@@ -802,7 +802,7 @@ async def _wait(event: asyncio.Event, until_ns: int) -> None:
     if delay > 0 and not event.is_set():
         try:
             await asyncio.wait_for(event.wait(), delay)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

@@ -10,15 +10,32 @@ a child process (io_child) that ends a stuck run shortly after its time bound, s
 stuck in a read never keeps the caller from printing its figures and exiting."""
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from inspector.probes.base import (Interval, IoFigures, IoInterval, IoMode, ProbeError, ProbeKind,
-                                   RunStatus, RunSummary)
+from inspector.probes.base import (
+    Interval,
+    IoFigures,
+    IoInterval,
+    IoMode,
+    ProbeError,
+    ProbeKind,
+    RunStatus,
+    RunSummary,
+)
 from inspector.probes.io_child import EngineProcess
-from inspector.probes.io_latency import (PYTHON_LOOP_NOTE, RAW_LIMIT, IoConfig, IoLatencyProbe,
-                                         IoRamp, IoResult, RampResult, ramp_jobs,
-                                         uses_native_loop)
+from inspector.probes.io_latency import (
+    PYTHON_LOOP_NOTE,
+    RAW_LIMIT,
+    IoConfig,
+    IoLatencyProbe,
+    IoRamp,
+    IoResult,
+    RampResult,
+    ramp_jobs,
+    uses_native_loop,
+)
 from inspector.probes.io_target import SETUP_TIMEOUT, TargetError, open_target
 
 if TYPE_CHECKING:
@@ -50,7 +67,7 @@ class IoRunConfig:
     raw_limit: int = field(default=RAW_LIMIT, compare=False)
 
     @classmethod
-    def from_request(cls, request: "ProbeRequest") -> "IoRunConfig":
+    def from_request(cls, request: ProbeRequest) -> IoRunConfig:
         return cls(target=request.target, mode=IoMode.WRITE if request.write else IoMode.READ,
                    count=request.count, deadline=request.duration, jobs=request.concurrency)
 

@@ -17,9 +17,9 @@ import heapq
 import math
 import operator
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Callable, Sequence
 
 from inspector.probes.latency import HIGHEST_NS, LOWEST_NS, LatencyRecorder
 
@@ -66,7 +66,7 @@ class BatchStats:
     p50_ns: int | None = None     # exact up to MID_SAMPLE requests per worker and interval
 
     @classmethod
-    def combine(cls, parts: Sequence["IntervalPart"]) -> "BatchStats":
+    def combine(cls, parts: Sequence[IntervalPart]) -> BatchStats:
         parts = [p for p in parts if p.count]
         n = sum(p.count for p in parts)
         if not n:
@@ -89,7 +89,7 @@ class IntervalPart:
     mid: list[int] = field(default_factory=list)   # sorted; every value, or an even subsample
 
     @classmethod
-    def of(cls, values: Sequence[int], native: Callable | None = None) -> "IntervalPart":
+    def of(cls, values: Sequence[int], native: Callable | None = None) -> IntervalPart:
         """`native`: the C loop's part(values, k, step), for an array('q') of values: the
         same figures at ~10 ns a value instead of ~100 (here, in Python)."""
         n = len(values)

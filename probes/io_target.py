@@ -79,7 +79,7 @@ class IoTarget:
             self.closed = True
             os.close(self.fd)
 
-    def __enter__(self) -> "IoTarget":
+    def __enter__(self) -> IoTarget:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Iterable
 
 from hdrh.histogram import HdrHistogram
 
@@ -67,7 +67,7 @@ class LatencyRecorder:
         for ns in values:
             self.record(ns)
 
-    def merge(self, other: "LatencyRecorder") -> None:
+    def merge(self, other: LatencyRecorder) -> None:
         if other.count == 0:
             return
         self.hist.add(other.hist)

@@ -52,7 +52,7 @@ class LoadConnection(asyncio.Protocol):
                  "finished", "dead", "due", "timer", "write", "add_set", "add_get",
                  "set_requests", "get_requests", "key_count", "set_ratio", "random")
 
-    def __init__(self, engine: "Engine", first_key: int, limit: int):
+    def __init__(self, engine: Engine, first_key: int, limit: int):
         self.engine = engine
         # the per-request path reads these from the connection itself (fewer lookups)
         self.add_set = engine.lat_set.append
@@ -379,7 +379,7 @@ class Engine:
                 try:
                     await asyncio.wait_for(
                         self.loop.create_connection(lambda: conn, host, port), connect_timeout)
-                except (OSError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, OSError) as exc:
                     kind = classify_connect_error(exc)
                     self.count_error(kind, f"{host}:{port}: {exc or 'timed out'}")
                     return

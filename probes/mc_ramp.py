@@ -19,11 +19,18 @@ from inspector.probes.base import McTest, RunStatus
 from inspector.probes.latency import LatencyRecorder
 from inspector.probes.mc_engine import Engine
 from inspector.probes.mc_latency import record_array
-from inspector.probes.mc_target import TargetError, format_target, reach
 from inspector.probes.mc_stats import ServerStats, read_stats_async
+from inspector.probes.mc_target import TargetError, format_target, reach
 from inspector.probes.mc_workload import SizeRange, Workload
-from inspector.probes.memcached import (DEFAULT_PORT, ProbeError, ensure_nofile, final_reserve,
-                                        flush_all, left_of, preload_keys)
+from inspector.probes.memcached import (
+    DEFAULT_PORT,
+    ProbeError,
+    ensure_nofile,
+    final_reserve,
+    flush_all,
+    left_of,
+    preload_keys,
+)
 
 P99_GROWTH = 2.0
 TIMER_SLACK_S = 0.005          # a step is not started with less than this left of the deadline
@@ -142,7 +149,7 @@ class MemcachedRamp:
         self._queue: asyncio.Queue | None = None
         self._task: asyncio.Task | None = None
 
-    def __aiter__(self) -> "MemcachedRamp":
+    def __aiter__(self) -> MemcachedRamp:
         return self
 
     async def __anext__(self) -> RampStep:
@@ -210,7 +217,7 @@ class MemcachedRamp:
                 self._preload = None
                 if pre.error and not pre.stored:
                     raise OSError(pre.error)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             summary.status, summary.reason = RunStatus.FAILED, f"before the ramp: {exc or 'timed out'}"
             return
         for n in self.steps_planned:
@@ -249,7 +256,7 @@ class MemcachedRamp:
             open_s = await asyncio.wait_for(
                 engine.open(self.host, cfg.port, n, cfg.connect_timeout_s),
                 left_of(hard_end, cfg.deadline_s))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             engine.close()
         if not engine.closing and engine.conns:
             t0 = time.perf_counter()
@@ -269,7 +276,7 @@ class MemcachedRamp:
                 wake = drain_end if drain_end is not None else end   # not a tick later
                 try:
                     await asyncio.wait_for(engine.done.wait(), left_of(wake, 0.25))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 engine.check_timeouts(cfg.request_timeout_s)
                 s_arr, g_arr = engine.take_latencies()

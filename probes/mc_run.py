@@ -8,12 +8,22 @@ connection ramp (mc_ramp.MemcachedRamp)."""
 from __future__ import annotations
 
 import math
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from inspector.probes import memcached as engine
-from inspector.probes.base import (Interval, McFigures, McInterval, McRampInterval, McTest,
-                                   ProbeError, ProbeKind, RunStatus, RunSummary)
+from inspector.probes.base import (
+    Interval,
+    McFigures,
+    McInterval,
+    McRampInterval,
+    McTest,
+    ProbeError,
+    ProbeKind,
+    RunStatus,
+    RunSummary,
+)
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 from inspector.probes.mc_ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
 from inspector.probes.mc_target import DEFAULT_PORT, format_target, parse_address
@@ -54,7 +64,7 @@ class McRunConfig:
     sample_interval: float = field(default=engine.SAMPLE_INTERVAL_S, compare=False)
 
     @classmethod
-    def from_request(cls, request: "ProbeRequest") -> "McRunConfig":
+    def from_request(cls, request: ProbeRequest) -> McRunConfig:
         host, port = parse_address(request.target)
         count = request.count
         return cls(host=host, port=port, concurrency=request.concurrency,

@@ -91,7 +91,7 @@ async def resolve_async(host: str, port: int, timeout: float) -> list[Address]:
         infos = await asyncio.wait_for(
             loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP),
             timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise TargetError("resolve", f"cannot resolve {host}: timed out after {timeout:g} s") from None
     except (socket.gaierror, UnicodeError, OSError) as exc:
         raise TargetError("resolve", f"cannot resolve {host}: {_gai_reason(exc)}") from None
@@ -132,7 +132,7 @@ async def reach(host: str, port: int, timeout: float) -> Address:
     for addr in addresses:
         try:
             _, writer = await asyncio.wait_for(asyncio.open_connection(addr.host, port), timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             first = first or (exc, addr)
             continue
         writer.transport.abort()

@@ -28,7 +28,7 @@ class SizeRange:
     hi: int
 
     @classmethod
-    def parse(cls, text: str | int, what: str, lo_bound: int, hi_bound: int) -> "SizeRange":
+    def parse(cls, text: str | int, what: str, lo_bound: int, hi_bound: int) -> SizeRange:
         raw = str(text).strip()
         try:
             if "-" in raw:

@@ -25,8 +25,8 @@ from inspector.probes.base import McTest, ProbeError, RunStatus
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 from inspector.probes.mc_engine import ERROR_LABELS, Engine
 from inspector.probes.mc_latency import record_array, sorted_percentiles
-from inspector.probes.mc_target import Address, TargetError, format_target, reach
 from inspector.probes.mc_stats import ServerCounters, ServerStats, compare, read_stats_async
+from inspector.probes.mc_target import Address, TargetError, format_target, reach
 from inspector.probes.mc_workers import EnginePool
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange, Workload
 
@@ -342,7 +342,7 @@ async def preload_keys(host: str, port: int, workload: Workload, timeout: float,
     try:
         transport, _ = await asyncio.wait_for(
             loop.create_connection(lambda: proto, host, port), timeout)
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         return Preload(workload.key_count, 0, 0, 0.0, f"preload connect: {exc or 'timed out'}")
     error = None
     wait = timeout + workload.key_count / 5000
@@ -350,7 +350,7 @@ async def preload_keys(host: str, port: int, workload: Workload, timeout: float,
         wait = max(0.1, min(wait, bound_s))
     try:
         await asyncio.wait_for(proto.done, wait)
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         error = f"preload: {str(exc) or 'timed out'}"
     finally:
         transport.abort()
@@ -382,7 +382,7 @@ class MemcachedProbe:
         self.sample_count = 0
 
     # iteration ---------------------------------------------------------------------------------
-    def __aiter__(self) -> "MemcachedProbe":
+    def __aiter__(self) -> MemcachedProbe:
         return self
 
     def _ensure_started(self) -> None:
@@ -473,7 +473,7 @@ class MemcachedProbe:
             if self._wake is not None:
                 self._wake.set()
 
-    async def _run_phases(self, state: "_RunState", started_at: float) -> None:
+    async def _run_phases(self, state: _RunState, started_at: float) -> None:
         load = self.load
         t_begin = time.monotonic()
         hard_end = t_begin + load.deadline_s
@@ -491,7 +491,7 @@ class MemcachedProbe:
                 try:
                     await flush_all(host, load.port, left_of(load_end, load.connect_timeout_s))
                     state.flushed = True
-                except (OSError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, OSError) as exc:
                     state.fail(f"flush_all failed: {exc or 'timed out'}")
             if (not state.failed and load.test in ("get", "mix") and load.preload
                     and not self._stop_requested):
@@ -523,7 +523,7 @@ class MemcachedProbe:
                 left_of(hard_end, load.connect_timeout_s, at_least=0.02))
         self.summary = self._summarise(state, started_at, after)
 
-    async def _load_phase(self, workload: Workload, state: "_RunState", hard_end: float,
+    async def _load_phase(self, workload: Workload, state: _RunState, hard_end: float,
                           host: str, final_end: float) -> None:
         """The load until `hard_end` (the deadline less its final reserve, which ends at
         `final_end`)."""
@@ -541,7 +541,7 @@ class MemcachedProbe:
             state.open_s = await asyncio.wait_for(
                 engine.open(host, load.port, load.concurrency, load.connect_timeout_s),
                 open_budget)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             state.close(engine)
             state.status, state.reason = RunStatus.DEADLINE, "deadline reached while connecting"
             return
@@ -570,7 +570,7 @@ class MemcachedProbe:
             if not engine.done.is_set():
                 try:
                     await asyncio.wait_for(engine.done.wait(), wait)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             now_ns = perf_counter_ns()
             now = time.monotonic()
@@ -610,7 +610,7 @@ class MemcachedProbe:
         state.close(engine)          # the run is over: release the connections (and their fds)
         await asyncio.sleep(0.05)   # let the closes reach the server before its counters are read
 
-    def _judge_end(self, engine: Engine, state: "_RunState") -> None:
+    def _judge_end(self, engine: Engine, state: _RunState) -> None:
         dead = engine.dead_count()
         opened = engine.opened_count()
         ok = engine.ok_set + engine.ok_get
@@ -657,7 +657,7 @@ class MemcachedProbe:
             arrays.clear()
         self._deferred_count = 0
 
-    def _summarise(self, state: "_RunState", started_at: float, after: ServerStats) -> ProbeSummary:
+    def _summarise(self, state: _RunState, started_at: float, after: ServerStats) -> ProbeSummary:
         load = self.load
         engine = state.engine
         if engine is not None:

@@ -68,7 +68,7 @@ def parse_spec(text: str, duration: float = 3.0) -> ProbeRequest:
     raise ProbeError(f"--probe {text}: unknown probe (use {SPEC_HELP})")
 
 
-def config_for(request: ProbeRequest) -> "IoRunConfig | McRunConfig | DnsRunConfig":
+def config_for(request: ProbeRequest) -> IoRunConfig | McRunConfig | DnsRunConfig:
     """The kind's config for this request (validated: ProbeError)."""
     if request.kind == ProbeKind.IO:
         from inspector.probes.io_run import IoRunConfig
@@ -83,7 +83,7 @@ def config_for(request: ProbeRequest) -> "IoRunConfig | McRunConfig | DnsRunConf
     return config
 
 
-def make_probe(config: "IoRunConfig | McRunConfig | DnsRunConfig") -> "Probe":
+def make_probe(config: IoRunConfig | McRunConfig | DnsRunConfig) -> Probe:
     if config.kind == ProbeKind.IO:
         from inspector.probes.io_run import IoRun
         return IoRun(config)
@@ -94,5 +94,5 @@ def make_probe(config: "IoRunConfig | McRunConfig | DnsRunConfig") -> "Probe":
     return DnsRun(config)
 
 
-def open_probe(request: ProbeRequest) -> "Probe":
+def open_probe(request: ProbeRequest) -> Probe:
     return make_probe(config_for(request))

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# fixture modules, for every test: a test names the fixture, it imports nothing
+# (memcached, silent_server; glibc_locales)
+pytest_plugins = ["memcached_server", "locale_data"]
+
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
 ROOTS = FIXTURES / "roots"

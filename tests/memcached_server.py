@@ -1,7 +1,6 @@
 """A real memcached for tests: started on a free loopback port with given args, waited for,
-killed at teardown. Also a plain socket server that accepts and never answers.
-
-    from memcached_server import memcached, silent_server   # noqa: F401 (pytest fixtures)
+killed at teardown. Also a plain socket server that accepts and never answers. Loaded as a
+pytest plugin by tests/conftest.py:
 
     def test_x(memcached):
         server = memcached("-c", "64")     # -> MemcachedServer(host, port, proc)

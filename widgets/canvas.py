@@ -6,7 +6,7 @@ live dashboard refreshed every second costs one paint and a handful of segments 
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.strip import Strip

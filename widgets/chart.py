@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections import deque
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style

@@ -7,7 +7,7 @@ a second, so a Static with one Text is cheap enough.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import Static

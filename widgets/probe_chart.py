@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style

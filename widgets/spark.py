@@ -6,7 +6,7 @@ caller styles once, so a row of a live panel stays a handful of segments however
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 

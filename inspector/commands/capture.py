@@ -9,8 +9,7 @@ from inspector.atomic_write import OutputError
 from inspector.bounded import TimedOut, WorkerFailed, run_forked
 from inspector.capture import write_capture
 from inspector.collect import build_report
-from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, check_output, eprint,
-                                       exit_epilog)
+from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, check_output, eprint, exit_epilog
 from inspector.host import HostRoot
 from inspector.model import Unknown
 

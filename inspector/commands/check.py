@@ -10,11 +10,17 @@ import sys
 import time
 
 from inspector import __version__
-from inspector.check import (THRESHOLD_METRICS, ThresholdError, checkmk_lines, evaluate,
-                             nagios_lines, parse_thresholds, plugin_text)
+from inspector.check import (
+    THRESHOLD_METRICS,
+    ThresholdError,
+    checkmk_lines,
+    evaluate,
+    nagios_lines,
+    parse_thresholds,
+    plugin_text,
+)
 from inspector.collect import build_report_forked
-from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
-                                       root_from_args)
+from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, add_root_argument, root_from_args
 from inspector.commands.report import parse_sections
 
 # --timeout bounds the whole check (under check_nrpe's default 10 s socket timeout). The

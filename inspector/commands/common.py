@@ -12,7 +12,6 @@ import textwrap
 from inspector.capture import CaptureError, open_root
 from inspector.host import OPEN_TIMEOUT, HostRoot
 
-
 # ----------------------------------------------------------------------- exit status
 # One rule for every command but `check` (a Nagios plugin: 0 OK, 1 WARNING, 2 CRITICAL,
 # 3 UNKNOWN, usage mistakes 3). Scripts branch on 1 vs 2: "it ran and found something" is

@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import argparse
 
-from inspector.commands.common import (EXIT_FOUND, EXIT_OK, CliError, add_schema_argument,
-                                       exit_epilog, print_json)
+from inspector.commands.common import (
+    EXIT_FOUND,
+    EXIT_OK,
+    CliError,
+    add_schema_argument,
+    exit_epilog,
+    print_json,
+)
 from inspector.diff import diff_snapshots
 from inspector.documents import stamped
 from inspector.model import to_jsonable
@@ -40,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
             "changes": to_jsonable(result.changes)}))
         return status
     from rich.console import Console
+
     from inspector.escapes import printable
     from inspector.render.diff import render_diff
     console = Console(highlight=False)

@@ -8,9 +8,17 @@ import sys
 import time
 
 from inspector.collect import build_report_forked
-from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
-                                       add_root_argument, check_output, eprint, exit_epilog,
-                                       root_from_args, write_output)
+from inspector.commands.common import (
+    COLLECTOR_TIMEOUT,
+    PROBE_SECONDS,
+    CliError,
+    add_root_argument,
+    check_output,
+    eprint,
+    exit_epilog,
+    root_from_args,
+    write_output,
+)
 from inspector.documents import report_document
 from inspector.export import prometheus_text
 from inspector.metrics import Sample, probe_metrics

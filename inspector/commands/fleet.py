@@ -9,9 +9,20 @@ import shutil
 import sys
 
 from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, add_schema_argument
-from inspector.fleet import (FLEET_SCHEMA_VERSION, WHERE_KEYS, FleetError, compare,
-                             compare_status, matches, parse_where, read_fleet, row_json,
-                             summary, worst_diffs_first, worst_first)
+from inspector.fleet import (
+    FLEET_SCHEMA_VERSION,
+    WHERE_KEYS,
+    FleetError,
+    compare,
+    compare_status,
+    matches,
+    parse_where,
+    read_fleet,
+    row_json,
+    summary,
+    worst_diffs_first,
+    worst_first,
+)
 
 LEVELS = ("ok", "warn", "unknown", "crit")
 

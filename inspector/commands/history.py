@@ -11,13 +11,20 @@ from inspector.commands import history_samples
 from inspector.commands.common import CliError, eprint, exit_epilog
 from inspector.documents import stamped
 from inspector.escapes import visible
-from inspector.history import (CHECK_LEVELS, HistoryDB, HistoryError, NoHistory, ProbeRun,
-                               aggregate, aggregate_checks, default_db_path)
-from inspector.history_table import render_buckets   # shared with the TUI's history view
+from inspector.history import (
+    CHECK_LEVELS,
+    HistoryDB,
+    HistoryError,
+    NoHistory,
+    ProbeRun,
+    aggregate,
+    aggregate_checks,
+    default_db_path,
+)
+from inspector.history_table import render_buckets  # shared with the TUI's history view
 from inspector.input_files import InputError, read_input
 from inspector.ioping_log import parse_ioping_log
 from inspector.log_dates import ZoneRules
-
 
 # a year of ioping runs every 5 minutes logs about 50 MB
 MAX_LOG_BYTES = 256 << 20

@@ -10,9 +10,19 @@ import argparse
 import signal
 from typing import TYPE_CHECKING
 
-from inspector.commands.common import (EXIT_FOUND, EXIT_OK, SIGNAL_EXIT, Bounded, CliError,
-                                       Duration, add_root_argument, eprint, exit_epilog,
-                                       print_json, root_from_args)
+from inspector.commands.common import (
+    EXIT_FOUND,
+    EXIT_OK,
+    SIGNAL_EXIT,
+    Bounded,
+    CliError,
+    Duration,
+    add_root_argument,
+    eprint,
+    exit_epilog,
+    print_json,
+    root_from_args,
+)
 from inspector.documents import stamped
 from inspector.model import Level, to_jsonable
 
@@ -60,7 +70,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def config_from_args(args: argparse.Namespace) -> "DnsRunConfig":
+def config_from_args(args: argparse.Namespace) -> DnsRunConfig:
     from inspector.probes.dns_run import DnsRunConfig
     return DnsRunConfig(name=args.name, servers=list(args.server), resolv_conf=args.resolv_conf,
                         rounds=args.count, interval=args.interval, timeout=args.timeout,
@@ -79,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except ProbeError as exc:
         raise CliError(str(exc)) from None
 
-    def on_round(interval: "Interval") -> None:
+    def on_round(interval: Interval) -> None:
         if not args.json and probe.config.rounds > 1:
             for s in interval.dns.servers:
                 lat = "-" if s.latency_ms is None else f"{s.latency_ms:.1f} ms"
@@ -103,11 +113,12 @@ def run(args: argparse.Namespace) -> int:
                              if f.code not in CONFIG_CODES) else EXIT_OK
 
 
-def print_human(result: "DnsProbeResult", findings: list["Finding"], notes: list[str],
+def print_human(result: DnsProbeResult, findings: list[Finding], notes: list[str],
                 rdtypes: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
     from inspector.render.findings import render_findings
     console = Console()
     console.print(Text.assemble(("DNS probe ", "bold"), f"{result.name} "

@@ -23,8 +23,17 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from inspector.commands.common import (EXIT_FOUND, EXIT_OK, MAX_COUNT, SIGNAL_EXIT, Bounded,
-                                       CliError, Duration, add_root_argument, print_json)
+from inspector.commands.common import (
+    EXIT_FOUND,
+    EXIT_OK,
+    MAX_COUNT,
+    SIGNAL_EXIT,
+    Bounded,
+    CliError,
+    Duration,
+    add_root_argument,
+    print_json,
+)
 from inspector.documents import stamped
 
 if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run
@@ -78,7 +87,7 @@ def _signed_size(text: str) -> int:
     return parse_size(stripped)
 
 
-def config_from_args(args: argparse.Namespace) -> "IoRunConfig":
+def config_from_args(args: argparse.Namespace) -> IoRunConfig:
     from inspector.probes.base import IoMode
     from inspector.probes.io_run import IoRunConfig
     try:
@@ -126,11 +135,11 @@ def run(args: argparse.Namespace) -> int:
 
 class _Printer:
     def __init__(self, args: argparse.Namespace, path: str, description: str,
-                 config: "IoRunConfig"):
+                 config: IoRunConfig):
         self.args, self.path, self.description, self.config = args, path, description, config
         self.request_no = 0
 
-    def interval(self, s: "Interval") -> None:
+    def interval(self, s: Interval) -> None:
         from inspector.probes.base import IoMode
         from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
         if self.args.json or self.args.quiet:
@@ -154,7 +163,7 @@ class _Printer:
               flush=True)
 
     # -- single run ---------------------------------------------------------------------------
-    def done(self, r: "IoResult", signum: int | None, notes: list[str]) -> int:
+    def done(self, r: IoResult, signum: int | None, notes: list[str]) -> int:
         if self.args.json:
             print_json(stamped("inspector-probe-io", {
                 "summary": r.summary_json(), "notes": notes,
@@ -179,7 +188,7 @@ class _Printer:
         return SIGNAL_EXIT + signum if signum else EXIT_OK
 
     # -- ramp ---------------------------------------------------------------------------------
-    def ramp_done(self, ramp: "RampResult", signum: int | None) -> int:
+    def ramp_done(self, ramp: RampResult, signum: int | None) -> int:
         if self.args.json:
             print_json(stamped("inspector-probe-io-ramp", {
                 "ramp": ramp.to_json(),
@@ -191,7 +200,7 @@ class _Printer:
         return self._status(ramp.error, signum, ramp.interrupted)
 
 
-def statistics_lines(r: "IoResult") -> list[str]:
+def statistics_lines(r: IoResult) -> list[str]:
     """ioping's statistics block, plus percentiles (and workers when more than one)."""
     from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
     from inspector.probes.io_latency import READ, WRITE
@@ -244,7 +253,7 @@ def _workers(n: int) -> str:
     return f"{n} worker" if n == 1 else f"{n} workers"
 
 
-def ramp_lines(path: str, description: str, ramp: "RampResult") -> list[str]:
+def ramp_lines(path: str, description: str, ramp: RampResult) -> list[str]:
     from inspector.probes.io_format import fmt_int, fmt_time
     lines = [f"--- {path} ({description}) ramp ---",
              f"{'workers':>7} {'iops':>10} {'avg':>10} {'p99':>10}"]

@@ -8,9 +8,19 @@ import signal
 import socket
 import sys
 
-from inspector.commands.common import (EXIT_FOUND, EXIT_OK, MAX_COUNT, SIGNAL_EXIT, Bounded,
-                                       CliError, Duration, add_root_argument, exit_epilog,
-                                       positive_int, print_json)
+from inspector.commands.common import (
+    EXIT_FOUND,
+    EXIT_OK,
+    MAX_COUNT,
+    SIGNAL_EXIT,
+    Bounded,
+    CliError,
+    Duration,
+    add_root_argument,
+    exit_epilog,
+    positive_int,
+    print_json,
+)
 from inspector.documents import stamped
 from inspector.model import to_jsonable
 from inspector.probes.base import Interval, McInterval, McTest, ProbeError
@@ -20,7 +30,6 @@ from inspector.probes.mc_run import DEADLINE_S, DEADLINE_SLACK_S, McRun, McRunCo
 from inspector.probes.mc_target import DEFAULT_PORT, parse_address
 from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
 from inspector.probes.memcached import MAX_KEY_COUNT, ProbeSummary, error_label, error_text
-
 
 CONNECTIONS = Bounded(1, 1 << 30, integer=True)   # fs.nr_open's ceiling; RLIMIT_NOFILE is checked later
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)

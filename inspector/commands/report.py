@@ -4,9 +4,15 @@ from __future__ import annotations
 import argparse
 
 from inspector.collect import build_report_forked
-from inspector.commands.common import (COLLECTOR_TIMEOUT, CliError, add_root_argument,
-                                       add_schema_argument, exit_epilog, print_json,
-                                       root_from_args)
+from inspector.commands.common import (
+    COLLECTOR_TIMEOUT,
+    CliError,
+    add_root_argument,
+    add_schema_argument,
+    exit_epilog,
+    print_json,
+    root_from_args,
+)
 from inspector.documents import report_document
 from inspector.sections import NAMES, SECTIONS
 
@@ -50,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(report_document(report, timings=args.diagnose))
         return 0
     from rich.console import Console
+
     from inspector.render import render_report, render_timings
     from inspector.render.findings import printable
     console = Console()

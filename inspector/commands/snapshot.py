@@ -5,9 +5,18 @@ import argparse
 import os
 
 from inspector.collect import build_report_forked
-from inspector.commands.common import (COLLECTOR_TIMEOUT, PROBE_SECONDS, CliError,
-                                       add_root_argument, add_schema_argument, check_output,
-                                       eprint, exit_epilog, root_from_args, write_output)
+from inspector.commands.common import (
+    COLLECTOR_TIMEOUT,
+    PROBE_SECONDS,
+    CliError,
+    add_root_argument,
+    add_schema_argument,
+    check_output,
+    eprint,
+    exit_epilog,
+    root_from_args,
+    write_output,
+)
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
 from inspector.snapshot import build_snapshot, default_name, snapshot_bytes

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from inspector.discover.block_sizes import PartitionTables
 from inspector.host import HostRoot, Unavailable

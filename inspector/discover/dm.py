@@ -72,9 +72,7 @@ def striping_from_limits(queue: QueueLimits) -> Striping | None:
 def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) -> DmDevice:
     base = f"sys/block/{name}/dm"
     uuid = root.try_line(f"{base}/uuid")
-    if isinstance(uuid, str) and not uuid:
-        uuid = None
-    elif isinstance(uuid, Unknown) and uuid.reason == "not present":
+    if isinstance(uuid, str) and not uuid or isinstance(uuid, Unknown) and uuid.reason == "not present":
         uuid = None
     kind, detail = kind_from_uuid(uuid if isinstance(uuid, str) else None)
     suspended = root.try_int(f"{base}/suspended")

@@ -42,7 +42,7 @@ class Trend:
                 "rose_at": self.rose_at}
 
     @classmethod
-    def from_json(cls, d: object) -> "Trend | None":
+    def from_json(cls, d: object) -> Trend | None:
         if not isinstance(d, dict):
             return None
         try:

@@ -13,8 +13,9 @@ devices are checked concurrently so one hung CLI costs one timeout, not one per 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from inspector.discover import fio_status, hio, nvme_health, smart
 from inspector.discover.drive_cmd import COMMAND_TIMEOUT

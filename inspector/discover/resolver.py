@@ -16,8 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inspector.discover.resolver_conf import ResolverConfig, parse_resolv_conf
-from inspector.discover.resolver_delay import (DelayEstimate, all_servers_down,
-                                               first_server_loss, server_wait)
+from inspector.discover.resolver_delay import (
+    DelayEstimate,
+    all_servers_down,
+    first_server_loss,
+    server_wait,
+)
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 MAXNS = 3
 RES_TIMEOUT = 5        # default seconds

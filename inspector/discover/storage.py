@@ -5,8 +5,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from inspector.discover import block, dm, md
 from inspector.host import HostRoot

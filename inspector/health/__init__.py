@@ -5,7 +5,8 @@ lists which sets judge which section. A set that fails yields one UNKNOWN findin
 failure instead of hiding the others."""
 from __future__ import annotations
 
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from inspector.model import Finding, Level, Report, Unknown
 

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from inspector.discover.cpu import CpuSection
 from inspector.model import Finding, Level, Report

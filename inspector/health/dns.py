@@ -22,7 +22,8 @@ Measured by the probe only:
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from inspector.discover.resolver import ResolverSection
 from inspector.model import Finding, Level, Report
@@ -164,7 +165,7 @@ def _use_vc(options: list[str], blackholed_s) -> Finding:
         "resolver with its own timeouts in front.", code="dns.use_vc_no_timeout")
 
 
-def probe_rules(result: "DnsProbeResult") -> list[Finding]:
+def probe_rules(result: DnsProbeResult) -> list[Finding]:
     """Findings from what the DNS probe measured: each server's last round, earlier rounds'
     failures, and the predicted cost of losing a server (its what-ifs)."""
     from inspector.probes.dns_query import FAILED_KINDS

@@ -20,7 +20,8 @@ Each finding's evidence is the output line or JSON field it came from.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from inspector.discover.drive_state import rose
 from inspector.discover.fio_status import FioHealth

@@ -12,7 +12,7 @@ Sysctls against their tuning values are information (the screens show them), not
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from inspector.discover.net import NetSection, Nic
 from inspector.discover.net_offloads import find_offload

@@ -8,7 +8,7 @@ storage.incomplete. Evidence quotes the sysfs values and /proc/mdstat lines a fi
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from inspector.discover.md import MdArray, is_container, missing_slots
 from inspector.discover.storage import StorageSection

@@ -6,7 +6,7 @@ that contradict each other, a VM layer that could only be guessed. (TSO on a Xen
 belongs to the network rules.)"""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from inspector.discover.virt import SUSPECT, VirtSection
 from inspector.model import Finding, Level, Report

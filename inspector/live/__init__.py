@@ -45,8 +45,13 @@ from __future__ import annotations
 
 from inspector.host import HostRoot
 from inspector.live.cpustat import CpuCounters, CpuPercent, CpuRates, LoadAvg
-from inspector.live.diskstats import (DiskCounters, DiskInfo, DiskRates, DiskstatsParseError,
-                                      parse_diskstats)
+from inspector.live.diskstats import (
+    DiskCounters,
+    DiskInfo,
+    DiskRates,
+    DiskstatsParseError,
+    parse_diskstats,
+)
 from inspector.live.netstats import NicCounters, NicRates, StallDetector
 from inspector.live.procs import DStateProc, ProcIoRate
 from inspector.live.sampler import LiveSampler, Rates, Snapshot, rates, since_boot

@@ -149,7 +149,7 @@ def stall_finding(nic: NicCounters, silent: float, since_wall: float, tx_packets
         level=Level.CRIT, subject=nic.name, code="net.stall",
         message=f"{nic.name} has received nothing for {silent:.0f} s while still transmitting "
                 f"(since {started})",
-        evidence=[f"operstate up, carrier on",
+        evidence=["operstate up, carrier on",
                   f"rx_packets unchanged since {started} "
                   f"({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since_wall))})",
                   f"tx_packets +{tx_packets} in the same time"],

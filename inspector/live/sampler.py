@@ -16,15 +16,38 @@ from dataclasses import dataclass, field
 
 from inspector.bounded import Read, Reads
 from inspector.host import HostRoot, Unavailable
-from inspector.live.cpustat import (CpuCounters, CpuRates, LoadAvg, cpu_rates, read_cpu,
-                                    read_loadavg)
-from inspector.live.diskstats import (DiskChanges, DiskCounters, DiskInfo, DiskRates,
-                                      disk_rates, read_diskstats, read_topology)
-from inspector.live.netstats import (STALL_SECONDS, NicCounters, NicRates, StallDetector,
-                                     all_nic_rates, read_nics)
-from inspector.live.procs import (TOP_IO, DStateProc, DStateTracker, ProcIo, ProcIoRate,
-                                  ProcStat, dstate_findings, list_pids, read_blocked_threads,
-                                  read_io, read_stats, top_io)
+from inspector.live.cpustat import CpuCounters, CpuRates, LoadAvg, cpu_rates, read_cpu, read_loadavg
+from inspector.live.diskstats import (
+    DiskChanges,
+    DiskCounters,
+    DiskInfo,
+    DiskRates,
+    disk_rates,
+    read_diskstats,
+    read_topology,
+)
+from inspector.live.netstats import (
+    STALL_SECONDS,
+    NicCounters,
+    NicRates,
+    StallDetector,
+    all_nic_rates,
+    read_nics,
+)
+from inspector.live.procs import (
+    TOP_IO,
+    DStateProc,
+    DStateTracker,
+    ProcIo,
+    ProcIoRate,
+    ProcStat,
+    dstate_findings,
+    list_pids,
+    read_blocked_threads,
+    read_io,
+    read_stats,
+    top_io,
+)
 from inspector.model import Finding, Unknown, known
 
 _SKIP = {"json_skip": True}

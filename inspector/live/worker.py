@@ -47,7 +47,7 @@ class SamplerProcess:
         if self._worker is not None:
             self._worker.close()
 
-    def __enter__(self) -> "SamplerProcess":
+    def __enter__(self) -> SamplerProcess:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -2,7 +2,8 @@
 drive health (rendered by inspector.render.drives)."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table

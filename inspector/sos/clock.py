@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 from inspector.host import HostRoot
 
@@ -41,7 +41,7 @@ def collected_at(reader: HostRoot, manifest: dict | None, date_utc: str | None,
     offset = _offset_from_log(reader)
     if offset is not None:
         return start.replace(tzinfo=timezone(offset)).timestamp(), ""
-    return start.replace(tzinfo=timezone.utc).timestamp(), "time zone not in this sosreport: read as UTC"
+    return start.replace(tzinfo=UTC).timestamp(), "time zone not in this sosreport: read as UTC"
 
 
 def _parse_date_utc(text: str) -> float | None:
@@ -51,7 +51,7 @@ def _parse_date_utc(text: str) -> float | None:
             parsed = datetime.strptime(line, fmt)
         except ValueError:
             continue
-        return parsed.replace(tzinfo=timezone.utc).timestamp()
+        return parsed.replace(tzinfo=UTC).timestamp()
     return None
 
 
@@ -119,7 +119,7 @@ def _offset_from_log(reader: HostRoot) -> timedelta | None:
     mtime = _mtime_inside(reader, "sos_logs/sos.log")
     if not stamps or mtime is None:
         return None
-    local_as_utc = stamps[-1].replace(tzinfo=timezone.utc).timestamp()
+    local_as_utc = stamps[-1].replace(tzinfo=UTC).timestamp()
     quarters = round((local_as_utc - mtime) / 900)
     if abs(local_as_utc - mtime - quarters * 900) > 60 or abs(quarters) > 14 * 4:
         return None   # the file was copied without its times: no offset to read

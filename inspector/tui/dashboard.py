@@ -11,8 +11,9 @@ under one-line titles, then the other panels while rows remain.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rich.text import Text
 

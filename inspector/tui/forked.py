@@ -10,7 +10,8 @@ threads.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from inspector.bounded import Worker, WorkerFailed
 

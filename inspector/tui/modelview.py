@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text

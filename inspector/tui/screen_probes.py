@@ -31,8 +31,16 @@ from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
 from inspector.tui.probe_figures import rate_text, state_text, whole_run
 from inspector.tui.probe_panel import RunPanel
-from inspector.tui.probe_runs import (KIND_TITLES, KINDS, ProbeRequest, ProbeRun, check_target,
-                                      describe, form_request, needs_confirmation)
+from inspector.tui.probe_runs import (
+    KIND_TITLES,
+    KINDS,
+    ProbeRequest,
+    ProbeRun,
+    check_target,
+    describe,
+    form_request,
+    needs_confirmation,
+)
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.probe_chart import LatencyChart, RateChart, merge_log
 

@@ -148,7 +148,7 @@ class StorageScreen(InspectorScreen):
         for r in rows:
             health = r.health.copy()
             health.truncate(health_w, overflow="ellipsis")
-            cells = [Text(_cut(r.label, name_w), style="bold" if not r.label[:1] in "├└│ " else ""),
+            cells = [Text(_cut(r.label, name_w), style="bold" if r.label[:1] not in "├└│ " else ""),
                      _cut(r.type, type_w), Text(r.size, justify="right"), _cut(r.mount, mount_w),
                      health]
             live = self._live_values(r, disks)

@@ -15,12 +15,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from inspector.model import Report
+from inspector.model import Report, Unknown
 from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
-from inspector.model import Unknown
-from inspector.tui.modelview import (findings_for, get, is_dc, label_of, section_state,
-                                     worst_level)
+from inspector.tui.modelview import findings_for, get, is_dc, label_of, section_state, worst_level
 from inspector.tui.summaries import virt_line
 from inspector.tui.units import bytes_s as rate
 from inspector.widgets.chart import LiveChart

@@ -7,7 +7,7 @@ of devices keeps series for the first MAX_DEVICES only (each costs about 10 KB p
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable
+from collections.abc import Iterable
 
 CAPACITY = 300          # 5 minutes at 1 Hz
 MAX_DEVICES = 64

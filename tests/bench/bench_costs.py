@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import time
 from array import array
-from typing import Callable
+from collections.abc import Callable
 
 N = 200_000
 

@@ -26,8 +26,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from conftest import inspector_bin                     # noqa: E402
-from memcached_server import start_memcached           # noqa: E402
+from conftest import inspector_bin  # noqa: E402
+from memcached_server import start_memcached  # noqa: E402
 
 CONCURRENCY = 32
 MEMCSLAP_TIME = re.compile(r"Time to set\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds")

@@ -2,8 +2,6 @@
 findings and evidence, in text and JSON (health comes from the recorded command outputs)."""
 from __future__ import annotations
 
-import json
-
 from conftest import fixture_root, run_bin, run_cli
 
 ROOT = str(fixture_root("flash-mixed"))

@@ -193,7 +193,7 @@ def test_recorded_run_replays_identically_offline(fake, tmp_path):
     capture.mkdir()
     (capture / "inspector-sidecar.json").write_text(json.dumps(live_root.sidecar()))
     offline = drives.collect(HostRoot(str(capture)), names, timeout=ROOMY)
-    from inspector.health.drives import stamp_levels   # the health step judges the levels
+    from inspector.health.drives import stamp_levels  # the health step judges the levels
     stamp_levels(live)
     stamp_levels(offline)
     live_json, offline_json = to_jsonable(live), to_jsonable(offline)

@@ -11,7 +11,6 @@ within 2% (or 0.01, iostat prints two decimals).
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import time
 

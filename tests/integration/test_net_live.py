@@ -8,11 +8,10 @@ import textwrap
 
 import pytest
 
+from conftest import require_root
 from inspector.capture import open_root, write_capture
 from inspector.discover import net
 from inspector.host import HostRoot
-
-from conftest import require_root
 
 
 def ethtool_k(ifname: str) -> list[str]:

@@ -9,17 +9,15 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
+from conftest import TESTS, inspector_bin, require_root, run_cli, signal_after
+from dns_responders import Responder, closed_port
 from inspector.discover.resolver_conf import parse_resolv_conf
 from inspector.health.dns import probe_rules
 from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeSettings
 from inspector.probes.dns_query import parse_server, query_server
-
-from conftest import TESTS, inspector_bin, require_root, run_cli, signal_after
-from dns_responders import Responder, closed_port
 
 # mode -> (expected kind, bound on how long the query may take, seconds)
 CASES = {

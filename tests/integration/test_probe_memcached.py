@@ -18,8 +18,7 @@ import inspector.probes.memcached as mc_module
 from inspector.probes.mc_stats import read_stats
 from inspector.probes.mc_workload import SizeRange
 from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
-
-from memcached_server import free_port, memcached, silent_server  # noqa: F401 (pytest fixtures)
+from memcached_server import free_port
 
 SMALL = dict(key_size=SizeRange(10, 30), value_size=SizeRange(10, 300))
 

@@ -16,13 +16,12 @@ import psutil
 import pytest
 import uvloop
 
+from conftest import inspector_bin, run_bin, run_cli
 from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
 from inspector.probes.mc_stats import read_stats
 from inspector.probes.mc_workload import SizeRange
 from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
-
-from conftest import inspector_bin, run_bin, run_cli
-from memcached_server import free_port, memcached  # noqa: F401 (pytest fixture)
+from memcached_server import free_port
 
 SMALL = ["--key-size", "10-30", "--value-size", "10-300"]
 
@@ -354,7 +353,7 @@ def counterless_server():
             while not stop.is_set():
                 try:
                     data = conn.recv(65536)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 except OSError:
                     return

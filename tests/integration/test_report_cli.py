@@ -1,8 +1,6 @@
 """`inspector report` as a user meets it: bad input refused in one line, a host that could not
 be looked at never reported as healthy, and the text readable in an 80-column SSH window."""
-import gzip
 import io
-import json
 import re
 import tarfile
 
@@ -151,8 +149,8 @@ def test_a_section_lost_at_capture_time_is_not_collected_on_replay(tmp_path, mon
     collected (as the live report did), not show the files read before the hang as the
     whole story."""
     import inspector.collect as collect
-    from inspector.commands.capture import capture_live
     from inspector.capture import open_root
+    from inspector.commands.capture import capture_live
     from inspector.model import Unknown
     real = collect.collect_section
 

@@ -9,9 +9,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import require_root
 
 import inspector
+from conftest import require_root
 from inspector.discover import resolver
 from inspector.discover.resolver_conf import parse_resolv_conf
 from inspector.discover.resolver_delay import all_servers_down, first_server_loss

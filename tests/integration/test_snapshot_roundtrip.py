@@ -66,7 +66,7 @@ def test_md_degrading_is_a_regression(tmp_path):
     res = run_cli("diff", str(healed), str(broken), "--json")
     assert res.status == 1
     regressions = [c for c in res.json()["changes"] if c["regression"]]
-    assert any("md.degraded@md1" == c["path"] for c in regressions)
+    assert any(c["path"] == "md.degraded@md1" for c in regressions)
     assert any(c["path"].endswith("md1].md.degraded") or c["path"].endswith(".degraded")
                for c in regressions if c["category"] == "storage")
 

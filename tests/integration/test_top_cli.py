@@ -10,11 +10,10 @@ import signal
 import subprocess
 import time
 
+from conftest import fixture_root, inspector_bin, require_root, run_bin, run_cli
 from inspector.capture import write_capture
 from inspector.host import HostRoot
 from inspector.live import capture_sample
-
-from conftest import fixture_root, inspector_bin, require_root, run_bin, run_cli
 
 
 def test_text_blocks_like_iostat_and_vmstat():

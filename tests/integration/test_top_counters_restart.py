@@ -8,11 +8,10 @@ its name does the same (below)."""
 import subprocess
 import time
 
+from conftest import require_root
 from inspector.host import HostRoot
 from inspector.live import LiveSampler, rates
 from inspector.live.diskstats import disk_rates, parse_diskstats
-
-from conftest import require_root
 
 
 def line(name, maj, mnr, rd, rsec, wr, wsec, io_ms):

@@ -20,11 +20,10 @@ import time
 
 import pytest
 
+from conftest import require_root, run_bin
 from inspector.host import HostRoot
 from inspector.live import LiveSampler
 from inspector.live.procs import dstate_findings
-
-from conftest import require_root, run_bin
 
 IN_HEADER = struct.Struct("<IIQQIIII")          # len opcode unique nodeid uid gid pid extlen
 OUT_HEADER = struct.Struct("<IiQ")              # len error unique

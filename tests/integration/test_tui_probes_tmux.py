@@ -15,7 +15,6 @@ import pytest
 
 from conftest import inspector_bin
 from dns_responders import Responder, closed_port
-from memcached_server import memcached  # noqa: F401  (fixture)
 
 SECONDS = 5
 SIZES = ((200, 50), (80, 24), (120, 40), (100, 30))

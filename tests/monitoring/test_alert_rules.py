@@ -7,11 +7,10 @@ import json
 import re
 import shutil
 
-from monitoring_files import (RULE_TESTS, RULES, export_text, input_series, promtool,
-                              rule_exprs)
 from inspector.health.cpu import STEAL_WARN_PERCENT
 from inspector.health.dns import FAILOVER_WARN_S
 from inspector.health.drives import FIO_PBW_WARN_PCT, NVME_WEAR_WARN_PCT
+from monitoring_files import RULE_TESTS, RULES, export_text, input_series, promtool, rule_exprs
 
 
 def test_rules_are_valid():

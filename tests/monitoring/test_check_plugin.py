@@ -10,9 +10,8 @@ import shutil
 
 import pytest
 
-from inspector.check import NagiosRange, ThresholdError, parse_thresholds
-
 from conftest import fixture_root, replace_section, run_cli
+from inspector.check import NagiosRange, ThresholdError, parse_thresholds
 
 
 @pytest.mark.parametrize("text, start, end, inside", [

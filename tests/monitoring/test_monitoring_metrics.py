@@ -13,9 +13,8 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from inspector.metrics import DEPRECATED_NAMES, METRICS
-
 from conftest import fixture_root, run_cli
+from inspector.metrics import DEPRECATED_NAMES, METRICS
 from monitoring_files import (
     DASHBOARD,
     NODE_METRICS,

@@ -41,8 +41,8 @@ def _have(*tools: str) -> None:
         pytest.fail(f"these tests need {', '.join(missing)} (apt-get install e2fsprogs util-linux)")
 
 
-@pytest.fixture
-def ext4_loop(tmp_path):
+@pytest.fixture(name="ext4_loop")
+def ext4_loop_fixture(tmp_path):
     """An 8 MiB ext4 image attached to a loop device; always detached afterwards."""
     require_root()
     _have("losetup", "mkfs.ext4", "blkid", "e2fsck")
@@ -73,8 +73,8 @@ def ext4_loop(tmp_path):
         assert not replaced, f"{device} was replaced by a regular file (node restored)"
 
 
-@pytest.fixture
-def private_null(tmp_path):
+@pytest.fixture(name="private_null")
+def private_null_fixture(tmp_path):
     """A character device node like /dev/null (1:3), made in the test's own directory: what
     `-o /dev/null` would break is checked on it, never on the system's /dev/null."""
     require_root()

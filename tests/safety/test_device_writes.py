@@ -12,7 +12,7 @@ import pytest
 
 from conftest import FIXTURES, fixture_root, run_cli
 from inspector.history import HistoryDB, HistoryError
-from safety_helpers import assert_char_device, ext4_loop, one_line, private_null  # noqa: F401
+from safety_helpers import assert_char_device, ext4_loop_fixture, one_line, private_null_fixture  # noqa: F401  (the ext4_loop and private_null fixtures)
 
 ROOT = str(fixture_root("xen-pv-guest"))
 

@@ -63,10 +63,9 @@ def test_new_files_follow_the_umask_and_captures_are_private(tmp_path):
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     out = tmp_path / "keep.json"
     out.write_text("previous")
-    with pytest.raises(RuntimeError):
-        with atomic_output(str(out)) as f:
-            f.write(b"half")
-            raise RuntimeError("interrupted")
+    with pytest.raises(RuntimeError), atomic_output(str(out)) as f:
+        f.write(b"half")
+        raise RuntimeError("interrupted")
     assert out.read_text() == "previous" and os.listdir(tmp_path) == ["keep.json"]
 
 
@@ -80,8 +79,7 @@ def test_a_node_put_there_during_the_write_is_not_replaced(tmp_path):
     """Checked again just before the rename: a FIFO (or a device) that appeared meanwhile
     stays, and the temporary file goes."""
     out = tmp_path / "out.json"
-    with pytest.raises(OutputError, match="FIFO"):
-        with atomic_output(str(out)) as f:
-            f.write(b"data")
-            os.mkfifo(out)
+    with pytest.raises(OutputError, match="FIFO"), atomic_output(str(out)) as f:
+        f.write(b"data")
+        os.mkfifo(out)
     assert stat.S_ISFIFO(os.lstat(out).st_mode) and os.listdir(tmp_path) == ["out.json"]

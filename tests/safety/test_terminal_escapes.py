@@ -12,9 +12,8 @@ import unicodedata
 
 import pytest
 
-from inspector.escapes import printable, visible
-
 from conftest import fixture_root, run_cli
+from inspector.escapes import printable, visible
 
 EVIL_NIC = "ev\x1b]0;pwned\x07\u202e"               # OSC "set window title", then RLO
 QUOTED_NIC = 'q"\\\nx'                               # quote, backslash, newline

@@ -13,6 +13,7 @@ from inspector.tui.screen_history import HistoryScreen, history_points
 from inspector.widgets.chart import LiveChart
 from test_pilot import capture_app, wait_for
 
+
 def shown(static: Static) -> str:
     """The text a Static shows (a rich renderable, printed as the screen would)."""
     console = Console(width=120, file=io.StringIO(), record=True)

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import DataTable, Input, Static
 
+from conftest import fixture_root
 from inspector.collect import build_report
 from inspector.host import HostRoot
 from inspector.model import Finding, HostIdentity, Level, Report
@@ -24,9 +25,6 @@ from inspector.tui.screen_probes import RunPanel
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.histogram import LatencyHistogram
 from inspector.widgets.probe_chart import LatencyChart, RateChart, RunChart
-
-from conftest import fixture_root
-from memcached_server import memcached  # noqa: F401  (fixture)
 
 SCREEN_CLASSES = {"1": "OverviewScreen", "2": "StorageScreen", "3": "VirtScreen",
                   "4": "NetScreen", "5": "DnsScreen", "6": "ProbesScreen"}

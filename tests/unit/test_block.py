@@ -7,8 +7,13 @@ from hypothesis import strategies as st
 
 from conftest import fixture_root
 from inspector.discover import block, storage
-from inspector.discover.block import (family_of, parse_mountinfo, parse_scheduler, parse_swaps,
-                                      swap_device_name)
+from inspector.discover.block import (
+    family_of,
+    parse_mountinfo,
+    parse_scheduler,
+    parse_swaps,
+    swap_device_name,
+)
 from inspector.host import HostRoot
 from inspector.model import Unknown, to_jsonable
 
@@ -94,8 +99,9 @@ def test_garbage_sysfs_values_become_unknown_with_a_reason(tmp_path):
     assert members["sda1"].state == Unknown("not present")
     assert array.mdstat is not None and array.mdstat.blocks_kib is None
     # the report still renders and serialises
-    from inspector.render.storage import render
     from rich.console import Console
+
+    from inspector.render.storage import render
     console = Console(width=80, record=True, file=open(os.devnull, "w"))
     console.print(render(s))
     assert "sda" in console.export_text()
@@ -130,7 +136,7 @@ def test_a_slave_cycle_does_not_hang_the_tree(tmp_path):
 
 def test_capture_records_what_storage_reads(tmp_path):
     """A recording root writes exactly what the collector read; the copy reports the same."""
-    from inspector.capture import write_capture, open_root
+    from inspector.capture import open_root, write_capture
     src = HostRoot(str(fixture_root("storage-crypt-md")), record=True)
     before = to_jsonable(storage.collect(src))
     out = tmp_path / "cap.tar.gz"

@@ -7,7 +7,6 @@ import shutil
 from rich.console import Console
 
 from conftest import fixture_root, run_cli
-
 from inspector.collect import build_report
 from inspector.discover import cpu
 from inspector.host import HostRoot

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from inspector.live.diskstats import (DiskInfo, DiskstatsParseError, counter_delta,
-                                      device_rates, disk_rates, parse_diskstats)
+from inspector.live.diskstats import (
+    DiskInfo,
+    DiskstatsParseError,
+    counter_delta,
+    device_rates,
+    disk_rates,
+    parse_diskstats,
+)
 from inspector.model import Unknown
 
 # 4.18+ has 18 fields, 5.5+ 20; before that 14.

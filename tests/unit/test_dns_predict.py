@@ -5,8 +5,16 @@ long windows, SYN retries, the figures measured with glibc 2.36 in a network nam
 import pytest
 
 from inspector.discover.resolver_conf import parse_resolv_conf
-from inspector.probes.dns_predict import (EMPTY, LAME, SERVFAIL, TRUNCATED, Reply,
-                                          ServerState, predict, what_ifs)
+from inspector.probes.dns_predict import (
+    EMPTY,
+    LAME,
+    SERVFAIL,
+    TRUNCATED,
+    Reply,
+    ServerState,
+    predict,
+    what_ifs,
+)
 
 UP = ServerState.answering(0.002)
 SILENT = ServerState.silent()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from conftest import fixture_root
 from inspector.collect import build_report
 from inspector.discover import drives
 from inspector.discover.fio_status import FioHealth
@@ -17,8 +18,6 @@ from inspector.health import drives as rules_mod
 from inspector.host import HostRoot
 from inspector.model import HostIdentity, Level, Report, Unknown
 from inspector.render.drives import render_health
-
-from conftest import fixture_root
 
 FLASH_MIXED = Path(__file__).parents[1] / "fixtures/roots/flash-mixed"
 

@@ -1,7 +1,7 @@
 """History: importing the same ioping log twice adds nothing (B8); the hour-of-day table puts
 every run in the hour of its own local clock, whatever zone it was logged in (B9)."""
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from conftest import run_cli
 from inspector.history import HistoryDB, ProbeRun
@@ -58,7 +58,7 @@ def test_hour_of_day_uses_each_runs_own_local_time(tmp_path, monkeypatch):
     log, db = tmp_path / "jst.log", tmp_path / "h.sqlite"
     _jst_log(log)
     assert run_cli("history", "import-ioping", str(log), "--db", str(db), "--target", "/data").status == 0
-    utc_runs = [ProbeRun(ts=datetime(2015, 2, 20, 3, 0, 1, tzinfo=timezone.utc).timestamp()
+    utc_runs = [ProbeRun(ts=datetime(2015, 2, 20, 3, 0, 1, tzinfo=UTC).timestamp()
                          + timedelta(days=d).total_seconds(),
                          probe="io", target="/data", source="record", tz_offset_s=0,
                          lat_avg_us=4000.0, ops_per_s=250.0) for d in range(2)]

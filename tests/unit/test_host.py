@@ -84,8 +84,9 @@ def test_corrupt_sidecar_is_a_clear_error(tmp_path):
 
 
 def test_recorded_readlink_through_a_link_is_stored_at_its_real_path(tmp_path):
-    from inspector.capture import write_capture
     import tarfile
+
+    from inspector.capture import write_capture
     root = make_tree(tmp_path)
     (tmp_path / "sys/devices/virtual/block/dm-0/subsystem_target").mkdir()
     os.symlink("subsystem_target", tmp_path / "sys/devices/virtual/block/dm-0/subsystem")
@@ -118,6 +119,7 @@ def test_malformed_recordings_in_a_capture_are_unknown(tmp_path):
     string, a non-string stdout, an environment value that is a list — each is unknown for
     what needs it, and the report is still built."""
     import json
+
     from inspector.collect import build_report
     (tmp_path / "proc").mkdir()
     (tmp_path / "inspector-sidecar.json").write_text(json.dumps({"facts": {

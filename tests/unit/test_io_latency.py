@@ -10,11 +10,19 @@ import time
 
 import pytest
 
-from inspector.probes.io_latency import (MIXED, WRITE, IoConfig, IoLatencyProbe, RampStep,
-                                         find_knee, ramp_jobs, summarize_ramp, IoRamp)
+from inspector.probes.io_latency import (
+    MIXED,
+    WRITE,
+    IoConfig,
+    IoLatencyProbe,
+    IoRamp,
+    RampStep,
+    find_knee,
+    ramp_jobs,
+    summarize_ramp,
+)
 from inspector.probes.io_stats import nearest_rank
 from inspector.probes.io_target import TargetError, open_target
-
 
 # the C request loop (the default) and the Python one (no compiler at install time)
 both_loops = pytest.mark.parametrize("native", [True, False], ids=["c_loop", "python_loop"])

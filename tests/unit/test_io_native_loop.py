@@ -15,7 +15,8 @@ import time
 from array import array
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import inspector_bin
 from inspector.probes import io_latency

@@ -5,13 +5,13 @@ import math
 import random
 import time
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from conftest import run_cli
 from inspector.probes.io_latency import IoConfig, IoLatencyProbe
 from inspector.probes.io_stats import MID_SAMPLE, BatchStats, IntervalPart, nearest_rank
 from inspector.probes.io_target import open_target
-
-from conftest import run_cli
 
 
 def run_probe(path: str, cfg: IoConfig, direct: bool):

@@ -9,12 +9,11 @@ import threading
 
 from hdrh.histogram import HdrHistogram
 
+from conftest import run_cli
 from inspector.probes.io_latency import IoConfig, IoLatencyProbe
 from inspector.probes.io_stats import nearest_rank
 from inspector.probes.io_target import open_target
 from inspector.probes.latency import HIGHEST_NS, LOWEST_NS, SIGNIFICANT_DIGITS
-
-from conftest import run_cli
 
 
 class PerWorkerClock:

@@ -9,12 +9,12 @@ from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from locale_data import (TEST_LOCALES, date_lines, expand, glibc_locales,  # noqa: F401
-                         lc_time)
 from inspector.locale_dates import LOCALES
 from inspector.log_dates import DateError, ZoneRules, parse_date_line
+from locale_data import TEST_LOCALES, date_lines, expand, lc_time
 
 # 08:00:01 and 20:00:01 JST, a summer afternoon, and both sides of Europe's and the US's
 # spring DST change (2015-03-29 01:00 UTC, 2015-03-08 07:00 UTC)

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import random
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES, inspector_bin, run_cli
-from locale_data import date_lines, glibc_locales  # noqa: F401  (a fixture)
 from inspector.history import HistoryDB, aggregate
 from inspector.ioping_log import parse_ioping_log
 from inspector.log_dates import ZoneRules
+from locale_data import date_lines
 
 SAMPLES = FIXTURES / "samples/ioping"
 SAMPLE = SAMPLES / "periodic-log.txt"
@@ -36,7 +37,7 @@ def test_shared_sample():
     assert b.requests == 671 and b.avg_us == 4460 and abs(b.bytes_per_s - 896.6 * 1024) < 1
     # JST is UTC+9: 08:00:01 JST == 23:00:01 UTC the day before
     assert a.tz_offset_s == 9 * 3600 and a.date_form == "C"
-    assert datetime.fromtimestamp(a.timestamp, timezone.utc) == datetime(2015, 2, 14, 23, 0, 1, tzinfo=timezone.utc)
+    assert datetime.fromtimestamp(a.timestamp, UTC) == datetime(2015, 2, 14, 23, 0, 1, tzinfo=UTC)
 
 
 # ------------------------------------------------------------------ ioping's outputs

@@ -2,7 +2,8 @@
 import math
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.probes.latency import LatencyRecorder
 

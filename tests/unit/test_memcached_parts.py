@@ -7,7 +7,8 @@ import math
 from array import array
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.probes.latency import LatencyRecorder
 from inspector.probes.mc_engine import Engine, LoadConnection

@@ -5,7 +5,6 @@ import os
 import shutil
 
 from conftest import fixture_root, run_cli
-
 from inspector.collect import build_report
 from inspector.discover import net
 from inspector.discover.net_offloads import find_offload

@@ -1,6 +1,11 @@
 """ethtool -k presentation of raw feature bits: legacy groups, suffixes, ordering."""
-from inspector.discover.net_offloads import (LEGACY_FLAGS, Offload, ethtool_offloads,
-                                             find_offload, pattern_match)
+from inspector.discover.net_offloads import (
+    LEGACY_FLAGS,
+    Offload,
+    ethtool_offloads,
+    find_offload,
+    pattern_match,
+)
 from inspector.model import Unknown
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from conftest import fixture_root
 from inspector.collect import build_report
 from inspector.discover import nvme_health
 from inspector.discover.drive_cmd import ParseError
@@ -20,8 +21,6 @@ from inspector.host import HostRoot
 from inspector.metrics import collect_metrics
 from inspector.model import Level, Unknown, to_jsonable
 from inspector.render import render_report
-
-from conftest import fixture_root
 
 SAMPLES = Path(__file__).parents[1] / "fixtures/samples/nvme"
 CLI = (SAMPLES / "nvme-cli-smart-log-healthy.json").read_text()

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import shutil
 
+from conftest import fixture_root
 from inspector.collect import build_report
 from inspector.host import HostRoot
-
-from conftest import fixture_root
 
 
 def corrupt_copy(tmp_path, name: str, files: dict[str, str]) -> HostRoot:

@@ -7,11 +7,10 @@ import io
 from rich.cells import cell_len
 from rich.console import Console
 
+from conftest import fixture_root
 from inspector.collect import build_report
 from inspector.host import HostRoot
 from inspector.render import render_report
-
-from conftest import fixture_root
 
 
 def report_text(root: str, width: int = 80, sections: list[str] | None = None) -> str:

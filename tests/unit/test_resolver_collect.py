@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import os
 
+from conftest import fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import resolver
 from inspector.host import HostRoot
 from inspector.model import Unknown
-
-from conftest import fixture_root, run_cli
 
 
 def collect(name: str) -> resolver.ResolverSection:

@@ -1,10 +1,17 @@
 """resolv.conf parsed with glibc's rules, and property tests: any input gives a config."""
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from inspector.discover.resolver_conf import (ResolverConfig, atoi, parse_nameserver,
-                                              parse_resolv_conf, search_names, timeout_rounds)
+from inspector.discover.resolver_conf import (
+    ResolverConfig,
+    atoi,
+    parse_nameserver,
+    parse_resolv_conf,
+    search_names,
+    timeout_rounds,
+)
 
 
 def test_defaults_and_three_servers_used():

@@ -4,8 +4,13 @@ from __future__ import annotations
 import pytest
 
 from inspector.discover.resolver_conf import parse_resolv_conf
-from inspector.discover.resolver_delay import (all_servers_down, first_server_loss, server_wait,
-                                               syn_timeout, visit_order)
+from inspector.discover.resolver_delay import (
+    all_servers_down,
+    first_server_loss,
+    server_wait,
+    syn_timeout,
+    visit_order,
+)
 
 
 def conf(n: int, options: str = "", search: str = "") -> str:

@@ -138,7 +138,7 @@ class Sample:
     by_id: dict[int, Inner] = field(default_factory=dict)
     tags: set[str] = field(default_factory=set)
     anything: typing.Any = None
-    maybe: typing.Optional[list[int]] = None
+    maybe: list[int] | None = None
 
 
 def test_builder_maps_each_hint_kind():

@@ -24,7 +24,7 @@ def test_every_screen_loads_and_shows_its_section():
     assert [s.name for s in screens] == ["storage", "virt", "net", "dns"]
     for section in screens:
         cls = load(section.screen.ref)
-        assert issubclass(cls, InspectorScreen) and cls.MODE == section.name, section.screen
+        assert issubclass(cls, InspectorScreen) and section.name == cls.MODE, section.screen
 
 
 def test_every_collector_returns_a_dataclass_type():

@@ -1,13 +1,19 @@
 """Parsers of what sos kept: command file names, uname -a, date, ip link and ethtool output."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.discover.dmsetup_text import parse_info_columns, parse_tree
-from inspector.discover.ethtool_text import (LegacyFormat, duplex, feature_rows, key_values,
-                                             speed_mbps)
+from inspector.discover.ethtool_text import (
+    LegacyFormat,
+    duplex,
+    feature_rows,
+    key_values,
+    speed_mbps,
+)
 from inspector.discover.ip_link import parse_ip_link
 from inspector.discover.net_offloads import ethtool_offloads
 from inspector.sos.clock import _parse_date_utc, _timedatectl_offset
@@ -37,7 +43,7 @@ def test_uname_a_of_debian_and_rhel():
 
 
 def test_date_utc_forms():
-    expected = datetime(2026, 11, 25, 11, 28, 55, tzinfo=timezone.utc).timestamp()
+    expected = datetime(2026, 11, 25, 11, 28, 55, tzinfo=UTC).timestamp()
     assert _parse_date_utc("Wed Nov 25 11:28:55 UTC 2026\n") == expected
     assert _parse_date_utc("Wed 25 Nov 2026 11:28:55 AM UTC") == expected
     assert _parse_date_utc("date: command not found") is None

@@ -1,6 +1,7 @@
 """Storage health rules on hand-built models: the cases the fixture roots do not cover."""
 import pytest
 
+from conftest import fixture_root, replace_section
 from inspector.collect import build_report
 from inspector.discover.block import BlockDevice, Mount, QueueLimits
 from inspector.discover.dm import DmDevice
@@ -9,8 +10,6 @@ from inspector.discover.storage import StorageSection
 from inspector.health.storage import block_findings, dm_findings, md_findings, rules
 from inspector.host import HostRoot
 from inspector.model import HostIdentity, Level, Report, Unknown
-
-from conftest import fixture_root, replace_section
 
 
 def array(**kw) -> MdArray:

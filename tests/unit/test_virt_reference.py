@@ -13,8 +13,12 @@ import pytest
 from conftest import fixture_root
 from inspector.discover import virt
 from inspector.host import HostRoot
-from virt_reference import (prepare_for_virt_what, run_virt_what, systemd_detect_container,
-                            systemd_detect_vm)
+from virt_reference import (
+    prepare_for_virt_what,
+    run_virt_what,
+    systemd_detect_container,
+    systemd_detect_vm,
+)
 
 ROOTS = sorted(p.name for p in fixture_root("virt-01-baremetal-dell").parent.iterdir()
                if p.name.startswith("virt-"))

@@ -2,7 +2,8 @@
 import json
 import shutil
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import fixture_root
 from inspector.discover import virt

@@ -16,8 +16,24 @@ from __future__ import annotations
 
 from inspector.discover.virt.container import decide_container, gather_container
 from inspector.discover.virt.model import (
-    AZURE_ASSET_TAG, IGNORED, INFO, INIT_PID_NS_INODE, MEDIUM, STRONG, SUSPECT, WEAK,
-    Confidence, CpuidSummary, Evidence, HostRole, Layer, LayerKind, RoleName, VirtSection, Weight)
+    AZURE_ASSET_TAG,
+    IGNORED,
+    INFO,
+    INIT_PID_NS_INODE,
+    MEDIUM,
+    STRONG,
+    SUSPECT,
+    WEAK,
+    Confidence,
+    CpuidSummary,
+    Evidence,
+    HostRole,
+    Layer,
+    LayerKind,
+    RoleName,
+    VirtSection,
+    Weight,
+)
 from inspector.discover.virt.roles import hyperv_root, kvm_host
 from inspector.discover.virt.signals import gather
 from inspector.discover.virt.vm import confidential, vm_layers

@@ -13,7 +13,17 @@ import re
 from dataclasses import dataclass
 
 from inspector.discover.virt.model import (
-    IGNORED, INIT_PID_NS_INODE, INFO, MEDIUM, STRONG, SUSPECT, WEAK, Evidence, HostRole, Layer)
+    IGNORED,
+    INFO,
+    INIT_PID_NS_INODE,
+    MEDIUM,
+    STRONG,
+    SUSPECT,
+    WEAK,
+    Evidence,
+    HostRole,
+    Layer,
+)
 from inspector.discover.virt.signals import line
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known

@@ -11,7 +11,16 @@ import re
 
 from inspector.discover.virt.cpu import cpuid_evidence, hv_bit
 from inspector.discover.virt.model import (
-    AZURE_ASSET_TAG, IGNORED, INFO, MEDIUM, STRONG, WEAK, Evidence, HostRole, Layer)
+    AZURE_ASSET_TAG,
+    IGNORED,
+    INFO,
+    MEDIUM,
+    STRONG,
+    WEAK,
+    Evidence,
+    HostRole,
+    Layer,
+)
 from inspector.discover.virt.platforms import TreeHint, devicetree_hint, power_layer, s390_layers
 from inspector.discover.virt.signals import Signals, is_x86
 from inspector.discover.virt.xen import xen_layer
@@ -236,9 +245,7 @@ def _decide_vm(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | None
         return "none", None, "low"
     # Off x86 there is no hypervisor bit: firmware tables and the device tree are the primary
     # signals there, and the SMBIOS VM bit confirms them.
-    if hv or (tree is not None and tree.strong and technology == tree.technology):
-        confidence = "high"
-    elif not x86 and sig.smbios_vm_bit and (dmi_verdict or _cloud(sig)):
+    if hv or (tree is not None and tree.strong and technology == tree.technology) or not x86 and sig.smbios_vm_bit and (dmi_verdict or _cloud(sig)):
         confidence = "high"
     elif bit or (not x86 and (dmi_verdict or tree or _cloud(sig))) or \
             (x86 and QEMU_CPU in (sig.cpu_model or "")):
