@@ -1,6 +1,7 @@
 """One probe run in a process of its own, streaming its figures back as JSON lines.
 
-    python -m inspector.probes.child '{"kind": "memcached", "target": "127.0.0.1:11211", ...}'
+    python -m inspector.probes.child '{"kind": "memcached", "target": "127.0.0.1:11211", ...}' \
+        [--parent PID]
 
 The TUI starts one of these per run, so drawing, resizing and key handling (the UI's process,
 its GIL and its event loop) never enter the measurement. The run is the CLI's: the same
@@ -17,15 +18,17 @@ is moved to a private descriptor and Python's sys.stdout points at stderr):
     {"type": "end", "signal": N | null}                    last line
 
 SIGTERM, SIGINT and SIGHUP stop the run the CLI's way (partial figures kept, then the summary);
-the parent kills the process if it is still there a grace period later. Lines are written by a
-thread of their own, so a slow reader (a parent that is busy, a full pipe) holds back the
-stream, which the parent marks as late, never the probe's event loop.
+the parent kills the process if it is still there a grace period later; with --parent (its
+pid), the run gets SIGTERM when the parent ends, however it ends (parent_death). Lines are
+written by a thread of their own, so a slow reader (a parent that is busy, a full pipe) holds
+back the stream, which the parent marks as late, never the probe's event loop.
 """
 from __future__ import annotations
 
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -33,6 +36,7 @@ from dataclasses import asdict
 from typing import Any
 
 from inspector.probes.base import ProbeError
+from inspector.probes.parent_death import PARENT_ARG, end_with_parent
 from inspector.probes.request import ProbeRequest
 
 MODULE = "inspector.probes.child"
@@ -52,8 +56,9 @@ def request_from_json(text: str) -> ProbeRequest:
 
 
 def command(request: ProbeRequest) -> list[str]:
-    """How the parent starts a run: this interpreter, this package (no PATH lookup)."""
-    return [sys.executable, "-m", MODULE, request_to_json(request)]
+    """How the parent starts a run: this interpreter, this package (no PATH lookup); the run
+    ends with the process that starts it."""
+    return [sys.executable, "-m", MODULE, request_to_json(request), PARENT_ARG, str(os.getpid())]
 
 
 class LineWriter:
@@ -118,6 +123,8 @@ def run(request: ProbeRequest, writer: LineWriter) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 3 and argv[1] == PARENT_ARG and argv[2].isdigit():
+        end_with_parent(int(argv[2]), signal.SIGTERM)     # stops the run the CLI's way
     # the stream gets a private descriptor; anything printed goes to stderr
     stream_fd = os.dup(1)
     os.dup2(2, 1)

@@ -12,7 +12,9 @@ one process is the better default (measured: see tests/bench/bench_memcached.py)
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from time import perf_counter_ns
 
 from inspector.probes.mc_engine import Engine
 from inspector.probes.mc_workload import SizeRange, Workload
+from inspector.probes.parent_death import PARENT_ARG, end_with_parent
 
 WORKER_TICK_S = 0.1
 SPAWN_TIMEOUT_S = 20.0
@@ -278,7 +281,8 @@ class EnginePool:
             first += n
             child_fd = child_sock.fileno()
             proc = subprocess.Popen([sys.executable, "-m", "inspector.probes.mc_workers",
-                                     str(child_fd)], pass_fds=[child_fd],
+                                     str(child_fd), PARENT_ARG, str(os.getpid())],
+                                    pass_fds=[child_fd],
                                     stdin=subprocess.DEVNULL, start_new_session=True)
             child_sock.close()
             self._procs.append(proc)
@@ -336,4 +340,8 @@ class EnginePool:
 
 
 if __name__ == "__main__":
+    # its own session keeps the terminal's SIGHUP away: it ends with the probe that started
+    # it (SIGKILL: no one is left to report to)
+    if sys.argv[2:3] == [PARENT_ARG]:
+        end_with_parent(int(sys.argv[3]), signal.SIGKILL)
     worker_main(int(sys.argv[1]))

@@ -41,6 +41,7 @@ DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
 DEFAULT_LIVE_INTERVAL = 1.0  # seconds between live samples (iostat-like rates)
 DEFAULT_COLLECT_TIMEOUT = DEFAULT_TIMEOUT   # per section, like `inspector report`
 EXIT_WATCHDOG_S = 4.0        # after SIGHUP/SIGTERM the process is gone within this, whatever hangs
+HANGUP_PROBE_GRACE_S = 1.0   # after SIGHUP, for the probe processes to stop (0.1-0.2 s here)
 
 Collector = Callable[[HostRoot], Report]
 # ids of Inspector's bindings start with the screen or dialog they belong to
@@ -173,6 +174,9 @@ class InspectorApp(App):
             lifecycle.leave_now(128 + sig)   # a second signal: no more waiting
             return
         self.exit_signal = sig
+        if sig == signal.SIGHUP and not self.is_headless:
+            self._leave_for_hangup()
+            return
         if not self.is_headless:
             # if the event loop cannot finish the exit (it is wedged), leave anyway
             threading.Thread(target=self._exit_watchdog, args=(128 + sig,), daemon=True,
@@ -183,6 +187,19 @@ class InspectorApp(App):
         from inspector.tui import lifecycle
         if not self.run_returned.wait(EXIT_WATCHDOG_S):
             lifecycle.leave_now(code)
+
+    def _leave_for_hangup(self) -> None:
+        """The terminal is gone (ssh dropped, tmux killed): Textual's writer thread dies on EIO
+        and its orderly exit then blocks on the writer's full queue until the watchdog, with
+        nothing left to draw. Stop the probes (each ends the CLI's way, its temporary file
+        removed), end every child and leave now."""
+        from inspector.tui import lifecycle
+        self.probes.stop_all(timeout=HANGUP_PROBE_GRACE_S)
+        self._close_readers()
+        driver = self._driver
+        lifecycle.restore_terminal(getattr(driver, "fileno", 0), 2,
+                                   getattr(driver, "attrs_before", None))
+        lifecycle.leave_now(128 + signal.SIGHUP)
 
     def _exit_for_signal(self) -> None:
         self.probes.stop_all(timeout=2.0)

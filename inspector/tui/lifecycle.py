@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
-CHILD_GRACE_S = 1.0
+CHILD_GRACE_S = 0.5
+REAP_AFTER_KILL_S = 0.2
+_POLL_S = 0.02
 
 
 def terminate_children(grace: float = CHILD_GRACE_S) -> list[int]:
-    """SIGTERM every descendant of this process, SIGKILL the ones still there after `grace`
-    seconds. Returns the pids that were found."""
+    """SIGTERM every descendant of this process, wait up to `grace` seconds for them, SIGKILL
+    the ones still there and reap what can be reaped. Returns the pids that were found.
+
+    A child asleep in the kernel on a read that is never answered (psutil's 'disk-sleep': a
+    reader of a hung mount) dies of neither signal until the read returns, so it is not
+    waited for: the wait ends once every child left is in that state, and the SIGKILL takes
+    effect whenever the read returns (init reaps it once we are gone)."""
     import psutil
     try:
         children = psutil.Process().children(recursive=True)
@@ -27,15 +35,64 @@ def terminate_children(grace: float = CHILD_GRACE_S) -> list[int]:
             child.terminate()
         except psutil.Error:
             pass
-    _, alive = psutil.wait_procs(children, timeout=grace)
+    alive = _wait_unless_stuck(children, grace)
     for child in alive:
         try:
             child.kill()
         except psutil.Error:
             pass
-    if alive:
-        psutil.wait_procs(alive, timeout=grace)
+    _wait_unless_stuck(alive, REAP_AFTER_KILL_S)
     return [c.pid for c in children]
+
+
+def _wait_unless_stuck(procs: list, timeout: float) -> list:
+    """Wait (reaping our own children) up to `timeout` for `procs` to end, or until each one
+    left is stuck in the kernel or a zombie of another; the ones still there."""
+    import psutil
+    give_up = time.monotonic() + timeout
+    alive = procs
+    while alive:
+        _, alive = psutil.wait_procs(alive, timeout=_POLL_S)
+        if time.monotonic() >= give_up or all(_not_waitable(p) for p in alive):
+            break
+    return alive
+
+
+def _not_waitable(proc) -> bool:
+    """Stuck in the kernel, or a zombie another process must reap (a grandchild)."""
+    import psutil
+    try:
+        return proc.status() in (psutil.STATUS_DISK_SLEEP, psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+# what Textual's driver turns on (mouse reports, bracketed paste, focus events, the Kitty
+# keyboard protocol, the alternate screen, no line wrap, hidden cursor), turned off
+_TERMINAL_RESET = (b"\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[?1004l"
+                   b"\x1b[<u\x1b[?1049l\x1b[?7h\x1b[?25h")
+RESTORE_WAIT_S = 0.2
+
+
+def restore_terminal(input_fd: int, output_fd: int, attrs: list | None) -> None:
+    """Give a terminal that is still there its line mode and main screen back, without going
+    through the UI's writer thread (which dies on a hung-up terminal, after which a write to it
+    blocks). After a real hangup these writes fail at once (EIO); a write held by flow control
+    (Ctrl-S) is given up after RESTORE_WAIT_S."""
+    import termios
+    import threading
+
+    def restore() -> None:
+        try:
+            if attrs is not None:
+                termios.tcsetattr(input_fd, termios.TCSANOW, attrs)
+            if os.isatty(output_fd):
+                os.write(output_fd, _TERMINAL_RESET)
+        except (OSError, termios.error):
+            pass
+    writer = threading.Thread(target=restore, daemon=True, name="terminal-restore")
+    writer.start()
+    writer.join(RESTORE_WAIT_S)
 
 
 def leave_now(code: int) -> None:

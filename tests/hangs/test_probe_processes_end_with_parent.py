@@ -1,0 +1,86 @@
+"""Probe processes end with the process that started them, however it ends: a TUI killed with
+SIGKILL or left through its exit watchdog's os._exit cannot stop its probe runs, and the
+memcached probe's worker processes sit in sessions of their own, out of reach of the terminal's
+SIGHUP. PR_SET_PDEATHSIG (inspector.probes.parent_death) ends them: a run stops the CLI's way
+(SIGTERM; before, an orphaned run went on to its end), a worker is killed (it also ends once it
+reads the end of its socket to the probe, 0.15 s here; the signal does not wait for that)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+
+from conftest import inspector_bin
+
+# A parent that starts a probe run as the TUI does (inspector.probes.child.command), waits for
+# it to start, prints its pid and then dies without a word.
+PARENT = textwrap.dedent("""
+    import os, subprocess, sys
+    from inspector.probes.child import command
+    from inspector.probes.request import ProbeRequest
+    run = subprocess.Popen(command(ProbeRequest("memcached", sys.argv[1], duration=120)),
+                           stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    first = run.stdout.readline()
+    print(run.pid, first.decode().strip(), flush=True)
+    os.kill(os.getpid(), 9)
+""")
+
+
+def gone_within(pids: list[int], timeout: float) -> float | None:
+    """Seconds until none of `pids` runs any more (a zombie counts as gone), None if never."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if not any(_running(pid) for pid in pids):
+            return time.monotonic() - start
+        time.sleep(0.02)
+    return None
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_a_probe_run_stops_when_its_parent_is_killed(memcached):
+    server = memcached()
+    parent = subprocess.run([sys.executable, "-c", PARENT, server.address], capture_output=True,
+                            text=True, timeout=30)
+    assert parent.returncode == -signal.SIGKILL, parent.stderr
+    pid, started = parent.stdout.split(" ", 1)
+    assert json.loads(started)["type"] == "started"
+    took = gone_within([int(pid)], 5.0)
+    print("the orphaned run ended after", took, "s")
+    assert took is not None and took <= 2.0
+
+
+def test_memcached_workers_die_with_their_probe(memcached):
+    server = memcached()
+    probe = subprocess.Popen([inspector_bin(), "probe", "memcached", server.address,
+                              "--workers", "2", "-c", "4", "--duration", "120"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        workers: list[psutil.Process] = []
+        while len(workers) < 2:
+            assert time.monotonic() < deadline, "the workers did not start"
+            workers = [c for c in psutil.Process(probe.pid).children()
+                       if "inspector.probes.mc_workers" in " ".join(c.cmdline())]
+            time.sleep(0.05)
+        assert all(os.getsid(w.pid) == w.pid for w in workers)   # sessions of their own
+        probe.kill()                   # no chance to end its workers itself
+        probe.wait(5)
+        took = gone_within([w.pid for w in workers], 5.0)
+        print("the orphaned workers ended after", took, "s")
+        assert took is not None and took <= 1.0
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.wait(5)
