@@ -32,6 +32,7 @@ from inspector.probes.base import (KIND_TITLES, Interval, ProbeError, ProbeKind,
                                    RunSummary)
 from inspector.probes.request import DEFAULT_CONCURRENCY, ProbeRequest
 from inspector.tui.messages import ProbeFinished, ProbeProgress, ProbeUpdate
+from inspector.tui.target_check import NoAnswer, target_kind
 
 __all__ = ["KINDS", "KIND_TITLES", "ProbeManager", "ProbeRequest", "ProbeRun", "RunState",
            "check_target", "describe", "form_request", "needs_confirmation"]
@@ -81,10 +82,14 @@ def check_target(request: ProbeRequest) -> str | None:
     from inspector.probes.request import config_for
     target = request.target
     if request.kind == ProbeKind.IO:
-        if request.write and not os.path.isdir(target):
+        try:    # in a child, bounded: the UI's process never waits on a hung mount
+            kind = target_kind(target)
+        except NoAnswer as exc:
+            return str(exc)
+        if request.write and kind != "dir":
             return (f"a write probe needs a directory (it writes a private temporary file "
                     f"there): {target} is not one")
-        if not os.path.exists(target):
+        if kind == "missing":
             return f"{target}: no such file, directory or block device"
     elif request.kind == ProbeKind.MEMCACHED:
         if "/" in target or any(c.isspace() for c in target):
@@ -134,7 +139,7 @@ def needs_confirmation(request: ProbeRequest) -> str | None:
     if request.kind == ProbeKind.IO and request.write:
         return (f"writes a private temporary file inside {request.target} "
                 f"(bound: {request.duration:g} s)")
-    if request.kind == ProbeKind.IO and os.path.isdir(request.target):
+    if request.kind == ProbeKind.IO and _maybe_dir(request.target):
         return (f"writes a private 64 MiB temporary file inside {request.target} to read from "
                 f"(bound: {request.duration:g} s)")
     if request.kind == ProbeKind.MEMCACHED:
@@ -144,6 +149,14 @@ def needs_confirmation(request: ProbeRequest) -> str | None:
         return (f"opens {request.concurrency} connections{many} to {request.target} and "
                 f"{load} (bound: {request.duration:g} s)")
     return None
+
+
+def _maybe_dir(path: str) -> bool:
+    """A directory, or a path that does not answer (asked to confirm rather than not)."""
+    try:
+        return target_kind(path) == "dir"
+    except NoAnswer:
+        return True
 
 
 # --- what a run keeps: bounded ---------------------------------------------------------------

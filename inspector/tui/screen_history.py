@@ -5,17 +5,22 @@ runs carry it) over time, from the database `inspector record --probe ...` fills
 Reached from the Probes screen with `h`. The left list holds every recorded probe spec
 (kind:target and its run count); the charts show the highlighted one, one point per recorded
 run, oldest left; `t` turns them into the hour-of-day table, then the per-day one, then back
-(the table `inspector history --by hour|day` prints). The database is read in a thread
-worker: a large file or a busy recorder never blocks the keys.
+(the table `inspector history --by hour|day` prints). The database is read by a forked child
+(inspector.bounded), waited for by a daemon thread with a deadline: a large file or a busy
+recorder never blocks the keys, and a database on a mount that never answers says so after
+READ_TIMEOUT_S instead of leaving a thread stuck in the kernel, which would keep the TUI from
+exiting.
 """
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -25,9 +30,12 @@ from textual.widgets.option_list import Option
 
 from inspector.escapes import visible
 from inspector.history_table import render_buckets
+from inspector.tui.forked import ask_forked
 from inspector.widgets.chart import LiveChart
 
 VIEWS = ("charts", "hour", "day")       # what `t` cycles through
+READ_TIMEOUT_S = 10.0                   # a read of the history database, in its child
+HUNG = "(a hung filesystem? look for processes in D state)"
 
 
 @dataclass
@@ -73,6 +81,34 @@ def history_points(rows: list[dict]) -> tuple[list[HistoryPoint], str]:
     return points, ("p50" if points and medians == len(points) else "avg")
 
 
+class HistoryUnreadable(Exception):
+    """The database could not be read, or did not answer: one line for the operator."""
+
+
+def read_history(db_path: str, what: str, args: tuple = (),
+                 timeout: float = READ_TIMEOUT_S) -> Any:
+    """HistoryDB(db_path).targets() ("targets") or .runs(*args) ("runs"), read in a forked
+    child under `timeout`; HistoryUnreadable otherwise."""
+    from inspector.bounded import TimedOut, WorkerFailed
+    from inspector.history import HistoryDB, HistoryError  # imported here, not in the child
+
+    def in_child() -> tuple:
+        try:
+            with HistoryDB(db_path, create=False) as db:
+                return "ok", (db.targets() if what == "targets" else db.runs(*args))
+        except (HistoryError, OSError) as exc:
+            return "error", str(exc)
+    try:
+        status, value = ask_forked(in_child, timeout)
+    except TimedOut:
+        raise HistoryUnreadable(f"{db_path}: no answer after {timeout:g} s {HUNG}") from None
+    except WorkerFailed as exc:
+        raise HistoryUnreadable(f"{db_path}: cannot be read ({exc})") from None
+    if status == "error":
+        raise HistoryUnreadable(value)
+    return value
+
+
 def local_time(ts: float, offset: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts + offset))
 
@@ -91,6 +127,7 @@ class HistoryScreen(Screen):
         self.points: list[HistoryPoint] = []
         self.rows: list[dict] = []
         self.view = "charts"
+        self._latest: dict[str, int] = {}     # the newest read of each kind: only it is shown
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f" History  {self.db_path}", style="bold", no_wrap=True,
@@ -115,28 +152,30 @@ class HistoryScreen(Screen):
         self.query_one("#history-specs", OptionList).focus()
         self.load_specs()
 
-    # ------------------------------------------------------------------ reading (thread)
-    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
+    # ------------------------------------------------------------------ reading (a child)
     def load_specs(self) -> None:
-        from inspector.history import HistoryDB, HistoryError
-        try:
-            with HistoryDB(self.db_path, create=False) as db:
-                specs = db.targets()
-        except (HistoryError, OSError) as exc:
-            self.app.call_from_thread(self._no_history, str(exc))
-            return
-        self.app.call_from_thread(self._show_specs, specs)
+        self._read("targets", (), self._show_specs)
 
-    @work(thread=True, exclusive=True, group="history-runs", exit_on_error=False)
     def load_runs(self, probe: str, target: str) -> None:
-        from inspector.history import HistoryDB, HistoryError
-        try:
-            with HistoryDB(self.db_path, create=False) as db:
-                rows = db.runs(probe, target)
-        except (HistoryError, OSError) as exc:
-            self.app.call_from_thread(self._no_history, str(exc))
-            return
-        self.app.call_from_thread(self._show_runs, (probe, target), rows)
+        self._read("runs", (probe, target),
+                   lambda rows: self._show_runs((probe, target), rows))
+
+    def _read(self, what: str, args: tuple, show: Callable[[Any], None]) -> None:
+        """read_history from a daemon thread (never one the event loop joins at exit); the
+        answer is shown unless a newer read of the same kind was asked for since."""
+        ticket = self._latest[what] = self._latest.get(what, 0) + 1
+
+        def in_thread() -> None:
+            try:
+                answer, value = show, read_history(self.db_path, what, args, READ_TIMEOUT_S)
+            except HistoryUnreadable as exc:
+                answer, value = self._no_history, str(exc)
+            if self._latest.get(what) == ticket:
+                try:
+                    self.app.call_from_thread(answer, value)
+                except RuntimeError:     # the app has ended meanwhile
+                    pass
+        threading.Thread(target=in_thread, daemon=True, name=f"history {what}").start()
 
     # ------------------------------------------------------------------ showing (UI thread)
     def _no_history(self, reason: str) -> None:
