@@ -521,6 +521,8 @@ class _TreeOpener:
             # a duplicate: the child closes what it sends, and reads the sidecar after
             return WithFds((self.tree.identity, self.tree.uses_openat2),
                            [os.dup(self.tree.root_fd)])
+        if self.tree is None:               # "sidecar" comes after a "tree" that opened
+            return ("refused", f"unreadable sidecar {SIDECAR_NAME}: the tree is not open")
         too_big = ("refused", f"sidecar {SIDECAR_NAME} is over {MAX_SIDECAR_BYTES >> 20} "
                               "MiB: not a capture Inspector wrote")
         try:

@@ -23,7 +23,7 @@ from inspector.probes.dns_run import RESOLVE_TIMEOUT, read_resolv_conf_bounded
     (lambda tmp: os.mkfifo(tmp / "fifo") or tmp / "fifo", "a FIFO, not a resolv.conf file"),
     (lambda tmp: os.truncate(_touch(tmp / "big"), 1 << 31) or tmp / "big",
      "2147483648 bytes, over the 1 MiB a resolv.conf can be"),
-    (lambda tmp: tmp, "Is a directory"),
+    (lambda tmp: tmp, "a directory, not a resolv.conf file"),
 ])
 def test_a_resolv_conf_that_is_not_one_is_refused(tmp_path, make, says):
     path = make(tmp_path)
