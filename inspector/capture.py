@@ -76,8 +76,8 @@ def write_capture(root: HostRoot, out_path: str) -> dict:
     # A path that is both a directory (from listings) and has recorded children is a dir.
     # atomic_output: never over a device node (-o /dev/sda), private (0600) when new
     from inspector.atomic_write import atomic_output
-    with atomic_output(out_path, private=True) as raw:
-        with tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
+    with (atomic_output(out_path, private=True) as raw,
+          tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar):
             for path in sorted(entries):
                 kind, data, target = entries[path]
                 _add(tar, path, kind, data, target, now)

@@ -16,7 +16,8 @@ from typing import Any
 
 # Keys whose values change between any two runs of the same host: never a "change".
 VOLATILE_KEYS = {
-    "timings", "stats", "loadavg", "stat_cpu", "carrier_changes", "captured_at", "collected_at", "created_at", "source", "load_average", "uptime", "statistics",
+    "timings", "stats", "loadavg", "stat_cpu", "carrier_changes", "captured_at", "collected_at",
+    "created_at", "source", "load_average", "uptime", "statistics",
     "rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "cpu_times", "steal_percent",
     "cur_freq_khz", "cur_freq_mhz", "frequency_mhz", "duration", "volatile", "run_time",
     "total_io", "power_on_hours", "temperature", "temperature_c", "temp_c", "max_temperature_c",

@@ -93,8 +93,10 @@ _CURRENT: list[MetricDef] = [
     MetricDef("nic_offload_enabled", "1 when an offload feature is on"),
     MetricDef("resolver_nameservers", "Nameservers glibc will use (at most 3)"),
     MetricDef("resolver_nameserver_info", "Nameservers glibc uses, in order (info metric, value 1)"),
-    MetricDef("resolver_first_server_loss_seconds", "Predicted lookup delay when the first nameserver is blackholed", unit="s"),
-    MetricDef("resolver_all_servers_loss_seconds", "Predicted worst-case lookup time when all nameservers are blackholed", unit="s"),
+    MetricDef("resolver_first_server_loss_seconds",
+              "Predicted lookup delay when the first nameserver is blackholed", unit="s"),
+    MetricDef("resolver_all_servers_loss_seconds",
+              "Predicted worst-case lookup time when all nameservers are blackholed", unit="s"),
     MetricDef("cpu_steal_ratio", "Share of CPU time stolen by the hypervisor since boot (0..1)"),
     MetricDef("load_average", "Load average"),
     MetricDef("virt_layer_info", "Virtualization layers detected, outermost first (info "
@@ -178,8 +180,8 @@ def section_up(name: str, section: Any) -> bool:
     if name == "virt":   # verdicts are always filled in; with no evidence at all they are guesses
         layers = section.get("layers")
         return isinstance(layers, list) and any(
-            isinstance(l, dict) and isinstance(l.get("evidence"), list) and l["evidence"]
-            for l in layers)
+            isinstance(layer, dict) and isinstance(layer.get("evidence"), list) and layer["evidence"]
+            for layer in layers)
     return any(_input_known(section.get(f)) for f in fields)
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Union
 
 from inspector.discover.resolver_conf import ResolverConfig
 from inspector.discover.resolver_delay import server_wait, syn_timeout
@@ -127,7 +126,7 @@ class ServerState:
 
 
 # A server's behaviour: one state for every name, or per query name ("*": the others).
-Behaviour = Union[ServerState, Mapping[str, ServerState]]
+Behaviour = ServerState | Mapping[str, ServerState]
 
 
 def state_for(behaviour: Behaviour, qname: str) -> ServerState:

@@ -433,8 +433,8 @@ class _Worker(threading.Thread):
         except IoError as exc:           # the warm-up request failed
             self.out.append(_Batch(IntervalPart(), [], [], 0, str(exc)))
         except OSError as exc:
-            self.out.append(_Batch(IntervalPart(), [], [], 0, _os_error(self.cfg.mode, exc.errno or errno.EIO, 0, 1,
-                                                            self.cfg.mode == WRITE)))
+            error = _os_error(self.cfg.mode, exc.errno or errno.EIO, 0, 1, self.cfg.mode == WRITE)
+            self.out.append(_Batch(IntervalPart(), [], [], 0, error))
         except BaseException as exc:     # never die silently: the async side reports it
             self.out.append(_Batch(IntervalPart(), [], [], 0, f"worker failed: {exc!r}"))
         finally:

@@ -1,8 +1,9 @@
 """Latency bookkeeping for the memcached probe, kept off the per-request path.
 
 `record_array` feeds an `array('q')` into the shared LatencyRecorder several times faster than
-`record_many` (tests/bench/bench_costs.py prints both): values are first rounded down to the lowest value of their HdrHistogram bucket
-(the histogram would put them in the same bucket anyway) with C-level map()s, grouped with a
+`record_many` (tests/bench/bench_costs.py prints both): values are first rounded down to the
+lowest value of their HdrHistogram bucket (the histogram would put them in the same bucket
+anyway) with C-level map()s, grouped with a
 Counter, and recorded once per bucket with a count. Exact count/sum/min/max are kept as the
 recorder keeps them. At memcslap's rate record_many alone would take a sizeable share of the
 probe's one core.

@@ -227,7 +227,8 @@ class MemcachedRamp:
             # uvloop's timers have millisecond resolution: a preload bounded by the deadline
             # can return a hair before it, and a step started then ran 0.2 ms for 2 requests
             if time.monotonic() >= hard_end - TIMER_SLACK_S:
-                summary.status, summary.reason = RunStatus.DEADLINE, f"deadline of {cfg.deadline_s:g} s reached"
+                summary.status = RunStatus.DEADLINE
+                summary.reason = f"deadline of {cfg.deadline_s:g} s reached"
                 break
             step, after = await self._step(n, workload, stats, hard_end, final_end)
             stats = after

@@ -140,4 +140,5 @@ async def reach(host: str, port: int, timeout: float) -> Address:
     exc, addr = first
     shown = format_target(host, port) if addr.host == host else \
         f"{format_target(host, port)} ({addr.host})"
-    raise TargetError(classify_connect_error(exc), f"cannot connect to {shown}: {_connect_reason(exc, timeout)}")
+    raise TargetError(classify_connect_error(exc),
+                      f"cannot connect to {shown}: {_connect_reason(exc, timeout)}")

@@ -160,7 +160,8 @@ class Sample:
     interval_s: float
     ops: dict[str, int]              # {"set": n, "get": n} replies in the interval
     ops_per_s: float
-    latency_ns: dict[str, dict[str, int]]   # {"set": {"p50":..,"p90":..,"p99":..,"p99.9":..,"max":..,"avg":..}}
+    # {"set": {"p50":..,"p90":..,"p99":..,"p99.9":..,"max":..,"avg":..}}
+    latency_ns: dict[str, dict[str, int]]
     errors: dict[str, int]           # new errors in the interval, by kind
     connections: int                 # open connections at the end of the interval
     in_flight: int

@@ -308,7 +308,8 @@ def _natural_key(name: str) -> tuple:
     return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
 
 
-def _read_queue(root: HostRoot, base: str) -> tuple[QueueLimits, bool | Unknown, str | None | Unknown, list[str]]:
+def _read_queue(root: HostRoot, base: str
+                ) -> tuple[QueueLimits, bool | Unknown, str | None | Unknown, list[str]]:
     q = f"{base}/queue"
     limits = QueueLimits(
         logical_block_size=_positive_int(root, f"{q}/logical_block_size"),

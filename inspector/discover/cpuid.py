@@ -256,7 +256,7 @@ class CpuidReader:
 
     def method(self) -> str | Unknown:
         value = self.root.fact("cpuid", "method", lambda: self._live.choose())
-        if isinstance(value, Unknown) or isinstance(value, str):
+        if isinstance(value, (Unknown, str)):
             return value
         return Unknown("malformed CPUID method record")
 

@@ -77,7 +77,8 @@ def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) ->
     kind, detail = kind_from_uuid(uuid if isinstance(uuid, str) else None)
     suspended = root.try_int(f"{base}/suspended")
     if known(suspended):
-        suspended = bool(suspended) if suspended in (0, 1) else Unknown(f"unexpected value {suspended} in /{base}/suspended")
+        suspended = (bool(suspended) if suspended in (0, 1) else
+                     Unknown(f"unexpected value {suspended} in /{base}/suspended"))
     dm_name = root.try_line(f"{base}/name")
     if not root.live and isinstance(dm_name, Unknown) and dm_name.reason == "not present":
         # no dm/ in this root's sysfs (a sosreport): what `dmsetup info -c` printed

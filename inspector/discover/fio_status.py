@@ -248,7 +248,7 @@ def parse_json(text: str) -> FioStatus:
     for adapter in doc["adapter"]:
         if not isinstance(adapter, dict) or not isinstance(adapter.get("iomemory"), list):
             continue
-        for index, iom in enumerate(adapter["iomemory"]):
+        for iom in adapter["iomemory"]:
             if isinstance(iom, dict):
                 status.controllers.append(_from_json(iom, len(status.controllers)))
     return status
@@ -295,7 +295,7 @@ def _from_json(iom: dict, index: int) -> FioHealth:
     if pcie is not None:
         c.pcie_errors = pcie.lower() not in ("0", "false", "no", "")
         c.evidence["pcie_errors"] = f"has_pcie_errors: {pcie}"
-    for key, value in iom.items():
+    for key in iom:
         low = str(key).lower()
         text = _s(iom, key)
         if text is None:
@@ -307,10 +307,10 @@ def _from_json(iom: dict, index: int) -> FioHealth:
             if text.lower() in ("1", "true", "yes"):
                 c.read_only = True
                 c.evidence["read_only"] = f"{key}: {text}"
-        elif "write_reduced" in low or "reduced_write" in low:
-            if text.lower() in ("1", "true", "yes"):
-                c.reduced_write = True
-                c.evidence["reduced_write"] = f"{key}: {text}"
+        elif (("write_reduced" in low or "reduced_write" in low)
+              and text.lower() in ("1", "true", "yes")):
+            c.reduced_write = True
+            c.evidence["reduced_write"] = f"{key}: {text}"
     words = (reserve_status or "").lower() + " " + state.lower()
     if "read-only" in words or "read only" in words:
         c.read_only = True

@@ -34,7 +34,8 @@ _PROGRESS = re.compile(
 # raid10 layouts: "2 near-copies", "2 far-copies", "2 offset-copies" (offset: a far layout
 # whose copies sit one chunk apart instead of half a disk apart)
 _COPIES = re.compile(r"\b(\d+) (near|far|offset)-copies\b")
-_WAITING = re.compile(r"^(?P<action>recovery|resync|check|repair|reshape)\s*=\s*(?P<state>DELAYED|PENDING|delayed|pending)\s*$")
+_WAITING = re.compile(r"^(?P<action>recovery|resync|check|repair|reshape)\s*=\s*"
+                      r"(?P<state>DELAYED|PENDING|delayed|pending)\s*$")
 # mdstat member flags, in the words of sysfs dev-X/state
 MDSTAT_FLAGS = {"F": "faulty", "S": "spare", "W": "write_mostly", "R": "replacement", "J": "journal"}
 
@@ -185,9 +186,8 @@ def _parse_detail(array: MdstatArray, line: str) -> bool:
     if line.startswith("bitmap:"):
         array.bitmap = line[len("bitmap:"):].strip()
         return True
-    if line.startswith("[") and re.fullmatch(r"\[[=>.]*\]", line):
-        return True   # a bare progress bar (the percentage is on its own line in old kernels)
-    return False
+    # a bare progress bar (the percentage is on its own line in old kernels)
+    return line.startswith("[") and re.fullmatch(r"\[[=>.]*\]", line) is not None
 
 
 # ----------------------------------------------------------------------------- sysfs
@@ -354,7 +354,8 @@ def cross_check(array: MdArray, mdstat: Mdstat) -> list[str]:
     md_faulty = {m.name for m in entry.members if "faulty" in m.flags}
     sys_faulty = {m.name for m in array.members if isinstance(m.state, list) and "faulty" in m.state}
     if array.members and md_faulty != sys_faulty:
-        out.append(f"faulty members: sysfs {sorted(sys_faulty) or 'none'}, mdstat {sorted(md_faulty) or 'none'}")
+        out.append(f"faulty members: sysfs {sorted(sys_faulty) or 'none'}, "
+                   f"mdstat {sorted(md_faulty) or 'none'}")
     if isinstance(array.sync_action, str):
         sys_action = _ACTION_WORDS.get(array.sync_action)
         md_action = entry.progress.action if entry.progress else None
@@ -400,9 +401,10 @@ def array_from_mdstat(entry: MdstatArray) -> MdArray:
         members=[_member_from_mdstat(m, _flagless_in_sync(entry, level)) for m in entry.members],
         mdstat=entry, source="mdstat")
     progress = entry.progress
-    if progress is not None and progress.state == "running":
-        if progress.done_kib is not None and progress.total_kib is not None:
-            array.sync_done_sectors, array.sync_total_sectors = progress.done_kib * 2, progress.total_kib * 2
+    if (progress is not None and progress.state == "running"
+            and progress.done_kib is not None and progress.total_kib is not None):
+        array.sync_done_sectors = progress.done_kib * 2
+        array.sync_total_sectors = progress.total_kib * 2
     _merge_mdstat(array)
     return array
 

@@ -112,8 +112,8 @@ class NicCommands:
         links = self.links()
         if isinstance(links, Unknown):
             return None
-        return [l.name for l in sorted(links.values(), key=lambda l: l.ifindex)
-                if l.attrs.get("master") == name]
+        return [link.name for link in sorted(links.values(), key=lambda link: link.ifindex)
+                if link.attrs.get("master") == name]
 
     def queues(self, name: str, direction: str) -> int | None:
         """numrxqueues/numtxqueues of ip -d: the queues allocated (sysfs lists those in use;

@@ -87,7 +87,8 @@ def collect(root: HostRoot) -> StorageSection:
     for name, dev in inventory.devices.items():
         if dev.family != "dm" or dev.parent is not None:
             continue
-        device = _guard(section, name, lambda name=name, dev=dev: dm.read_dm(root, name, dev.slaves, dev.queue))
+        device = _guard(section, name,
+                        lambda name=name, dev=dev: dm.read_dm(root, name, dev.slaves, dev.queue))
         if isinstance(device, dm.DmDevice):
             section.dm[name] = device
             dev.type = device.kind
@@ -98,7 +99,8 @@ def collect(root: HostRoot) -> StorageSection:
     whole = [n for n, d in section.devices.items() if d.parent is None]
     section.health = _drive_health(root, whole, section.problems)
     if mdstat_only:   # after drive health: these have no drive to ask
-        _guard(section, "md arrays from /proc/mdstat", lambda: _add_mdstat_devices(root, section, mdstat_only))
+        _guard(section, "md arrays from /proc/mdstat",
+               lambda: _add_mdstat_devices(root, section, mdstat_only))
     return section
 
 

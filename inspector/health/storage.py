@@ -75,7 +75,8 @@ def md_findings(array: MdArray) -> list[Finding]:
     if array.disagreements:
         out.append(Finding(Level.WARN, name, f"/proc/mdstat and sysfs disagree about {name}: "
                            f"{array.disagreements[0]}",
-                           array.disagreements + ([f"/proc/mdstat: {l}" for l in entry.lines] if entry else []),
+                           array.disagreements
+                           + ([f"/proc/mdstat: {line}" for line in entry.lines] if entry else []),
                            "re-read in a moment (a state change can race the two reads); if it "
                            "persists, trust mdadm --detail", code="md.mdstat_disagrees"))
     return out
@@ -219,7 +220,8 @@ def block_findings(section: StorageSection) -> list[Finding]:
                 out.append(Finding(Level.WARN, name, f"{name} is a read-only block device but "
                                    f"{', '.join(m.mountpoint for m in rw)} is mounted read-write: "
                                    "writes will fail", [f"/sys/block/{_sys(dev)}/ro: 1"] +
-                                   [f"mountinfo: {m.source} {m.mountpoint} {m.fstype} {m.options}" for m in rw],
+                                   [f"mountinfo: {m.source} {m.mountpoint} {m.fstype} {m.options}"
+                                    for m in rw],
                                    "find out why the device went read-only (media errors, a flash "
                                    "card in read-only mode, a SAN path) before remounting",
                                    code="block.ro_mounted_rw"))

@@ -22,10 +22,10 @@ API (what `inspector top` and the TUI use)::
   rrqm_s wrqm_s drqm_s r_await w_await d_await f_await aqu_sz rareq_sz wareq_sz dareq_sz util
   in_flight; on md/dm devices also `members`, `busy_members` (members far busier than the
   array: the idle-looking md0 over a saturated disk) and `alias` (dm mapper name)),
-  `disk_changes` (devices that appeared or vanished), `nics` (NicRates: rx/tx bytes, packets, errors, drops per second, with
-  operstate and carrier), `cpu` (CpuRates: percent per state overall and per CPU, ctxt_s,
-  intr_s), `load`, `dstate`, `top_io` (ProcIoRate: pid, comm, read/write bytes per second;
-  Unknown on a capture or without root), `findings`, `since_boot`.
+  `disk_changes` (devices that appeared or vanished), `nics` (NicRates: rx/tx bytes, packets,
+  errors, drops per second, with operstate and carrier), `cpu` (CpuRates: percent per state
+  overall and per CPU, ctxt_s, intr_s), `load`, `dstate`, `top_io` (ProcIoRate: pid, comm,
+  read/write bytes per second; Unknown on a capture or without root), `findings`, `since_boot`.
 - Hung sources: each sample waits at most `read_timeout` (1 s) for all sources together; one
   that does not answer (a hung FUSE/NFS mount, lxcfs) is Unknown("/proc/diskstats timed out
   after 1 s"), named in `Snapshot.timed_out` / `Rates.timed_out` (path -> reason), and not

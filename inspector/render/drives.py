@@ -50,7 +50,8 @@ def summary(health: Any) -> list[str]:
         out = [f"{_v(health.model)}", f"fw {_v(health.firmware)}", f"state {_v(health.controller_state)}"]
         if known(health.critical_warning):
             out += [f"critical warning {health.critical_warning:#x}",
-                    f"spare {_v(health.available_spare_pct, '%')} (thresh {_v(health.spare_threshold_pct, '%')})",
+                    f"spare {_v(health.available_spare_pct, '%')} "
+                    f"(thresh {_v(health.spare_threshold_pct, '%')})",
                     f"used {_v(health.percent_used, '%')}", f"media errors {_v(health.media_errors)}",
                     f"temp {_v(health.temperature_c, ' C')}", f"{_v(health.power_on_hours)} h"]
         else:

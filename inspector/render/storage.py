@@ -24,7 +24,8 @@ def human_size(value: Any) -> str:
     size = float(value)
     for unit in _UNITS:
         if round(size, 1) < 1024 or unit == _UNITS[-1]:
-            return f"{size:.0f}{unit}" if unit == "B" or size >= 100 or size == int(size) else f"{size:.1f}{unit}"
+            whole = unit == "B" or size >= 100 or size == int(size)
+            return f"{size:.0f}{unit}" if whole else f"{size:.1f}{unit}"
         size /= 1024
     return "?"
 
@@ -359,7 +360,8 @@ def render(section: StorageSection) -> RenderableType:
         parts.append(Text(f"/proc/mdstat: {section.mdstat}", style="yellow"))
     files = [s for s in section.swaps if not s.filename.startswith("/dev/")]
     for swap in files:
-        parts.append(Text(f"swap file {swap.filename}: {human_size(swap.size_kib * 1024) if known(swap.size_kib) else '?'}"))
+        size = human_size(swap.size_kib * 1024) if known(swap.size_kib) else "?"
+        parts.append(Text(f"swap file {swap.filename}: {size}"))
     if section.health:
         from inspector.render.drives import render_health
         grid = label_grid(gap=1)

@@ -96,7 +96,7 @@ def label_of(obj: Any, default: str = "") -> str:
     for name, value in fields_of(obj):
         if name in LABEL_FIELDS and isinstance(value, str) and value:
             return value
-    for name, value in fields_of(obj):
+    for _name, value in fields_of(obj):
         if isinstance(value, str) and value:
             return value
     return default or inline_fields(obj)

@@ -2,8 +2,48 @@
 same shape) while the run goes on, its RunSummary once it has ended."""
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterable, Sequence
+
 from inspector.probes.base import Interval, RunSummary
 from inspector.tui.messages import ProbeUpdate, UpdateExtra
+
+
+class Buckets(Sequence):
+    """A finished run's histogram, (upper bound ns, count) pairs, in two arrays of integers:
+    16 bytes a bucket where a list of tuples of ints costs ~100 (an IO run has ~600 buckets:
+    60 kB a run kept for the session otherwise)."""
+    __slots__ = ("_upper", "_count")
+    __hash__ = None     # type: ignore[assignment]
+
+    def __init__(self, pairs: Iterable[tuple[int, int]] = ()):
+        self._upper, self._count = array("q"), array("q")
+        for upper, count in pairs:
+            self._upper.append(int(upper))
+            self._count.append(int(count))
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[int, int]]) -> "Buckets":
+        return pairs if isinstance(pairs, cls) else cls(pairs)
+
+    def __len__(self) -> int:
+        return len(self._upper)
+
+    def __getitem__(self, i):       # type: ignore[override]
+        if isinstance(i, slice):
+            return list(zip(self._upper[i], self._count[i]))
+        return self._upper[i], self._count[i]
+
+    def __iter__(self):
+        return zip(self._upper, self._count)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Buckets):
+            return self._upper == other._upper and self._count == other._count
+        return isinstance(other, Sequence) and list(self) == [tuple(p) for p in other]
+
+    def __repr__(self) -> str:
+        return f"Buckets({list(self)!r})"
 
 
 def interval_update(run_id: int, interval: Interval, sent: float | None = None) -> ProbeUpdate:
@@ -38,6 +78,6 @@ def final_update(run_id: int, summary: RunSummary, errors: int) -> ProbeUpdate:
         errors=errors,
         extra=UpdateExtra(final=True, loop=summary.io.loop if summary.io else None,
                           percentiles_ns=dict(lat.percentiles_ns),
-                          buckets=list(summary.histogram), max_ns=lat.max_ns,
+                          buckets=Buckets.of(summary.histogram), max_ns=lat.max_ns,
                           per_server_ms=per_server_ms, per_server_kind=per_server_kind,
                           note=summary.note))

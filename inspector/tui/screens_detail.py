@@ -236,8 +236,8 @@ class NetScreen(SectionScreen):
         offloads.update(Group(*parts[-2:]))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key is not None and event.row_key.value:
-            if event.row_key.value != self._selected:
+        if (event.row_key is not None and event.row_key.value
+                and event.row_key.value != self._selected):
                 self._selected = event.row_key.value
                 report = self.inspector.report
                 self._show_nic(report.findings if report else [])

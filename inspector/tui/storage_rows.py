@@ -232,8 +232,9 @@ def device_groups(dev: Any) -> list[tuple[str, Text]]:
         ("topology", _pairs([("parent", dev.parent), ("partition", dev.partition_number),
                              ("start sector", dev.start_sector), ("partitions", dev.partitions),
                              ("on", dev.slaves), ("holders", dev.holders),
-                             ("mounted", ", ".join(f"{m.mountpoint} ({m.fstype}{', ro' if m.read_only else ''})"
-                                                   for m in dev.mounts) or None),
+                             ("mounted", ", ".join(
+                                 f"{m.mountpoint} ({m.fstype}{', ro' if m.read_only else ''})"
+                                 for m in dev.mounts) or None),
                              ("swap", _swap(dev.swap)), ("backing file", dev.loop_backing_file)])),
     ]
     return [(name, text) for name, text in groups if text]

@@ -52,7 +52,8 @@ class Session:
     def __init__(self, name: str, command: str):
         self.socket = f"bench-{os.getpid()}-{name}"
         self.name = name
-        self.out = tempfile.NamedTemporaryFile(prefix="bench-term-", delete=False).name
+        fd, self.out = tempfile.mkstemp(prefix="bench-term-")
+        os.close(fd)
         self.started = time.monotonic()
         self.tmux("new-session", "-d", "-s", "b", "-x", SIZE[0], "-y", SIZE[1], command)
         self.pid = int(self.tmux("list-panes", "-t", "b", "-F", "#{pane_pid}").strip())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -105,7 +106,7 @@ def test_a_worker_that_times_out_is_killed_and_not_waited_for():
             os.kill(worker.pid, 0)
         except ProcessLookupError:
             break
-        if open(f"/proc/{worker.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+        if Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
             break                       # killed; reaped at the next fork
         time.sleep(0.02)
     else:

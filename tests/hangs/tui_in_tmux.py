@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 
 def main() -> int:
@@ -67,9 +68,9 @@ def main() -> int:
         else:
             tmux("send-keys", "-t", "ui", args.end)
         while time.monotonic() - sent < 15.0:
-            if os.path.exists(status_file) and open(status_file).read().strip():
+            if os.path.exists(status_file) and Path(status_file).read_text().strip():
                 result["exit_after"] = round(time.monotonic() - sent, 3)
-                result["status"] = int(open(status_file).read().strip())
+                result["status"] = int(Path(status_file).read_text().strip())
                 break
             time.sleep(0.02)
     finally:

@@ -87,7 +87,7 @@ def test_human_diff_fits_the_terminal_and_keeps_paths(window, monkeypatch, colum
         res = _diff(window[name], monkeypatch, columns)
         assert res.status == (0 if name == "nic" else 1), res.out
         lines = res.out.splitlines()
-        too_long = [l for l in lines if len(l) > columns]
+        too_long = [line for line in lines if len(line) > columns]
         assert not too_long, too_long
         for path in expected:                      # the whole path on one line, never cut
             assert any(path in line for line in lines), (path, res.out)
@@ -99,8 +99,8 @@ def test_human_diff_fits_the_terminal_and_keeps_paths(window, monkeypatch, colum
     md = _diff(window["md"], monkeypatch, columns).out
     assert "447.1 GiB" in md          # removed disk summarised with units, not 480103981056
     if columns == 200:                # wide: one line per change, value beside the path
-        assert any(l.startswith("REGRESSION storage.md[name=md0].degraded  0 -> 1")
-                   for l in md.splitlines()), md
+        assert any(line.startswith("REGRESSION storage.md[name=md0].degraded  0 -> 1")
+                   for line in md.splitlines()), md
 
 
 def test_values_are_formatted_for_people():
@@ -159,7 +159,7 @@ def test_a_nic_that_was_up_and_is_gone_is_a_regression(tmp_path):
     before, after = _window(tmp_path, lambda root: (root / "sys/class/net/eth0").unlink())
     res = run_cli("diff", before, after)
     assert res.status == 1, res.out
-    line = next(l for l in res.out.splitlines() if "net.nics[name=eth0]" in l)
+    line = next(text for text in res.out.splitlines() if "net.nics[name=eth0]" in text)
     assert line.startswith("REGRESSION") and "NIC that was up disappeared" in res.out, res.out
 
 
@@ -178,7 +178,7 @@ def test_a_down_nic_that_goes_away_is_only_a_change(tmp_path):
 
 def _with_probes(src, dst, probes):
     import json
-    doc = json.loads(open(src).read())
+    doc = json.loads(Path(src).read_text())
     doc["probes"] = probes
     with open(dst, "w") as f:
         json.dump(doc, f)
@@ -198,10 +198,10 @@ def test_probe_runs_that_came_or_went_say_why_they_failed_and_rates_are_rates(tm
     monkeypatch.setenv("COLUMNS", "200")
     res = run_cli("diff", before, after)
     out = res.out
-    added = next(l for l in out.splitlines() if "probes[io:/nonexistent]" in l)
+    added = next(text for text in out.splitlines() if "probes[io:/nonexistent]" in text)
     assert "probe failed: /nonexistent: no such file" in added, out
     assert "{}" not in out, out                      # an empty summary was printed as '{}…'
-    removed = next(l for l in out.splitlines() if "probes[io:/var/tmp]" in l)
+    removed = next(text for text in out.splitlines() if "probes[io:/var/tmp]" in text)
     # a rate is not seconds: ops_per_s was printed '19264.6 s', bytes_per_s '78907892.07 s'
     assert "19264.6 ops/s" in removed and "75.3 MiB/s" in removed and "3 s" in removed, removed
     js = run_cli("diff", "--json", before, after).json()
@@ -290,7 +290,7 @@ def test_an_edited_snapshot_is_an_error_never_a_traceback_that_reads_as_regressi
     one line (it was a traceback, exit 1)."""
     import json
     good = _snapshot_file(fixture_root("xen-pv-guest"), tmp_path / "good.json")
-    doc = json.loads(open(good).read())
+    doc = json.loads(Path(good).read_text())
     edit(doc)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
@@ -303,7 +303,7 @@ def test_an_edited_snapshot_is_an_error_never_a_traceback_that_reads_as_regressi
 def test_a_snapshot_with_null_probes_is_a_snapshot_without_probes(tmp_path):
     import json
     good = _snapshot_file(fixture_root("xen-pv-guest"), tmp_path / "good.json")
-    doc = json.loads(open(good).read())
+    doc = json.loads(Path(good).read_text())
     doc["probes"] = None
     (tmp_path / "null.json").write_text(json.dumps(doc))
     res = run_cli("diff", good, str(tmp_path / "null.json"))
@@ -354,7 +354,7 @@ def test_a_container_veth_going_away_is_not_a_regression(tmp_path):
     add_veth(root)
     before = _snapshot_file(root, tmp_path / "before.json")
     import json
-    nic = next(n for n in json.loads(open(before).read())["report"]["sections"]["net"]["nics"]
+    nic = next(n for n in json.loads(Path(before).read_text())["report"]["sections"]["net"]["nics"]
                if n["name"] == "veth3f2a9c1")
     assert nic["kind"] == "virtual" and nic["operstate"] == "up", nic
     (root / "sys/class/net/veth3f2a9c1").unlink()

@@ -25,7 +25,7 @@ def test_a_log_of_probe_io_runs_imports_like_one_of_ioping(tmp_path):
     assert log.problems == [] and log.warnings == []
     assert len(log.runs) == 4
     for run, (args, out) in zip(log.runs, blocks):
-        completed = next(l for l in out.splitlines() if " requests completed in " in l)
+        completed = next(line for line in out.splitlines() if " requests completed in " in line)
         assert completed.startswith(f"{run.requests} requests") or run.requests >= 1000, args
         assert run.target == str(data) and run.avg_us and run.iops and run.wall_iops
     # `date +%s` headers are unix time

@@ -131,7 +131,8 @@ def test_feature_bits_equal_pyroute2(live):
             bits = eth.get_features()
             theirs = [{"name": n, "available": bits.is_available(n),
                        "requested": bits.is_requested(n), "active": bits.is_active(n),
-                       "never_changed": bits.is_never_changed(n)} for n in bits.keys() if n]
+                       "never_changed": bits.is_never_changed(n)}
+                      for n in bits.keys() if n]  # noqa: SIM118  (pyroute2's iter gives tuples)
         finally:
             eth.close()
         assert _ioctl_feature_rows(nic.name) == theirs, nic.name

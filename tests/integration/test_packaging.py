@@ -38,5 +38,6 @@ def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
 
 def test_sdist_carries_the_c_loop_source(tmp_path):
     sdist = build("--sdist", tmp_path, "live_inspector-*.tar.gz")
-    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     assert "probes/_ioloop.c" in names and "pyproject.toml" in names

@@ -192,7 +192,7 @@ def test_prediction_matches_real_glibc_getaddrinfo():
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout)
-    for case, modes, options in GLIBC_CASES:
+    for case, modes, _options in GLIBC_CASES:
         got = results[case]
         assert got["doc"], (case, got["stderr"])
         predicted = got["doc"]["prediction"]["seconds"]

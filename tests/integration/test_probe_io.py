@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -83,7 +84,7 @@ def test_file_probe_prints_ioping_compatible_summary(data_file):
 def test_ping_mode_prints_each_request_like_ioping(data_file):
     r = run_cli("probe", "io", data_file, "-c", "3", "-i", "0.01")
     assert r.status == 0, r.err
-    lines = [l for l in r.out.splitlines() if "request=" in l]
+    lines = [line for line in r.out.splitlines() if "request=" in line]
     assert len(lines) == 3
     assert re.match(rf"4 KiB <<< {re.escape(data_file)} \(.*\): request=1 time=[\d.]+ [mun]?s "
                     r"\(warmup\)$", lines[0])
@@ -127,10 +128,10 @@ def test_no_o_direct_falls_back_to_buffered_with_fadvise():
 
 
 def test_writing_to_an_existing_file_is_refused(data_file):
-    before = open(data_file, "rb").read()
+    before = Path(data_file).read_bytes()
     r = run_cli("probe", "io", data_file, "--write", "-c", "10")
     assert r.status == 2 and "refusing to write to file" in r.err
-    assert open(data_file, "rb").read() == before
+    assert Path(data_file).read_bytes() == before
 
 
 def test_usage_and_preparation_errors_exit_2(tmp_path, data_file):
@@ -184,7 +185,7 @@ def test_ramp_reports_orion_style_lines(data_file):
     assert re.search(r"^Maximum Small IOPS=\d+ @ Small=[12]$", r.out, re.M), r.out
     assert re.search(r"^Minimum Small Latency=[\d.]+ usecs @ Small=[12]$", r.out, re.M)
     assert re.search(r"^Knee: ", r.out, re.M)
-    rows = [l.split() for l in r.out.splitlines() if re.match(r"^\s+[12]\s", l)]
+    rows = [line.split() for line in r.out.splitlines() if re.match(r"^\s+[12]\s", line)]
     assert [row[0] for row in rows] == ["1", "2"]
 
 
@@ -313,5 +314,5 @@ def test_sighup_ends_a_ramp_without_starting_the_next_step(data_file):
         signal.SIGHUP, timeout=30)
     assert status == 128 + signal.SIGHUP, err
     assert took < 2, f"the ramp went on for {took:.1f} s"
-    rows = [l.split()[0] for l in out.splitlines() if l.strip() and l.split()[0].isdigit()]
+    rows = [line.split()[0] for line in out.splitlines() if line.strip() and line.split()[0].isdigit()]
     assert rows and rows[-1] in ("1", "2"), out

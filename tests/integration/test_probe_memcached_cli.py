@@ -307,16 +307,16 @@ def test_summary_line_says_how_many_connections_were_turned_away(memcached):
     server = memcached("-c", "40")
     r = run_cli("probe", "memcached", "-c", "100", "-e", "20", *SMALL, server.address)
     assert r.status == 1, r.err
-    line = next(l for l in r.out.splitlines() if l.startswith("summary:"))
+    line = next(text for text in r.out.splitlines() if text.startswith("summary:"))
     m = re.search(r"set load on 100 connections \((\d+) failed\):", line)
     assert m, line
     rejected = int(m.group(1))
     assert 50 <= rejected < 100
     # the error list names the error once, not "label: the same text again"
-    listed = [l for l in r.out.splitlines() if "Too many open connections" in l
-              and not l.lstrip().startswith(("status", "summary"))]
-    assert listed and all(l.count("Too many open connections") == 1 for l in listed), listed
-    status = next(l for l in r.out.splitlines() if l.lstrip().startswith("status:"))
+    listed = [line for line in r.out.splitlines() if "Too many open connections" in line
+              and not line.lstrip().startswith(("status", "summary"))]
+    assert listed and all(line.count("Too many open connections") == 1 for line in listed), listed
+    status = next(line for line in r.out.splitlines() if line.lstrip().startswith("status:"))
     assert status.count("Too many open connections") == 1, status
 
 

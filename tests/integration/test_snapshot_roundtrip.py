@@ -59,7 +59,7 @@ def test_md_degrading_is_a_regression(tmp_path):
     (md / "sync_completed").write_text("none\n")
     mdstat = (root / "proc/mdstat").read_text()
     mdstat = mdstat.replace("195310144 blocks super 1.2 [2/1] [U_]", "195310144 blocks super 1.2 [2/2] [UU]")
-    mdstat = "\n".join(l for l in mdstat.splitlines() if "recovery =" not in l) + "\n"
+    mdstat = "\n".join(line for line in mdstat.splitlines() if "recovery =" not in line) + "\n"
     (root / "proc/mdstat").write_text(mdstat)
     healed = snapshot(root, tmp_path / "healed.json")
     assert run_cli("diff", str(broken), str(healed)).status == 0          # better: no regression

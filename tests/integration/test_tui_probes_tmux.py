@@ -119,7 +119,7 @@ def cli_memcached_run(address: str) -> dict:
                          capture_output=True, text=True, timeout=SECONDS + 40)
     doc = json.loads(out.stdout)
     get = doc["ops"]["get"]
-    lat = get["latency"] if "latency" in get else get
+    lat = get.get("latency", get)
     return {"ops_per_s": doc["ops_per_s"], "max_s": lat["max_ns"] / 1e9,
             "p99_s": lat["percentiles_ns"]["p99"] / 1e9}
 
@@ -200,7 +200,7 @@ def test_fifty_runs_in_one_session_keep_memory_flat(tmux, tmp_path):
     tmux.keys("-l", "0.2")
     for k in range(2, RUNS + 1):
         tmux.keys("Enter")
-        tmux.wait(lambda s: re.search(rf"#{k}\s+io \S+\s+done", s) is not None,
+        tmux.wait(lambda s, k=k: re.search(rf"#{k}\s+io \S+\s+done", s) is not None,
                   f"run #{k} done", timeout=20)
         rss.append(tui.memory_info().rss)
         tmux.keys("n")

@@ -26,7 +26,7 @@ def test_live_layers_are_firecracker_kvm_without_container():
     res = run_bin("report", "--json", "--section", "virt")
     assert res.returncode == 0, res.stderr
     section = json.loads(res.stdout)["sections"]["virt"]
-    layers = {l["kind"]: l for l in section["layers"]}
+    layers = {layer["kind"]: layer for layer in section["layers"]}
     assert layers["vm"]["verdict"] == "kvm" and layers["vm"]["flavor"] == "firecracker"
     assert layers["container"]["verdict"] == "none"
     assert section["summary"] == "kvm (firecracker) > hardware"

@@ -177,7 +177,8 @@ def test_a_device_node_behind_a_link_is_refused(mode, tree, loop_device):
     os.symlink("/dev/disk", tree / "sys" / "block" / "sda" / "size")
     os.symlink("../../../../../../../dev/disk", tree / "sys" / "block" / "sda" / "model")
     os.symlink("../dev/null", tree / "etc" / "resolv.conf")
-    assert open(tree / "dev" / "disk", "rb").read(len(MARKER)) == MARKER.encode()
+    with open(tree / "dev" / "disk", "rb") as disk:
+        assert disk.read(len(MARKER)) == MARKER.encode()
     root = open_root(tree, mode)
     for rel in ("sys/block/sda/size", "sys/block/sda/model", "dev/disk", "etc/resolv.conf"):
         assert root.try_text(rel) == Unknown("a device node, not a file"), rel

@@ -53,7 +53,7 @@ def test_open_root_on_a_capture_with_debian_python(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["version"] == [3, 11, 2]
     assert doc["uname"]["release"] == os.uname().release
-    assert doc["hostname"] == open("/proc/sys/kernel/hostname").read().strip()
+    assert doc["hostname"] == Path("/proc/sys/kernel/hostname").read_text().strip()
     assert doc["stat"] == "cpu"
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -80,6 +81,6 @@ def test_a_capture_without_secrets_keeps_the_line_whole(tmp_path):
     with tarfile.open(out) as tar:
         recorded = tar.extractfile("proc/cmdline").read().decode()
         sidecar = json.load(tar.extractfile("inspector-sidecar.json"))
-    live = open("/proc/cmdline").read()
+    live = Path("/proc/cmdline").read_text()
     assert redact_cmdline(live)[1] == []     # this machine's line holds nothing secret-looking
     assert recorded == live and "redactions" not in sidecar

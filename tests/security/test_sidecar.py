@@ -99,9 +99,9 @@ def test_too_many_objects_are_refused(tmp_path):
 @pytest.mark.parametrize("stamp", ["NaN", "Infinity", "-Infinity", "1e308", "-5", "1e20",
                                    '"yesterday"', "true"])
 def test_impossible_capture_times_are_unknown(tmp_path, stamp):
-    tree_with(tmp_path, '{"captured_at": %s, "facts": {"time": {"collected_at": %s}, '
+    tree_with(tmp_path, '{"captured_at": %s, "facts": {"time": {"collected_at": %s}, '  # noqa: UP031
                         '"uname": {"uname": {"nodename": "h1", "release": "6.1", '
-                        '"machine": "x86_64"}}}}' % (stamp, stamp))
+                        '"machine": "x86_64"}}}}' % (stamp, stamp))   # % keeps JSON's braces as they are
     root = HostRoot(str(tmp_path))
     assert root.sidecar_meta["captured_at"] is None
     assert isinstance(root.fact("time", "collected_at", time.time), Unknown)

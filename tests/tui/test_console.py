@@ -4,6 +4,7 @@ arrays known only from /proc/mdstat, and changes live cells in place; Network se
 first physical NIC that is up."""
 from __future__ import annotations
 
+import io
 import threading
 
 from textual.widgets import DataTable
@@ -171,7 +172,7 @@ async def test_network_selects_the_first_physical_nic_that_is_up():
         assert "TSO GSO GRO" in eth0[-1]
         detail = app.screen.query_one("#nic-offloads").content
         from rich.console import Console
-        console = Console(width=200, record=True, file=open("/dev/null", "w"))
+        console = Console(width=200, record=True, file=io.StringIO())
         console.print(detail)
         assert "tcp-segmentation-offload: on" in console.export_text()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import re
 import signal
@@ -63,7 +64,7 @@ async def test_navigate_every_screen_on_a_capture():
         assert "capture kvm-virtio-guest" in text_of(app, "#statusline")
         for key, name in SCREEN_CLASSES.items():
             await pilot.press(key)
-            await wait_for(pilot, lambda: type(app.screen).__name__ == name)
+            await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name)
         # Probes opens with its target field focused, where a digit is typed (issue 20): esc
         # leaves the field, then digits switch screens
         assert app.screen.focused.id == "probe-target"
@@ -138,7 +139,8 @@ async def test_hung_collector_shows_timed_out_and_keys_still_work():
             # esc first on Probes: its target field has focus (issue 20)
             for keys, name in ((("6",), "ProbesScreen"), (("escape", "2"), "StorageScreen")):
                 await pilot.press(*keys)
-                await wait_for(pilot, lambda: type(app.screen).__name__ == name, timeout=3)
+                await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name,
+                               timeout=3)
             # the screens answered while the collector was still hanging
             assert app.collecting and app.collect_error is None
             await wait_for(pilot, lambda: app.collect_error is not None, timeout=8)
@@ -378,7 +380,7 @@ async def test_io_run_panel_warns_only_when_requests_are_timed_in_python(tmp_pat
 
 
 def plain(renderable, width: int = 100) -> str:
-    console = Console(width=width, record=True, file=open("/dev/null", "w"))
+    console = Console(width=width, record=True, file=io.StringIO())
     console.print(renderable)
     return console.export_text()
 

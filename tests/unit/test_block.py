@@ -1,4 +1,5 @@
 """Block-device reading: small parsers, and garbage or missing sysfs that must give Unknown."""
+import io
 import os
 import shutil
 
@@ -102,7 +103,7 @@ def test_garbage_sysfs_values_become_unknown_with_a_reason(tmp_path):
     from rich.console import Console
 
     from inspector.render.storage import render
-    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    console = Console(width=80, record=True, file=io.StringIO())
     console.print(render(s))
     assert "sda" in console.export_text()
     to_jsonable(s)

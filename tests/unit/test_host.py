@@ -87,7 +87,7 @@ def test_recorded_readlink_through_a_link_is_stored_at_its_real_path(tmp_path):
     import tarfile
 
     from inspector.capture import write_capture
-    root = make_tree(tmp_path)
+    make_tree(tmp_path)
     (tmp_path / "sys/devices/virtual/block/dm-0/subsystem_target").mkdir()
     os.symlink("subsystem_target", tmp_path / "sys/devices/virtual/block/dm-0/subsystem")
     rec = HostRoot(str(tmp_path), record=True)

@@ -7,6 +7,7 @@ import random
 import re
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 
@@ -129,13 +130,13 @@ def test_write_and_mixed_in_directory_leave_nothing_behind(tmp_path, native):
 
 
 def test_writes_to_an_existing_file_are_refused(data_file):
-    before = open(data_file, "rb").read()
+    before = Path(data_file).read_bytes()
     with pytest.raises(TargetError, match="refusing to write to file"):
         open_target(data_file, write=True)
-    with open_target(data_file) as target:           # opened read-only: the probe refuses too
-        with pytest.raises(ValueError, match="refusing to write"):
-            IoLatencyProbe(target, IoConfig(mode=WRITE, count=10))
-    assert open(data_file, "rb").read() == before
+    # opened read-only: the probe refuses too
+    with open_target(data_file) as target, pytest.raises(ValueError, match="refusing to write"):
+        IoLatencyProbe(target, IoConfig(mode=WRITE, count=10))
+    assert Path(data_file).read_bytes() == before
 
 
 def test_missing_and_unreadable_targets(tmp_path, data_file):

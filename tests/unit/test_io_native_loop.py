@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from array import array
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -52,7 +53,7 @@ def _burst(fd, offsets, *, size=4096, buf=None, ops=None, first=0, count=None, l
 
 
 def test_burst_reads_the_offsets_given_and_stores_latencies_in_the_slots(data_file):
-    data = open(data_file, "rb").read()
+    data = Path(data_file).read_bytes()
     fd = os.open(data_file, os.O_RDONLY)
     try:
         offsets = array("Q", [0, 8192, 4096 * 7, 4096 * 3])
@@ -187,7 +188,7 @@ def test_another_thread_holding_the_gil_does_not_show_as_io_latency(data_file):
     """The Python loop reads its second clock only once it has the GIL back: with another
     thread holding it, page-cache reads are timed at the length of that hold. The C loop
     times them as what they are."""
-    open(data_file, "rb").read()                       # in the page cache
+    Path(data_file).read_bytes()                       # in the page cache
     native = _run_beside_a_gil_holder(data_file, native=True)
     python = _run_beside_a_gil_holder(data_file, native=False)
     # the control: the Python loop counts the holds as latency: most of its run time

@@ -55,7 +55,7 @@ def test_summary_is_the_merge_of_the_workers(data_file):
     assert math.isclose(res.iops_mean, sum(w.iops_mean for w in workers), rel_tol=1e-12)
     assert sum(c for _, c in res.histogram()) == res.requests
     # each worker's own figures are exactly one of the latency lists
-    timed = sorted((sorted(lst[1:]) for lst in lists), key=lambda l: l[0])
+    timed = sorted((sorted(lst[1:]) for lst in lists), key=lambda times: times[0])
     mine = sorted(workers, key=lambda w: w.latency.min_ns)
     for w, values in zip(mine, timed):
         assert w.requests == len(values) and w.busy_ns == sum(values)
@@ -97,16 +97,16 @@ def test_human_summary_lists_workers_whose_requests_add_up(data_file):
     r = run_cli("probe", "io", data_file, "-j", "2", "-w", "0.4", "-q")
     assert r.status == 0, r.err
     lines = r.out.splitlines()
-    per_worker = [l for l in lines if re.match(r"worker \d: ", l)]
-    assert [l.split(":")[0] for l in per_worker] == ["worker 1", "worker 2"]
+    per_worker = [line for line in lines if re.match(r"worker \d: ", line)]
+    assert [line.split(":")[0] for line in per_worker] == ["worker 1", "worker 2"]
 
     def count(text):                         # ioping's "12.3 k" numbers
         num, _, unit = text.partition(" ")
         return float(num) * {"k": 10**3, "M": 10**6, "G": 10**9}.get(unit, 1)
     total = count(re.search(r"^([\d.]+(?: [kMG])?) requests completed", r.out, re.M)[1])
-    parts = [count(re.match(r"worker \d: ([\d.]+(?: [kMG])?) requests", l)[1]) for l in per_worker]
+    parts = [count(re.match(r"worker \d: ([\d.]+(?: [kMG])?) requests", line)[1]) for line in per_worker]
     assert abs(sum(parts) - total) <= 0.01 * total + 2, (parts, total)
-    assert all("p50" in l and "p99" in l for l in per_worker)
+    assert all("p50" in line and "p99" in line for line in per_worker)
 
 
 def test_raw_limit_folds_latencies_mid_run(data_file, monkeypatch):

@@ -27,7 +27,7 @@ def expected_offset(ts: int, zone: str) -> int:
     return int(datetime.fromtimestamp(ts, ZoneInfo(zone)).utcoffset().total_seconds())
 
 
-@pytest.mark.parametrize("locale", ["C"] + [l for l in TEST_LOCALES if l != "id_ID"])
+@pytest.mark.parametrize("locale", ["C"] + [name for name in TEST_LOCALES if name != "id_ID"])
 def test_real_date_output_reads_back_exactly(glibc_locales, locale):
     for zone in ZONES:
         for ts, line in zip(INSTANTS, date_lines(locale, zone, INSTANTS, glibc_locales)):
@@ -45,7 +45,7 @@ def test_a_12_hour_clock_without_am_pm_is_refused(glibc_locales):
         parse_date_line(line)
 
 
-@pytest.mark.parametrize("locale", [l for l in TEST_LOCALES])
+@pytest.mark.parametrize("locale", [name for name in TEST_LOCALES])
 def test_the_table_is_glibcs_data(glibc_locales, locale):
     data = lc_time(locale, glibc_locales)
     entry = LOCALES[locale]

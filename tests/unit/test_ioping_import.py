@@ -209,11 +209,11 @@ def test_real_ioping_output_of_each_kind(glibc_locales, tmp_path):
     log = parse_ioping_log(text)
     assert log.problems == [] and len(log.runs) == len(runs)
     assert [r.form for r in log.runs] == ["1.x", "1.x", "raw-1.x", "1.x", "raw-1.x", "raw-1.x"]
-    for run, out in zip(log.runs, outputs):
+    for run, _out in zip(log.runs, outputs):
         assert run.avg_us and run.avg_us > 0 and run.bytes_per_s and run.bytes_per_s > 0
         assert run.tz_offset_s == 9 * 3600 and run.date_form == "ja_JP"
     rate = log.runs[1]
-    printed = next(l for l in outputs[1].splitlines() if "requests completed" in l)
+    printed = next(line for line in outputs[1].splitlines() if "requests completed" in line)
     assert printed.endswith(f"{rate.bytes_per_s / MIB:.1f} MiB/s") and rate.wall_bytes_per_s
     # -B: ioping's 10 numbers, bytes per second among them
     raw = outputs[2].split()

@@ -11,7 +11,9 @@ from inspector.model import Level, Unknown
 
 def stat(cpu0, cpu1, ctxt, intr, blocked=0):
     tot = [a + b for a, b in zip(cpu0, cpu1)]
-    fmt = lambda name, v: f"{name} " + " ".join(map(str, v)) + " 0 0"
+
+    def fmt(name, v):
+        return f"{name} " + " ".join(map(str, v)) + " 0 0"
     return "\n".join([fmt("cpu ", tot), fmt("cpu0", cpu0), fmt("cpu1", cpu1),
                       f"intr {intr} 0 0 5", f"ctxt {ctxt}", "btime 1700000000",
                       "processes 100", "procs_running 2", f"procs_blocked {blocked}"])

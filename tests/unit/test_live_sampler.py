@@ -71,7 +71,9 @@ def test_dstate_time_tracks_first_sighting_and_forgets_on_exit(busy_root):
     stats = read_stats(sampler.root, [1, 2417, 18833])
     threads = read_blocked_threads(sampler.root, stats)
     assert [(t.pid, t.tgid) for t in threads] == [(18901, 18833)]
-    update = lambda mono: sampler.dstate.update(sampler.root, stats, mono, 900.0 + mono, threads)
+
+    def update(mono):
+        return sampler.dstate.update(sampler.root, stats, mono, 900.0 + mono, threads)
     assert [d.seconds for d in update(100.0)] == [0, 0]
     assert {d.pid: (d.seconds, d.since) for d in update(130.0)} == {2417: (30.0, 1000.0),
                                                                     18901: (30.0, 1000.0)}

@@ -15,7 +15,7 @@ md1 : active raid1 sdb1[2] sda1[0]
       bitmap: 2/2 pages [8KB], 65536KB chunk
 
 unused devices: <none>
-"""
+"""  # noqa: W293, E101  (mdstat as the kernel prints it: blank lines of spaces, a tab)
 
 VARIETY = """Personalities : [raid0] [raid1] [raid10] [raid6] [raid5] [raid4]
 md127 : active (auto-read-only) raid1 sdc1[1] sdd1[0](F) sde1[2](S) sdf1[3](W)
@@ -40,7 +40,7 @@ md6 : active raid1 sdo[1] sdp[0]
       	resync=PENDING
 
 unused devices: <none>
-"""
+"""  # noqa: W293, E101  (mdstat as the kernel prints it: blank lines of spaces, a tab)
 
 
 def test_recovering_array():

@@ -29,7 +29,7 @@ from inspector.render.storage import render
 from inspector.schema import report_schema
 
 MDSTAT = FIXTURES / "mdstat"
-C, W, O, U = Level.CRIT, Level.WARN, Level.OK, Level.UNKNOWN
+C, W, O, U = Level.CRIT, Level.WARN, Level.OK, Level.UNKNOWN  # noqa: E741  (the tables' letters)
 MD_CODES = {"md.inactive", "md.failed", "md.degraded", "md.member_faulty", "md.sync_running",
             "md.sync_waiting", "md.read_only", "md.mdstat_incomplete"}
 

@@ -107,7 +107,7 @@ def test_single_sample_probe_is_a_note_not_a_regression(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     out = run_cli("diff", str(a), str(b))
     assert out.status == 0, out.out
-    line = next(l for l in out.out.splitlines() if "single sample" in l)
+    line = next(text for text in out.out.splitlines() if "single sample" in text)
     assert "probes[dns].avg_us" in line and "REGRESSION" not in out.out
     # a small wobble of a single-sample probe is not even mentioned
     after["probes"][-1]["summary"]["avg_us"] = 420.0

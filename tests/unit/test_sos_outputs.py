@@ -64,7 +64,7 @@ def test_ethtool_k_with_requested_states_reads_back_the_same_lines():
     lines = [o.ethtool_line() for o in ethtool_offloads(feature_rows(text))]
     # the legacy groups this output lacks print as ethtool prints them for a kernel without
     # their features: only the ones listed here are compared
-    assert [l for l in lines if l.split(":")[0].strip() in text] == text.splitlines()[1:]
+    assert [line for line in lines if line.split(":")[0].strip() in text] == text.splitlines()[1:]
 
 
 def test_ethtool_k_of_old_ethtool_is_refused_with_the_reason():

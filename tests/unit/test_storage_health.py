@@ -66,7 +66,7 @@ def test_mismatch_only_reported_when_idle_and_redundant():
 
 
 # ----------------------------------------------------------------------------- one verdict table
-C, W, O = Level.CRIT, Level.WARN, Level.OK
+C, W, O = Level.CRIT, Level.WARN, Level.OK  # noqa: E741  (the table's letters)
 _MDSTAT_SYNC = {"recover": "recovery", "resync": "resync", "check": "check"}
 
 

@@ -97,11 +97,11 @@ def collect(name: str) -> virt.VirtSection:
 @pytest.mark.parametrize("name,container,vms,roles,hw_flavor,summary", CASES, ids=[c[0] for c in CASES])
 def test_layers(name, container, vms, roles, hw_flavor, summary):
     section = collect(name)
-    kinds = [l.kind for l in section.layers]
+    kinds = [layer.kind for layer in section.layers]
     assert kinds[0] == "container" and kinds[-1] == "hardware"
     c = section.layer("container")
     assert (c.verdict, c.flavor) == container
-    assert [(l.verdict, l.flavor, l.guest_mode) for l in section.vm_layers] == vms
+    assert [(layer.verdict, layer.flavor, layer.guest_mode) for layer in section.vm_layers] == vms
     assert [r.role for r in section.roles] == roles
     assert section.layer("hardware").flavor == hw_flavor
     assert section.summary == summary

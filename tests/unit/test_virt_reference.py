@@ -25,12 +25,12 @@ ROOTS = sorted(p.name for p in fixture_root("virt-01-baremetal-dell").parent.ite
 
 
 def vms(s: virt.VirtSection) -> list[virt.Layer]:
-    return [l for l in s.vm_layers if l.present]
+    return [layer for layer in s.vm_layers if layer.present]
 
 
 def vm_is(*verdicts: str, flavor: str | None = None, mode: tuple[str, ...] = ()):
-    return lambda s: any(l.verdict in verdicts and (flavor is None or l.flavor == flavor)
-                         and (not mode or l.guest_mode in mode) for l in vms(s))
+    return lambda s: any(layer.verdict in verdicts and (flavor is None or layer.flavor == flavor)
+                         and (not mode or layer.guest_mode in mode) for layer in vms(s))
 
 
 def container_is(*verdicts: str, flavor: str | None = None):
@@ -43,7 +43,7 @@ def role_is(role: str):
 
 
 def flavor_is(*flavors: str):
-    return lambda s: any(l.flavor in flavors for l in s.layers)
+    return lambda s: any(layer.flavor in flavors for layer in s.layers)
 
 
 # What each reference answer means in Inspector's terms; "refines" is built in: qemu is
@@ -72,7 +72,7 @@ VIRT_WHAT = {
 }
 SYSTEMD_VM = {
     "kvm": vm_is("kvm"), "qemu": vm_is("qemu", "kvm"), "bochs": vm_is("qemu", "bochs"),
-    "amazon": lambda s: any(l.flavor == "aws" for l in vms(s)), "xen": vm_is("xen"),
+    "amazon": lambda s: any(layer.flavor == "aws" for layer in vms(s)), "xen": vm_is("xen"),
     "uml": vm_is("uml"), "vmware": vm_is("vmware"), "oracle": vm_is("virtualbox"),
     "microsoft": vm_is("hyperv"), "zvm": vm_is("zvm"), "parallels": vm_is("parallels"),
     "bhyve": vm_is("bhyve"), "qnx": vm_is("qnx"), "acrn": vm_is("acrn"),

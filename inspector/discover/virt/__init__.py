@@ -46,7 +46,7 @@ __all__ = ["AZURE_ASSET_TAG", "IGNORED", "INFO", "INIT_PID_NS_INODE", "MEDIUM", 
 
 
 def _summary(layers: list[Layer]) -> str:
-    return " > ".join(l.label() for l in layers if l.present)
+    return " > ".join(layer.label() for layer in layers if layer.present)
 
 
 def _conflicts(layers: list[Layer]) -> list[str]:
@@ -74,12 +74,12 @@ def collect(root: HostRoot) -> VirtSection:
                 layer.flavor = None
                 layer.evidence.append(Evidence("Hyper-V root partition", "yes", "none", INFO,
                                                "the root partition is the Hyper-V host"))
-    innermost_vm = next((l for l in vms if l.present and l.verdict != "uml"), None)
+    innermost_vm = next((layer for layer in vms if layer.present and layer.verdict != "uml"), None)
     if innermost_vm is not None:
         confidential(sig, innermost_vm)
     container, container_roles = decide_container(gather_container(root, sig.osrelease))
     roles.extend(container_roles)
-    in_vm = any(l.present for l in vms)
+    in_vm = any(layer.present for layer in vms)
     kvm = kvm_host(root, sig, in_vm)
     if kvm is not None:
         roles.append(kvm)
@@ -91,7 +91,7 @@ def collect(root: HostRoot) -> VirtSection:
     if not in_vm:
         # Bare metal is only as certain as the "no VM" verdict it rests on: a root with nothing
         # to read must not claim hardware with high confidence.
-        hardware.confidence = next((l.confidence for l in vms if l.kind == "vm"),
+        hardware.confidence = next((layer.confidence for layer in vms if layer.kind == "vm"),
                                    hardware.confidence)
     layers = [container, *vms, hardware]
     blocks = sig.cpuid.blocks

@@ -315,8 +315,9 @@ def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
     if cs.containerenv is not None:
         text = cs.containerenv
         rootless = known(text) and re.search(r"^rootless=1", text, re.M) is not None
-        markers.append(("podman", Evidence("/run/.containerenv", "present" + (", rootless=1" if rootless else ""),
-                                           "podman", MEDIUM), "rootless" if rootless else None))
+        seen = "present" + (", rootless=1" if rootless else "")
+        markers.append(("podman", Evidence("/run/.containerenv", seen, "podman", MEDIUM),
+                        "rootless" if rootless else None))
     if cs.dockerenv:
         markers.append(("docker", Evidence("/.dockerenv", "present", "docker", WEAK), None))
     for verdict, e, flavor in markers:

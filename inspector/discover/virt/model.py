@@ -88,8 +88,8 @@ class VirtSection:
     conflicts: list[str] = field(default_factory=list)
 
     def layer(self, kind: LayerKind) -> Layer | None:
-        return next((l for l in self.layers if l.kind == kind), None)
+        return next((layer for layer in self.layers if layer.kind == kind), None)
 
     @property
     def vm_layers(self) -> list[Layer]:
-        return [l for l in self.layers if l.kind == "vm"]
+        return [layer for layer in self.layers if layer.kind == "vm"]

@@ -91,10 +91,14 @@ def _acpi_oem(root: HostRoot) -> dict[str, str]:
         except Unavailable:
             continue
         if len(head) >= 32:
-            text = lambda a, b: head[a:b].decode("latin-1").strip("\0 ")  # noqa: E731
-            return {"table": table, "oem_id": text(10, 16), "oem_table_id": text(16, 24),
-                    "creator_id": text(28, 32)}
+            return {"table": table, "oem_id": _acpi_field(head, 10, 16),
+                    "oem_table_id": _acpi_field(head, 16, 24),
+                    "creator_id": _acpi_field(head, 28, 32)}
     return {}
+
+
+def _acpi_field(header: bytes, start: int, end: int) -> str:
+    return header[start:end].decode("latin-1").strip("\0 ")
 
 
 def _pci_ids(root: HostRoot) -> set[str]:

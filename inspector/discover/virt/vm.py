@@ -245,7 +245,8 @@ def _decide_vm(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | None
         return "none", None, "low"
     # Off x86 there is no hypervisor bit: firmware tables and the device tree are the primary
     # signals there, and the SMBIOS VM bit confirms them.
-    if hv or (tree is not None and tree.strong and technology == tree.technology) or not x86 and sig.smbios_vm_bit and (dmi_verdict or _cloud(sig)):
+    if (hv or (tree is not None and tree.strong and technology == tree.technology)
+            or not x86 and sig.smbios_vm_bit and (dmi_verdict or _cloud(sig))):
         confidence = "high"
     elif bit or (not x86 and (dmi_verdict or tree or _cloud(sig))) or \
             (x86 and QEMU_CPU in (sig.cpu_model or "")):
@@ -331,7 +332,8 @@ def _firecracker(sig: Signals, ev: list[Evidence]) -> bool:
 
 
 def _hardware_aws(sig: Signals, hardware: Layer, layers: list[Layer]) -> Layer:
-    if not any(l.present for l in layers) and sig.dmi.get("sys_vendor", "").startswith("Amazon"):
+    if (not any(layer.present for layer in layers)
+            and sig.dmi.get("sys_vendor", "").startswith("Amazon")):
         product = sig.dmi.get("product_name", "")
         hardware.flavor = "aws-metal"
         hardware.evidence.append(Evidence("/sys/class/dmi/id/product_name", product, "aws-metal",
