@@ -472,8 +472,10 @@ def _none_succeeded(s: RunSummary) -> bool:
 
 
 def _bounded(s: RunSummary) -> RunSummary:
-    """What a finished run keeps: the histogram and figures, not the per-interval lists."""
-    return replace(s, interval_p99_ns=[], interval_avg_ns=[])
+    """What a finished run keeps: the histogram (compact) and figures, not the per-interval
+    lists."""
+    from inspector.tui.probe_adapters import Buckets
+    return replace(s, histogram=Buckets(s.histogram), interval_p99_ns=[], interval_avg_ns=[])
 
 
 def _exit_text(code: int) -> str:
