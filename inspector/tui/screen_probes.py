@@ -128,7 +128,9 @@ class ProbesScreen(InspectorScreen):
                 id="probes.escape"),
         Binding("x", "stop", "Stop run", id="probes.stop"),
         Binding("c", "compare", "Pin to B", id="probes.compare"),
-        Binding("n", "new", "New probe", id="probes.new"),
+        # priority, like Enter: in a burst (`n` Enter over a laggy link) it must move the focus
+        # before Enter is looked at, or Enter lands on the runs table and starts nothing
+        Binding("n", "new", "New probe", id="probes.new", priority=True),
         Binding("h", "history", "History", id="probes.history"),
         Binding("f2", "focus_runs", "Runs", id="probes.runs"),
     ]
@@ -278,6 +280,10 @@ class ProbesScreen(InspectorScreen):
             return not self._in_form()
         if action in ("next_field", "previous_field"):
             return not self.query_one("#probe-kind", Select).expanded
+        if action == "new":     # a priority key: in a text field it is a letter
+            focused = self.focused
+            return not (isinstance(focused, FormInput) and not isinstance(focused, NumberInput)
+                        or self.query_one("#probe-kind", Select).expanded)
         return True
 
     def action_start_outside(self) -> None:

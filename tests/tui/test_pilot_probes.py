@@ -217,3 +217,34 @@ async def test_enter_starts_from_the_kind_menu_and_n_works_in_a_number_field(tmp
         await pilot.pause(0.2)
         assert screen.query_one("#probe-target", Input).value.endswith("probe.bins")
         assert len(app.probes.runs) == 1
+
+
+async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_target(tmp_path):
+    """`n` Enter sent together from the runs table (a laggy link, a busy UI) starts the next
+    run: Enter, a priority key, was looked at before `n` had moved the focus to the form and
+    went to the runs table, starting nothing."""
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(1 << 20))
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        screen = app.screen
+        screen.query_one("#probe-target", Input).value = str(target)
+        screen.query_one("#probe-seconds", Input).value = "0.2"
+        screen.query_one("#runs", DataTable).focus()
+        await pilot.pause(0.1)
+        for count in (1, 2):
+            burst(app, "n", "enter")
+            await wait_for(pilot, lambda count=count: len(app.probes.runs) == count, timeout=5)
+            run = app.probes.runs[-1]
+            await wait_for(pilot, lambda run=run: not run.active, timeout=15)
+            assert run.state == "done", run.error
+            assert screen.query_one("#runs", DataTable).has_focus
+        # in the target, n is typed (/dev/nvme0n1), the form stays where it is
+        target_field = screen.query_one("#probe-target", Input)
+        target_field.focus()
+        target_field.value = "/dev/"
+        target_field.cursor_position = len(target_field.value)
+        burst(app, "n", "v", "m", "e", "0", "n", "1")
+        await pilot.pause(0.3)
+        assert target_field.value == "/dev/nvme0n1" and target_field.has_focus
