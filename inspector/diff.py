@@ -12,7 +12,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 # Keys whose values change between any two runs of the same host: never a "change".
 VOLATILE_KEYS = {
@@ -136,7 +139,7 @@ def _strip(obj: Any) -> Any:
     return obj
 
 
-def _is_num(v: Any) -> bool:
+def _is_num(v: Any) -> TypeIs[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -216,8 +219,8 @@ def diff_findings(before: list[dict], after: list[dict]) -> list[Change]:
             bad = LEVEL_RANK.get(level, 0) >= LEVEL_RANK["warn"]
             changes.append(Change("findings", k, None, f, "added", bad,
                                   f"new {level}: {f.get('subject')}: {f.get('message')}"))
-        elif LEVEL_RANK.get(level, 0) != LEVEL_RANK.get(b[k].get("level"), 0):
-            worse = LEVEL_RANK.get(level, 0) > LEVEL_RANK.get(b[k].get("level"), 0)
+        elif LEVEL_RANK.get(level, 0) != LEVEL_RANK.get(b[k].get("level", "ok"), 0):
+            worse = LEVEL_RANK.get(level, 0) > LEVEL_RANK.get(b[k].get("level", "ok"), 0)
             changes.append(Change("findings", k, b[k], f, "worse" if worse else "better", worse,
                                   f"{b[k].get('level')} -> {level}: {f.get('message')}"))
     for k, f in b.items():

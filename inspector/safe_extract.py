@@ -97,7 +97,8 @@ def extract(archive: str, dest: str, limits: Limits | None = None) -> Extracted:
                 # "r:" over a stream that only seeks forward: tarfile's own stream mode ("r|")
                 # copies its whole read buffer on every small read (60,000 small files: 27 s)
                 tar = tarfile.open(  # noqa: SIM115  (closed by the `with tar` below)
-                    fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo)
+                    fileobj=stream,  # type: ignore[call-overload]  # reads like a file: enough
+                    mode="r:", tarinfo=_BoundedTarInfo)
             except tarfile.ReadError:
                 if inner is raw:
                     raise ExtractError("not a readable capture: not gzip, bzip2, xz or tar "
@@ -119,7 +120,7 @@ def _unpack(tar: tarfile.TarFile, stream: _Metered, writer: _Writer,
     done = Extracted()
     entries = 0
     while (member := tar.next()) is not None:
-        tar.members.clear()        # stream mode keeps every TarInfo otherwise
+        tar.members.clear()  # type: ignore[attr-defined]  # else every TarInfo is kept
         entries += 1
         if entries > limits.max_entries:
             raise ExtractError(f"more than {limits.max_entries} entries (INSPECTOR_MAX_ENTRIES "
@@ -230,7 +231,7 @@ class _BoundedTarInfo(tarfile.TarInfo):
                 and self.size > MAX_HEADER_BYTES:
             raise ExtractError(f"an extended header of {self.size} bytes (at most "
                                f"{MAX_HEADER_BYTES})")
-        return super()._proc_member(tarfile_)
+        return super()._proc_member(tarfile_)  # type: ignore[misc]  # tarfile's own hook
 
 
 # ----------------------------------------------------------------------------- names
@@ -300,9 +301,9 @@ class _Writer:
                     del self.dirs[key]
 
     def directory(self, parts: tuple[str, ...]) -> int:
-        fd = self.dirs.get(parts)
-        if fd is not None:
-            return fd
+        known_fd = self.dirs.get(parts)
+        if known_fd is not None:
+            return known_fd
         parent = self.directory(parts[:-1])
         name = parts[-1]
         for attempt in range(2):

@@ -28,8 +28,9 @@ def _fmt(value: float, suffixes: list[tuple[str, int]]) -> str:
     return f"{text} {name}" if name else text
 
 
-def fmt_time(ns: float) -> str:
-    return _fmt(ns, TIME_SUFFIXES)
+def fmt_time(ns: float | None) -> str:
+    """ioping's time units; "-" when there is no figure (no request completed)."""
+    return "-" if ns is None else _fmt(ns, TIME_SUFFIXES)
 
 
 def fmt_size(nbytes: float) -> str:

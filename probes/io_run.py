@@ -153,7 +153,7 @@ class IoRun:
     """The IO probe as a Probe (probes.base)."""
     kind = ProbeKind.IO
     uvloop = False
-    deadline = None             # the engine keeps its own (ioping -w; workers stop on time)
+    deadline: float | None = None   # the engine keeps its own (ioping -w; workers stop on time)
 
     def __init__(self, config: IoRunConfig):
         config.validate()

@@ -168,7 +168,7 @@ class McRun:
     """The memcached probe as a Probe (probes.base)."""
     kind = ProbeKind.MEMCACHED
     uvloop = True               # the load needs uvloop's lower per-request cost (memcslap-class)
-    deadline = None             # the engine keeps its own hard bound (effective_deadline)
+    deadline: float | None = None   # the engine keeps its own hard bound (effective_deadline)
 
     def __init__(self, config: McRunConfig):
         config.validate()

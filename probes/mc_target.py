@@ -81,8 +81,10 @@ def is_numeric(host: str) -> bool:
     return True
 
 
-def _gai_reason(exc: OSError) -> str:
-    return exc.strerror or str(exc) or type(exc).__name__
+def _gai_reason(exc: OSError | UnicodeError) -> str:
+    # a UnicodeError (a name IDNA cannot encode: a label over 63 characters) has no strerror
+    strerror = exc.strerror if isinstance(exc, OSError) else None
+    return strerror or str(exc) or type(exc).__name__
 
 
 async def resolve_async(host: str, port: int, timeout: float) -> list[Address]:
@@ -137,8 +139,9 @@ async def reach(host: str, port: int, timeout: float) -> Address:
             continue
         writer.transport.abort()
         return addr
-    exc, addr = first
+    assert first is not None      # resolve_async gives an address or raises
+    error, addr = first
     shown = format_target(host, port) if addr.host == host else \
         f"{format_target(host, port)} ({addr.host})"
-    raise TargetError(classify_connect_error(exc),
-                      f"cannot connect to {shown}: {_connect_reason(exc, timeout)}")
+    raise TargetError(classify_connect_error(error),
+                      f"cannot connect to {shown}: {_connect_reason(error, timeout)}")

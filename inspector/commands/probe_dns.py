@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
 
     def on_round(interval: Interval) -> None:
-        if not args.json and probe.config.rounds > 1:
+        if not args.json and probe.config.rounds > 1 and interval.dns is not None:
             for s in interval.dns.servers:
                 lat = "-" if s.latency_ms is None else f"{s.latency_ms:.1f} ms"
                 print(f"round {interval.dns.round + 1} {s.server:<22} {s.kind:<13} {lat}",
@@ -105,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(stamped("inspector-probe-dns", {
             **to_jsonable(result), "findings": to_jsonable(findings), "notes": probe.notes}))
     else:
+        assert probe.settings is not None     # set by prepare()
         print_human(result, findings, probe.notes, probe.settings.rdtypes)
     if driver.signum:
         return SIGNAL_EXIT + driver.signum

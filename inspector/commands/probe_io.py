@@ -126,9 +126,10 @@ def run(args: argparse.Namespace) -> int:
         for note in probe.notes:
             print(f"note: {note}", file=sys.stderr)
     driver = ProbeDriver(probe, out.interval, signals=STOP_SIGNALS).run()
+    from inspector.probes.io_latency import RampResult
     result = probe.result
     assert result is not None
-    if args.ramp:
+    if isinstance(result.detail, RampResult):
         return out.ramp_done(result.detail, driver.signum)
     return out.done(result.detail, driver.signum, probe.notes)
 
@@ -145,6 +146,7 @@ class _Printer:
         if self.args.json or self.args.quiet:
             return
         io, mode = s.io, self.config.mode
+        assert io is not None     # an IO run's intervals carry their IO part
         arrow = ">>>" if mode == IoMode.WRITE else "<<<" if mode == IoMode.READ else "<->"
         head = f"{fmt_size(self.config.request_size)} {arrow} {self.path} ({self.description})"
         for ns in io.warmups_ns if self.config.interval > 0 else ():
@@ -263,7 +265,7 @@ def ramp_lines(path: str, description: str, ramp: RampResult) -> list[str]:
                      f"{fmt_time(s.p99_ns) if s.p99_ns else '-':>10}")
     if ramp.max_iops:
         lines.append(f"Maximum Small IOPS={round(ramp.max_iops.iops)} @ Small={ramp.max_iops.jobs}")
-    if ramp.min_latency:
+    if ramp.min_latency and ramp.min_latency.avg_ns is not None:
         lines.append(f"Minimum Small Latency={ramp.min_latency.avg_ns / 1000:.2f} usecs "
                      f"@ Small={ramp.min_latency.jobs}")
     if ramp.knee:

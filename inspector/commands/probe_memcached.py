@@ -107,7 +107,9 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         raise CliError(f"cannot resolve {host}: {exc.strerror}") from None
-    return all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+    except UnicodeError as exc:     # a name IDNA cannot encode (a label over 63 characters)
+        raise CliError(f"cannot resolve {host}: {exc}") from None
+    return all(ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos)
 
 
 def confirm_flush(host: str, port: int, yes: bool) -> None:
@@ -169,14 +171,16 @@ def run(args: argparse.Namespace) -> int:
                 print(header.pop(), flush=True)
             print_step(step)
         driver = ProbeDriver(probe, on_step, signals=STOP_SIGNALS).run()
-        summary = probe.result.detail
-        _raise_unresolvable(summary)
-        return report_ramp(summary, args.json, driver.signum)
+        assert probe.result is not None and isinstance(probe.result.detail, RampSummary)
+        ramp = probe.result.detail
+        _raise_unresolvable(ramp)
+        return report_ramp(ramp, args.json, driver.signum)
     live = sys.stderr.isatty() and not args.json
     samples: list[McInterval] = []
 
     def on_interval(interval: Interval) -> None:
         sample = interval.memcached
+        assert sample is not None     # a load run's intervals carry their memcached part
         samples.append(sample)
         if live:
             p99 = max((v.get("p99", 0) for v in sample.latency_ns.values()), default=0)
@@ -187,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
     driver = ProbeDriver(probe, on_interval, signals=STOP_SIGNALS).run()
     if live and samples:
         sys.stderr.write("\n")
+    assert probe.result is not None and isinstance(probe.result.detail, ProbeSummary)
     summary = probe.result.detail
     _raise_unresolvable(summary)
     return report_load(summary, samples, args.json, driver.signum)
@@ -293,6 +298,7 @@ def print_server(s: ProbeSummary) -> None:
 
 def print_step(interval: Interval) -> None:
     st = interval.memcached_ramp
+    assert st is not None         # a ramp's intervals carry their ramp part
     errs = ", ".join(f"{error_label(k)} {v}" for k, v in sorted(st.errors.items())) or "none"
     rej = "?" if st.server_rejected is None else st.server_rejected
     print(f"  {st.connections:>6} conns: opened {st.opened} in {st.open_s:.3f} s, "

@@ -26,7 +26,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from inspector.discover.resolver import ResolverSection
-from inspector.model import Finding, Level, Report
+from inspector.discover.resolver_conf import ResolverConfig
+from inspector.discover.resolver_delay import DelayEstimate
+from inspector.model import Finding, Level, Report, Unknown
 
 if TYPE_CHECKING:
     from inspector.probes.dns_failover import DnsProbeResult
@@ -48,17 +50,17 @@ def rules(report: Report) -> Iterable[Finding]:
     if not isinstance(s, ResolverSection):
         return []
     cfg = s.config
-    if not hasattr(cfg, "nameservers"):
+    if isinstance(cfg, Unknown):
         return [_unreadable(s)]
     out: list[Finding] = []
-    out.extend(_count_rules(s))
+    out.extend(_count_rules(s, cfg))
     if cfg.attempts <= 0:
         out.append(Finding(
             Level.CRIT, "resolver", f"attempts:{cfg.attempts}: glibc sends no DNS query at all",
             [f"options {' '.join(cfg.option_words())}"],
             "Remove the attempts option or set attempts:2.", code="dns.no_attempts"))
     loss = s.first_server_loss
-    if (not s.stub and len(s.used_nameservers) > 1 and hasattr(loss, "seconds")
+    if (not s.stub and len(s.used_nameservers) > 1 and isinstance(loss, DelayEstimate)
             and cfg.attempts > 0 and not cfg.use_vc and loss.seconds is not None
             and loss.seconds > FAILOVER_WARN_S):
         out.append(Finding(
@@ -71,7 +73,8 @@ def rules(report: Report) -> Iterable[Finding]:
             "over at once only when the dead server's host answers with ICMP refused.",
             code="dns.failover_delay"))
     if cfg.use_vc:
-        out.append(_use_vc(cfg.option_words(), loss.seconds if hasattr(loss, "seconds") else "?"))
+        out.append(_use_vc(cfg.option_words(),
+                           loss.seconds if isinstance(loss, DelayEstimate) else "?"))
     if cfg.unknown_options:
         out.append(Finding(
             Level.WARN, "resolver", "resolv.conf options glibc does not know (ignored): " +
@@ -122,8 +125,7 @@ def _unreadable(s: ResolverSection) -> Finding:
         code="dns.unreadable")
 
 
-def _count_rules(s: ResolverSection) -> list[Finding]:
-    cfg = s.config
+def _count_rules(s: ResolverSection, cfg: ResolverConfig) -> list[Finding]:
     out: list[Finding] = []
     if s.ignored_nameservers:
         out.append(Finding(
@@ -235,13 +237,14 @@ def probe_rules(result: DnsProbeResult) -> list[Finding]:
                            lost.steps[:6], "add a second nameserver or run a local cache "
                            "(systemd-resolved, nscd, unbound)", code="dns.single_nameserver"))
     elif whatifs and len(result.servers) > 1:
-        first = whatifs[0].blackholed
-        if first.seconds is None or first.seconds > FAILOVER_WARN_S:
+        first_lost = whatifs[0].blackholed
+        if first_lost.seconds is None or first_lost.seconds > FAILOVER_WARN_S:
             out.append(Finding(Level.WARN, "resolver",
                                f"losing {whatifs[0].server} (blackholed) would make lookups "
                                + ("hang (no timeout on glibc's TCP path)"
-                                  if first.seconds is None else f"take {first.text()}"),
-                               first.steps[:6], "lower `options timeout:` / `attempts:`, use "
+                                  if first_lost.seconds is None
+                                  else f"take {first_lost.text()}"),
+                               first_lost.steps[:6], "lower `options timeout:` / `attempts:`, use "
                                "rotate, or run a local cache (systemd-resolved, nscd, unbound)",
                                code="dns.failover_delay"))
     if result.use_vc:

@@ -191,6 +191,17 @@ def test_unresolvable_host_fails_fast_in_one_line():
     assert time.monotonic() - start < 15
 
 
+def test_a_name_idna_cannot_encode_is_one_line():
+    # a label over 63 characters: getaddrinfo raises UnicodeError, which has no strerror (the
+    # run failed with "AttributeError: 'UnicodeError' object has no attribute 'strerror'", and
+    # --flush's loopback check was an internal error)
+    host = "a" * 64 + ".example"
+    for extra in ((), ("--flush",)):
+        r = run_cli("probe", "memcached", f"{host}:11211", "-e", "10", *extra)
+        assert r.status == 2 and r.out == "" and r.err.count("\n") == 1, (extra, r.out, r.err)
+        assert r.err.startswith(f"inspector: cannot resolve {host}: "), (extra, r.err)
+
+
 def test_refused_port_is_one_line_and_nothing_else():
     port = free_port()
     p = run_bin("probe", "memcached", f"127.0.0.1:{port}", "-e", "10", timeout=20)
