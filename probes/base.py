@@ -52,6 +52,9 @@ class RunStatus(StrEnum):
     FAILED = "failed"           # nothing (more) could be measured: `reason` says why
 
 
+TimingLoop = Literal["c", "python"]     # the IO probe's request loop: the C one or Python's
+
+
 class IoMode(StrEnum):
     READ = "read"
     WRITE = "write"             # directory targets only: a private temporary file
@@ -71,7 +74,7 @@ class IoInterval:
     bytes_per_s: float
     min_ns: int | None = None
     avg_ns: float | None = None
-    loop: Literal["c", "python"] = "c"      # what timed the requests (python: GIL waits count)
+    loop: TimingLoop = "c"      # what timed the requests (python: GIL waits count)
     latencies_ns: list[int] = field(default_factory=list)   # each request, in ping mode (-i)
     warmups_ns: list[int] = field(default_factory=list)
     error: str | None = None
@@ -164,12 +167,12 @@ class IoFigures:
     direct: bool
     wall_ops_per_s: float       # achieved requests per wall second (ioping's "generated")
     bytes_per_s: float
-    loop: Literal["c", "python"] = "c"
+    loop: TimingLoop = "c"
 
 
 @dataclass
 class McFigures:
-    test: McTest
+    test: McTest | Literal["ramp"]
     connections: int            # opened
     address: str | None         # the numeric address measured
     errors: dict[str, int] = field(default_factory=dict)

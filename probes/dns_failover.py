@@ -209,7 +209,7 @@ class DnsFailoverProbe:
             start = time.monotonic()
             try:
                 infos = socket.getaddrinfo(self.s.name, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
-                box["result"] = ", ".join(sorted({i[4][0] for i in infos}))
+                box["result"] = ", ".join(sorted({str(i[4][0]) for i in infos}))
                 box["families"] = [name for family, name in ((socket.AF_INET, "IPv4"),
                                                              (socket.AF_INET6, "IPv6"))
                                    if any(i[0] == family for i in infos)]

@@ -129,6 +129,12 @@ class ServerState:
 Behaviour = ServerState | Mapping[str, ServerState]
 
 
+def _outcome(st: ServerState, rdtype: str) -> str:
+    """The outcome of a reply already received (every received type has one)."""
+    reply = st.reply(rdtype)
+    return reply.outcome if reply is not None else "no reply"
+
+
 def state_for(behaviour: Behaviour, qname: str) -> ServerState:
     if isinstance(behaviour, ServerState):
         return behaviour
@@ -247,7 +253,7 @@ class _Glibc:
                                   f"{reply.outcome}: glibc keeps the {received[0]} reply")
                         return _Exchange("answer", latency, accepted, ans_rcode, True)
                     self.step(f"{name}: {received[0]} and {rdtype} rejected "
-                              f"({st.reply(received[0]).outcome}, {reply.outcome}), next")
+                              f"({_outcome(st, received[0])}, {reply.outcome}), next")
                     return _Exchange("next", latency, [], ans_rcode, True)
                 received.append(rdtype)
                 continue
@@ -259,7 +265,7 @@ class _Glibc:
             accepted.append((rdtype, reply))
             if len(received) == len(types):
                 self.step(f"{name}: " + ", ".join(f"{t} {r.outcome}" for t, r in accepted)
-                          + (f" ({received[0]} {st.reply(received[0]).outcome})"
+                          + (f" ({received[0]} {_outcome(st, received[0])})"
                              if len(accepted) < len(types) else "")
                           + f" after {latency * 1000:.1f} ms")
                 return _Exchange("answer", latency, accepted, ans_rcode, True)

@@ -264,7 +264,7 @@ def _classify(result: ServerResult, timeout: float) -> ServerResult:
         result.kind, result.latency_s = "timeout", timeout
         result.detail = f"no reply in {timeout:g} s"
         return result
-    result.latency_s = max(t.latency_s for t in got)
+    result.latency_s = max((t.latency_s for t in got if t.latency_s is not None), default=None)
     result.detail = describe(types)
     outcomes = [t.outcome for t in types]
     for kind in ("servfail", "rcode-refused", "notimp", "lame", "truncated"):

@@ -253,11 +253,15 @@ def _send(sock: socket.socket, obj: Any) -> None:
 def transportable(result: IoResult | RampResult | None) -> IoResult | RampResult | None:
     """The result with its recorders reduced to what is read of them (Recorded)."""
     if isinstance(result, IoResult):
-        recorder = result.recorder
-        return replace(result, recorder=None if recorder is None else Recorded(
-            recorder.total, recorder.count, recorder.buckets()),
-            workers=[replace(w, recorder=None) for w in result.workers])
+        return _transportable_run(result)
     if isinstance(result, RampResult):     # the knee, max and min are among its steps
-        return summarize_ramp([replace(s, result=transportable(s.result)) for s in result.steps],
-                              result.error, result.interrupted)
+        return summarize_ramp([replace(s, result=_transportable_run(s.result))
+                               for s in result.steps], result.error, result.interrupted)
     return result
+
+
+def _transportable_run(result: IoResult) -> IoResult:
+    recorder = result.recorder
+    return replace(result, recorder=None if recorder is None else Recorded(
+        recorder.total, recorder.count, recorder.buckets()),
+        workers=[replace(w, recorder=None) for w in result.workers])

@@ -42,16 +42,20 @@ import time
 from array import array
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from inspector.probes.base import IoMode
+from inspector.probes.base import IoMode, TimingLoop
 from inspector.probes.io_stats import BatchStats, IntervalPart, record_batch
 from inspector.probes.io_target import IoTarget
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 
+if TYPE_CHECKING:   # io_child imports this module
+    from inspector.probes.io_child import Recorded
+
 try:                                   # the timed request loop in C (probes/_ioloop.c)
     from inspector.probes import _ioloop
 except ImportError:                    # installed without a compiler: the Python loop
-    _ioloop = None
+    _ioloop = None  # type: ignore[assignment]  # (uses check self.native first)
 
 READ, WRITE, MIXED = IoMode.READ, IoMode.WRITE, IoMode.MIXED
 OFFSET_CHUNK = 4096            # offsets drawn per refill, outside the timed loop
@@ -159,8 +163,9 @@ class IoResult:
     error: str | None = None
     interrupted: bool = False
     stuck_workers: int = 0
-    loop: str = "c"              # what timed the requests: "c" or "python"
-    recorder: LatencyRecorder | None = field(default=None, repr=False)
+    loop: TimingLoop = "c"       # what timed the requests: "c" or "python"
+    # a child's run arrives with its recorder reduced to what is read of it (io_child.Recorded)
+    recorder: LatencyRecorder | Recorded | None = field(default=None, repr=False)
     samples: list[IoSample] = field(default_factory=list, repr=False)
     workers: list[IoWorkerResult] = field(default_factory=list, repr=False)
 
@@ -173,7 +178,8 @@ class IoResult:
         """Sum of the timed latencies, every worker's (ioping's "completed in" for one)."""
         if self.recorder is not None:
             return self.recorder.total
-        return round(self.latency.avg_ns * self.requests) if self.requests else 0
+        avg = self.latency.avg_ns
+        return round(avg * self.requests) if self.requests and avg is not None else 0
 
     @property
     def busy_per_worker_ns(self) -> float:
@@ -848,11 +854,11 @@ def ramp_jobs(max_jobs: int) -> list[int]:
 
 def find_knee(steps: list[RampStep]) -> RampStep | None:
     """The first step whose successor's p99 grows by a larger factor than its IOPS."""
-    usable = [s for s in steps if s.iops > 0 and s.p99_ns]
-    for here, nxt in zip(usable, usable[1:]):
-        if nxt.p99_ns / here.p99_ns > nxt.iops / here.iops:
+    usable = [(s, s.p99_ns) for s in steps if s.iops > 0 and s.p99_ns]
+    for (here, here_p99), (nxt, nxt_p99) in zip(usable, usable[1:]):
+        if nxt_p99 / here_p99 > nxt.iops / here.iops:
             return here
-    return usable[-1] if usable else None
+    return usable[-1][0] if usable else None
 
 
 def summarize_ramp(steps: list[RampStep], error: str | None = None,
@@ -861,7 +867,8 @@ def summarize_ramp(steps: list[RampStep], error: str | None = None,
     return RampResult(
         steps=steps, knee=find_knee(steps),
         max_iops=max(usable, key=lambda s: s.iops) if usable else None,
-        min_latency=min(usable, key=lambda s: s.avg_ns) if usable else None,
+        min_latency=min((s for s in usable if s.avg_ns is not None),
+                        key=lambda s: s.avg_ns or 0.0, default=None),
         error=error, interrupted=interrupted)
 
 

@@ -23,6 +23,7 @@ from inspector.probes.base import (
     ProbeKind,
     RunStatus,
     RunSummary,
+    TimingLoop,
 )
 from inspector.probes.io_child import EngineProcess
 from inspector.probes.io_latency import (
@@ -197,7 +198,7 @@ class IoRun:
     async def intervals(self) -> AsyncIterator[Interval]:
         self.prepare()
         assert self._engine is not None and self.target is not None
-        loop = "c" if uses_native_loop(self.config.engine_config()) else "python"
+        loop: TimingLoop = "c" if uses_native_loop(self.config.engine_config()) else "python"
         ops = errors = 0
         self._process = EngineProcess(self._engine, self.target.fd, self.config.run_bound)
         if self._stopped:

@@ -158,11 +158,12 @@ def _open_target(path: str, *, write: bool, request_size: int, working_set: int 
 def _check_direct_size(path: str, st: os.stat_result, request_size: int, root) -> None:
     """O_DIRECT moves whole logical blocks: refuse other sizes before any preparation."""
     from inspector.host import HostRoot
+    from inspector.model import Unknown
     from inspector.probes.io_align import device_geometry, required_multiple
     dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
     geometry = device_geometry(root if root is not None else HostRoot("/"), dev)
     multiple = required_multiple(geometry)
-    if multiple is None or request_size % multiple == 0:
+    if multiple is None or isinstance(geometry, Unknown) or request_size % multiple == 0:
         return
     fits = max(multiple, request_size - request_size % multiple)
     raise TargetError(

@@ -49,8 +49,8 @@ class LatencyRecorder:
         self.count = 0
         self.total = 0
         self.total_sq = 0
-        self.min = None
-        self.max = None
+        self.min: int | None = None     # None until a value is recorded
+        self.max: int | None = None
 
     def record(self, ns: int) -> None:
         ns = min(max(int(ns), LOWEST_NS), HIGHEST_NS)
@@ -74,8 +74,9 @@ class LatencyRecorder:
         self.count += other.count
         self.total += other.total
         self.total_sq += other.total_sq
-        self.min = other.min if self.min is None else min(self.min, other.min)
-        self.max = other.max if self.max is None else max(self.max, other.max)
+        if other.min is not None and other.max is not None:    # set with its first value
+            self.min = other.min if self.min is None else min(self.min, other.min)
+            self.max = other.max if self.max is None else max(self.max, other.max)
 
     def percentile(self, q: float) -> int | None:
         """Nearest-rank percentile (the ceil(q/100*n)-th smallest value), like a sorted list."""
@@ -91,7 +92,9 @@ class LatencyRecorder:
         percentile is a bisection; the result is hdrh's, value for value."""
         hist = self.hist
         cumulative = list(accumulate(hist.counts[:min(hist.counts_len, len(hist.counts))]))
-        out = []
+        top = self.max
+        assert top is not None, "percentiles of an empty recorder"
+        out: list[int] = []
         for q in qs:
             rank = max(1, math.ceil(q / 100.0 * self.count - 1e-9))
             # hdrh rounds q/100*n to the nearest count; ask for the percentile whose rounding
@@ -99,11 +102,11 @@ class LatencyRecorder:
             adjusted = min(100.0, 100.0 * (rank - 0.5 + 1e-6) / self.count)
             index = bisect_left(cumulative, hist.get_target_count_at_percentile(adjusted))
             if index >= len(cumulative):
-                out.append(self.max)          # hdrh: 0, past every count; cannot happen
+                out.append(top)               # hdrh: 0, past every count; cannot happen
                 continue
             # HdrHistogram reports a bucket's highest equivalent value; never above the max
             value = hist.get_highest_equivalent_value(hist.get_value_from_index(index))
-            out.append(min(value, self.max))
+            out.append(min(value, top))
         return out
 
     def summary(self, percentiles: Iterable[float] = PERCENTILES) -> LatencySummary:

@@ -16,6 +16,7 @@ import random
 import socket
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from time import perf_counter_ns
 
 from inspector.probes.mc_workload import Workload
@@ -45,6 +46,11 @@ ERROR_LABELS = {
 TOO_MANY = b"ERROR Too many open connections"
 
 
+
+def _unconnected(data: bytes) -> None:
+    """A connection's write before it is made (nothing is sent before connection_made)."""
+    raise ConnectionError("memcached connection not made yet")
+
 class LoadConnection(asyncio.Protocol):
     """One connection of the closed loop. Owned by an Engine; never raises into the loop."""
 
@@ -62,7 +68,7 @@ class LoadConnection(asyncio.Protocol):
         self.key_count = engine.key_count
         self.set_ratio = engine.set_ratio
         self.random = engine.random
-        self.write = None
+        self.write: Callable[[bytes], object] = _unconnected    # the transport's, once connected
         self.transport: asyncio.Transport | None = None
         self.buf = b""
         self.op = IDLE

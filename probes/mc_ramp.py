@@ -116,7 +116,8 @@ def find_knee(steps: list[RampStep]) -> tuple[int | None, int | None, int | None
     """(named step, p99 knee, first step with errors, reason) over the steps run so far."""
     p99_knee = errors_start = None
     p99_reason = err_reason = ""
-    for prev, cur in zip([None] + steps[:-1], steps):
+    previous: list[RampStep | None] = [None, *steps[:-1]]
+    for prev, cur in zip(previous, steps):
         if errors_start is None and cur.error_total:
             errors_start = cur.connections
             kinds = ", ".join(f"{k} x{v}" for k, v in sorted(cur.errors.items()))
@@ -146,7 +147,7 @@ class MemcachedRamp:
         self._engine: Engine | None = None
         self._preload = None              # the preload in progress, for stop()
         self._stopped = False
-        self._queue: asyncio.Queue | None = None
+        self._queue: asyncio.Queue[RampStep] = asyncio.Queue()   # the steps run, for __anext__
         self._task: asyncio.Task | None = None
 
     def __aiter__(self) -> MemcachedRamp:
@@ -154,26 +155,27 @@ class MemcachedRamp:
 
     async def __anext__(self) -> RampStep:
         if self._task is None:
-            self._queue = asyncio.Queue()
             self._task = asyncio.get_running_loop().create_task(self._run())
+        task = self._task
         getter = asyncio.ensure_future(self._queue.get())
         try:
-            await asyncio.wait({getter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             getter.cancel()
-            self._task.cancel()
+            task.cancel()
             raise
         if getter.done():
             return getter.result()
         getter.cancel()
         if not self._queue.empty():
             return self._queue.get_nowait()
-        self._task.result()
+        task.result()
         raise StopAsyncIteration
 
     async def run(self) -> RampSummary:
         async for _ in self:
             pass
+        assert self.summary is not None     # set by the run as it ends
         return self.summary
 
     def stop(self) -> None:

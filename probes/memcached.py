@@ -282,7 +282,7 @@ class _PreloadProtocol(asyncio.Protocol):
         self.buf = b""
         self.error: str | None = None
         self.done = asyncio.get_running_loop().create_future()
-        self.transport = None
+        self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -294,6 +294,7 @@ class _PreloadProtocol(asyncio.Protocol):
             if not self.done.done():
                 self.done.set_result(None)
             return
+        assert self.transport is not None      # windows go out once connected
         self.transport.write(b"".join(self.requests[self.next:end]))
         self.pending = end - self.next
         self.sent += self.pending
@@ -312,7 +313,7 @@ class _PreloadProtocol(asyncio.Protocol):
                 self.stored += 1
             elif self.error is None:
                 self.error = line.decode("latin-1")[:200]
-                if line.startswith(b"ERROR Too many"):
+                if line.startswith(b"ERROR Too many") and self.transport is not None:
                     self.transport.abort()
                     return
         if self.pending <= 0:
@@ -373,7 +374,7 @@ class MemcachedProbe:
         self._task: asyncio.Task | None = None
         self._stop_requested = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._engine: Engine | None = None
+        self._engine: Engine | EnginePool | None = None
         self._preload: _PreloadProtocol | None = None
         self.total = {"set": LatencyRecorder(), "get": LatencyRecorder()}
         # raw latencies waiting to enter `total`: recorded after the load (or when the backlog
@@ -386,31 +387,33 @@ class MemcachedProbe:
     def __aiter__(self) -> MemcachedProbe:
         return self
 
-    def _ensure_started(self) -> None:
-        if self._task is None:
+    def _ensure_started(self) -> tuple[asyncio.Task, asyncio.Event]:
+        if self._task is None or self._wake is None:
             self._loop = asyncio.get_running_loop()
             self._wake = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run())
+        return self._task, self._wake
 
     async def __anext__(self) -> Sample:
-        self._ensure_started()
+        task, wake = self._ensure_started()
         while True:
             if self._queue:
                 return self._queue.popleft()
-            if self._task.done():
-                self._task.result()       # re-raise an unexpected failure of the run
+            if task.done():
+                task.result()       # re-raise an unexpected failure of the run
                 raise StopAsyncIteration
-            self._wake.clear()
+            wake.clear()
             try:
-                await self._wake.wait()
+                await wake.wait()
             except asyncio.CancelledError:
-                self._task.cancel()
+                task.cancel()
                 raise
 
     async def run(self) -> ProbeSummary:
         """Drive the probe to its end, discarding samples; returns the summary."""
         async for _ in self:
             pass
+        assert self.summary is not None     # set by the run as it ends
         return self.summary
 
     def stop(self) -> None:
@@ -447,7 +450,8 @@ class MemcachedProbe:
     def _emit(self, sample: Sample) -> None:
         self._queue.append(sample)
         self.sample_count += 1
-        self._wake.set()
+        if self._wake is not None:      # set before the run starts emitting
+            self._wake.set()
 
     # the run -----------------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -518,7 +522,8 @@ class MemcachedProbe:
         except ProbeError as exc:
             state.fail(str(exc))
         after = ServerStats(None, "not read: no stats before")
-        if state.before is not None and state.before.values is not None:
+        if (state.before is not None and state.before.values is not None
+                and state.address is not None):
             after = await read_stats_async(
                 state.address.host, load.port,
                 left_of(hard_end, load.connect_timeout_s, at_least=0.02))
@@ -530,6 +535,7 @@ class MemcachedProbe:
         `final_end`)."""
         load = self.load
         workers = load.effective_workers
+        engine: Engine | EnginePool
         if workers > 1:
             engine = EnginePool(load, workers)
         else:
@@ -611,7 +617,7 @@ class MemcachedProbe:
         state.close(engine)          # the run is over: release the connections (and their fds)
         await asyncio.sleep(0.05)   # let the closes reach the server before its counters are read
 
-    def _judge_end(self, engine: Engine, state: _RunState) -> None:
+    def _judge_end(self, engine: Engine | EnginePool, state: _RunState) -> None:
         dead = engine.dead_count()
         opened = engine.opened_count()
         ok = engine.ok_set + engine.ok_get
@@ -626,7 +632,7 @@ class MemcachedProbe:
         else:
             state.reason = "completed"
 
-    def _sample(self, engine: Engine, t0: int, last_ns: int, now_ns: int,
+    def _sample(self, engine: Engine | EnginePool, t0: int, last_ns: int, now_ns: int,
                 last_errors: dict[str, int]) -> dict[str, int]:
         s_arr, g_arr = engine.take_latencies()
         self._defer(s_arr, g_arr)
@@ -726,7 +732,7 @@ def left_of(hard_end: float, cap: float, at_least: float = 0.001) -> float:
     return max(at_least, min(cap, hard_end - time.monotonic()))
 
 
-def _first_error_line(engine: Engine) -> str:
+def _first_error_line(engine: Engine | EnginePool) -> str:
     if not engine.errors:
         return ""
     kind, count = engine.errors.most_common(1)[0]
@@ -742,7 +748,7 @@ class _RunState:
     before: ServerStats | None = None
     flushed: bool = False
     preload: Preload | None = None
-    engine: Engine | None = None
+    engine: Engine | EnginePool | None = None
     open_s: float = 0.0
     t0: int = 0
     t_end: int | None = None

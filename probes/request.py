@@ -70,6 +70,7 @@ def parse_spec(text: str, duration: float = 3.0) -> ProbeRequest:
 
 def config_for(request: ProbeRequest) -> IoRunConfig | McRunConfig | DnsRunConfig:
     """The kind's config for this request (validated: ProbeError)."""
+    config: IoRunConfig | McRunConfig | DnsRunConfig
     if request.kind == ProbeKind.IO:
         from inspector.probes.io_run import IoRunConfig
         config = IoRunConfig.from_request(request)
@@ -85,12 +86,15 @@ def config_for(request: ProbeRequest) -> IoRunConfig | McRunConfig | DnsRunConfi
 
 def make_probe(config: IoRunConfig | McRunConfig | DnsRunConfig) -> Probe:
     if config.kind == ProbeKind.IO:
-        from inspector.probes.io_run import IoRun
+        from inspector.probes.io_run import IoRun, IoRunConfig
+        assert isinstance(config, IoRunConfig)
         return IoRun(config)
     if config.kind == ProbeKind.MEMCACHED:
-        from inspector.probes.mc_run import McRun
+        from inspector.probes.mc_run import McRun, McRunConfig
+        assert isinstance(config, McRunConfig)
         return McRun(config)
-    from inspector.probes.dns_run import DnsRun
+    from inspector.probes.dns_run import DnsRun, DnsRunConfig
+    assert isinstance(config, DnsRunConfig)
     return DnsRun(config)
 
 
