@@ -109,3 +109,36 @@ def data_file(tmp_path):
     path = tmp_path / "data.bin"
     path.write_bytes(os.urandom(4 << 20))
     return str(path)
+
+
+# Linux keeps the largest RSS a process had across execve, and a child forked from pytest
+# starts with pytest's RSS as its high-water mark: ru_maxrss of a direct child reads as large
+# as the test process (400 MB late in a suite run), whatever the child did. A small launcher
+# forks and execs the command from its own few MB, so the figure is the command's own.
+_PEAK_RSS_LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execvp(sys.argv[1], sys.argv[1:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "sys.stderr.write(f'\\npeak-rss-kb {usage.ru_maxrss}\\n')\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
+def popen_measuring_peak_rss(argv: list[str], **kw) -> subprocess.Popen:
+    """Popen of `argv` through the launcher; its stderr (text) ends with the peak RSS line,
+    read by `peak_rss_kb`."""
+    return subprocess.Popen([sys.executable, "-c", _PEAK_RSS_LAUNCHER, *argv],
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def peak_rss_kb(stderr: str) -> int:
+    """The command's own peak RSS in KiB, from the stderr of `popen_measuring_peak_rss`."""
+    return int(stderr.rsplit("peak-rss-kb ", 1)[1].split()[0])
+
+
+def own_peak_rss_snippet() -> str:
+    """Python code printing the running process's own peak RSS (KiB) from VmHWM, which, unlike
+    ru_maxrss, starts afresh at execve."""
+    return ("print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]"
+            ".split()[1])")

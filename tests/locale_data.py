@@ -36,14 +36,17 @@ TEST_LOCALES = ["ja_JP", "de_DE", "fr_FR", "zh_CN", "ko_KR", "en_US", "fi_FI", "
 
 
 @pytest.fixture(scope="session")
-def glibc_locales(request) -> Path:
+def glibc_locales(request, tmp_path_factory) -> Path:
     """A LOCPATH with TEST_LOCALES compiled by this glibc's localedef (the `locales` package's
-    sources), kept in pytest's cache between runs."""
+    sources), kept in pytest's cache between runs (in a session temp dir under
+    `-p no:cacheprovider`)."""
     if not shutil.which("localedef") or not Path("/usr/share/i18n/locales/ja_JP").exists():
         pytest.fail("glibc's locale sources are needed (Debian: apt-get install locales)")
     libc = subprocess.run(["ldd", "--version"], capture_output=True, text=True).stdout
     key = re.sub(r"\W+", "_", libc.splitlines()[0])[-40:]
-    dest = Path(request.config.cache.mkdir("glibc-locales")) / key
+    cache = getattr(request.config, "cache", None)
+    base = Path(cache.mkdir("glibc-locales")) if cache else tmp_path_factory.mktemp("glibc-locales")
+    dest = base / key
     compile_locales(TEST_LOCALES, dest)
     return dest
 

@@ -419,21 +419,19 @@ def test_root_is_refused_like_probe_io(memcached):
 def test_a_huge_execute_number_does_not_build_a_key_per_request(memcached):
     # -e 10000000 used to mean 10 M keys built in memory before the deadline was watched:
     # 34 s and gigabytes for "--deadline 1". The default key count now stops at 100000.
-    import os
     import subprocess
     import time
 
-    from conftest import inspector_bin
+    from conftest import inspector_bin, peak_rss_kb, popen_measuring_peak_rss
     server = memcached()
     start = time.monotonic()
-    proc = subprocess.Popen([inspector_bin(), "probe", "memcached", "-c", "2", "-e", "10000000",
-                             "--deadline", "1", *SMALL, "--json", server.address],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = popen_measuring_peak_rss([inspector_bin(), "probe", "memcached", "-c", "2", "-e",
+                                     "10000000", "--deadline", "1", *SMALL, "--json",
+                                     server.address], stdout=subprocess.PIPE)
     try:
-        out = proc.stdout.read()          # bounded: the probe ends at its deadline
-        _, _, usage = os.wait4(proc.pid, 0)   # this child's own peak RSS
+        out, err = proc.communicate(timeout=30)   # bounded: the probe ends at its deadline
     finally:
-        if proc.returncode is None and proc.poll() is None:
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
     took = time.monotonic() - start
@@ -441,7 +439,7 @@ def test_a_huge_execute_number_does_not_build_a_key_per_request(memcached):
     assert doc["status"] == "deadline" and doc["key_count"] == 100_000
     assert doc["ops_total"] > 0
     assert took < 5, took
-    assert usage.ru_maxrss < 300_000, usage.ru_maxrss   # KB
+    assert peak_rss_kb(err) < 300_000, err   # KB
 
 
 def test_key_count_beyond_the_bound_is_a_usage_error(memcached):
@@ -485,22 +483,20 @@ def test_stopping_the_run_does_not_count_its_connections_as_failed(memcached):
 def test_the_preload_does_not_hold_every_value_at_once(memcached):
     # 300000 keys of 4000-byte values: the preload built every set request first (1.3 GB
     # peak RSS); a window at a time it stays near the workload's own size (~120 MB)
-    import os
     import subprocess
 
-    from conftest import inspector_bin
+    from conftest import inspector_bin, peak_rss_kb, popen_measuring_peak_rss
     server = memcached("-m", "32")
-    proc = subprocess.Popen([inspector_bin(), "probe", "memcached", "-t", "get", "--key-count",
-                             "300000", "--key-size", "20", "--value-size", "4000", "-c", "2",
-                             "--duration", "0.2", "--json", server.address],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = popen_measuring_peak_rss([inspector_bin(), "probe", "memcached", "-t", "get",
+                                     "--key-count", "300000", "--key-size", "20",
+                                     "--value-size", "4000", "-c", "2", "--duration", "0.2",
+                                     "--json", server.address], stdout=subprocess.PIPE)
     try:
-        out = proc.stdout.read()
-        _, _, usage = os.wait4(proc.pid, 0)
+        out, err = proc.communicate(timeout=60)
     finally:
-        if proc.returncode is None and proc.poll() is None:
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
     doc = json.loads(out)
     assert doc["preload"]["stored"] == 300_000
-    assert usage.ru_maxrss < 400_000, usage.ru_maxrss     # KB
+    assert peak_rss_kb(err) < 400_000, err     # KB

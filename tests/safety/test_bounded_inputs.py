@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, own_peak_rss_snippet, run_cli
 from inspector.snapshot import MAX_SNAPSHOT_BYTES
 from safety_helpers import one_line
 
@@ -56,7 +56,7 @@ def test_dev_zero_is_refused_at_once_and_small(good):
     done = subprocess.run([sys.executable, "-c", "import resource, sys\n"
                            "from inspector.cli import main\n"
                            "code = main(['diff', '/dev/zero', sys.argv[1]])\n"
-                           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+                           + own_peak_rss_snippet() + "\n"
                            "sys.exit(code)", good], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "character device, not a snapshot file" in done.stderr
     assert time.monotonic() - start < 10
@@ -166,8 +166,8 @@ def test_memory_of_a_bounded_snapshot_stays_bounded(tmp_path, good):
     done = subprocess.run([sys.executable, "-c", "import resource, sys\n"
                            "from inspector.cli import main\n"
                            "code = main(['diff', '--json', sys.argv[1], sys.argv[2]])\n"
-                           "sys.stderr.write(str(resource.getrusage(resource.RUSAGE_SELF)"
-                           ".ru_maxrss))\n"
+                           "sys.stderr.write(str([l for l in open('/proc/self/status') if "
+                           "l.startswith('VmHWM')][0].split()[1]))\n"
                            "sys.exit(code)", good, big],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
