@@ -21,6 +21,7 @@ from inspector.commands.common import (
     Duration,
     add_root_argument,
     eprint,
+    exit_epilog,
     format_duration,
     non_negative_int,
     root_from_args,
@@ -47,7 +48,11 @@ DEFAULT_MAX_SIZE = 512 << 20     # a month of samples of a host with a dozen bus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record", help="record findings and probe runs into SQLite on a schedule")
+    p = sub.add_parser("record", help="record findings and probe runs into SQLite on a schedule",
+                       epilog=exit_epilog(ok="done, also when stopped by SIGTERM, SIGINT or "
+                                             "SIGHUP (the sample under way is finished first)",
+                                          found="a sample, an interval of --samples or the "
+                                                "--textfile could not be written"))
     add_root_argument(p)
     p.add_argument("--every", type=EVERY, default=300.0, metavar="DURATION",
                    help=f"interval between samples ({DURATION_EXAMPLES}; default 5m, "
