@@ -226,8 +226,8 @@ def _normalise(path: str) -> str:
 
 def _whole_device_path(root: HostRoot, name: str, devmap: dict) -> tuple[str | Unknown, str | Unknown]:
     if name in devmap:
-        majmin, path = devmap[name]
-        return majmin, path
+        mapped_majmin, mapped_path = devmap[name]
+        return mapped_majmin, mapped_path
     target = root.readlink(f"sys/block/{name}")
     path: str | Unknown = (_normalise(f"sys/block/{target}" if not target.startswith("/") else target)
                            if target else Unknown("sys/block entry is not a link"))

@@ -47,11 +47,11 @@ class PartitionTables:
     def entries(self) -> dict[str, _Entry]:
         if self._entries is None:
             self._entries = {}
-            self._read_proc_partitions()
-            self._read_blockdev_report()
+            self._read_proc_partitions(self._entries)
+            self._read_blockdev_report(self._entries)
         return self._entries
 
-    def _read_proc_partitions(self) -> None:
+    def _read_proc_partitions(self, entries: dict[str, _Entry]) -> None:
         try:
             text = self.root.read_text("proc/partitions")
         except Unavailable:
@@ -60,10 +60,10 @@ class PartitionTables:
         for line in text.splitlines():
             fields = line.split()
             if len(fields) == 4 and fields[0].isdigit() and fields[1].isdigit() and fields[2].isdigit():
-                entry = self._entries.setdefault(fields[3], _Entry())
+                entry = entries.setdefault(fields[3], _Entry())
                 entry.maj_min, entry.kib = f"{fields[0]}:{fields[1]}", int(fields[2])
 
-    def _read_blockdev_report(self) -> None:
+    def _read_blockdev_report(self, entries: dict[str, _Entry]) -> None:
         result = self.root.run(["blockdev", "--report"])
         if not result.ok:
             return
@@ -72,7 +72,7 @@ class PartitionTables:
             fields = line.split()
             if len(fields) != 7 or not fields[5].isdigit() or not fields[6].startswith("/dev/"):
                 continue
-            entry = self._entries.setdefault(fields[6][5:], _Entry())
+            entry = entries.setdefault(fields[6][5:], _Entry())
             entry.size_bytes = int(fields[5])
             entry.start_sector = int(fields[4]) if fields[4].isdigit() else None
             entry.read_only = {"ro": True, "rw": False}.get(fields[0])

@@ -172,9 +172,9 @@ def _topology(root: HostRoot, online: list[int] | None, cpuinfo: list[dict[str, 
         reason = Unknown("no topology in sysfs or /proc/cpuinfo")
         return reason, reason, len(online) if online else reason, "none"
     if all("physical id" in b and "core id" in b for b in processors):
-        packages = {b["physical id"] for b in processors}
-        cores = {(b["physical id"], b["core id"]) for b in processors}
-        return len(packages), len(cores), len(processors), "cpuinfo"
+        package_ids = {b["physical id"] for b in processors}
+        core_ids = {(b["physical id"], b["core id"]) for b in processors}
+        return len(package_ids), len(core_ids), len(processors), "cpuinfo"
     reason = Unknown("/proc/cpuinfo has no physical id / core id")
     return reason, reason, len(processors), "cpuinfo"
 

@@ -193,7 +193,13 @@ def _probe_read(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], list[int]
             f"exit {proc.returncode}"
         raise RuntimeError(f"probe failed ({how}{': ' + last if last else ''})")
     data = json.loads(proc.stdout)
-    return {tuple(int(x) for x in k.split(".")): v for k, v in data.items()}
+    return {_leaf_key(k): v for k, v in data.items()}
+
+
+def _leaf_key(text: str) -> tuple[int, int]:
+    """"leaf.subleaf" (the probe child's JSON keys) as numbers."""
+    leaf, subleaf = text.split(".")
+    return int(leaf), int(subleaf)
 
 
 class _LiveCpuid:
@@ -254,14 +260,20 @@ class CpuidReader:
         self.root = root
         self._live = _LiveCpuid() if root.live else None
 
+    def _live_cpuid(self) -> _LiveCpuid:
+        """The machine's CPUID: root.fact asks for a live value on a live root only."""
+        assert self._live is not None
+        return self._live
+
     def method(self) -> str | Unknown:
-        value = self.root.fact("cpuid", "method", lambda: self._live.choose())
+        value = self.root.fact("cpuid", "method", lambda: self._live_cpuid().choose())
         if isinstance(value, (Unknown, str)):
             return value
         return Unknown("malformed CPUID method record")
 
     def leaf(self, leaf: int, subleaf: int = 0) -> list[int] | Unknown:
-        value = self.root.fact("cpuid", key(leaf, subleaf), lambda: self._live.leaf(leaf, subleaf))
+        value = self.root.fact("cpuid", key(leaf, subleaf),
+                               lambda: self._live_cpuid().leaf(leaf, subleaf))
         if isinstance(value, Unknown):
             return value
         if not (isinstance(value, list) and len(value) == 4 and all(
@@ -273,10 +285,11 @@ class CpuidReader:
         """Bases of the hypervisor blocks present (see module docstring)."""
         def produce() -> list[str] | Unknown:
             bases = list(range(HV_BASE, HV_LAST + 1, HV_STEP))
-            self._live.prefetch([(b, 0) for b in bases])
+            live = self._live_cpuid()
+            live.prefetch([(b, 0) for b in bases])
             found = []
             for base in bases:
-                regs = self._live.leaf(base, 0)
+                regs = live.leaf(base, 0)
                 if isinstance(regs, Unknown):
                     return regs
                 if _block_present(base, regs):

@@ -71,7 +71,7 @@ def striping_from_limits(queue: QueueLimits) -> Striping | None:
 
 def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) -> DmDevice:
     base = f"sys/block/{name}/dm"
-    uuid = root.try_line(f"{base}/uuid")
+    uuid: str | Unknown | None = root.try_line(f"{base}/uuid")
     if isinstance(uuid, str) and not uuid or isinstance(uuid, Unknown) and uuid.reason == "not present":
         uuid = None
     kind, detail = kind_from_uuid(uuid if isinstance(uuid, str) else None)
@@ -86,7 +86,7 @@ def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) ->
         dm_name = info.name if not isinstance(info, Unknown) else info
         if not isinstance(info, Unknown):
             uuid, suspended = info.uuid, info.suspended
-            kind, detail = kind_from_uuid(uuid)
+            kind, detail = kind_from_uuid(uuid if isinstance(uuid, str) else None)
     return DmDevice(name=name, dm_name=dm_name, uuid=uuid, kind=kind,
                     detail=detail, suspended=suspended, slaves=list(slaves),
                     striping=striping_from_limits(queue))

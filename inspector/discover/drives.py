@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from inspector.discover import fio_status, hio, nvme_health, smart
@@ -49,11 +50,11 @@ def collect(root: HostRoot, names: list[str], timeout: float = COMMAND_TIMEOUT,
     jobs: dict[str, Callable[[], Any]] = {}
     for name, kind in kinds.items():
         if kind == "hio":
-            jobs[name] = lambda name=name: hio.collect(root, name, timeout, store)
+            jobs[name] = partial(hio.collect, root, name, timeout, store)
         elif kind == "nvme":
-            jobs[name] = lambda name=name: nvme_health.collect(root, name, timeout)
+            jobs[name] = partial(nvme_health.collect, root, name, timeout)
         elif kind == "smart":
-            jobs[name] = lambda name=name: smart.collect(root, name, timeout)
+            jobs[name] = partial(smart.collect, root, name, timeout)
     fio_names = [n for n, k in kinds.items() if k == "fio"]
     if fio_names or any(root.exists(f"sys/module/{m}") for m in FIO_MODULES):
         jobs["\0fio"] = lambda: _fio(root, fio_names, timeout)

@@ -80,6 +80,7 @@ class ResolverSection:
 
 def collect(root: HostRoot) -> ResolverSection:
     link_target = root.readlink(RESOLV_CONF)
+    real: str | Unknown
     try:
         real = root.resolve(RESOLV_CONF)
     except Unavailable as exc:

@@ -196,7 +196,7 @@ def atoi(text: str) -> int:
     """C atoi as glibc does it (strtol, then truncated to int)."""
     m = re.match(r"[ \t\n\v\f\r]*([+-]?)([0-9]*)", text)
     digits = m.group(2) if m else ""
-    if not digits:
+    if not m or not digits:
         return 0
     value = int(digits) * (-1 if m.group(1) == "-" else 1)
     value = max(_LONG_MIN, min(_LONG_MAX, value))          # strtol saturates

@@ -97,12 +97,12 @@ def parse_smartctl(text: str, device: str = "") -> SmartHealth:
     dev = doc.get("device")
     if isinstance(dev, dict) and isinstance(dev.get("protocol"), str):
         h.protocol = dev["protocol"]
-    for attr, key in (("model", "model_name"), ("serial", "serial_number"),
-                      ("firmware", "firmware_version")):
+    for field_name, key in (("model", "model_name"), ("serial", "serial_number"),
+                            ("firmware", "firmware_version")):
         if isinstance(doc.get(key), str):
-            setattr(h, attr, doc[key])
+            setattr(h, field_name, doc[key])
     if not isinstance(h.model, str):
-        parts = [doc.get(k) for k in ("scsi_vendor", "scsi_product") if isinstance(doc.get(k), str)]
+        parts = [doc[k] for k in ("scsi_vendor", "scsi_product") if isinstance(doc.get(k), str)]
         if parts:
             h.model = " ".join(parts)
     support = doc.get("smart_support")
@@ -113,23 +113,24 @@ def parse_smartctl(text: str, device: str = "") -> SmartHealth:
         h.smart_passed = status["passed"]
         h.evidence["smart_passed"] = f"smart_status.passed: {str(status['passed']).lower()}"
     temp = doc.get("temperature")
-    if isinstance(temp, dict) and _num(temp.get("current")) is not None:
-        h.temperature_c = _num(temp["current"])
+    if isinstance(temp, dict) and (celsius := _num(temp.get("current"))) is not None:
+        h.temperature_c = celsius
         h.evidence["temperature_c"] = f"temperature.current: {h.temperature_c}"
     pot = doc.get("power_on_time")
-    if isinstance(pot, dict) and _num(pot.get("hours")) is not None:
-        h.power_on_hours = _num(pot["hours"])
+    if isinstance(pot, dict) and (hours := _num(pot.get("hours"))) is not None:
+        h.power_on_hours = hours
         h.evidence["power_on_hours"] = f"power_on_time.hours: {h.power_on_hours}"
-    if _num(doc.get("scsi_grown_defect_list")) is not None:
-        h.grown_defects = _num(doc["scsi_grown_defect_list"])
+    if (defects := _num(doc.get("scsi_grown_defect_list"))) is not None:
+        h.grown_defects = defects
         h.evidence["grown_defects"] = f"scsi_grown_defect_list: {h.grown_defects}"
     table = doc.get("ata_smart_attributes")
     rows = table.get("table") if isinstance(table, dict) else None
     for row in rows if isinstance(rows, list) else []:
-        if not isinstance(row, dict) or _num(row.get("id")) not in WATCHED_ATTRIBUTES:
+        attr_id = _num(row.get("id")) if isinstance(row, dict) else None
+        if attr_id is None or attr_id not in WATCHED_ATTRIBUTES:
             continue
         raw = row.get("raw")
-        attr = SmartAttribute(id=_num(row["id"]), name=str(row.get("name", "")),
+        attr = SmartAttribute(id=attr_id, name=str(row.get("name", "")),
                               raw=_num(raw.get("value")) if isinstance(raw, dict) else None,
                               value=_num(row.get("value")), worst=_num(row.get("worst")),
                               thresh=_num(row.get("thresh")),

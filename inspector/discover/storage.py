@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.discover import block, dm, md
+from inspector.discover.md import Mdstat    # the `md` field below hides the module in the class
 from inspector.host import HostRoot
 from inspector.model import Unknown
 
@@ -23,7 +24,7 @@ class StorageSection:
     roots: list[str] = field(default_factory=list)         # tree roots: devices without slaves
     md: dict[str, md.MdArray] = field(default_factory=dict)   # md arrays by name (sysfs + mdstat)
     # /proc/mdstat parsed; None when the host has neither md arrays nor /proc/mdstat
-    mdstat: md.Mdstat | Unknown | None = None
+    mdstat: Mdstat | Unknown | None = None
     dm: dict[str, dm.DmDevice] = field(default_factory=dict)  # device-mapper devices by dm-N
     swaps: list[block.Swap] = field(default_factory=list)     # every line of /proc/swaps
     # drive health by device name (drives.collect()): a hio, fio, nvme or smart object, or
@@ -65,7 +66,9 @@ def collect(root: HostRoot) -> StorageSection:
             # the block device is there but not its md directory: mdstat is all there is
             array = _guard(section, name, lambda name=name: md.array_from_mdstat(in_mdstat[name]))
         else:
-            array = _guard(section, name, lambda name=name: md.read_md(root, name, section.mdstat))
+            mdstat = section.mdstat if section.mdstat is not None else Unknown("no /proc/mdstat")
+            array = _guard(section, name,
+                           lambda name=name, mdstat=mdstat: md.read_md(root, name, mdstat))
         if isinstance(array, md.MdArray):
             section.md[name] = array
             section.devices[name].type = md.md_type(array)

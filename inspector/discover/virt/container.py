@@ -20,9 +20,11 @@ from inspector.discover.virt.model import (
     STRONG,
     SUSPECT,
     WEAK,
+    Confidence,
     Evidence,
     HostRole,
     Layer,
+    Weight,
 )
 from inspector.discover.virt.signals import line
 from inspector.host import HostRoot, Unavailable
@@ -197,7 +199,7 @@ def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
     """The container layer (and the OpenVZ host role) from the gathered signals; no reads."""
     ev: list[Evidence] = []
     roles: list[HostRole] = []
-    claims: list[tuple[str, str, str | None]] = []       # (verdict, strength, flavor)
+    claims: list[tuple[str, Weight, str | None]] = []    # (verdict, strength, flavor)
     isolated: bool | None = None                           # evidence of a separate namespace
 
     def claim(verdict: str, e: Evidence, flavor: str | None = None) -> None:
@@ -313,8 +315,9 @@ def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
     # Marker files: images carry them, so they only name a runtime that isolation confirms.
     markers = []
     if cs.containerenv is not None:
-        text = cs.containerenv
-        rootless = known(text) and re.search(r"^rootless=1", text, re.M) is not None
+        containerenv = cs.containerenv
+        rootless = (known(containerenv)
+                    and re.search(r"^rootless=1", containerenv, re.M) is not None)
         seen = "present" + (", rootless=1" if rootless else "")
         markers.append(("podman", Evidence("/run/.containerenv", seen, "podman", MEDIUM),
                         "rootless" if rootless else None))
@@ -334,7 +337,7 @@ def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
     return _weigh_claims(claims, ev, isolated, _runtimes(cs)), roles
 
 
-def _weigh_claims(claims: list[tuple[str, str, str | None]], ev: list[Evidence],
+def _weigh_claims(claims: list[tuple[str, Weight, str | None]], ev: list[Evidence],
                   isolated: bool | None, runtimes: list[tuple[str, str, str]]) -> Layer:
     if not claims:
         if isolated:
@@ -364,7 +367,7 @@ def _weigh_claims(claims: list[tuple[str, str, str | None]], ev: list[Evidence],
             verdict = "container-other"
             flavor = "containerd"
     strengths = {c[1] for c in claims}
-    confidence = "high" if STRONG in strengths and isolated else (
+    confidence: Confidence = "high" if STRONG in strengths and isolated else (
         "medium" if isolated or STRONG in strengths else "low")
     distinct = {v for v in verdicts if v not in ("kubernetes", "containerd")}
     conflict = len(distinct) > 1 and not (distinct <= {"docker", "podman", "cri-o"}

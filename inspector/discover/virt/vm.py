@@ -17,6 +17,7 @@ from inspector.discover.virt.model import (
     MEDIUM,
     STRONG,
     WEAK,
+    Confidence,
     Evidence,
     HostRole,
     Layer,
@@ -108,7 +109,7 @@ def vm_layers(sig: Signals, roles: list[HostRole]) -> tuple[list[Layer], Layer]:
         # A PV guest executes CPUID natively: a non-Xen hypervisor there is the layer below.
         blocks = sig.cpuid.blocks if known(sig.cpuid.blocks) else []
         below = next((b for b in blocks if b.hypervisor not in (None, "xen", "microsoft")), None)
-        if below and xen.guest_mode == "PV":
+        if below and below.hypervisor and xen.guest_mode == "PV":
             name = _VERDICT_NAMES.get(below.hypervisor, below.hypervisor)
             layers.append(Layer("vm", name, confidence="medium", evidence=[Evidence(
                 f"cpuid {below.label}", below.signature, below.hypervisor, MEDIUM,
@@ -197,7 +198,7 @@ def _technology(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | Non
             ev.append(Evidence("CPU model vs hypervisor bit", "QEMU Virtual CPU, bit 0", "qemu",
                                INFO, "QEMU without KVM did not set the hypervisor bit before "
                                "QEMU 2.x; the CPU model name still gives it away"))
-            if dmi_verdict == "bochs":
+            if dmi and dmi_verdict == "bochs":
                 ev.append(_bochs_is_qemu(dmi[3]))
             return "qemu"
         return None
@@ -216,7 +217,7 @@ def _technology(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | Non
         ev.append(Evidence("DMI vs clocksource", "QEMU firmware with kvm-clock", "kvm", MEDIUM,
                            "kvm-clock exists only under KVM acceleration (no CPUID to confirm)"))
         return "kvm"
-    if dmi_verdict == "bochs" and qemu_cpu:
+    if dmi and dmi_verdict == "bochs" and qemu_cpu:
         ev.append(_bochs_is_qemu(dmi[3]))
         return "qemu"
     if dmi_verdict:
@@ -235,7 +236,7 @@ def _technology(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | Non
 
 
 def _decide_vm(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | None,
-               tree: TreeHint | None, ev: list[Evidence]) -> tuple[str, str | None, str]:
+               tree: TreeHint | None, ev: list[Evidence]) -> tuple[str, str | None, Confidence]:
     x86 = is_x86(sig)
     dmi_verdict, dmi_flavor = (dmi[0], dmi[1]) if dmi else (None, None)
     technology = _technology(sig, bit, hv, dmi, tree, ev)
@@ -245,6 +246,7 @@ def _decide_vm(sig: Signals, bit: bool | None, hv: str | None, dmi: tuple | None
         return "none", None, "low"
     # Off x86 there is no hypervisor bit: firmware tables and the device tree are the primary
     # signals there, and the SMBIOS VM bit confirms them.
+    confidence: Confidence
     if (hv or (tree is not None and tree.strong and technology == tree.technology)
             or not x86 and sig.smbios_vm_bit and (dmi_verdict or _cloud(sig))):
         confidence = "high"
@@ -357,7 +359,7 @@ def confidential(sig: Signals, layer: Layer) -> None:
             return
     block = sig.cpuid.block("microsoft")
     isolation = block.leaves.get(block.base + 0x0C) if block else None
-    if isolation and isolation[1] & 0xF in _HV_ISOLATION:
+    if block and isolation and isolation[1] & 0xF in _HV_ISOLATION:
         layer.confidential = _HV_ISOLATION[isolation[1] & 0xF]
         layer.evidence.append(Evidence(f"cpuid 0x{block.base + 0x0C:08x} EBX[3:0]",
                                        str(isolation[1] & 0xF), "confidential", STRONG))

@@ -121,13 +121,14 @@ def _xen_flavor(sig: Signals, ev: list[Evidence]) -> str:
         return "xenserver"
     extra = (sig.xen_version_extra or "").lower()
     if "xs" in extra or "citrix" in extra or "xenserver" in extra:
-        ev.append(Evidence("/sys/hypervisor/version/extra", sig.xen_version_extra, "xenserver", MEDIUM))
+        ev.append(Evidence("/sys/hypervisor/version/extra", sig.xen_version_extra or "",
+                           "xenserver", MEDIUM))
         return "xenserver"
     bios_version = sig.dmi.get("bios_version", "")
     if bios_version.endswith(".amazon") or (sig.xen_uuid or "").lower().startswith("ec2"):
         ev.append(Evidence(sig.firmware.sources.get("bios_version", "bios_version")
                            if bios_version.endswith(".amazon") else "/sys/hypervisor/uuid",
-                           bios_version or sig.xen_uuid, "aws", STRONG,
+                           bios_version or sig.xen_uuid or "", "aws", STRONG,
                            "Amazon's build of Xen's HVM firmware (virt-what: aws)"
                            if bios_version.endswith(".amazon") else "EC2 instance ids start ec2"))
         return "aws"
