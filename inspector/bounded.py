@@ -105,8 +105,10 @@ class _Call:
             threading.Thread(target=self.run, daemon=True, name=self.name).start()
 
     def run(self) -> None:
+        func = self._func
+        assert func is not None      # run once: claim() lets one thread in
         try:
-            self._value = self._func()
+            self._value = func()
         except BaseException as exc:     # handed to the caller, never lost
             self._error = exc
             self._trace = traceback.format_exc()
@@ -116,7 +118,7 @@ class _Call:
 
     def outcome(self) -> Any:
         if self._error is not None:
-            self._error.__inspector_trace__ = self._trace
+            self._error.__inspector_trace__ = self._trace  # type: ignore[attr-defined]
             raise self._error
         return self._value
 
@@ -350,7 +352,7 @@ def _child_main(serve: Callable[[Any], Any], sock: socket.socket) -> None:
                 value = serve(request[1])
                 if isinstance(value, WithFds):
                     value, fds = value.value, value.fds
-                reply = ("ok", value, len(fds))
+                reply: tuple[str, Any, int | str] = ("ok", value, len(fds))
             except BaseException as exc:
                 reply = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
             try:

@@ -48,7 +48,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, line + "\n")
 
 
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> OneLineErrorParser:
     """The parser; given argv, only the named command's module is imported (each command
     imports its own machinery, and `inspector report` over a slow SSH link should not pay
     for the probes' imports). `--help` and unknown commands get every command."""

@@ -246,7 +246,7 @@ def _from_metrics(row: HostRow, report: dict) -> None:
 
 
 def _probe(run: dict) -> dict:
-    summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
+    summary = run["summary"] if isinstance(run.get("summary"), dict) else {}
     return {"spec": str(run.get("spec") or run.get("kind") or ""),
             "p99_us": summary.get("p99_us"), "ops_per_s": summary.get("ops_per_s"),
             "error": run.get("error")}

@@ -70,7 +70,7 @@ class Unavailable(Exception):
 
 def _reason(exc: OSError) -> str:
     if isinstance(exc, Refused):
-        return exc.strerror
+        return exc.strerror or str(exc)
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return "not present"
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -217,6 +217,7 @@ class HostRoot:
         tree = self._tree
         if isinstance(tree, str):
             raise Unavailable(tree)
+        assert tree is not None      # asked of a non-live root only
         return tree
 
     def _readlink_raw(self, rel: str) -> str | None:
@@ -455,21 +456,25 @@ class HostRoot:
         return self.resolve(rel)
 
     def _record_file(self, rel: str, data: bytes) -> None:
-        if _denied(rel):
+        recording = self._recording
+        if recording is None or _denied(rel):
             return
-        with self._recording.lock:
-            self._recording.files[rel] = data
+        with recording.lock:
+            recording.files[rel] = data
 
     def _record_existence(self, rel: str) -> None:
+        recording = self._recording
+        if recording is None:
+            return
         target = self._readlink_raw(rel)
         is_dir = target is None and self.is_dir(rel)
-        with self._recording.lock:
+        with recording.lock:
             if target is not None:
-                self._recording.links[rel] = target
+                recording.links[rel] = target
             elif is_dir:
-                self._recording.dirs.setdefault(rel, [])
-            elif rel not in self._recording.files:
-                self._recording.files.setdefault(rel, b"")
+                recording.dirs.setdefault(rel, [])
+            elif rel not in recording.files:
+                recording.files.setdefault(rel, b"")
 
 
 def _open_tree(path: str, with_sidecar: bool,

@@ -120,7 +120,7 @@ def _zone_offset(value: str, local: datetime, abbr: str | None = None) -> int:
     zone = _zoneinfo(value)
     candidates = [local.replace(tzinfo=zone, fold=fold) for fold in (0, 1)]
     chosen = next((c for c in candidates if abbr and c.tzname() == abbr), candidates[0])
-    return int(chosen.utcoffset().total_seconds())
+    return _offset_s(chosen)
 
 
 def resolve_zone(zone: str, local: datetime, rules: ZoneRules) -> int:
@@ -170,11 +170,18 @@ def parse_date_line(text: str, rules: ZoneRules | None = None) -> LogDate | None
     return None
 
 
+def _offset_s(aware: datetime) -> int:
+    """The UTC offset of a datetime that has a zone, in seconds."""
+    offset = aware.utcoffset()
+    assert offset is not None
+    return int(offset.total_seconds())
+
+
 def _default_offset(zone: str, ts: float) -> int:
     numeric = _numeric_offset(zone)
     if numeric is not None:
         return numeric
-    return int(datetime.fromtimestamp(ts, _zoneinfo(zone)).utcoffset().total_seconds())
+    return _offset_s(datetime.fromtimestamp(ts, _zoneinfo(zone)))
 
 
 def _iso(line: str, rules: ZoneRules) -> LogDate | None:
@@ -194,7 +201,7 @@ def _iso(line: str, rules: ZoneRules) -> LogDate | None:
     except ValueError:
         return None
     if dt.tzinfo is not None:
-        return LogDate(dt.timestamp(), int(dt.utcoffset().total_seconds()), "iso-8601",
+        return LogDate(dt.timestamp(), _offset_s(dt), "iso-8601",
                        dt.strftime("%z"))
     return _zoneless(dt, "iso-8601", rules)
 
@@ -321,6 +328,7 @@ def _from_match(m: re.Match, form: str, entry: dict, rules: ZoneRules) -> LogDat
         year = 2000 + int(g["year2"])
     else:
         return None
+    hour: int | None
     if g.get("hour12") is not None:
         am_pm = [x.strip().casefold() for x in entry.get("am_pm", [])]
         if not all(am_pm) or len(am_pm) != 2:

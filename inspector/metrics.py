@@ -317,9 +317,9 @@ def _storage(s: Any) -> Iterator[Sample]:
             continue     # nothing to ask, nothing failed: as `check`, which says nothing here
         level = health.get("level")
         # a health tool that failed or timed out is the case an alert must see: value 3
-        value = LEVEL_VALUE.get(level.lower(), UNKNOWN_LEVEL) if isinstance(level, str) \
+        level_value = LEVEL_VALUE.get(level.lower(), UNKNOWN_LEVEL) if isinstance(level, str) \
             else UNKNOWN_LEVEL
-        yield Sample("drive_health_level", value,
+        yield Sample("drive_health_level", level_value,
                      {"device": name, "kind": str(health.get("kind") or "")})
         for field_name, (metric, scale) in DRIVE_GAUGES.items():
             if (value := _num(health.get(field_name))) is not None:
@@ -447,7 +447,7 @@ def probe_metrics(runs: Iterable[dict], started_at: float) -> list[Sample]:
         if not isinstance(run, dict):
             continue
         labels = {"kind": str(run.get("kind") or ""), "probe": str(run.get("spec") or "")}
-        summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
+        summary = run["summary"] if isinstance(run.get("summary"), dict) else {}
         out.append(Sample("probe_success", 0 if run.get("error") else 1, labels))
         out.append(Sample("probe_last_run_timestamp_seconds", started_at, labels))
         out.append(Sample("probe_errors", _probe_errors(run, summary), labels))

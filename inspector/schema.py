@@ -165,11 +165,11 @@ class SchemaBuilder:
             properties[f.name] = schema
             if (cls, f.name) not in OPTIONAL_FIELDS:
                 required.append(f.name)
-        schema: dict[str, Any] = {"type": "object"}
+        out: dict[str, Any] = {"type": "object"}
         if class_doc(cls):
-            schema["description"] = class_doc(cls)
-        schema.update(properties=properties, required=required, additionalProperties=False)
-        return schema
+            out["description"] = class_doc(cls)
+        out.update(properties=properties, required=required, additionalProperties=False)
+        return out
 
     def _enum(self, cls: type[enum.Enum]) -> dict:
         values = [m.name.lower() if issubclass(cls, Level) else m.value for m in cls]

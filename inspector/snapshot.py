@@ -13,6 +13,7 @@ import json
 import math
 import socket
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from inspector.atomic_write import write_atomic
@@ -124,6 +125,7 @@ def _depth_over(doc: Any, limit: int) -> bool:
     stack = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

@@ -154,7 +154,8 @@ class Bounded:
             return f"at most {_number_text(self.maximum)}"
         return f"{_number_text(self.minimum)} to {_number_text(self.maximum)}"
 
-    def __call__(self, text: str):
+    def __call__(self, text: str) -> float:
+        value: float
         if self.integer:
             if not _INTEGER.fullmatch(text):
                 raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number")

@@ -90,8 +90,9 @@ def _sysfs_facts(array: MdArray) -> MdFacts:
     entry = array.mdstat
     level = _level(array)
     state = array.array_state if isinstance(array.array_state, str) and array.array_state else None
-    members = [m for m in array.members if isinstance(m.state, list)]
-    faulty = {m.name for m in members if "faulty" in m.state}
+    # the members whose sysfs state was read, with it
+    members = [(m, m.state) for m in array.members if isinstance(m.state, list)]
+    faulty = {m.name for m, state in members if "faulty" in state}
     if entry:
         faulty |= {m.name for m in entry.members if "faulty" in m.flags}
     raid_disks = (array.raid_disks if isinstance(array.raid_disks, int) else
@@ -106,16 +107,18 @@ def _sysfs_facts(array: MdArray) -> MdFacts:
         raid_disks=raid_disks, missing=_missing(array), in_sync=_in_sync(array, raid_disks),
         copies=_copies(array),
         faulty=sorted(faulty),
-        spares=([m.name for m in members if "spare" in m.state and m.slot is None] if array.members
+        spares=([m.name for m, state in members if "spare" in state and m.slot is None]
+                if array.members
                 else [m.name for m in entry.members if "spare" in m.flags] if entry else []),
         # a spare given a slot is what a recovery writes
-        rebuild_onto=[m.name for m in members if "spare" in m.state and isinstance(m.slot, int)],
+        rebuild_onto=[m.name for m, state in members
+                      if "spare" in state and isinstance(m.slot, int)],
         sync=_sync_state(array),
         read_only=_READ_ONLY.get(state) if state else (entry.read_only if entry else None),
         evidence={"state": _md_evidence(array, "array_state"),
                   "degraded": _md_evidence(array, "degraded", "raid_disks", mdstat=" blocks"),
-                  "faulty": [f"/sys/block/{array.name}/md/dev-{m.name}/state: {','.join(m.state)}"
-                             for m in members if "faulty" in m.state]
+                  "faulty": [f"/sys/block/{array.name}/md/dev-{m.name}/state: {','.join(state)}"
+                             for m, state in members if "faulty" in state]
                   + [f"/proc/mdstat: {line}" for line in (entry.lines[:1] if entry else [])],
                   "sync": _md_evidence(array, "sync_action", "sync_completed", mdstat="=")})
 
@@ -144,11 +147,11 @@ def _in_sync(array: MdArray, raid_disks: int | None) -> list[bool] | None:
     [U_]); None when neither is complete or it does not match the missing count."""
     missing = _missing(array)
     picture = None
-    members = array.members
-    if raid_disks and members and all(isinstance(m.state, list) and not isinstance(m.slot, Unknown)
-                                      for m in members):
-        picture = [any(m.slot == slot and "in_sync" in m.state and "faulty" not in m.state
-                       for m in members) for slot in range(raid_disks)]
+    stated = [(m.slot, m.state) for m in array.members
+              if isinstance(m.state, list) and not isinstance(m.slot, Unknown)]
+    if raid_disks and array.members and len(stated) == len(array.members):
+        picture = [any(member_slot == slot and "in_sync" in state and "faulty" not in state
+                       for member_slot, state in stated) for slot in range(raid_disks)]
     entry = array.mdstat
     if (picture is None or picture.count(False) != missing) and entry and entry.status \
             and len(entry.status) == raid_disks:

@@ -58,7 +58,8 @@ def summary(health: Any) -> list[str]:
             out.append(f"SMART {health.critical_warning}")
         return out
     if isinstance(health, SmartHealth):
-        status = {True: "PASSED", False: "FAILED"}.get(health.smart_passed, "?")
+        status = ("?" if not isinstance(health.smart_passed, bool) else
+                  "PASSED" if health.smart_passed else "FAILED")
         out = [f"{_v(health.model)}", f"SMART {status}", f"temp {_v(health.temperature_c, ' C')}",
                f"{_v(health.power_on_hours)} h"]
         out += [f"#{a.id} {a.raw}" for a in health.attributes.values() if a.raw]

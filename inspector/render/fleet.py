@@ -137,7 +137,7 @@ def diff_lines(rows: list[HostDiff], width: int) -> list[str]:
     cells = []
     for row in rows:
         files = row.error or (row.before if row.before == row.after
-                              else f"{row.before} -> {row.after}")
+                              else f"{row.before} -> {row.after}") or ""
         cells.append([DIFF_STATUS[row.status], row.host,
                       "" if row.error else str(row.regressions),
                       "" if row.error else str(row.changes), files])

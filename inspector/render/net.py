@@ -1,6 +1,8 @@
 """Rich renderer for the net section: a NIC table, compact offloads per NIC, the sysctls."""
 from __future__ import annotations
 
+from typing import Literal
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -58,10 +60,11 @@ def nic_table(nics: list[Nic]) -> Table:
     table = Table(show_edge=False, pad_edge=False, expand=False)
     # Names and figures never wrap; the words around them do, so a narrow panel folds
     # "driver (bus)" or "down, no carrier" instead of cutting "1000" to "10…".
-    for name, justify, wrap in (("nic", "left", False), ("kind", "left", True),
-                                ("driver (bus)", "left", True), ("mtu", "right", False),
-                                ("qlen", "right", False), ("speed", "left", False),
-                                ("state", "left", True)):
+    columns: tuple[tuple[str, Literal["left", "right"], bool], ...] = (
+        ("nic", "left", False), ("kind", "left", True), ("driver (bus)", "left", True),
+        ("mtu", "right", False), ("qlen", "right", False), ("speed", "left", False),
+        ("state", "left", True))
+    for name, justify, wrap in columns:
         table.add_column(name, justify=justify, no_wrap=not wrap,
                          overflow="fold" if wrap else "ellipsis")
     for nic in nics:

@@ -5,6 +5,7 @@ Cells made from strings are plain Text, never Rich markup: host strings ("[fixed
 output, a device or file name with brackets) print as they read."""
 from __future__ import annotations
 
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -17,9 +18,10 @@ def label_grid(gap: int = 2) -> Table:
     return grid
 
 
-def add_row(grid: Table, label: str | Text, value: str | Text) -> None:
+def add_row(grid: Table, label: str | Text, value: RenderableType) -> None:
     grid.add_row(plain(label), plain(value))
 
 
-def plain(value: str | Text) -> Text:
-    return value if isinstance(value, Text) else Text(value)
+def plain(value: RenderableType) -> RenderableType:
+    """A string as plain Text; any other renderable as it is."""
+    return Text(value) if isinstance(value, str) else value

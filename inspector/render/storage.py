@@ -109,7 +109,9 @@ def _details(dev: BlockDevice) -> Text:
         if dev.family not in (dev.type, "md", "dm", "loop", "rom", "other"):
             words.append((dev.family, ""))
         if dev.family not in _MEDIUM_UNKNOWN:
-            words.append(({True: "hdd", False: "ssd"}.get(dev.rotational, "?"), "dim"))
+            medium = "?" if not isinstance(dev.rotational, bool) else \
+                "hdd" if dev.rotational else "ssd"
+            words.append((medium, "dim"))
         if dev.scheduler and known(dev.scheduler) and dev.scheduler != "none":
             words.append((dev.scheduler, "dim"))
         for word, style in words:
@@ -258,6 +260,7 @@ def _state_text(array: MdArray) -> Text:
 def _mdstat_state_text(array: MdArray) -> Text:
     """mdstat's own words: it does not tell clean from active, as sysfs's array_state does."""
     entry = array.mdstat
+    assert entry is not None     # shown for arrays read from /proc/mdstat only
     if not entry.active:
         container = array.level == "container"   # inactive by design
         return Text("inactive" + (" (container)" if container else ""),

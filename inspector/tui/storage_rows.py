@@ -120,7 +120,8 @@ def health_shorthand(record: Any) -> str:
         parts = [f"spare {_num(record.available_spare_pct)}%" if _num(record.available_spare_pct) else None,
                  f"used {_num(record.percent_used)}%" if _num(record.percent_used) else None]
     elif isinstance(record, SmartHealth):
-        parts = [{True: "SMART ok", False: "SMART FAILED"}.get(record.smart_passed)]
+        parts = [None if not isinstance(record.smart_passed, bool) else
+                 "SMART ok" if record.smart_passed else "SMART FAILED"]
     temp = _num(get(record, "temperature_c"))
     if temp is not None:
         parts.append(f"{temp}°C")
@@ -282,7 +283,7 @@ def dm_groups(device: Any) -> list[tuple[str, Text]]:
     ] if text]
 
 
-def grouped(groups: list[tuple[str, Text]]) -> Table:
+def grouped(groups: list[tuple[str, RenderableType]]) -> Table:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold cyan", no_wrap=True, min_width=9)
     grid.add_column()
@@ -315,7 +316,7 @@ def device_detail(section: Any, row: DeviceRow, findings: list[Finding]) -> list
         parts.append(grid)
     else:
         parts.append(Text("no findings for this device", style="green"))
-    groups: list[tuple[str, Text]] = []
+    groups: list[tuple[str, RenderableType]] = []
     if row.origin == "device" and row.item is not None:
         groups += device_groups(row.item)
     md = (get(section, "md", default={}) or {}).get(name)
