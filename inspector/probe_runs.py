@@ -10,6 +10,7 @@ whatever partial figures it had; it never raises.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from inspector.bounded import TimedOut, WorkerFailed, run_forked
 from inspector.probes.base import ProbeError as ProbeSpecError
@@ -34,7 +35,7 @@ def run_probe(request: ProbeRequest, seconds: float | None = None) -> dict:
     if seconds is not None:
         request = replace(request, duration=seconds)
     # what the run is filed under (history, diff): the spec's text after "kind:"
-    result = {"spec": request.text, "kind": str(request.kind),
+    result: dict[str, Any] = {"spec": request.text, "kind": str(request.kind),
               "target": request.text.partition(":")[2], "summary": {}, "error": None}
     probe = None
     try:

@@ -182,7 +182,7 @@ def memory_panel(ctx: Ctx, width: int, height: int) -> list[Text]:
         for resource in ("cpu", "memory", "io"):
             p = pressure.get(resource)
             name = f"  {resource[:3]:<4}"
-            if not hasattr(p, "some_avg10"):
+            if p is None or not hasattr(p, "some_avg10"):
                 rows.append(line((name, DIM), reason_line("not in this kernel" if p is None else p)))
                 continue
             full = f" ({p.full_avg10:.1f}%)" if p.full_avg10 is not None and resource != "cpu" else ""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from textual.message import Message
@@ -33,7 +34,8 @@ class UpdateExtra:
     per_server_kind: dict[str, str] | None = None           # dns: answered, refused, timeout...
     min_ns: float | None = None             # io: the interval's fastest request
     percentiles_ns: dict[str, int] = field(default_factory=dict)   # final: the whole run's
-    buckets: list[tuple[int, int]] = field(default_factory=list)   # final: its histogram
+    # final: its histogram, (upper bound ns, count) pairs (a probe_adapters.Buckets)
+    buckets: Sequence[tuple[int, int]] = field(default_factory=list)
     max_ns: float | None = None             # final
     note: str = ""                          # final: the target, or how the run ended
 

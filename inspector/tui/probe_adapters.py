@@ -29,7 +29,7 @@ class Buckets(Sequence):
     def __len__(self) -> int:
         return len(self._upper)
 
-    def __getitem__(self, i):       # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return list(zip(self._upper[i], self._count[i]))
         return self._upper[i], self._count[i]

@@ -32,7 +32,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(table, id="help-table")
             yield Static(Text("esc closes", style="grey62"))
 
-    def action_dismiss(self) -> None:
+    async def action_dismiss(self, result: object = None) -> None:
         self.dismiss(None)
 
 
@@ -77,5 +77,5 @@ class TextScreen(ModalScreen[None]):
             yield Static(self.body)
             yield Static(Text("esc closes", style="grey62"))
 
-    def action_dismiss(self) -> None:
+    async def action_dismiss(self, result: object = None) -> None:
         self.dismiss(None)

@@ -69,7 +69,7 @@ def history_points(rows: list[dict]) -> tuple[list[HistoryPoint], str]:
             except ValueError:
                 detail = None
         if isinstance(detail, dict):
-            summary = detail.get("summary") if isinstance(detail.get("summary"), dict) else detail
+            summary = detail["summary"] if isinstance(detail.get("summary"), dict) else detail
             p50_us = summary.get("p50_us")
         medians += p50_us is not None
         throughput = run_bytes_per_s(row)

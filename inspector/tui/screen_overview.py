@@ -52,7 +52,7 @@ class OverviewScreen(InspectorScreen):
 
     def on_mount(self) -> None:
         self._findings: list[Finding | None] = []   # per table row; None: the OK fold row
-        self._findings_key = None
+        self._findings_key: tuple | None = None
         self._show_ok = False
         super().on_mount()
 
@@ -132,17 +132,17 @@ class OverviewScreen(InspectorScreen):
         if not findings:
             error = self.inspector.collect_error
             waiting = error or "collecting..."
-            rows = [(Text(" OK ", style="bold black on green") if done else "", "",
+            empty = (Text(" OK ", style="bold black on green") if done else "", "",
                      "no findings: nothing wrong detected" if done else
-                     Text(waiting, style="yellow" if error else "grey62"))]
-            self._set_widths(table, rows)
-            table.add_row(*rows[0])
+                     Text(waiting, style="yellow" if error else "grey62"))
+            self._set_widths(table, [empty])
+            table.add_row(*empty)
             return
         subject_w = min(16, max(len(f.subject) for f in findings))
         # level badge (9) + subject + cell padding: the message gets the rest, cut with "…" so
         # the table never needs a horizontal scrollbar (Enter shows the whole finding)
         message_w = max(20, width - 9 - subject_w - 8)
-        rows = []
+        rows: list[tuple[Text, Text, str | Text]] = []
         for f in shown:
             subject = f.subject if len(f.subject) <= subject_w else f.subject[:subject_w - 1] + "…"
             message = f.message if len(f.message) <= message_w else f.message[:message_w - 1] + "…"
@@ -217,6 +217,7 @@ class OverviewScreen(InspectorScreen):
         """Every top-IO process and every D-state task of the last sample, not just the
         rows that fit the panel."""
         view = self.inspector.live_sample
+        body: Text | Group
         if view is None:
             body = Text(self.live_reason() or "no live sample yet", style="yellow")
         else:

@@ -161,9 +161,10 @@ class StorageScreen(InspectorScreen):
             blank = Text("-", style="grey50", justify="right")
             return (blank,) * (4 + (1 if self._trend_w else 0))
         util_style = "bold red" if (d.util or 0) >= 90 else "yellow" if (d.util or 0) >= 60 else ""
-        cells = (Text(units.per_s(d.r_s), justify="right"), Text(units.per_s(d.w_s), justify="right"),
-                 Text(units.latency_ms(d.await_ms), justify="right"),
-                 Text(units.pct(d.util), style=util_style, justify="right"))
+        cells: tuple[Text, ...] = (
+            Text(units.per_s(d.r_s), justify="right"), Text(units.per_s(d.w_s), justify="right"),
+            Text(units.latency_ms(d.await_ms), justify="right"),
+            Text(units.pct(d.util), style=util_style, justify="right"))
         if self._trend_w:
             cells += (Text(sparkline(self.inspector.trends.get(f"disk.{row.name}.util"),
                                      self._trend_w, 100.0), style=util_style or "cyan"),)
@@ -190,7 +191,7 @@ class StorageScreen(InspectorScreen):
         self._selected_changed(self._rows[index])
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        row = self._by_key.get(event.row_key.value if event.row_key is not None else "")
+        row = self._by_key.get(event.row_key.value or "" if event.row_key is not None else "")
         if row is not None and row is not self._selected:
             self._selected_changed(row)
 

@@ -123,7 +123,7 @@ class NetScreen(SectionScreen):
     def on_mount(self) -> None:
         self._nics: list[Any] = []
         self._selected = ""
-        self._table_key = None
+        self._table_key: tuple | None = None
         self._live_cells: dict[str, tuple] = {}
         self._wide = False
         self._trend_w = 0

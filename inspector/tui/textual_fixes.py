@@ -47,7 +47,7 @@ def patch_styles_cache() -> None:
     def get_inner_outer(self, base_background, background):
         return by_colours(base_background, background)
     get_inner_outer.keyed_by_colours = True   # type: ignore[attr-defined]
-    StylesCache.get_inner_outer = get_inner_outer   # type: ignore[method-assign]
+    StylesCache.get_inner_outer = get_inner_outer   # type: ignore[method-assign, assignment]
 
 
 patch_styles_cache()    # on import: every screen imports this module (tui.base)
