@@ -3,6 +3,7 @@ form takes fast typing (a burst with Tab lands in order), each kind keeps its ow
 target is checked for its kind before any confirmation, Enter starts from any field."""
 from __future__ import annotations
 
+import gc
 import os
 import re
 import unicodedata
@@ -248,3 +249,29 @@ async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_tar
         burst(app, "n", "v", "m", "e", "0", "n", "1")
         await pilot.pause(0.3)
         assert target_field.value == "/dev/nvme0n1" and target_field.has_focus
+
+
+async def test_focus_changes_leave_no_widgets_behind():
+    """Each focus change recomposes the footer; the keys it replaces must go (Textual's Footer
+    kept them in its watcher list, and StylesCache's lru_cache kept their rendered lines:
+    ~0.7 MB of the TUI per probe run, issue 20)."""
+    from textual._styles_cache import StylesCache
+    from textual.widgets._footer import FooterKey
+
+    def alive(kind: type) -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, kind))
+
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        keys, caches = alive(FooterKey), alive(StylesCache)
+        for _ in range(20):                 # the runs table, the target: 40 recomposes
+            await pilot.press("escape")
+            await pilot.pause(0.05)
+            await pilot.press("n")
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        # one footer's worth of keys may be on its way out; 40 footers' worth was kept
+        assert alive(FooterKey) <= keys + 15, (keys, alive(FooterKey))
+        assert alive(StylesCache) <= caches + 15, (caches, alive(StylesCache))
