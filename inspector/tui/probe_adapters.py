@@ -23,7 +23,7 @@ class Buckets(Sequence):
             self._count.append(int(count))
 
     @classmethod
-    def of(cls, pairs: Iterable[tuple[int, int]]) -> "Buckets":
+    def of(cls, pairs: Iterable[tuple[int, int]]) -> Buckets:
         return pairs if isinstance(pairs, cls) else cls(pairs)
 
     def __len__(self) -> int:
