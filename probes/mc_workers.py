@@ -141,9 +141,12 @@ async def _serve(fd: int) -> None:
         done_wait.cancel()
     engine.close()
     chan.send(_report(engine, "done"))
-    chan.transport.close()       # flushes what is buffered, then closes
+    transport = chan.transport
+    if transport is None:        # the parent's end went away: nothing to flush
+        return
+    transport.close()            # flushes what is buffered, then closes
     for _ in range(100):
-        if chan.transport.get_write_buffer_size() == 0:
+        if transport.get_write_buffer_size() == 0:
             break
         await asyncio.sleep(0.01)
 

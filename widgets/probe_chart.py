@@ -112,7 +112,8 @@ def _paint(height: int, plot_w: int, area: Sequence[Value], dots: Sequence[Value
            marks: Sequence[Value], late: Sequence[bool], pos: Callable[[float], float],
            area_style: str) -> list[list[Cell]]:
     n = min(len(area), plot_w)
-    area, dots, marks, late = (list(s)[-n:] if n else [] for s in (area, dots, marks, late))
+    area, dots, marks = (list(s)[-n:] if n else [] for s in (area, dots, marks))
+    late = list(late)[-n:] if n else []
     offset = plot_w - n                # the newest interval at the right edge
     rows: list[list[Cell]] = [[(" ", area_style)] * plot_w for _ in range(height)]
 
@@ -130,13 +131,13 @@ def _paint(height: int, plot_w: int, area: Sequence[Value], dots: Sequence[Value
             v = values[x] if x < len(values) else None
             if v is None or v <= 0:
                 continue
-            row = row_of(v)
-            if row is None:             # above the scale: a mark on the top row
+            mark_row = row_of(v)
+            if mark_row is None:        # above the scale: a mark on the top row
                 rows[0][offset + x] = ("▲", mark_style)
                 continue
-            ch = rows[row][offset + x][0]
+            ch = rows[mark_row][offset + x][0]
             if ch == " " or ch in EIGHTHS[1:5]:
-                rows[row][offset + x] = (glyph, mark_style)
+                rows[mark_row][offset + x] = (glyph, mark_style)
     return rows
 
 
@@ -248,7 +249,7 @@ class RunChart(Widget):
         strips = []
         for cells in self._rows(width, height):
             segments: list[Segment] = []
-            run, style = "", None
+            run, style = "", ""
             for ch, name in cells:     # one segment per run of one style
                 if name != style and run:
                     segments.append(Segment(run, STYLES[style]))

@@ -18,25 +18,29 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.message import Message
+from textual.timer import Timer
 
 from inspector.bounded import TimedOut, WorkerFailed, run_bounded
 from inspector.collect import DEFAULT_TIMEOUT
 from inspector.host import HostRoot
 from inspector.model import Report
+from inspector.sections import load
 from inspector.tui import live as live_source
+from inspector.tui.base import InspectorScreen
 from inspector.tui.discovery import PATIENCE, DiscoveryProcess
 from inspector.tui.messages import LiveSampled, ProbeFinished, ProbeProgress, ReportCollected
+from inspector.tui.modes import MODES
 from inspector.tui.probe_runs import KIND_TITLES, KINDS, ProbeManager
 from inspector.tui.trends import Trends
 
-SCREENS = (("overview", "Overview"), ("storage", "Storage"), ("virt", "Virtualization"),
-           ("net", "Network"), ("dns", "DNS"), ("probes", "Probes"))
 DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
 DEFAULT_LIVE_INTERVAL = 1.0  # seconds between live samples (iostat-like rates)
 DEFAULT_COLLECT_TIMEOUT = DEFAULT_TIMEOUT   # per section, like `inspector report`
@@ -54,11 +58,12 @@ class InspectorCommands(Provider):
 
     def _entries(self) -> list[tuple[str, Callable[[], Any], str]]:
         app: InspectorApp = self.app  # type: ignore[assignment]
-        entries = [(f"Screen: {title}", lambda m=mode: app.switch_mode(m), f"key {i}")
-                   for i, (mode, title) in enumerate(SCREENS, 1)]
+        entries: list[tuple[str, Callable[[], Any], str]] = [
+            (f"Screen: {mode.title}", partial(app.switch_mode, mode.name), f"key {i}")
+            for i, mode in enumerate(MODES, 1)]
         for kind in KINDS:
             entries.append((f"Probe: start {KIND_TITLES[kind]} probe",
-                            lambda k=kind: app.open_probe_form(k), "opens the form"))
+                            partial(app.open_probe_form, kind), "opens the form"))
         entries += [("Probes: stop all", app.action_stop_all_probes, "key S"),
                     ("Probes: recorded history chart", app.open_history, "key h on Probes"),
                     ("Refresh discovery now", app.action_refresh_now, "key r"),
@@ -91,9 +96,9 @@ class InspectorApp(App):
     TITLE = "Inspector"
     COMMANDS = App.COMMANDS | {InspectorCommands}
     BINDINGS = [
-        *[Binding(str(i), f"switch_mode('{mode}')", title, show=False,
-                  id=f"screen.{mode}")
-          for i, (mode, title) in enumerate(SCREENS, 1)],
+        *[Binding(str(i), f"switch_mode('{mode.name}')", mode.title, show=False,
+                  id=f"screen.{mode.name}")
+          for i, mode in enumerate(MODES, 1)],
         Binding("r", "refresh_now", "Refresh", id="app.refresh"),
         Binding("S", "stop_all_probes", "Stop probes", id="app.stop_all"),
         Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
@@ -132,8 +137,8 @@ class InspectorApp(App):
         self.sampler = (None if sampler is False else
                         sampler if sampler is not None else live_source.make_sampler(root))
         self.probes = ProbeManager(self.post_message)
-        self._collect_timer = None
-        self._live_timer = None
+        self._collect_timer: Timer | None = None
+        self._live_timer: Timer | None = None
         self.exit_signal: int | None = None        # SIGHUP/SIGTERM that ends the session
         self.run_returned = threading.Event()   # set by the caller once run() has returned
         self.pending_probe_form: tuple[str, str | None] | None = None
@@ -141,17 +146,9 @@ class InspectorApp(App):
         self.pending_probe_requests: list = list(probe_requests or [])
 
     # ------------------------------------------------------------------ modes
-    def _screen_classes(self) -> dict:
-        from inspector.tui.screens_detail import DnsScreen, NetScreen, VirtScreen
-        from inspector.tui.screen_overview import OverviewScreen
-        from inspector.tui.screen_probes import ProbesScreen
-        from inspector.tui.screen_storage import StorageScreen
-        return {"overview": OverviewScreen, "storage": StorageScreen, "virt": VirtScreen,
-                "net": NetScreen, "dns": DnsScreen, "probes": ProbesScreen}
-
     def on_mount(self) -> None:
-        for mode, screen in self._screen_classes().items():
-            self.add_mode(mode, screen)
+        for mode in MODES:
+            self.add_mode(mode.name, load(mode.screen))
         self.switch_mode("probes" if self.pending_probe_requests else "overview")
         self._install_signal_handlers()
         # first paint first: discovery and sampling start once the first frame is out, so
@@ -274,6 +271,8 @@ class InspectorApp(App):
 
     def _sample(self) -> None:
         sampler = self.sampler
+        if sampler is None:
+            return
         try:
             if getattr(sampler, "bounded", False):   # LiveProcess: bounded by its child
                 sample = sampler.sample()
@@ -296,7 +295,7 @@ class InspectorApp(App):
             self.live_sample = message.sample
             self.trends.push(message.sample)
         screen = self.screen
-        if hasattr(screen, "show_live"):
+        if isinstance(screen, InspectorScreen):
             screen.show_live(self.live_sample, self.live_error)
         # the first sample only primes the counters: the first rates follow half a second later
         self._live_timer = self.set_timer(0.5 if priming else self.live_interval,
@@ -308,7 +307,7 @@ class InspectorApp(App):
         if run is not None:
             run.history.append(message.update)
         screen = self.screen  # other screens repaint from run.history when they resume
-        if hasattr(screen, "show_probe_update"):
+        if isinstance(screen, InspectorScreen):
             screen.show_probe_update(message.update)
 
     def on_probe_finished(self, message: ProbeFinished) -> None:
@@ -320,7 +319,7 @@ class InspectorApp(App):
             else:
                 self.notify(f"{run.title} {run.state}")
         screen = self.screen
-        if hasattr(screen, "show_probe_finished"):
+        if isinstance(screen, InspectorScreen):
             screen.show_probe_finished(message.run_id)
         self._refresh_screen()  # the status line counts running probes
 
@@ -328,7 +327,8 @@ class InspectorApp(App):
         # the probes screen may not be composed yet (first visit): it applies the pending
         # prefill when it mounts or resumes
         self.pending_probe_form = (kind, target)
-        if self.current_mode == "probes" and hasattr(self.screen, "apply_pending"):
+        from inspector.tui.screen_probes import ProbesScreen
+        if self.current_mode == "probes" and isinstance(self.screen, ProbesScreen):
             self.screen.apply_pending()   # already there: no resume event will apply it
         else:
             self.switch_mode("probes")
@@ -343,7 +343,7 @@ class InspectorApp(App):
     # ------------------------------------------------------------------ screens
     def _refresh_screen(self) -> None:
         screen = self.screen
-        if hasattr(screen, "show_state"):
+        if isinstance(screen, InspectorScreen):
             screen.show_state()
 
     def status_line(self) -> str:
@@ -380,7 +380,7 @@ class InspectorApp(App):
         Only Inspector's own bindings (they all carry an id): the cursor keys of a tree or a
         table, focus cycling and the like are how widgets work, not Inspector's keys."""
         rows: dict[tuple[str, str], list] = {}   # one row per action, all of its keys
-        for key, active in self.active_bindings.items():
+        for active in self.active_bindings.values():
             binding = active.binding
             if not binding.description or not (binding.id or "").startswith(OWN_BINDING_PREFIXES):
                 continue
@@ -400,7 +400,7 @@ class InspectorApp(App):
         if not isinstance(self.screen, HistoryScreen):
             self.push_screen(HistoryScreen(self.history_db))
 
-    def action_back(self) -> None:
+    def action_back(self) -> None:  # type: ignore[override]  # Textual awaits it or not
         if len(self.screen_stack) > 1:
             self.pop_screen()
         elif self.current_mode != "overview":

@@ -13,12 +13,13 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from inspector.model import Report
-from inspector.tui.textual_fixes import Footer   # lets its old keys go (Textual's keeps them)
 from inspector.tui.modes import MODES
 from inspector.tui.state import InspectorState
+from inspector.tui.textual_fixes import Footer  # lets its old keys go (Textual's keeps them)
 
 if TYPE_CHECKING:
     from inspector.tui.live import LiveView
+    from inspector.tui.messages import ProbeUpdate
 
 
 # the tab labels, longest first: every label must fit (80 columns is the smallest target), so
@@ -99,6 +100,12 @@ class InspectorScreen(Screen):
 
     def show_live(self, sample: LiveView | None, error: str | None) -> None:
         """Repaint the live figures (a screen without any keeps this)."""
+
+    def show_probe_update(self, update: ProbeUpdate) -> None:
+        """A running probe's new interval (a screen that shows none keeps this)."""
+
+    def show_probe_finished(self, run_id: int) -> None:
+        """A probe run ended."""
 
     def live_reason(self) -> str | None:
         from inspector.tui.live import unavailable_reason

@@ -24,7 +24,7 @@ from inspector.host import HostRoot
 from inspector.live.filesystems import FilesystemSampler
 from inspector.live.memory import read_memory
 from inspector.live.pressure import read_pressure
-from inspector.live.sampler import READ_TIMEOUT
+from inspector.live.sampler import READ_TIMEOUT, Snapshot
 from inspector.model import Unknown
 from inspector.tui.forked import ForkedService
 
@@ -109,8 +109,8 @@ class LiveView:
     timed_out: dict[str, str] = field(default_factory=dict)
 
     def busiest_disk(self) -> DiskRate | None:
-        known = [d for d in self.disks if d.util is not None]
-        return max(known, key=lambda d: d.util) if known else None
+        known = [(d.util, d) for d in self.disks if d.util is not None]
+        return max(known, key=lambda pair: pair[0])[1] if known else None
 
 
 def unavailable_reason(root: HostRoot) -> str | None:
@@ -135,7 +135,7 @@ class _Sampler:
         self._fs_read: Any = None
         self._fs_last: Any = None
         self._fs_at = float("-inf")
-        self._prev = None
+        self._prev: Snapshot | None = None
 
     def sample(self) -> LiveView | None:
         root = self.root
@@ -162,6 +162,8 @@ class _Sampler:
         if prev is None:
             return None
         view = normalise(self._live.rates(prev, cur))
+        if view is None:
+            return None
         view.memory = got["memory"]
         view.pressure = got["pressure"]
         view.filesystems = self._fs_last

@@ -298,7 +298,7 @@ class RunHistory:
 @dataclass
 class ProbeRun:
     request: ProbeRequest
-    post: Callable[[Any], None]            # App.post_message (thread-safe)
+    post: Callable[[Any], object]          # App.post_message (thread-safe)
     run_id: int = field(default_factory=lambda: next(_ids))
     state: RunState = RunState.STARTING
     started: float = field(default_factory=time.monotonic)
@@ -460,8 +460,8 @@ def failure_reason(s: RunSummary, history: RunHistory | None = None) -> str | No
         errors = history.last.errors if history and history.last else 0
         return f"{errors} failed queries in earlier rounds" if errors else None
     if s.memcached is not None and s.memcached.errors:
-        errors = ", ".join(f"{k} {v}" for k, v in s.memcached.errors.items())
-        return f"failed requests: {errors}" + (f" ({s.reason})" if s.reason else "")
+        kinds = ", ".join(f"{k} {v}" for k, v in s.memcached.errors.items())
+        return f"failed requests: {kinds}" + (f" ({s.reason})" if s.reason else "")
     if s.error and s.status != RunStatus.STOPPED:
         return s.error
     return None
@@ -475,7 +475,9 @@ def _bounded(s: RunSummary) -> RunSummary:
     """What a finished run keeps: the histogram (compact) and figures, not the per-interval
     lists."""
     from inspector.tui.probe_adapters import Buckets
-    return replace(s, histogram=Buckets(s.histogram), interval_p99_ns=[], interval_avg_ns=[])
+    # a Buckets reads as the list of pairs it replaces (a finished run is never serialised)
+    return replace(s, histogram=Buckets(s.histogram),  # type: ignore[arg-type]
+                   interval_p99_ns=[], interval_avg_ns=[])
 
 
 def _exit_text(code: int) -> str:
@@ -574,7 +576,7 @@ def _nice_of(tid: int) -> int | None:
 class ProbeManager:
     """All runs of this session; several may be active at once."""
 
-    def __init__(self, post: Callable[[Any], None]):
+    def __init__(self, post: Callable[[Any], object]):
         self.post = post
         self.runs: list[ProbeRun] = []
         self._launcher: Launcher | None = None
@@ -588,7 +590,8 @@ class ProbeManager:
         run = ProbeRun(request=request, post=self.post, launcher=self._launcher)
         self.runs.append(run)
         run.start()
-        self.priority.lower()
+        if self.priority is not None:
+            self.priority.lower()
         return run
 
     def ended(self) -> None:

@@ -435,8 +435,8 @@ class ProbesScreen(InspectorScreen):
         top = max((r for c in rates if (r := c.natural_range()) is not None), default=None)
         for chart in latency:
             chart.set_shared(decades if len(panels) > 1 else None)
-        for chart in rates:
-            chart.set_shared(top if len(panels) > 1 else None)
+        for rate_chart in rates:
+            rate_chart.set_shared(top if len(panels) > 1 else None)
 
     def _highlighted(self) -> ProbeRun | None:
         table = self.query_one("#runs", DataTable)
