@@ -192,8 +192,8 @@ class EnginePool:
         total: Counter = Counter()
         for st in self._state:
             total.update(st.get("errors", {}))
-        for reason in self._died:
-            total["worker_failed"] += 1
+        if self._died:
+            total["worker_failed"] += len(self._died)
         return total
 
     @property
@@ -300,7 +300,7 @@ class EnginePool:
         try:
             times = await asyncio.wait_for(asyncio.gather(*self._opened),
                                            SPAWN_TIMEOUT_S + connect_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._died.append("worker processes did not start in time")
             self.close()
             return 0.0
@@ -326,7 +326,7 @@ class EnginePool:
         if not self.done.is_set():
             try:
                 await asyncio.wait_for(self.done.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._died.append("worker did not report its end in time")
         end = perf_counter_ns() + int(timeout * 1e9)
         for proc in self._procs:

@@ -1,8 +1,8 @@
 """Messages: the only way results from worker threads and probe tasks reach the UI."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from textual.message import Message

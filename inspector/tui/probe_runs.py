@@ -24,12 +24,19 @@ import subprocess
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
-from inspector.probes.base import (KIND_TITLES, Interval, ProbeError, ProbeKind, RunStatus,
-                                   RunSummary)
+from inspector.probes.base import (
+    KIND_TITLES,
+    Interval,
+    ProbeError,
+    ProbeKind,
+    RunStatus,
+    RunSummary,
+)
 from inspector.probes.request import DEFAULT_CONCURRENCY, ProbeRequest
 from inspector.tui.messages import ProbeFinished, ProbeProgress, ProbeUpdate
 from inspector.tui.target_check import NoAnswer, target_kind
@@ -91,9 +98,9 @@ def check_target(request: ProbeRequest) -> str | None:
                     f"there): {target} is not one")
         if kind == "missing":
             return f"{target}: no such file, directory or block device"
-    elif request.kind == ProbeKind.MEMCACHED:
-        if "/" in target or any(c.isspace() for c in target):
-            return f"{target}: not a memcached address (HOST:PORT, e.g. 127.0.0.1:11211)"
+    elif request.kind == ProbeKind.MEMCACHED and ("/" in target
+                                                  or any(c.isspace() for c in target)):
+        return f"{target}: not a memcached address (HOST:PORT, e.g. 127.0.0.1:11211)"
     try:
         config = config_for(request)
     except ProbeError as exc:
@@ -308,7 +315,7 @@ class ProbeRun:
     notes: list[str] = field(default_factory=list)
     pid: int | None = None
     history: RunHistory = field(default_factory=RunHistory)
-    launcher: "Launcher | None" = None
+    launcher: Launcher | None = None
     _proc: subprocess.Popen | None = None
     _reader: threading.Thread | None = None
     _stop_requested: bool = False
@@ -495,7 +502,7 @@ class Launcher:
     threads are reniced while probes run (UiPriority)."""
 
     def __init__(self) -> None:
-        self._requests: "queue.SimpleQueue[tuple[list[str], queue.SimpleQueue]]" = \
+        self._requests: queue.SimpleQueue[tuple[list[str], queue.SimpleQueue]] = \
             queue.SimpleQueue()
         self._thread = threading.Thread(target=self._main, name="probe-launcher", daemon=True)
         self.tid: int | None = None      # its native id, once it runs
