@@ -141,7 +141,8 @@ def read_topology(root: HostRoot, names) -> dict[str, DiskInfo]:
                    if name in whole else [])
         kind = _kind(name)
         alias = root.try_line(f"sys/block/{name}/dm/name") if kind == "dm" else None
-        info[name] = DiskInfo(name, kind, members=members, alias=alias or None)
+        info[name] = DiskInfo(name, kind, members=members,
+                              alias=alias if isinstance(alias, str) and alias else None)
     return info
 
 
@@ -207,19 +208,27 @@ def device_rates(p: DiskCounters, c: DiskCounters, interval: float,
     ms = interval * 1000.0
     util = counter_delta(p.io_ticks, c.io_ticks) / ms * 100.0 if ms > 0 else 0.0
     per_s = 1.0 / interval if interval > 0 else 0.0
+    # the discard and flush columns come as a group (kernels 4.18 and 5.5): one present, all
+    d_s: float | Unknown
+    dkB_s: float | Unknown
+    drqm_s: float | Unknown
+    d_await: float | Unknown
+    dareq_sz: float | Unknown
     if p.dc_ios is not None and c.dc_ios is not None:
         dc = counter_delta(p.dc_ios, c.dc_ios)
-        dsec = counter_delta(p.dc_sectors, c.dc_sectors)
+        dsec = counter_delta(p.dc_sectors or 0, c.dc_sectors or 0)
         d_s, dkB_s = dc * per_s, dsec / 2.0 * per_s
-        drqm_s = counter_delta(p.dc_merges, c.dc_merges) * per_s
-        d_await = counter_delta(p.dc_ticks, c.dc_ticks) / dc if dc else 0.0
+        drqm_s = counter_delta(p.dc_merges or 0, c.dc_merges or 0) * per_s
+        d_await = counter_delta(p.dc_ticks or 0, c.dc_ticks or 0) / dc if dc else 0.0
         dareq_sz = dsec / 2.0 / dc if dc else 0.0
     else:
         d_s = dkB_s = drqm_s = d_await = dareq_sz = _NO_DISCARD
+    f_s: float | Unknown
+    f_await: float | Unknown
     if p.fl_ios is not None and c.fl_ios is not None:
         fl = counter_delta(p.fl_ios, c.fl_ios)
         f_s = fl * per_s
-        f_await = counter_delta(p.fl_ticks, c.fl_ticks) / fl if fl else 0.0
+        f_await = counter_delta(p.fl_ticks or 0, c.fl_ticks or 0) / fl if fl else 0.0
     else:
         f_s = f_await = _NO_FLUSH
     return DiskRates(

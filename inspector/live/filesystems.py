@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from inspector.bounded import Reads
-from inspector.discover.block import parse_mountinfo
+from inspector.discover.block import Mount, parse_mountinfo
 from inspector.host import HostRoot
 from inspector.model import Unknown
 
@@ -70,7 +70,7 @@ class FilesystemSampler:
         self._lock = threading.Lock()
         self._reads = Reads()
 
-    def mounts(self) -> list[tuple[str, object]] | Unknown:
+    def mounts(self) -> list[tuple[str, Mount]] | Unknown:
         read = self._reads.start("mountinfo", lambda: self.root.try_text("proc/self/mountinfo"))
         text = read.result(time.monotonic() + self.timeout)
         if read.timed_out:

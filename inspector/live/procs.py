@@ -13,6 +13,7 @@ layer), live only: a capture holds one moment, and rates need two.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from inspector.host import HostRoot, Unavailable
@@ -143,7 +144,8 @@ class DStateTracker:
         default_factory=dict)
 
     def update(self, root: HostRoot, stats: dict[int, ProcStat], mono: float | None = None,
-               wall: float | None = None, threads: list[ProcStat] = ()) -> list[DStateProc]:
+               wall: float | None = None,
+               threads: Sequence[ProcStat] = ()) -> list[DStateProc]:
         mono = time.monotonic() if mono is None else mono
         wall = time.time() if wall is None else wall
         out: list[DStateProc] = []

@@ -126,7 +126,8 @@ class LiveSampler:
         if not root.live:     # a capture's moment, not ours (unknown for a plain tree: now)
             stamp = getattr(root, "sidecar_meta", {}).get("captured_at")
             wall_known = isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
-            wall = float(stamp) if wall_known else wall
+            if isinstance(stamp, (int, float)) and wall_known:
+                wall = float(stamp)
         reads = self._reads.start_all({
             # cpu first: the process walk looks at its count of tasks blocked on IO
             "cpu": lambda: read_cpu(root),
@@ -164,7 +165,7 @@ class LiveSampler:
                         procs=procs, proc_io=proc_io, wall_known=wall_known,
                         timed_out=timeouts)
 
-    def _processes(self, mono: float, wall: float) -> tuple:
+    def _processes(self, mono: float, wall: float) -> tuple | Unknown:
         """(stats, D-state tasks, IO counters) or the Unknown of the /proc listing."""
         root = self.root
         pids = list_pids(root)
@@ -234,25 +235,33 @@ def since_boot(snap: Snapshot, top: int = TOP_IO) -> Rates | Unknown:
     return out
 
 
+def _unknown_of(*values: object) -> Unknown:
+    """The first Unknown among values one of which is (where a rate cannot be computed)."""
+    return next((v for v in values if isinstance(v, Unknown)), Unknown("not read"))
+
+
 def _rates(prev: Snapshot, cur: Snapshot, interval: float, top: int) -> Rates:
+    disks: list[DiskRates] | Unknown
     if known(prev.disks) and known(cur.disks):
         disks, changes = disk_rates(prev.disks, cur.disks, interval, cur.topology)
     else:
-        disks = cur.disks if not known(cur.disks) else prev.disks
+        disks = _unknown_of(cur.disks, prev.disks)
         changes = DiskChanges()
+    nics: list[NicRates] | Unknown
     if known(prev.nics) and known(cur.nics):
-        nics: list[NicRates] | Unknown = all_nic_rates(prev.nics, cur.nics, interval)
+        nics = all_nic_rates(prev.nics, cur.nics, interval)
     else:
-        nics = cur.nics if not known(cur.nics) else prev.nics
+        nics = _unknown_of(cur.nics, prev.nics)
+    cpu: CpuRates | Unknown
     if known(prev.cpu) and known(cur.cpu):
-        cpu: CpuRates | Unknown = cpu_rates(prev.cpu, cur.cpu, interval)
+        cpu = cpu_rates(prev.cpu, cur.cpu, interval)
     else:
-        cpu = cur.cpu if not known(cur.cpu) else prev.cpu
+        cpu = _unknown_of(cur.cpu, prev.cpu)
+    io: list[ProcIoRate] | Unknown
     if known(prev.proc_io) and known(cur.proc_io) and known(cur.procs) and known(prev.procs):
-        io: list[ProcIoRate] | Unknown = top_io(prev.proc_io, cur.proc_io, prev.procs,
-                                                cur.procs, interval, top)
+        io = top_io(prev.proc_io, cur.proc_io, prev.procs, cur.procs, interval, top)
     else:
-        io = cur.proc_io if not known(cur.proc_io) else prev.proc_io
+        io = _unknown_of(cur.proc_io, prev.proc_io, cur.procs, prev.procs)
     return Rates(interval=interval, wall=cur.wall, disks=disks, disk_changes=changes, nics=nics,
                  cpu=cpu, load=cur.load, dstate=cur.dstate, top_io=io,
                  findings=list(cur.findings), timed_out=dict(cur.timed_out))

@@ -124,7 +124,9 @@ def _disk_lines(r: Rates, show_idle: bool, term_width: int | None = None) -> lis
         return [_unknown_line("Devices", r.disks)]
     shown = [d for d in r.disks if show_idle or _disk_used(d) or d.members]
     width = max([len(d.name) + (2 if d.parent else 0) for d in shown] + [8])
-    cols, attrs, colw = DISK_COLS, _DISK_ATTRS, 9
+    cols: tuple[str, ...] = DISK_COLS
+    attrs: tuple[str, ...] = _DISK_ATTRS
+    colw = 9
     if term_width and width + colw * len(cols) > term_width:
         cols, attrs = NARROW_DISK_COLS, _NARROW_DISK_ATTRS
         if width + colw * len(cols) > term_width:     # long names (nvme10n1p12, dm aliases)
