@@ -16,8 +16,8 @@ import os
 import sqlite3
 import stat
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from inspector import sample_store
 
@@ -158,7 +158,7 @@ class HistoryDB:
             os.close(fd)
 
     @classmethod
-    def empty(cls, path: str) -> "HistoryDB":
+    def empty(cls, path: str) -> HistoryDB:
         """What reading a database that does not exist yet gives: no runs, no checks."""
         db = cls.__new__(cls)
         db.path, db.read_only, db.note, db.missing = path, True, "", True
@@ -226,7 +226,7 @@ class HistoryDB:
                 del self.conn
                 failure = exc
                 continue
-            if not _TABLES <= tables:
+            if not tables >= _TABLES:
                 found = ", ".join(sorted(tables)[:5]) or "none"
                 raise HistoryError(f"{self.path}: not a usable history database: an SQLite "
                                    f"database of something else (tables: {found}); left "
@@ -268,7 +268,7 @@ class HistoryDB:
         if conn is not None:
             conn.close()
 
-    def __enter__(self) -> "HistoryDB":
+    def __enter__(self) -> HistoryDB:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -366,7 +366,7 @@ class HistoryDB:
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("ROLLBACK")
 
-    def _transaction(self) -> "_Tx":
+    def _transaction(self) -> _Tx:
         return HistoryDB._Tx(self.conn)
 
     @contextlib.contextmanager

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from inspector.history import HistoryDB, HistoryError, HistoryWriteError, local_offset
 from inspector.host import HostRoot

@@ -32,12 +32,19 @@ import json
 import math
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from inspector.live.cpustat import STATES, CpuRates, LoadAvg, percent
-from inspector.live.diskstats import (DiskChanges, DiskCounters, DiskInfo, DiskRates,
-                                      counter_delta, device_rates, flag_busy_members)
+from inspector.live.diskstats import (
+    DiskChanges,
+    DiskCounters,
+    DiskInfo,
+    DiskRates,
+    counter_delta,
+    device_rates,
+    flag_busy_members,
+)
 from inspector.live.netstats import COUNTERS as NIC_COUNTERS
 from inspector.live.netstats import NicCounters, NicRates, nic_rates
 from inspector.live.procs import DStateProc, ProcIoRate
@@ -442,7 +449,7 @@ class SampleReader:
         return [decoded[i] for i in ids if i in decoded]
 
     # ------------------------------------------------------------------ decoding
-    def _decode(self, rows: list[tuple]) -> list["RecordedRates"]:
+    def _decode(self, rows: list[tuple]) -> list[RecordedRates]:
         low, high = min(r[0] for r in rows), max(r[0] for r in rows)
         wanted = {r[0] for r in rows}
         disks = self._children("sample_disks", low, high, wanted)
@@ -512,7 +519,7 @@ class SampleReader:
         return members
 
     def _interval(self, row: tuple, disk_rows: dict, nic_rows: dict, proc_rows: dict,
-                  finding_rows: dict) -> "RecordedRates":
+                  finding_rows: dict) -> RecordedRates:
         values = dict(zip(("id", *_INTERVAL_COLUMNS), row))
         span = values["span_us"] / 1e6
         notes = self._notes_of(values["note"])

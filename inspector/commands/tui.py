@@ -5,8 +5,13 @@ import argparse
 import os
 import sys
 
-from inspector.commands.common import (CliError, Duration, add_root_argument, exit_epilog,
-                                       root_from_args)
+from inspector.commands.common import (
+    CliError,
+    Duration,
+    add_root_argument,
+    exit_epilog,
+    root_from_args,
+)
 
 REFRESH = Duration(maximum=86400)
 LIVE_INTERVAL = Duration(maximum=3600)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.discover import block, dm, md
-from inspector.discover.md import Mdstat    # the `md` field below hides the module in the class
+from inspector.discover.md import Mdstat  # the `md` field below hides the module in the class
 from inspector.host import HostRoot
 from inspector.model import Unknown
 

@@ -57,7 +57,7 @@ class RecordedTimeline:
         self._trends_at: int | None = None
 
     @classmethod
-    def open(cls, path: str, at: float | str | None = None) -> "RecordedTimeline":
+    def open(cls, path: str, at: float | str | None = None) -> RecordedTimeline:
         """Open read-only; `at` as unix seconds, or text (time_points forms), or None (the
         end of the recording). TimelineError when there is nothing to show."""
         try:
