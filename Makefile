@@ -53,6 +53,8 @@ system-deps:
 	fi
 
 test: system-deps test-deps
+	$(VENV)/bin/ruff check inspector probes widgets tests
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 # the TUI bench runs btop and glances beside us in the same run

@@ -149,3 +149,7 @@ def render_disk_buckets(name: str, buckets: list, by: str,
                       Text(bar_text(util / 100.0, width), style="red" if util >= 50 else "green"))
     return Group(Text(f"{name}: by {_what(by, offsets)} (mean ±sd; await across the "
                       "intervals with IO; bar: %util)", style="bold"), table)
+
+
+# what the hour and day of a bucket mean, said in every --json table
+TIME_BASIS = "local time of each run (its timestamp plus its recorded UTC offset)"

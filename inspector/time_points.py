@@ -27,7 +27,7 @@ def parse_point(text: str, *, offset_near: Callable[[float], int], latest: float
                 now: float | None = None) -> float:
     """Unix seconds for `text`. `offset_near(ts)` is the recorded host's UTC offset around
     `ts`; `latest` the end of the recording (None: nothing recorded, now stands in)."""
-    from inspector.commands.common import Duration
+    from inspector.durations import Duration
     now = time.time() if now is None else now
     raw = text.strip()
     if not raw:

@@ -21,7 +21,7 @@ from inspector.history import (
     aggregate_checks,
     default_db_path,
 )
-from inspector.history_table import render_buckets  # shared with the TUI's history view
+from inspector.history_table import TIME_BASIS, render_buckets  # shared with the TUI's history view
 from inspector.input_files import InputError, read_input
 from inspector.ioping_log import parse_ioping_log
 from inspector.log_dates import ZoneRules
@@ -198,4 +198,3 @@ def run(args: argparse.Namespace) -> int:
 # counts in the hour (and day) of the clock where it ran, i.e. its timestamp plus its stored UTC
 # offset. "Slow every night from 3 to 8" is a local-time pattern; a 03:00 JST run and a 03:00
 # UTC run both land in hour 03.
-TIME_BASIS = "local time of each run (its timestamp plus its recorded UTC offset)"

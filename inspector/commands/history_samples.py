@@ -32,7 +32,7 @@ def run_samples(args: argparse.Namespace, db) -> int:
                            status=1)
     if args.json:
         from inspector.commands.common import print_json
-        from inspector.commands.history import TIME_BASIS
+        from inspector.history_table import TIME_BASIS
         print_json(stamped("inspector-history-samples", {
             "by": args.by, "time_basis": TIME_BASIS.replace("run", "interval"),
             "cpu": to_jsonable(tables.cpu), "disks": to_jsonable(tables.disks),

@@ -108,8 +108,12 @@ def run(args: argparse.Namespace) -> int:
     app: InspectorApp
     if at is not None:            # a recorded timeline (inspector.tui.recorded_app)
         from inspector.tui.recorded_app import recorded_app
-        app = recorded_app(root, at, refresh=refresh, live_interval=live_interval,
-                           history_db=history_db, probe_requests=requests)
+        from inspector.tui.timeline import TimelineError
+        try:
+            app = recorded_app(root, at, refresh=refresh, live_interval=live_interval,
+                               history_db=history_db, probe_requests=requests)
+        except TimelineError as exc:
+            raise CliError(str(exc), status=exc.status) from None
     else:
         app = InspectorApp(root, refresh=refresh, live_interval=live_interval,
                            history_db=history_db, probe_requests=requests)

@@ -132,14 +132,10 @@ class RecordedApp(InspectorApp):
 
 
 def recorded_app(root, at: str, *, history_db: str | None, **options) -> RecordedApp:
-    """The app on the timeline of `history_db` (default: the recorder's) at `at`; CliError
-    (one line) for a database that cannot be read or holds no samples."""
-    from inspector.commands.common import CliError
+    """The app on the timeline of `history_db` (default: the recorder's) at `at`;
+    TimelineError (one line, its exit status) for a database that cannot be read or holds no
+    samples."""
     from inspector.history import default_db_path
-    from inspector.tui.timeline import TimelineError
     path = history_db or default_db_path()
-    try:
-        timeline = RecordedTimeline.open(path, at)
-    except TimelineError as exc:
-        raise CliError(str(exc), status=exc.status) from None
+    timeline = RecordedTimeline.open(path, at)
     return RecordedApp(root, timeline, history_db=path, **options)
