@@ -23,6 +23,8 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from inspector.widgets.units import per_s
+
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 AXIS_W = 6
 STYLES = {"area": Style.parse("green3"), "p99": Style.parse("bold yellow"),
@@ -50,19 +52,7 @@ def format_latency(ns: float | None) -> str:
 
 def format_rate(value: float | None) -> str:
     """0, 2.1, 950, 1.2k, 31k, 2.0M."""
-    if value is None:
-        return "-"
-    if value <= 0:
-        return "0"
-    if value < 10:
-        return f"{value:.1f}"
-    if value < 1000:
-        return f"{value:.0f}"
-    for div, suffix in ((1e6, "M"), (1e3, "k")):
-        if value >= div:
-            v = value / div
-            return f"{v:.1f}{suffix}" if v < 100 else f"{v:.0f}{suffix}"
-    return f"{value:.0f}"
+    return per_s(value, decimal_below=100)
 
 
 def log_range(*series: Sequence[Value]) -> tuple[int, int] | None:

@@ -18,9 +18,9 @@ from typing import Any
 from rich.text import Text
 
 from inspector.model import Unknown, known
-from inspector.tui import units
 from inspector.tui.live import DiskRate, LiveView
 from inspector.tui.trends import Trends
+from inspector.widgets import units
 from inspector.widgets.spark import area, bar, sparkline
 
 WIDE_MIN = (120, 30)

@@ -20,10 +20,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
 from inspector.model import Report
-from inspector.tui import units
 from inspector.tui.base import InspectorScreen
 from inspector.tui.modelview import get, section_state
 from inspector.tui.storage_rows import DeviceRow, device_detail, storage_rows
+from inspector.widgets import units
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.spark import sparkline
 

@@ -20,8 +20,8 @@ from inspector.tui.base import InspectorScreen
 from inspector.tui.messages import ProbeUpdate
 from inspector.tui.modelview import findings_for, get, is_dc, label_of, section_state, worst_level
 from inspector.tui.summaries import virt_line
-from inspector.tui.units import bytes_s as rate
 from inspector.widgets.chart import LiveChart
+from inspector.widgets.units import bytes_s as rate
 
 
 def section_body(name: str, section: Any, title: str) -> Any:
@@ -202,9 +202,9 @@ class NetScreen(SectionScreen):
 
     def _live_values(self, nic: Any, rates: dict) -> tuple:
         from inspector.tui.net_rows import state_text
-        from inspector.tui.units import per_s
         from inspector.widgets.chart import compact_number
         from inspector.widgets.spark import sparkline
+        from inspector.widgets.units import per_s
         n = rates.get(nic.name)
         if n is None:
             blank = Text("-", style="grey50", justify="right")

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.model import Finding, Level, Unknown, known
-from inspector.tui import units
 from inspector.tui.modelview import LEVEL_STYLE, findings_for, get, worst_level
+from inspector.widgets import units
 
 LEVEL_WORD = {Level.OK: ("ok", "green"), Level.WARN: ("WARN", "bold yellow"),
               Level.CRIT: ("CRIT", "bold red"), Level.UNKNOWN: ("?", "magenta")}

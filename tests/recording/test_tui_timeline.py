@@ -16,9 +16,9 @@ from inspector.history import HistoryDB, ProbeRun
 from inspector.host import HostRoot
 from inspector.live import rates
 from inspector.sample_store import SampleWriter
-from inspector.tui import units
 from inspector.tui.recorded_app import RecordedApp
 from inspector.tui.timeline import RecordedTimeline, TimelineError
+from inspector.widgets import units
 from synthetic import START, SyntheticHost
 
 JST = 9 * 3600

@@ -9,9 +9,10 @@ from inspector.live.filesystems import FsUse
 from inspector.live.memory import MemoryUse
 from inspector.live.pressure import Pressure
 from inspector.model import Unknown
-from inspector.tui import dashboard, units
+from inspector.tui import dashboard
 from inspector.tui.live import CpuView, DiskRate, LiveView, NicRate
 from inspector.tui.trends import Trends
+from inspector.widgets import units
 
 
 def disk(name, util=0.0, r=0.0, w=0.0, await_ms=0.0, kind="disk", parent=None, members=()):

@@ -17,8 +17,9 @@ def latency_ms(ms: float | None) -> str:
     return f"{ms / 1000:.0f} s"
 
 
-def per_s(value: float | None) -> str:
-    """Operations per second in at most 5 characters: 0, 0.5, 12, 950, 1.2k, 35k, 2.0M."""
+def per_s(value: float | None, decimal_below: float = 10) -> str:
+    """Operations per second in at most 5 characters: 0, 0.5, 12, 950, 1.2k, 35k, 2.0M; with
+    k and M, one decimal below `decimal_below` (the probe charts keep it to 99.9k)."""
     if value is None:
         return "-"
     if value <= 0:
@@ -30,7 +31,7 @@ def per_s(value: float | None) -> str:
     for div, suffix in ((1e6, "M"), (1e3, "k")):
         if value >= div:
             v = value / div
-            return f"{v:.1f}{suffix}" if v < 10 else f"{v:.0f}{suffix}"
+            return f"{v:.1f}{suffix}" if v < decimal_below else f"{v:.0f}{suffix}"
     return f"{value:.0f}"
 
 
