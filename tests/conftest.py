@@ -142,3 +142,29 @@ def own_peak_rss_snippet() -> str:
     ru_maxrss, starts afresh at execve."""
     return ("print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]"
             ".split()[1])")
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 2 MiB tmpfs, for the full-disk tests."""
+    require_root()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill_until_full(directory) -> str:
+    """Write a file until the filesystem says ENOSPC; returns its path."""
+    import errno
+    path = os.path.join(directory, "filler")
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return path

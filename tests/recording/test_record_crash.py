@@ -3,7 +3,6 @@ filesystem that fills up, SIGTERM. Every interval committed before stays, whole;
 half-written is ever read back; the database stays intact and writable."""
 from __future__ import annotations
 
-import errno
 import os
 import random
 import signal
@@ -13,9 +12,7 @@ import sys
 import textwrap
 import time
 
-import pytest
-
-from conftest import fixture_root, inspector_bin, require_root, run_cli
+from conftest import fill_until_full, fixture_root, inspector_bin, run_cli
 from recording_helpers import committed, start_recorder, stop, wait_for_intervals
 
 
@@ -111,27 +108,8 @@ def test_kill_9_inside_an_interval_transaction_leaves_none_of_it(tmp_path):
     assert len(_check(db)) >= 7
 
 
-@pytest.fixture
-def tiny_fs(tmp_path):
-    require_root()
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=True)
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def _fill(directory) -> str:
-    path = os.path.join(directory, "filler")
-    with open(path, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return path
 
 
 def _read_until(proc: subprocess.Popen, text: str, lines: list[str], timeout: float = 20) -> None:
@@ -153,7 +131,7 @@ def test_a_full_disk_loses_intervals_says_so_once_and_never_the_database(tiny_fs
     try:
         wait_for_intervals(db, 3, proc)
         stored_before = {i for i, _ in committed(db)}
-        filler = _fill(tiny_fs)
+        filler = fill_until_full(tiny_fs)
         _read_until(proc, "samples not stored", lines)
         time.sleep(1.0)                              # several more intervals while full
         os.unlink(filler)

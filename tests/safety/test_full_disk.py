@@ -4,41 +4,18 @@ next samples once there is room, and the samples committed before are intact. A 
 tmpfs mount, filled for real."""
 from __future__ import annotations
 
-import errno
 import os
 import sqlite3
 import subprocess
 import time
 
-import pytest
-
-from conftest import fixture_root, inspector_bin, require_root, run_cli
+from conftest import fill_until_full, fixture_root, inspector_bin, run_cli
 
 ROOT = str(fixture_root("xen-pv-guest"))
 
 
-@pytest.fixture
-def tiny_fs(tmp_path):
-    require_root()
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=True)
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def _fill(directory) -> str:
-    """Write a file until the filesystem says ENOSPC; returns its path."""
-    path = os.path.join(directory, "filler")
-    with open(path, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return path
 
 
 def _samples(db: str) -> int:
@@ -67,7 +44,7 @@ def test_a_full_disk_skips_samples_and_the_recorder_goes_on(tiny_fs):
     err: list[str] = []
     try:
         _wait_for(err, proc.stderr, "sample 2:")
-        filler = _fill(tiny_fs)
+        filler = fill_until_full(tiny_fs)
         _wait_for(err, proc.stderr, "skipped")
         _wait_for(err, proc.stderr, "skipped")        # it goes on, and keeps saying why
         os.unlink(filler)
@@ -94,7 +71,7 @@ def test_a_full_disk_skips_samples_and_the_recorder_goes_on(tiny_fs):
 def test_opening_on_a_full_disk_is_one_line(tiny_fs):
     db = str(tiny_fs / "h.sqlite")
     assert run_cli("record", "--once", "--root", ROOT, "--db", db).status == 0
-    filler = _fill(tiny_fs)
+    filler = fill_until_full(tiny_fs)
     res = run_cli("record", "--once", "--root", ROOT, "--db", db)
     assert res.status in (1, 2), (res.status, res.err)
     assert "internal error" not in res.err and len(res.err.strip().splitlines()) <= 2, res.err
