@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -168,3 +169,24 @@ def fill_until_full(directory) -> str:
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     return path
+
+
+@pytest.fixture
+def hang(monkeypatch):
+    """hang(module, name): that function blocks until the test ends (a read that never
+    answers, in process); returns its call counts."""
+    release = threading.Event()
+    calls: dict[str, int] = {}
+
+    def install(module, name: str) -> dict[str, int]:
+        real = getattr(module, name)
+        calls[name] = 0
+
+        def blocked(*args, **kwargs):
+            calls[name] += 1
+            release.wait(30)
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, blocked)
+        return calls
+    yield install
+    release.set()

@@ -18,26 +18,6 @@ from inspector.live.sampler import LiveSampler
 from inspector.model import Unknown, known
 
 
-@pytest.fixture
-def hang(monkeypatch):
-    """hang(module, name): that function blocks until the test ends; returns its call count."""
-    release = threading.Event()
-    calls: dict[str, int] = {}
-
-    def install(module, name: str) -> dict[str, int]:
-        real = getattr(module, name)
-        calls[name] = 0
-
-        def blocked(*args, **kwargs):
-            calls[name] += 1
-            release.wait(30)
-            return real(*args, **kwargs)
-        monkeypatch.setattr(module, name, blocked)
-        return calls
-    yield install
-    release.set()
-
-
 def test_a_source_that_hangs_is_timed_out_once_and_the_rest_is_kept(hang):
     calls = hang(sampler_module, "read_diskstats")
     sampler = LiveSampler(HostRoot("/"), read_timeout=0.3)

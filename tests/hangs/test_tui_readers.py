@@ -84,24 +84,6 @@ def test_a_discovery_child_that_does_not_answer_is_replaced(storage_hangs):
         discovery.close()
 
 
-@pytest.fixture
-def hang(monkeypatch):
-    """hang(module, name): that function blocks until the test ends; returns its call count."""
-    release = threading.Event()
-    calls: dict[str, int] = {}
-
-    def install(module, name: str) -> dict[str, int]:
-        real = getattr(module, name)
-        calls[name] = 0
-
-        def blocked(*args, **kwargs):
-            calls[name] += 1
-            release.wait(30)
-            return real(*args, **kwargs)
-        monkeypatch.setattr(module, name, blocked)
-        return calls
-    yield install
-    release.set()
 
 
 def test_live_memory_that_hangs_is_named_and_not_read_again(hang):
