@@ -15,43 +15,11 @@ import pytest
 
 from conftest import inspector_bin
 from dns_responders import Responder, closed_port
+from tmux_session import Tmux
 
 SECONDS = 5
 SIZES = ((200, 50), (80, 24), (120, 40), (100, 30))
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-class Tmux:
-    def __init__(self, socket: str):
-        self.socket = socket
-
-    def run(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
-                              text=True, timeout=10).stdout
-
-    def start(self, args: str, width: int = 120, height: int = 40) -> None:
-        self.run("kill-session", "-t", "ui")
-        self.run("new-session", "-d", "-s", "ui", "-x", str(width), "-y", str(height),
-                 f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 {inspector_bin()} {args}")
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", "ui")
-
-    def keys(self, *keys: str) -> None:
-        self.run("send-keys", "-t", "ui", *keys)
-
-    def resize(self, width: int, height: int) -> None:
-        self.run("resize-window", "-t", "ui", "-x", str(width), "-y", str(height))
-
-    def wait(self, predicate, what: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.screen()
-            if predicate(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
-            time.sleep(0.1)
 
 
 @pytest.fixture

@@ -18,34 +18,10 @@ import psutil
 import pytest
 
 from conftest import inspector_bin
+from tmux_session import Tmux
 
 # the runs table: run, probe (kind and target), state, errors, ops (issue 20)
 OPS = re.compile(r"#1\s+io \S+\s+running\s+\d+\s+(\d+)")
-
-
-class Tmux:
-    def __init__(self, socket: str):
-        self.socket = socket
-
-    def run(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
-                              text=True, timeout=10).stdout
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", "ui")
-
-    def keys(self, *keys: str) -> None:
-        self.run("send-keys", "-t", "ui", *keys)
-
-    def wait(self, predicate, what: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.screen()
-            if predicate(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
-            time.sleep(0.1)
 
 
 @pytest.fixture
