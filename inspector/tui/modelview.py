@@ -194,6 +194,21 @@ def findings_for(findings: Iterable[Finding], subject: str) -> list[Finding]:
     return [f for f in findings if f.subject == subject]
 
 
+def findings_block(findings: Iterable[Finding], subject: str, what: str) -> Table | Text:
+    """A detail pane's first part: `subject`'s findings as badge + the report's message,
+    evidence and advice grid (wrapped lines hang under the message), or that it has none."""
+    from inspector.render.findings import finding_body
+    own = findings_for(findings, subject)
+    if not own:
+        return Text(f"no findings for this {what}", style="green")
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for f in own:
+        grid.add_row(badge(f.level), finding_body(f))
+    return grid
+
+
 def find_text(obj: Any, names: tuple[str, ...]) -> list[str]:
     """Strings in list fields called one of `names` anywhere in obj (e.g. evidence)."""
     out: list[str] = []

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.model import Finding, Unknown
-from inspector.tui.modelview import LEVEL_STYLE, findings_for, get
+from inspector.tui.modelview import findings_block, get
 
 MAIN_OFFLOADS = (("tcp-segmentation-offload", "tso"), ("generic-segmentation-offload", "gso"),
                  ("generic-receive-offload", "gro"), ("large-receive-offload", "lro"))
@@ -92,21 +92,10 @@ def _pairs(pairs: list[tuple[str, Any]]) -> Text:
 
 
 def nic_detail(nic: Any, findings: list[Finding]) -> list[RenderableType]:
-    from inspector.render.findings import finding_body
     head = Text(nic.name, style="bold cyan").append(f"  {nic.kind}", style="bold")
     head.append("  ").append_text(state_text(nic))
     parts: list[RenderableType] = [head]
-    own = findings_for(findings, nic.name)
-    if own:
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column()
-        for f in own:
-            grid.add_row(Text(f" {f.level.label.upper()} ", style=LEVEL_STYLE[f.level]),
-                         finding_body(f))
-        parts.append(grid)
-    else:
-        parts.append(Text("no findings for this NIC", style="green"))
+    parts.append(findings_block(findings, nic.name, "NIC"))
     if nic.kind == "xen-netfront":
         parts.append(Text(XEN_ADVICE.format(nic=nic.name), style="italic cyan"))
     s = nic.statistics

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from inspector.model import Finding, Level, Unknown, known
-from inspector.tui.modelview import LEVEL_STYLE, findings_for, get, worst_level
+from inspector.tui.modelview import findings_block, findings_for, get, worst_level
 from inspector.widgets import units
 
 LEVEL_WORD = {Level.OK: ("ok", "green"), Level.WARN: ("WARN", "bold yellow"),
@@ -294,7 +294,6 @@ def grouped(groups: list[tuple[str, RenderableType]]) -> Table:
 
 def device_detail(section: Any, row: DeviceRow, findings: list[Finding]) -> list[RenderableType]:
     """Findings with evidence and advice first, then the grouped fields, then drive health."""
-    from inspector.render.findings import finding_body
     name = row.name
     head = Text(row.label.lstrip("├└│─ "), style="bold cyan")
     if row.name != head.plain:
@@ -305,17 +304,7 @@ def device_detail(section: Any, row: DeviceRow, findings: list[Finding]) -> list
     if row.mount:
         head.append(f" {row.mount}")
     parts: list[RenderableType] = [head]
-    own = findings_for(findings, name)
-    if own:
-        grid = Table.grid(padding=(0, 1))   # wrapped lines hang under the message
-        grid.add_column(no_wrap=True)
-        grid.add_column()
-        for f in own:
-            grid.add_row(Text(f" {f.level.label.upper()} ", style=LEVEL_STYLE[f.level]),
-                         finding_body(f))
-        parts.append(grid)
-    else:
-        parts.append(Text("no findings for this device", style="green"))
+    parts.append(findings_block(findings, name, "device"))
     groups: list[tuple[str, RenderableType]] = []
     if row.origin == "device" and row.item is not None:
         groups += device_groups(row.item)
