@@ -52,10 +52,20 @@ system-deps:
 	    systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true; fi; \
 	fi
 
+# Most tests wait (timeouts they prove, real servers, tmux frames), so the suite runs on
+# TEST_WORKERS processes; tests marked `serial` (they time things or read the whole host) run
+# after, alone. Both parts always run; the status is the first failure's. Status 5 ("no test
+# selected") counts only when neither part ran a test: PYTEST_ARGS may pick tests of one part.
+TEST_WORKERS ?= 3
+PYTEST := $(VENV)/bin/pytest -q
+
 test: system-deps test-deps
 	$(VENV)/bin/ruff check inspector probes widgets tests
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	@$(PYTEST) -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS); parallel=$$?; \
+	$(PYTEST) -m serial $(PYTEST_ARGS); serial=$$?; \
+	for s in $$parallel $$serial; do [ $$s = 0 ] || [ $$s = 5 ] || exit $$s; done; \
+	[ $$parallel = 5 ] && [ $$serial = 5 ] && exit 5; exit 0
 
 # the TUI bench runs btop and glances beside us in the same run
 BENCH_PACKAGES := btop glances

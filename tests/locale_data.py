@@ -55,12 +55,24 @@ def compile_locales(names: list[str], dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
 
     def one(name: str) -> None:
-        if (dest / f"{name}.UTF-8").exists():
+        final = dest / f"{name}.UTF-8"
+        if final.exists():
             return
-        proc = subprocess.run(["localedef", "-i", name, "-f", "UTF-8", str(dest / f"{name}.UTF-8")],
-                              capture_output=True, text=True)
-        if not (dest / f"{name}.UTF-8").exists():
-            raise RuntimeError(f"localedef {name}: {proc.stderr.strip()[-300:]}")
+        # built aside and renamed into place: test workers share the cache, and one must never
+        # read a locale another is half way through writing
+        work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=dest))
+        try:
+            proc = subprocess.run(["localedef", "-i", name, "-f", "UTF-8", str(work / "out")],
+                                  capture_output=True, text=True)
+            if not (work / "out").exists():
+                raise RuntimeError(f"localedef {name}: {proc.stderr.strip()[-300:]}")
+            try:
+                os.rename(work / "out", final)
+            except OSError:
+                if not final.exists():      # else another worker built it first
+                    raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         list(pool.map(one, names))
 

@@ -30,7 +30,6 @@ from inspector.commands.report import parse_sections
 CHECK_TIMEOUT = 8.0
 CHILD_MARGIN = 0.25
 OUTPUT_MARGIN = 0.5
-_STARTED = time.monotonic()    # imported at start-up, tens of milliseconds after exec
 
 RANGES_HELP = """\
 thresholds: -w/--warn and -c/--crit take METRIC=RANGE in the Nagios range format:
@@ -75,7 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-V", "--version", action="version",
                    version=f"inspector check (live-inspector {__version__})")
     p.monitoring_plugin = True   # usage mistakes exit 3 UNKNOWN (see OneLineErrorParser)
-    p.set_defaults(func=run)
+    # the budget counts from here, the parser being built as the command starts (a module-level
+    # time would be the first invocation's when main() runs more than once in one process)
+    p.set_defaults(func=run, started=time.monotonic())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         sections = parse_sections(args.section)
         # a --root on a hung mount: the UNKNOWN line still goes out within --timeout
         root = root_from_args(args, timeout=max(
-            0.1, args.timeout - (time.monotonic() - _STARTED) - OUTPUT_MARGIN))
+            0.1, args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN))
     except (CliError, ThresholdError) as exc:
         _unknown(args, plugin_text(str(exc)))
         return 3
@@ -106,7 +107,7 @@ def _unknown(args: argparse.Namespace, reason: str) -> None:
 
 
 def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict) -> int:
-    left = args.timeout - (time.monotonic() - _STARTED) - OUTPUT_MARGIN
+    left = args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN
     collectors = max(0.05, round(left - CHILD_MARGIN, 1))
     report = build_report_forked(root, sections, timeout=collectors,
                                  grace=max(0.05, left - collectors))

@@ -19,6 +19,9 @@ import pytest
 from conftest import require_root
 from inspector.live.diskstats import device_rates, parse_diskstats
 
+# alone, after the parallel part of `make test`: iostat reads every disk of the host: other workers' loop devices come and go
+pytestmark = pytest.mark.serial
+
 # iostat column -> our DiskRates attribute
 COLUMNS = {"r/s": "r_s", "w/s": "w_s", "d/s": "d_s", "f/s": "f_s", "rkB/s": "rkB_s",
            "wkB/s": "wkB_s", "dkB/s": "dkB_s", "rrqm/s": "rrqm_s", "wrqm/s": "wrqm_s",

@@ -13,6 +13,9 @@ from inspector.capture import open_root, write_capture
 from inspector.discover import net
 from inspector.host import HostRoot
 
+# alone, after the parallel part of `make test`: compares live NIC counters with the tools' reading of the same moment
+pytestmark = pytest.mark.serial
+
 
 def ethtool_k(ifname: str) -> list[str]:
     out = subprocess.run(["ethtool", "-k", ifname], capture_output=True, text=True, timeout=10,

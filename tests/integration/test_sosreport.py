@@ -23,6 +23,9 @@ import pytest
 
 from conftest import FIXTURES, require_root, run_bin
 
+# alone, after the parallel part of `make test`: sos report reads the whole host (and takes both cores)
+pytestmark = pytest.mark.serial
+
 PLUGINS = "block,md,devicemapper,networking,hardware,kernel,processor,memory,filesys,system"
 SOS_TIMEOUT = 180      # seconds; about 5 s here, the plugin timeout bounds a stuck command
 OLD_LAYOUT = FIXTURES / "sos" / "sosreport-oldhost.12345-20190312101500"

@@ -11,6 +11,9 @@ from conftest import require_root, run_bin
 from inspector.discover import storage
 from inspector.host import HostRoot
 
+# alone, after the parallel part of `make test`: lsblk lists every disk of the host: other workers' loop devices come and go
+pytestmark = pytest.mark.serial
+
 
 def sh(*argv: str, timeout: float = 30) -> str:
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True).stdout.strip()

@@ -10,10 +10,15 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import fixture_root, inspector_bin, require_root, run_bin, run_cli
 from inspector.capture import write_capture
 from inspector.host import HostRoot
 from inspector.live import capture_sample
+
+# alone, after the parallel part of `make test`: compares the host's live disk rates with fio's and iostat's
+pytestmark = pytest.mark.serial
 
 
 def test_text_blocks_like_iostat_and_vmstat():

@@ -25,6 +25,9 @@ from inspector.host import HostRoot
 from inspector.live import LiveSampler
 from inspector.live.procs import dstate_findings
 
+# alone, after the parallel part of `make test`: lists the host's D-state tasks: only this test's may be there
+pytestmark = pytest.mark.serial
+
 IN_HEADER = struct.Struct("<IIQQIIII")          # len opcode unique nodeid uid gid pid extlen
 OUT_HEADER = struct.Struct("<IiQ")              # len error unique
 ATTR = struct.Struct("<QQQQQQIIIIIIIIII")       # fuse_attr (88 bytes)

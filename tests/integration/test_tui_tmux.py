@@ -20,6 +20,9 @@ import pytest
 from conftest import inspector_bin
 from tmux_session import Tmux
 
+# alone, after the parallel part of `make test`: measures the real binary's frame times in tmux
+pytestmark = pytest.mark.serial
+
 # the runs table: run, probe (kind and target), state, errors, ops (issue 20)
 OPS = re.compile(r"#1\s+io \S+\s+running\s+\d+\s+(\d+)")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -147,15 +148,17 @@ def test_unreadable_and_foreign_files_are_rows_of_their_own(fleet_dir, snapshots
     assert all(r["level"] == "unknown" for r in doc["hosts"] if r["error"])
 
 
-def test_a_capture_is_read_like_report_root(tmp_path, fleet_dir):
+def test_a_capture_is_read_like_report_root(tmp_path, fleet_dir, monkeypatch):
     capture = tmp_path / "this-host.tar.gz"
     assert run_cli("capture", "-o", str(capture)).status == 0
     (fleet_dir / "cap-01" / "var/tmp").mkdir(parents=True)
     shutil.copy(capture, fleet_dir / "cap-01" / "var/tmp/capture.tar.gz")
-    before = {p for p in os.listdir("/tmp") if p.startswith("inspector-root-")}
+    private_tmp = tmp_path / "tmp"         # this test's own /tmp: other tests unpack at once
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     rows = {r["host"]: r for r in _json(str(fleet_dir))["hosts"]}
     # unpacked and removed at once, not at exit: a fleet of captures would fill /tmp
-    assert {p for p in os.listdir("/tmp") if p.startswith("inspector-root-")} <= before
+    assert os.listdir(private_tmp) == []
     report = run_cli("report", "--root", str(capture), "--json").json()
     assert rows["cap-01"]["virt"] == report["sections"]["virt"]["summary"]
     assert rows["cap-01"]["findings"] == sum(f["level"] != "ok" for f in report["findings"])

@@ -24,6 +24,9 @@ from inspector.host import HostRoot
 sys.path.insert(0, str(FIXTURES))
 import storage_roots  # noqa: E402  (the fixture generator, importable from tests/fixtures)
 
+# alone, after the parallel part of `make test`: measures time against a budget
+pytestmark = pytest.mark.serial
+
 SIZES = (250, 500, 1000, 2000)
 LSBLK_COLUMNS = "NAME,SIZE,RO,RM,MAJ:MIN,TYPE,ROTA,SCHED,MIN-IO,OPT-IO,PHY-SEC,LOG-SEC,MODEL,VENDOR,STATE"
 

@@ -30,6 +30,9 @@ from recording_helpers import (
     wait_for_intervals,
 )
 
+# alone, after the parallel part of `make test`: compares the host's live figures with sar's of the same seconds
+pytestmark = pytest.mark.serial
+
 SADC = "/usr/lib/sysstat/sadc"
 INTERVALS = 6
 QUIET = 0.25          # seconds without load either side of each sample instant

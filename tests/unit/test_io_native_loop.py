@@ -25,6 +25,9 @@ from inspector.probes.io_latency import IoConfig, IoLatencyProbe
 from inspector.probes.io_stats import IntervalPart
 from inspector.probes.io_target import open_target
 
+# alone, after the parallel part of `make test`: measures CPU busy time against wall time
+pytestmark = pytest.mark.serial
+
 # None when the extension is not built: then the tests that call it fail, none is skipped
 _ioloop = io_latency._ioloop
 

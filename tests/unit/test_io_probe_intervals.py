@@ -5,6 +5,7 @@ import math
 import random
 import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,9 @@ from conftest import run_cli
 from inspector.probes.io_latency import IoConfig, IoLatencyProbe
 from inspector.probes.io_stats import MID_SAMPLE, BatchStats, IntervalPart, nearest_rank
 from inspector.probes.io_target import open_target
+
+# alone, after the parallel part of `make test`: measures interval lengths to the tens of milliseconds
+pytestmark = pytest.mark.serial
 
 
 def run_probe(path: str, cfg: IoConfig, direct: bool):
