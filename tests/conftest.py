@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 # fixture modules, for every test: a test names the fixture, it imports nothing
-# (memcached, silent_server; glibc_locales)
-pytest_plugins = ["memcached_server", "locale_data"]
+# (memcached, silent_server; glibc_locales; tmux)
+pytest_plugins = ["memcached_server", "locale_data", "tmux_session"]
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"

@@ -1,11 +1,19 @@
 """The real binary in a tmux session of its own socket: start it, read the screen, send keys,
-resize, wait for what a user would wait to see."""
+resize, wait for what a user would wait to see. The `tmux` fixture gives each test its own
+server (a socket named by the worker's pid and a count), killed after the test."""
 from __future__ import annotations
 
+import itertools
+import os
+import shutil
 import subprocess
 import time
 
+import pytest
+
 from conftest import inspector_bin
+
+_sessions = itertools.count()
 
 
 class Tmux:
@@ -39,3 +47,12 @@ class Tmux:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
             time.sleep(0.1)
+
+
+@pytest.fixture
+def tmux():
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (make test installs it)")
+    t = Tmux(f"inspector-test-{os.getpid()}-{next(_sessions)}")
+    yield t
+    t.run("kill-server")

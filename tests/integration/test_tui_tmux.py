@@ -20,20 +20,13 @@ import pytest
 from conftest import inspector_bin
 from tmux_session import Tmux
 
-# alone, after the parallel part of `make test`: measures the real binary's frame times in tmux
+# alone, after the parallel part of `make test`: times how soon every process is gone when
+# the terminal is, and compares the root disk with lsblk
 pytestmark = pytest.mark.serial
 
 # the runs table: run, probe (kind and target), state, errors, ops (issue 20)
 OPS = re.compile(r"#1\s+io \S+\s+running\s+\d+\s+(\d+)")
 
-
-@pytest.fixture
-def tmux(tmp_path):
-    if shutil.which("tmux") is None:
-        pytest.fail("tmux is not installed (make test installs it)")
-    t = Tmux(f"inspector-test-{os.getpid()}")
-    yield t
-    t.run("kill-server")
 
 
 def test_storage_to_io_probe_and_quit(tmux, tmp_path):

@@ -1,0 +1,93 @@
+"""Runs from the Probes screen of the real binary in tmux (issue 20): a refusing and a silent
+nameserver show as refused and timeout, as the CLI says them; fifty runs in one session keep
+the UI's memory flat. (Throughput under screen switching: test_tui_probes_tmux.py.)"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+
+from conftest import inspector_bin
+from dns_responders import Responder, closed_port
+
+
+def test_refusing_and_silent_nameservers_are_errors_as_the_cli_says(tmux):
+    silent = Responder("127.0.0.3", 0, "silent")
+    refused_at = closed_port("127.0.0.2")
+    try:
+        servers = f"{refused_at},{silent.server}"
+        cli = subprocess.run([inspector_bin(), "probe", "dns", "--server", refused_at,
+                              "--server", silent.server, "--timeout", "1"],
+                             capture_output=True, text=True, timeout=60)
+        assert re.search(re.escape(refused_at) + r"\s+refused", cli.stdout), cli.stdout
+        assert re.search(re.escape(silent.server) + r"\s+timeout", cli.stdout), cli.stdout
+        tmux.start("", 160, 40)
+        tmux.wait(lambda s: "1 Overview" in s, "the overview")
+        tmux.keys("6")
+        tmux.wait(lambda s: "Enter starts" in s, "the probe form")
+        tmux.keys("BTab")                      # from the target to the kind
+        time.sleep(0.3)
+        tmux.keys("Down")                      # opens the kind menu: IO, memcached, DNS
+        time.sleep(0.3)
+        tmux.keys("Down", "Down", "Enter")
+        tmux.wait(lambda s: "resolv.conf, or ADDR" in s, "the DNS form")
+        time.sleep(0.5)     # the closing menu gives the focus back to the kind, after a moment
+        tmux.keys("Tab", "C-u")
+        tmux.keys("-l", servers)
+        tmux.keys("Tab", "C-u")
+        tmux.keys("-l", "3")
+        tmux.keys("Enter")
+        screen = tmux.wait(lambda s: re.search(r"#1\s+dns \S+\s+failed", s) is not None,
+                           "the run failed", timeout=30)
+        assert f"{refused_at} refused" in screen and f"{silent.server} timeout" in screen, screen
+        tmux.keys("5")
+        screen = tmux.wait(lambda s: "probe  #1 failed" in s, "the DNS screen's probe line")
+        assert f"{refused_at} refused" in screen and f"{silent.server} timeout" in screen, screen
+        assert not re.search(re.escape(refused_at) + r" \d+\.\d ms", screen)
+        tmux.keys("q")
+    finally:
+        silent.close()
+
+
+RUNS = 50
+RSS_GROWTH_MB = 40      # issue 20: flat within 40 MB of the first run's
+RSS_MB = 80             # issue 20: 50 runs under 80 MB (here: 49 -> 56 MB)
+LATE_GROWTH_MB = 10     # runs 25 to 50 (here: ~2.5 MB; a leak of 0.4 MB a run fails it)
+
+
+def test_fifty_runs_in_one_session_keep_memory_flat(tmux, tmp_path):
+    """50 short runs one after the other in one TUI: its RSS (psutil) stays under 80 MB and
+    within 40 MB of what it was after the first, and does not keep climbing (each run keeps a
+    bounded summary, the probe's own memory goes with its process, and the widgets the UI
+    replaces go: tui/textual_fixes)."""
+    import psutil
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(1 << 20))
+    tmux.start(f"--probe io:{target} --probe-seconds 0.2")
+    pid = int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip())
+    tui = psutil.Process(pid)
+    tmux.wait(lambda s: re.search(r"#1\s+io \S+\s+done", s) is not None, "the first run done")
+    rss = [tui.memory_info().rss]
+    tmux.keys("n")                             # the form: this target, 0.2 s
+    time.sleep(0.3)
+    tmux.keys("C-u")
+    tmux.keys("-l", str(target))
+    tmux.keys("Tab", "C-u")
+    tmux.keys("-l", "0.2")
+    for k in range(2, RUNS + 1):
+        tmux.keys("Enter")
+        tmux.wait(lambda s, k=k: re.search(rf"#{k}\s+io \S+\s+done", s) is not None,
+                  f"run #{k} done", timeout=20)
+        rss.append(tui.memory_info().rss)
+        tmux.keys("n")
+        time.sleep(0.2)
+    mb = [r / 2**20 for r in rss]
+    print(f"\nTUI RSS over {RUNS} runs: first {mb[0]:.1f} MB, peak {max(mb):.1f} MB, "
+          f"last {mb[-1]:.1f} MB")
+    print(" ".join(f"{m:.0f}" for m in mb))
+    assert max(mb) - mb[0] < RSS_GROWTH_MB, mb
+    assert max(mb) < RSS_MB, mb
+    assert mb[-1] - mb[RUNS // 2 - 1] < LATE_GROWTH_MB, mb
+    assert not [c for c in tui.children(recursive=True) if "probes.child" in " ".join(c.cmdline())]
+    tmux.keys("q")
