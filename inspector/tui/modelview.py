@@ -37,19 +37,12 @@ def fields_of(obj: Any) -> list[tuple[str, Any]]:
     return []
 
 
-def is_placeholder(section: Any) -> bool:
-    """A section dataclass with no fields at all: its collector has not landed yet."""
-    return is_dc(section) and not dataclasses.fields(section)
-
-
 def section_state(section: Any, name: str) -> str | None:
     """A plain sentence when a section cannot be shown, else None."""
     if section is None:
         return f"{name}: not collected yet"
     if isinstance(section, Unknown):
         return f"{name}: {section}"
-    if is_placeholder(section):
-        return f"{name}: collector not landed yet (no data in this build)"
     return None
 
 
