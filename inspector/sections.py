@@ -6,9 +6,10 @@ Whatever goes over the sections reads this table: collect.build_report, the heal
 entry here (its collector, rules, renderer and screen modules aside).
 
 Collectors and rules are imported directly. The renderer and the screen are named
-"module:attribute" and loaded on first use (`load`): importing the renderers (with rich) costs
-commands that never draw (`report --json`, `check`, `export`, `snapshot`) about 21 ms, and
-Textual about 75 ms; tests/unit/test_sections.py checks that every name loads and fits.
+"module:attribute" and loaded on first use (`load`), so commands that never draw (`report
+--json`, `check`, `export`, `snapshot`) do not import rich's renderers nor Textual
+(tests/bench/bench_costs.py prints both import times); tests/unit/test_sections.py checks that
+every name loads and fits.
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@
 The CLI, snapshot/record and the TUI's runs all go through ProbeDriver.run(), which blocks the
 calling thread on a private event loop: uvloop when the probe asks for it (the memcached load
 generator needs its lower per-request cost), plain asyncio otherwise (the IO and DNS probes
-wait on threads and sockets, and uvloop would cost ~1 MB for nothing).
+wait on threads and sockets, and uvloop would add RSS for nothing: tests/bench/bench_costs.py
+prints how much).
 
 Stopping is always graceful first: probe.stop() ends the run with its partial figures kept;
 a probe still running STOP_GRACE_S later is cancelled. SIGINT, SIGTERM and SIGHUP stop it that

@@ -87,9 +87,9 @@ class IoConfig:
     write_ratio: float = 0.5           # share of writes in mixed mode
     seed: int | None = None
     # raw latencies kept (all workers) before they are folded into the histogram mid-run: the
-    # CLI defers folding (no pause in the timed loop for runs under ~4 min at 15k req/s, 32
-    # MB); the TUI, where a probe may run for hours beside the screens, keeps RSS low with a
-    # small limit (a 2^18 fold costs ~70 ms of the worker's time: ~0.4% at 15k req/s)
+    # default defers folding (no pause in the timed loop for runs under ~4 min at 15k req/s,
+    # 32 MB); a host that must keep its RSS low passes a small limit and pays a fold, in the
+    # worker's time, every `raw_limit` requests (bench_costs.py prints a 2^18 fold's cost)
     raw_limit: int = RAW_LIMIT
     # time.monotonic_ns: the same CLOCK_MONOTONIC as perf_counter_ns on Linux, and no dearer
     # per call (two calls per request, one inside the timed window; bench_costs.py prints both)
@@ -341,10 +341,11 @@ class _Worker(threading.Thread):
             return array("Q", [self.population[(start + i) % blocks] for i in range(n)])
         if self.lane_mask:
             # power-of-two working set and request size: one big-int AND masks every 64-bit
-            # lane of random bytes down to an aligned offset (~50 ns per offset, no bias)
+            # lane of random bytes down to an aligned offset (no bias; bench_costs.py prints
+            # the cost per offset of both draws and of rng.choices)
             raw = int.from_bytes(self.rng.randbytes(8 * n), "little") & self._mask_for(n)
             return array("Q", raw.to_bytes(8 * n, "little"))
-        # general sizes: ~2x cheaper than rng.choices; modulo bias <= blocks / 2**32 (2**64)
+        # general sizes: cheaper than rng.choices; modulo bias <= blocks / 2**32 (2**64)
         if blocks <= 1 << 24:
             draws = array("I", self.rng.randbytes(4 * n))
         else:

@@ -92,7 +92,7 @@ class IntervalPart:
     @classmethod
     def of(cls, values: list[int] | array[int], native: Callable | None = None) -> IntervalPart:
         """`native`: the C loop's part(values, k, step), for an array('q') of values: the
-        same figures at ~10 ns a value instead of ~100 (here, in Python)."""
+        same figures at a fraction of the Python cost (bench_costs.py prints both per value)."""
         n = len(values)
         if not n:
             return cls()
@@ -100,15 +100,16 @@ class IntervalPart:
         # the merged interval's rank (sum of floors + 2 per worker >= floor of the sum + 1)
         k = n // 100 + 2
         # the median from at most MID_SAMPLE values: sorting every value of a busy interval
-        # (~0.2 us each) would cost the timed loop ~0.6% of its rate; an evenly spaced
-        # subsample of 1024 requests puts the median within ~1.6% of the ranks
+        # would cost the worker a sort per request (bench_costs.py prints sorted()'s cost per
+        # value); an evenly spaced subsample of 1024 requests puts the median within ~1.6% of
+        # the ranks
         step = -(-n // MID_SAMPLE)
         if native is not None:
             total, lo, hi, top, mid = native(values, k, step)
             return cls(n, total, lo, hi, top, mid)
         if not isinstance(values, list):
             # an array('q') makes a new int object per element on every pass (sum, min, max,
-            # nlargest): one list first is ~25% cheaper for the five passes below
+            # nlargest): one list first makes them once for the five passes below
             values = values.tolist()
         mid = sorted(values[::step]) if step > 1 else sorted(values)
         return cls(n, sum(values), min(values), max(values), heapq.nlargest(k, values), mid)

@@ -124,9 +124,9 @@ class LatencyRecorder:
         """(upper bound ns, count) for each non-empty histogram bucket, for JSON and charts.
 
         What hdrh's recorded-values iterator yields, read straight from the counts array:
-        the iterator steps through every bucket below the maximum in Python (~0.2 s for a
+        the iterator steps through every bucket below the maximum in Python (thousands for a
         one-value histogram of a few hundred microseconds), which runs probes over their
-        deadline."""
+        deadline (bench_costs.py prints both costs)."""
         hist = self.hist
         counts = hist.counts
         top = min(hist.counts_len, len(counts))

@@ -26,7 +26,8 @@ from inspector.commands.report import parse_sections
 # --timeout bounds the whole check (under check_nrpe's default 10 s socket timeout). The
 # collectors run in parallel in a child process and get what is left after these margins: for
 # the child to answer, and for the interpreter's start-up before this module was imported
-# (0.1-0.3 s, not measured), the rules, printing and exit.
+# (not measured by the check; tests/bench/bench_costs.py prints it), the rules, printing and
+# exit.
 CHECK_TIMEOUT = 8.0
 CHILD_MARGIN = 0.25
 OUTPUT_MARGIN = 0.5

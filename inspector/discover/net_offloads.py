@@ -131,7 +131,8 @@ def _ioctl_feature_rows(ifname: str) -> list[dict[str, Any]] | Unknown:
 
     pyroute2's IoctlEthtool reads the same bits (tests/integration/test_net_live.py compares
     them row for row), but `import pyroute2` runs its package __init__, which loads every
-    netlink family: 0.3 s on an idle host and seconds on a busy one, for three ioctls."""
+    netlink family: far more work than the three ioctls (tests/bench/bench_costs.py prints
+    both costs)."""
     try:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     except OSError as exc:
