@@ -1,10 +1,12 @@
 /* The IO latency probe's timed request loop, in C.
  *
- * Why not Python: a Python loop adds ~0.8 us of interpreter work per request (ioping's whole
- * per-request cost is ~1.2 us), and worse, its second clock read comes after the GIL is taken
+ * Why not Python: a Python loop adds interpreter work to every request, a large part of what
+ * ioping spends per request in all (tests/bench/bench_io_latency.py prints both loops' and
+ * ioping's time per request), and worse, its second clock read comes after the GIL is taken
  * back: when any other thread of the process (the TUI's, a busy collector) holds the GIL, a
- * 70 us read is timed as ~5 ms, the interpreter's switch interval. Here a whole burst runs with
- * the GIL released and both clock reads sit tight around the syscall, as in ioping.
+ * read is timed with up to the interpreter's switch interval (5 ms by default) added. Here a
+ * whole burst runs with the GIL released and both clock reads sit tight around the syscall,
+ * as in ioping.
  *
  * burst(fd, buf, size, offsets, ops, first, count, lat, lat_pos, stop_at_ns, flags, stop)
  *     -> (ran, t1_ns, writes, err, nbytes)

@@ -12,8 +12,8 @@ GIL released for the whole burst: the clock reads sit tight around the syscall a
 no other thread of the process (the TUI's) can add a GIL wait to a latency, and since the C
 loop reads the stop byte before each request a burst lasts until the next tick, so a worker
 needs the GIL only a few times a second. Where the extension is not built, a Python loop with
-the same interface does the same work in bursts of ~5 ms (~1 us more per request, and exposed
-to GIL waits; IoResult.loop says which ran).
+the same interface does the same work in bursts of ~5 ms (more time per request, which
+tests/bench/bench_io_latency.py prints, and exposed to GIL waits; IoResult.loop says which ran).
 Offsets are drawn in chunks outside the timed window, the buffer is a page-aligned mmap and
 latencies go into preallocated slots. Statistics are folded in at flush time, 4 times a
 second, by the worker itself outside the timed window, so the async side only drains small
@@ -69,9 +69,10 @@ JOIN_TIMEOUT = 2.0
 TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged
 STRAGGLER_POLL_NS = 2_000_000  # while a worker has not handed its share of a tick over yet
 DONE_NS = 1 << 62              # a finished worker covers all time
-MAX_JOBS = 256                 # workers are threads of this process, and each needs the GIL
-                               # a few times a second: 256 start within ~0.15 s of each other;
-                               # 512 took 1.3 s (a 1 s run's workers mostly never began)
+MAX_JOBS = 256                 # workers are threads of this process, each needing the GIL to
+                               # start and a few times a second after: the more of them, the
+                               # more of a short run's workers never run a request
+                               # (bench_io_latency.py prints 256 and 512 in a 1 s run)
 
 
 @dataclass
@@ -673,8 +674,8 @@ class IoLatencyProbe:
                 if remaining[0] == 0:
                     finished.set()
         # The workers wait for `go`: started one by one while the first ones already ran,
-        # 1024 workers took over a second to start (each start waits for the GIL), and most
-        # of a 1 s run's workers never got past their warm-up.
+        # the last ones started late (each start waits for the GIL), and many of a short
+        # run's workers never got past their warm-up.
         start = time.monotonic_ns()
         self._start = self._covered = start
         for w in self._workers:

@@ -26,10 +26,19 @@ request then costs ~1 us, so what each tool adds per request (wall time per requ
 mean timed latency) shows plainly, without the disk's drift. BENCH_CACHED_COUNT sets its
 request count (200000).
 
+A fourth prints what the C loop (probes/_ioloop.c) saves over the probe's Python loop: both
+loops and ioping -C read the same page-cached file in turn, and each one's wall time per
+request is printed (BENCH_LOOP_COUNT requests a run, 100000).
+
+A fifth starts MAX_JOBS (256) workers, then twice as many (the bound lifted after validation),
+for a 1 s run on the cached file: how long the threads took to start, and how many requests
+each worker ran.
+
 Also runnable directly: `.venv/bin/python tests/bench/bench_io_latency.py`.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -219,6 +228,102 @@ def bench_cached() -> dict:
     return med
 
 
+LOOP_COUNT = int(os.environ.get("BENCH_LOOP_COUNT", 100000))
+# one run of the probe's own loop, C or Python, in a child under the same priority as ioping
+LOOP_RUN = """
+import asyncio, json, sys
+from inspector.probes.io_latency import IoConfig, IoLatencyProbe
+from inspector.probes.io_target import open_target
+path, count, loop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open_target(path, direct=False, setup_timeout=None) as target:   # buffered: --cached
+    r = asyncio.run(IoLatencyProbe(target, IoConfig(count=count, native=loop == "c"))
+                    .run_to_end())
+assert r.loop == loop, r.loop
+print(json.dumps({"valid": r.requests, "sum_ns": r.busy_ns, "total": r.total_requests,
+                  "wall_ns": r.wall_ns}))
+"""
+
+
+def run_loop(path: str, count: int, loop: str) -> dict:
+    return json.loads(subprocess.run(
+        [*priority(), sys.executable, "-c", LOOP_RUN, path, str(count), loop],
+        capture_output=True, text=True, check=True, timeout=300).stdout)
+
+
+def bench_loops() -> dict:
+    """Wall time per request of the C loop, the Python loop and ioping on page-cache reads."""
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as d:
+        path = make_file(d)
+        with open(path, "rb") as f:          # into the page cache
+            while f.read(1 << 20):
+                pass
+        n = LOOP_COUNT
+        runs = {"ioping": lambda: run_ioping(path, n, "-C"),
+                "c": lambda: run_loop(path, n, "c"), "python": lambda: run_loop(path, n, "python")}
+        for run in runs.values():            # untimed, as in bench()
+            run()
+        print(f"\nloops: page-cache 4 KiB random reads, 64 MiB file, {n} requests a run, "
+              f"{PAIRS} rounds; wall time per request (timed mean in brackets)")
+        print(f"{'round':>5} {'ioping':>16} {'C loop':>16} {'Python loop':>16}")
+        per_request: dict[str, list[float]] = {name: [] for name in runs}
+        for i in range(PAIRS):
+            order = list(runs) if i % 2 == 0 else list(runs)[::-1]
+            got = {name: combine([runs[name]()]) for name in order}
+            for name, figures in got.items():
+                per_request[name].append(1e9 / figures["iops_wall"])
+            print(f"{i + 1:>5} " + " ".join(
+                f"{1e9 / got[name]['iops_wall']:>7.0f}ns ({got[name]['avg_ns']:>4.0f})"
+                for name in runs))
+    med = {name: statistics.median(v) for name, v in per_request.items()}
+    print(f"loops median per request: ioping {med['ioping']:.0f} ns, C loop {med['c']:.0f} ns, "
+          f"Python loop {med['python']:.0f} ns: the Python loop adds "
+          f"{med['python'] - med['c']:.0f} ns per request to the C loop's")
+    return med
+
+
+WORKERS_DEADLINE_S = 1.0
+
+
+def bench_workers() -> list[dict]:
+    """MAX_JOBS workers, then twice as many, for a 1 s run on a cached file: the time from
+    the run's start to the workers' common start signal (threads created and started), and
+    each worker's timed requests."""
+    from inspector.probes.io_latency import MAX_JOBS, IoConfig, IoLatencyProbe
+    from inspector.probes.io_target import open_target
+    out = []
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as d:
+        path = make_file(d)
+        print(f"\nworkers: a {WORKERS_DEADLINE_S:g} s run of page-cache reads, C loop")
+        with open_target(path, direct=False, setup_timeout=None) as target:
+            for jobs in (MAX_JOBS, 2 * MAX_JOBS):
+                probe = IoLatencyProbe(target, IoConfig(deadline=WORKERS_DEADLINE_S,
+                                                        jobs=MAX_JOBS))
+                probe.cfg.jobs = jobs        # past the bound: validate() refuses more
+                began = time.monotonic_ns()
+                result = asyncio.run(probe.run_to_end())
+                ended = time.monotonic_ns()
+                counts = sorted(w.requests for w in result.workers)
+                figures = {"jobs": jobs, "start_s": (probe._start - began) / 1e9,
+                           "elapsed_s": (ended - began) / 1e9,
+                           "idle": sum(1 for c in counts if not c), "counts": counts}
+                out.append(figures)
+                print(f"{jobs:4d} workers: started in {figures['start_s']:.3f} s, run took "
+                      f"{figures['elapsed_s']:.2f} s; {figures['idle']} ran no timed request; "
+                      f"requests per worker min {counts[0]}, median "
+                      f"{counts[len(counts) // 2]}, max {counts[-1]}")
+    return out
+
+
+def test_bench_io_loops_against_ioping():
+    med = bench_loops()
+    assert all(v > 0 for v in med.values()), med
+
+
+def test_bench_io_workers_start():
+    runs = bench_workers()
+    assert [r["jobs"] for r in runs] == [256, 512] and all(r["counts"] for r in runs), runs
+
+
 def test_bench_io_latency_against_ioping():
     med = bench()
     # the figures are the point; this only guards against a broken comparison
@@ -239,3 +344,5 @@ if __name__ == "__main__":
     bench()
     bench_concurrent()
     bench_cached()
+    bench_loops()
+    bench_workers()
