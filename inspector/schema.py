@@ -1,5 +1,5 @@
 """JSON Schema (draft 2020-12) of the `inspector report --json` document, generated from the
-dataclasses that make the report.
+dataclasses that make the report, and of every other --json document (DOCUMENTS, at the end).
 
 Types come from the fields' type hints (typing.get_type_hints), mapped the way
 `inspector.model.to_jsonable` serialises them: `X | Unknown` becomes anyOf with the
@@ -51,19 +51,19 @@ _PYTHON_WORDS_JSON = {"None": "null", "True": "true", "False": "false"}
 _PYTHON_WORDS = re.compile(r"\b(None|True|False)\b")
 
 @functools.cache
-def _module_source(module_name: str) -> tuple[ast.Module, dict[int, tuple[str, bool]]]:
-    """The module's AST and its comments: line -> (text, alone on its line)."""
+def _module_source(module_name: str) -> tuple[ast.Module, dict[int, tuple[str, bool, int]]]:
+    """The module's AST and its comments: line -> (text, alone on its line, column)."""
     try:
         source = inspect.getsource(sys.modules[module_name])
     except (OSError, TypeError):  # installed without sources: a schema without descriptions
         return ast.Module(body=[], type_ignores=[]), {}
-    comments: dict[int, tuple[str, bool]] = {}
+    comments: dict[int, tuple[str, bool, int]] = {}
     lines = source.splitlines()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             row, col = token.start
             alone = not lines[row - 1][:col].strip()
-            comments[row] = (token.string.lstrip("#").strip(), alone)
+            comments[row] = (token.string.lstrip("#").strip(), alone, col)
     return ast.parse(source), comments
 
 
@@ -83,8 +83,9 @@ def _class_node(cls: type) -> ast.ClassDef | None:
 def field_comments(cls: type) -> dict[str, str]:
     """Field name -> its documentation comment, for the fields `cls` itself declares.
 
-    The comment at the end of the field's line(s) wins; a field without one takes the block of
-    whole-line comments directly above it (no blank line between)."""
+    The comment at the end of the field's line(s) wins, with the whole-line comments right
+    below it that start in its column (its continuation); a field without one takes the block
+    of whole-line comments directly above it, in the field's column (no blank line between)."""
     node = _class_node(cls)
     if node is None:
         return {}
@@ -94,14 +95,18 @@ def field_comments(cls: type) -> dict[str, str]:
         if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
             continue
         end = stmt.end_lineno or stmt.lineno
-        trailing = [comments[n][0] for n in range(stmt.lineno, end + 1)
+        trailing = [comments[n] for n in range(stmt.lineno, end + 1)
                     if n in comments and not comments[n][1]]
+        line = end + 1
+        while trailing and line in comments and comments[line][1:] == (True, trailing[-1][2]):
+            trailing.append(comments[line])
+            line += 1
         above: list[str] = []
         line = stmt.lineno - 1
-        while line in comments and comments[line][1]:
+        while line in comments and comments[line][1:] == (True, stmt.col_offset):
             above.insert(0, comments[line][0])
             line -= 1
-        text = " ".join(trailing) or " ".join(above)
+        text = " ".join(c[0] for c in trailing) or " ".join(above)
         if text:
             found[stmt.target.id] = _PYTHON_WORDS.sub(lambda m: _PYTHON_WORDS_JSON[m[0]], text)
     return found
@@ -112,6 +117,29 @@ def class_doc(cls: type) -> str:
     node = _class_node(cls)
     doc = ast.get_docstring(node) if node is not None else None
     return " ".join(doc.split()) if doc else ""
+
+
+@functools.cache
+def _hint(cls: type, name: str) -> Any:
+    """The type hint of field `name` of `cls`, resolved alone: another field's hint may name
+    a class imported only for the type checker (IoResult.recorder)."""
+    for klass in cls.__mro__:
+        annotations = vars(klass).get("__annotations__", {})
+        if name in annotations:
+            alone = type(klass.__name__, (), {"__module__": klass.__module__,
+                                              "__annotations__": {name: annotations[name]}})
+            return typing.get_type_hints(alone)[name]
+    raise TypeError(f"{cls.__name__} has no field {name!r}")
+
+
+def _field_names(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+
+
+def required_fields(cls: type) -> list[str]:
+    """The fields every object of `cls` carries (OPTIONAL_FIELDS aside)."""
+    return [f.name for f in dataclasses.fields(cls)
+            if not f.metadata.get("json_skip") and (cls, f.name) not in OPTIONAL_FIELDS]
 
 
 def _field_doc(cls: type, name: str) -> str:
@@ -150,26 +178,42 @@ class SchemaBuilder:
                     "properties": {"unknown": {"type": "string",
                                                "description": "why the value is unknown"}},
                     "required": ["unknown"], "additionalProperties": False}
-        hints = typing.get_type_hints(cls)
-        properties: dict[str, dict] = {}
-        required: list[str] = []
-        for f in dataclasses.fields(cls):
-            if f.metadata.get("json_skip"):
-                continue
-            schema = dict(self.overrides.get((cls, f.name)) or self.of(hints[f.name]))
-            doc = _field_doc(cls, f.name)
-            if (cls, f.name) in OPTIONAL_FIELDS:
-                schema["$comment"] = "only with --diagnose"
-            if doc:
-                schema = {"description": doc, **schema}
-            properties[f.name] = schema
-            if (cls, f.name) not in OPTIONAL_FIELDS:
-                required.append(f.name)
         out: dict[str, Any] = {"type": "object"}
         if class_doc(cls):
             out["description"] = class_doc(cls)
-        out.update(properties=properties, required=required, additionalProperties=False)
+        out.update(properties=self.fields(cls), required=required_fields(cls),
+                   additionalProperties=False)
         return out
+
+    def fields(self, cls: type, leave_out: tuple[str, ...] = ()) -> dict[str, dict]:
+        """Field name -> schema, for the fields to_jsonable writes of dataclass `cls` (but for
+        `leave_out`: what a to_json() drops or replaces)."""
+        properties = {}
+        for f in dataclasses.fields(cls):
+            if not f.metadata.get("json_skip") and f.name not in leave_out:
+                properties[f.name] = self.field(cls, f.name)
+                if (cls, f.name) in OPTIONAL_FIELDS:
+                    properties[f.name]["$comment"] = "only with --diagnose"
+        return properties
+
+    def field(self, cls: type, name: str) -> dict:
+        """One field's schema (its override, else its type hint) with its comment."""
+        override = self.overrides.get((cls, name))
+        schema = dict(override) if override is not None else self.of(_hint(cls, name))
+        doc = _field_doc(cls, name)
+        return {"description": doc, **schema} if doc else schema
+
+    def member(self, cls: type, name: str) -> dict:
+        """A field of `cls` as field() gives it, or a property: its return hint and docstring
+        (for the documents written by hand from a dataclass's fields and properties)."""
+        if name in _field_names(cls):
+            return self.field(cls, name)
+        prop = inspect.getattr_static(cls, name)
+        if not isinstance(prop, property) or prop.fget is None:
+            raise TypeError(f"{cls.__name__}.{name} is neither a field nor a property")
+        schema = self.of(typing.get_type_hints(prop.fget)["return"])
+        doc = " ".join((prop.__doc__ or "").split())
+        return {"description": doc, **schema} if doc else schema
 
     def _enum(self, cls: type[enum.Enum]) -> dict:
         values = [m.name.lower() if issubclass(cls, Level) else m.value for m in cls]
@@ -312,14 +356,53 @@ def _document(title: str, description: str, properties: dict, builder: SchemaBui
             "additionalProperties": False, "$defs": dict(sorted(builder.defs.items()))}
 
 
-def _object_of(builder: SchemaBuilder, cls: type, kind: str, version: int) -> dict:
-    """The dataclass's object with schema_version and kind in front (one JSON line of top)."""
-    builder.ref(cls)
-    entry = builder.defs[cls.__name__]
-    return {"type": "object", "description": entry.get("description", ""),
-            "properties": {**_stamp(kind, version), **entry["properties"]},
-            "required": ["schema_version", "kind", *entry["required"]],
+def _object_of(builder: SchemaBuilder, cls: type, kind: str, version: int,
+               extra: dict[str, dict] | None = None, description: str = "") -> dict:
+    """The dataclass's object with schema_version and kind in front (one JSON line of top, a
+    probe's document), and `extra`'s keys after its fields (a key it shares replaces the
+    field's schema in place, as `{**to_jsonable(x), key: ...}` does)."""
+    properties = {**_stamp(kind, version), **builder.fields(cls), **(extra or {})}
+    required = ["schema_version", "kind", *required_fields(cls)]
+    return {"type": "object", "description": description or class_doc(cls),
+            "properties": properties,
+            "required": required + [k for k in extra or {} if k not in required],
             "additionalProperties": False}
+
+
+def _closed(properties: dict[str, dict], description: str = "") -> dict:
+    """An object holding exactly these keys."""
+    out: dict[str, Any] = {"type": "object"}
+    if description:
+        out["description"] = description
+    out.update(properties=properties, required=list(properties), additionalProperties=False)
+    return out
+
+
+def _array(items: dict, description: str = "") -> dict:
+    return {"description": description, "type": "array", "items": items} if description \
+        else {"type": "array", "items": items}
+
+
+def _defined(builder: SchemaBuilder, name: str, schema: dict) -> dict:
+    """`schema` as the $defs entry `name` (a shape written by hand, used more than once)."""
+    builder.defs[name] = schema
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def _members(builder: SchemaBuilder, sources: tuple[type, ...], keys: str,
+             aliases: dict[str, str] | None = None) -> dict[str, dict]:
+    """JSON key -> the schema of the field or property it is written from: the key's name (or
+    its alias), looked up in `sources` in order. For the documents a to_json() writes by hand
+    from a dataclass: the keys are listed here, their types and descriptions come from it."""
+    out = {}
+    for key in keys.split():
+        name = (aliases or {}).get(key, key)
+        owner = next((cls for cls in sources if name in _field_names(cls) or hasattr(cls, name)),
+                     None)
+        if owner is None:
+            raise TypeError(f"no field or property {name!r} in {[c.__name__ for c in sources]}")
+        out[key] = builder.member(owner, name)
+    return out
 
 
 def snapshot_schema() -> dict:
@@ -413,11 +496,172 @@ def fleet_schema() -> dict:
             "oneOf": [rows, diffs], "$defs": dict(sorted(builder.defs.items()))}
 
 
-# command's document -> its schema (`--schema` of that command). The probes' and history's
-# documents carry schema_version and kind too, but their layout is still being unified (one
-# typed probe summary for every front end): they get a --schema once it is settled.
+# ----------------------------------------------------------------------------- the probes
+def _with_doc(schema: dict, description: str) -> dict:
+    return {"description": description, **schema}
+
+
+def probe_io_schema() -> dict:
+    """`probe io --json` (IoResult.summary_json, the histogram, IoSample.to_json per interval)
+    or, with --ramp, RampResult.to_json and every step's samples. Those methods write their
+    keys by hand: the keys are listed here, their types and comments come from the fields and
+    properties they are written from."""
+    from inspector.documents import VERSIONS
+    from inspector.probes.io_latency import IoResult, IoSample, IoWorkerResult, RampResult, RampStep
+    from inspector.probes.io_run import IoRun
+    from inspector.probes.io_stats import BatchStats
+    from inspector.probes.latency import LatencySummary
+    builder = SchemaBuilder()
+    latency = "min_ns avg_ns max_ns mdev_ns percentiles_ns"
+    worker = _defined(builder, "IoWorkerResult.to_json", _closed(_members(
+        builder, (IoWorkerResult, LatencySummary),
+        f"worker requests warmups busy_ns iops {latency} stuck",
+        {"worker": "index", "iops": "iops_mean"}), class_doc(IoWorkerResult)))
+    summary = _defined(builder, "IoResult.summary_json", _closed({
+        **_members(builder, (IoResult, LatencySummary),
+                   "path description mode request_size jobs direct requests warmups "
+                   "total_requests reads writes busy_ns wall_ns iops iops_wall bytes_per_s "
+                   f"wall_bytes_per_s {latency} error interrupted loop", {"iops": "iops_mean"}),
+        "workers": _array(worker, "each worker's share (the summary is their merge)")},
+        "the run's statistics: ioping's, plus percentiles"))
+    sample = _defined(builder, "IoSample.to_json", _closed(     # its stats inline
+        {**builder.fields(IoSample, leave_out=("stats",)), **builder.fields(BatchStats)},
+        class_doc(IoSample)))
+    samples = _array(sample, "one per interval (4 per second), in order")
+    histogram = typing.get_type_hints(IoResult.histogram)["return"]
+    single = _closed({**_stamp("inspector-probe-io", VERSIONS["inspector-probe-io"]),
+                      "summary": summary, "notes": builder.member(IoRun, "notes"),
+                      "histogram": _with_doc(builder.of(histogram),
+                                             "the latency histogram: (upper bound ns, requests)"),
+                      "samples": samples})
+    step_fields = builder.fields(RampStep, leave_out=("result",))   # its summary, on steps
+    step = _defined(builder, "RampStep.to_json", _closed(step_fields, "one step of the ramp"))
+    for name in ("knee", "max_iops", "min_latency"):
+        builder.overrides[(RampResult, name)] = {"anyOf": [step, {"type": "null"}]}
+    builder.overrides[(RampResult, "steps")] = _array(_closed(
+        {**step_fields, "summary": summary}, "one step of the ramp, with its run's statistics"))
+    ramp = _closed({**_stamp("inspector-probe-io-ramp", VERSIONS["inspector-probe-io-ramp"]),
+                    "ramp": _closed(builder.fields(RampResult),
+                                    "1, 2, 4 ... workers for -w each: IOPS, p99, the knee"),
+                    "samples": _array(sample, "every step's intervals, step by step")})
+    return {"$schema": DIALECT, "title": "inspector probe io --json",
+            "oneOf": [single, ramp], "$defs": dict(sorted(builder.defs.items()))}
+
+
+def probe_memcached_schema() -> dict:
+    """`probe memcached --json` (the load's summary, its intervals in place of their count)
+    or, with --ramp, the ramp's summary."""
+    from inspector.documents import VERSIONS
+    from inspector.probes.base import McInterval, McTest
+    from inspector.probes.mc_engine import ERROR_LABELS
+    from inspector.probes.mc_ramp import RampStep, RampSummary
+    from inspector.probes.memcached import ProbeSummary
+    builder = SchemaBuilder()
+    # error kinds are stable ids (mc_engine.ERROR_LABELS); operations are named as the tests
+    by_error = {"propertyNames": {"enum": list(ERROR_LABELS)}}
+    by_op = {"propertyNames": {"enum": [McTest.SET.value, McTest.GET.value]}}
+    keyed: list[tuple[type, str, dict]] = [
+        (ProbeSummary, "errors", by_error), (ProbeSummary, "error_details", by_error),
+        (RampStep, "errors", by_error), (RampStep, "error_details", by_error),
+        (McInterval, "errors", by_error), (ProbeSummary, "ops", by_op),
+        (McInterval, "ops", by_op), (McInterval, "latency_ns", by_op)]
+    for owner, name, vocabulary in keyed:
+        builder.overrides[(owner, name)] = {**builder.of(_hint(owner, name)), **vocabulary}
+    for summary in (ProbeSummary, RampSummary):
+        builder.overrides[(summary, "target_error")] = {"enum": [*ERROR_LABELS, None]}
+    samples = _array(builder.of(McInterval), "the load's intervals (4 per second)")
+    load = _object_of(builder, ProbeSummary, "inspector-probe-memcached",
+                      VERSIONS["inspector-probe-memcached"], {"samples": samples},
+                      "the load: per operation, errors by kind, the server's counters")
+    ramp = _object_of(builder, RampSummary, "inspector-probe-memcached-ramp",
+                      VERSIONS["inspector-probe-memcached-ramp"], description="the "
+                      "connection ramp: each step, and where it degrades")
+    return {"$schema": DIALECT, "title": "inspector probe memcached --json",
+            "oneOf": [load, ramp], "$defs": dict(sorted(builder.defs.items()))}
+
+
+def probe_dns_schema() -> dict:
+    """`probe dns --json`: the probe's result, its findings (health/dns) and notes."""
+    from inspector.documents import VERSIONS
+    from inspector.model import Finding
+    from inspector.probes.dns_failover import DnsProbeResult, Measured
+    from inspector.probes.dns_predict import FAMILIES, OUTCOME_OF, Prediction, StartOutcome
+    from inspector.probes.dns_query import KINDS, ServerResult, TypeResult
+    builder = SchemaBuilder()
+    kind = {"enum": list(KINDS)}
+    # predict() ends in one of these; tcp_exchange() says one of the TCP kinds
+    outcome = {"enum": ["answered", *dict.fromkeys(OUTCOME_OF.values()), "hangs"]}
+    tcp_kind = {"enum": ["answered", "refused", "timeout", "silent-after-accept", "error", None]}
+    transport = {"enum": ["udp", "tcp"]}
+    families = _array({"enum": list(FAMILIES.values())})
+    builder.overrides.update({
+        (ServerResult, "kind"): kind, (ServerResult, "tcp_kind"): tcp_kind,
+        (ServerResult, "transport"): transport, (TypeResult, "transport"): transport,
+        (DnsProbeResult, "history"): {"type": "object", "additionalProperties": _array(kind)},
+        (Prediction, "outcome"): outcome, (StartOutcome, "outcome"): outcome,
+        (Prediction, "families"): families, (Prediction, "asked"): families,
+        (StartOutcome, "families"): families, (Measured, "families"): families})
+    doc = _object_of(builder, DnsProbeResult, "inspector-probe-dns",
+                     VERSIONS["inspector-probe-dns"], {
+                         "findings": _array(builder.of(Finding), "what the servers' behaviour "
+                                                                 "means (health/dns rules)"),
+                         "notes": _array({"type": "string"}, "about the configuration read")},
+                     "each nameserver as glibc queries it, the lookup time predicted from "
+                     "that, and what if each server were refused or blackholed")
+    return {"$schema": DIALECT, "title": "inspector probe dns --json", **doc,
+            "$defs": dict(sorted(builder.defs.items()))}
+
+
+# ----------------------------------------------------------------------------- history
+# `history --by`'s choices (commands/history.py; a unit test keeps them the same)
+HISTORY_GROUPINGS = ("hour", "day")
+
+
+def history_schema() -> dict:
+    """`history --json` (probe runs per target), `--checks --json` (the recorder's check
+    results) or `--samples --json` (the recorded live samples), each per hour of day or day."""
+    from inspector.documents import VERSIONS
+    from inspector.history import CHECK_LEVELS, Bucket, CheckBucket
+    from inspector.sample_history import SampleTables
+    builder = SchemaBuilder()
+    by = {"description": "hour of day or calendar day, in local time",
+          "enum": list(HISTORY_GROUPINGS)}
+    basis = {"description": "the clock the rows are in", "type": "string"}
+    offsets = _array({"type": "integer"}, "the UTC offsets (s) the rows were recorded at")
+    builder.overrides[(CheckBucket, "worst")] = _closed(
+        {level: {"type": "integer", "minimum": 0} for level in CHECK_LEVELS})
+    builder.overrides[(CheckBucket, "findings")] = _array(_closed(
+        {"code": {"type": "string"}, "samples": {"type": "integer", "minimum": 1}}))
+    builder.overrides[(SampleTables, "by")] = by
+
+    def stamped(kind: str, properties: dict) -> dict:
+        return _closed({**_stamp(kind, VERSIONS[kind]), **properties})
+    runs = stamped("inspector-history", {
+        "by": by, "time_basis": basis,
+        "series": {"description": "KIND:TARGET -> its rows", "type": "object",
+                   "additionalProperties": _array(builder.of(Bucket))},
+        "utc_offsets_s": {"description": "KIND:TARGET -> the UTC offsets (s) its runs were "
+                                         "recorded at", "type": "object",
+                          "additionalProperties": {"type": "array",
+                                                   "items": {"type": "integer"}}}})
+    checks = stamped("inspector-history-checks", {
+        "by": by, "time_basis": basis, "checks": _array(builder.of(CheckBucket)),
+        "utc_offsets_s": offsets})
+    samples = stamped("inspector-history-samples", {
+        **_members(builder, (SampleTables,), "by"), "time_basis": basis,
+        **_members(builder, (SampleTables,), "cpu disks utc_offsets_s",
+                   {"utc_offsets_s": "offsets"})})
+    return {"$schema": DIALECT, "title": "inspector history --json",
+            "oneOf": [runs, checks, samples], "$defs": dict(sorted(builder.defs.items()))}
+
+
+# command's document -> its schema (`--schema` of that command). Every --json document has one
+# (`export --json` prints the report); the probes' are written from their typed results
+# (probes/*), history's from its buckets (inspector.history, inspector.sample_history).
 DOCUMENTS = {"report": report_schema, "snapshot": snapshot_schema, "diff": diff_schema,
-             "top": top_schema, "fleet": fleet_schema}
+             "top": top_schema, "fleet": fleet_schema, "probe io": probe_io_schema,
+             "probe memcached": probe_memcached_schema, "probe dns": probe_dns_schema,
+             "history": history_schema}
 
 
 def document_schema(name: str) -> dict:

@@ -8,7 +8,7 @@ import json
 import sys
 
 from inspector.commands import history_samples
-from inspector.commands.common import CliError, eprint, exit_epilog
+from inspector.commands.common import CliError, add_schema_argument, eprint, exit_epilog
 from inspector.documents import stamped
 from inspector.escapes import visible
 from inspector.history import (
@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "instead of probe runs")
     history_samples.add_arguments(p)
     p.add_argument("--json", action="store_true")
+    add_schema_argument(p, "history", "--json (with --checks, --samples)")
     p.set_defaults(func=run)
     actions = p.add_subparsers(dest="history_action", metavar="ACTION")
     imp = actions.add_parser("import-ioping", help="import a log of periodic ioping runs",

@@ -18,6 +18,7 @@ from inspector.commands.common import (
     CliError,
     Duration,
     add_root_argument,
+    add_schema_argument,
     eprint,
     exit_epilog,
     print_json,
@@ -67,6 +68,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--measure-getaddrinfo", action="store_true",
                    help="also time the real getaddrinfo (uses /etc/resolv.conf)")
     p.add_argument("--json", action="store_true")
+    add_schema_argument(p, "probe dns")
     p.set_defaults(func=run)
 
 

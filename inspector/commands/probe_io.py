@@ -32,6 +32,7 @@ from inspector.commands.common import (
     CliError,
     Duration,
     add_root_argument,
+    add_schema_argument,
     print_json,
 )
 from inspector.documents import stamped
@@ -75,6 +76,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
                    help="run 1, 2, 4 ... JOBS workers for -w each; report IOPS, p99, the knee")
     p.add_argument("-q", "--quiet", action="store_true", help="only the final statistics")
     p.add_argument("--json", action="store_true", help="summary, histogram and samples as JSON")
+    add_schema_argument(p, "probe io", "--json (and --ramp --json)")
     p.set_defaults(func=run)
 
 

@@ -17,6 +17,7 @@ from inspector.commands.common import (
     CliError,
     Duration,
     add_root_argument,
+    add_schema_argument,
     exit_epilog,
     positive_int,
     print_json,
@@ -99,6 +100,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--step-seconds", type=WAIT, default=2.0, metavar="DURATION",
                    help=f"ramp: load time per step (default 2s, {WAIT.bounds})")
     p.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+    add_schema_argument(p, "probe memcached", "--json (and --ramp --json)")
     p.set_defaults(func=run)
 
 

@@ -1,7 +1,10 @@
 """The JSON Schema of `report --json`: generated from the dataclasses, it must accept every real
-report (live and each fixture root), reject wrong ones, and carry the field comments."""
+report (live and each fixture root), reject wrong ones, and carry the field comments. The
+generator's parts the other documents' schemas use, and which command prints which
+(their real documents are validated in tests/cli/test_json_documents.py)."""
 from __future__ import annotations
 
+import argparse
 import enum
 import json
 import typing
@@ -13,7 +16,14 @@ from jsonschema.exceptions import best_match
 
 from conftest import ROOTS, run_cli
 from inspector.model import Finding, HostIdentity, Level, Report, Unknown, to_jsonable
-from inspector.schema import SchemaBuilder, drive_health_types, report_schema
+from inspector.schema import (
+    DOCUMENTS,
+    HISTORY_GROUPINGS,
+    SchemaBuilder,
+    drive_health_types,
+    field_comments,
+    report_schema,
+)
 
 FIXTURE_ROOTS = sorted(p.name for p in ROOTS.iterdir() if p.is_dir())
 
@@ -193,7 +203,94 @@ def test_drive_health_union_covers_what_the_producers_return():
     assert produced - {Unknown} == set(drive_health_types())
 
 
+if typing.TYPE_CHECKING:
+    from decimal import Decimal
+
+
+@dataclass
+class HalfTyped:
+    """A field's hint names a class only the type checker imports (as IoResult.recorder)."""
+    name: str
+    exact: Decimal | None = None
+
+    @property
+    def shout(self) -> str:
+        """The name, loud."""
+        return self.name.upper()
+
+    def whisper(self) -> str:
+        return self.name.lower()
+
+
+def test_builder_reads_a_field_hint_alone_and_a_property():
+    with pytest.raises(NameError):
+        typing.get_type_hints(HalfTyped)
+    builder = SchemaBuilder()
+    assert builder.field(HalfTyped, "name") == {"type": "string"}
+    assert builder.member(HalfTyped, "name") == {"type": "string"}
+    assert builder.member(HalfTyped, "shout") == {"description": "The name, loud.",
+                                                   "type": "string"}
+    with pytest.raises(TypeError, match="neither a field nor a property"):
+        builder.member(HalfTyped, "whisper")
+    assert builder.fields(HalfTyped, leave_out=("exact",)) == {"name": {"type": "string"}}
+
+
+@dataclass
+class Continued:
+    reason: str = ""            # a trailing comment that runs on (resolve,
+                                # connect_refused ...) to the line below
+    after: int = 0
+    # a block above documents the field below it
+    below: int = 0
+
+
+def test_field_comments_follow_a_trailing_comment_onto_its_next_lines():
+    assert field_comments(Continued) == {
+        "reason": "a trailing comment that runs on (resolve, connect_refused ...) to the line "
+                  "below",
+        "below": "a block above documents the field below it"}
+
+
 # ----------------------------------------------------------------------------- the CLI
+def _subcommand(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
+    for name in names:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+def test_every_stamped_document_has_a_schema():
+    """Each kind of inspector.documents (and each document's version) is in a --schema, and
+    every document with a --schema is behind a command's --schema option."""
+    from inspector.cli import build_parser
+    from inspector.documents import VERSIONS
+
+    def stamps(node) -> set[tuple]:
+        if isinstance(node, list):
+            return set().union(*(stamps(v) for v in node))
+        if not isinstance(node, dict):
+            return set()
+        found = set().union(*(stamps(v) for v in node.values()))
+        props = node.get("properties", {})
+        if "const" in props.get("kind", {}) and "schema_version" in props:
+            found.add((props["kind"]["const"], props["schema_version"]["const"]))
+        return found
+
+    stamped = set().union(*(stamps(build()) for build in DOCUMENTS.values()))
+    assert set(VERSIONS.items()) <= stamped
+    parser = build_parser()
+    for name in DOCUMENTS:
+        schema_option = next(a for a in _subcommand(parser, *name.split())._actions
+                             if "--schema" in a.option_strings)
+        assert schema_option.document == name
+
+
+def test_history_schema_groups_as_the_cli_does():
+    from inspector.cli import build_parser
+    by = next(a for a in _subcommand(build_parser(), "history")._actions if a.dest == "by")
+    assert tuple(by.choices) == HISTORY_GROUPINGS
+
+
 def test_report_schema_flag_prints_the_schema():
     result = run_cli("report", "--schema")
     assert result.status == 0, result.err
