@@ -42,15 +42,17 @@ DEFER_MAX_VALUES = 2_000_000   # 16 MB of raw latencies at most before they are 
 # (a healthy server answers `stats` in a millisecond; a silent one costs what is left, not
 # the connect timeout).
 FINAL_RESERVE_S = 0.2
-# The workload holds every key and its requests in memory (~350 bytes a key) and is built
-# before the deadline is watched: -e 10000000 used to mean 10 M keys, 3.5 GB and 30 s.
+# The workload holds every key and its requests in memory (tests/bench/bench_memcached.py
+# prints the bytes per key) and is built before the deadline is watched: -e 10000000 used to
+# mean 10 M keys, gigabytes built before the run could begin.
 DEFAULT_MAX_KEYS = 100_000     # the default key count (the execute number) stops here
-MAX_KEY_COUNT = 1_000_000      # --key-count beyond this is refused (~350 MB)
+MAX_KEY_COUNT = 1_000_000      # --key-count beyond this is refused (hundreds of MB)
 
 
 def max_workers() -> int:
-    """Load processes beyond the cores add no CPU, only ~37 MB each (a Python interpreter):
-    --workers 4096 would have started 4096 of them on the host."""
+    """Load processes beyond the cores add no CPU, only memory (each a Python interpreter with
+    its own workload; tests/bench/bench_memcached.py prints one's RSS): --workers 4096 would
+    have started 4096 of them on the host."""
     return max(2, os.cpu_count() or 1)
 
 

@@ -10,6 +10,11 @@ Five alternating pairs of
 against one memcached; prints each pair's ops/s and the median ratio (goal >= 1.0x), and the
 time a 3,000-connection ramp step takes to open and run. memcslap's keys are 20-60 B and its
 values 50-5000 B with N distinct keys: the probe's defaults are the same.
+
+Then the probe's own choices (probes/mc_workers.py, probes/memcached.py), on the same server:
+the same load with --workers 1 and --workers 2 in turn (BENCH_MC_WORKER_N requests per
+connection, 5000), each run's ops/s and CPU per op (the load processes included), and the
+peak RSS of each load process; and the memory a Workload holds per key (memcslap's sizes).
 """
 from __future__ import annotations
 
@@ -21,7 +26,10 @@ import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
+
+import psutil
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
@@ -108,6 +116,83 @@ def bench_big_step(connections: int = 3000, step_s: float = 2.0) -> dict:
     return step
 
 
+def run_with_workers(port: int, n: int, workers: int) -> dict:
+    """One set run with `workers` load processes: ops/s, CPU per op (every process of the
+    run), and the peak RSS of each load process (sampled every 50 ms)."""
+    c0 = child_cpu_s()
+    p = subprocess.Popen(
+        [inspector_bin(), "probe", "memcached", f"127.0.0.1:{port}", "--concurrency",
+         str(CONCURRENCY), "--test", "set", "--execute-number", str(n), "--json", "--workers",
+         str(workers)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak: dict[int, int] = {}
+    parent = psutil.Process(p.pid)
+    while p.poll() is None:
+        try:
+            for child in parent.children():
+                if "inspector.probes.mc_workers" in " ".join(child.cmdline()):
+                    peak[child.pid] = max(peak.get(child.pid, 0), child.memory_info().rss)
+        except psutil.Error:         # a load process that has just ended
+            pass
+        time.sleep(0.05)
+    out, err = p.communicate()
+    assert p.returncode == 0, err
+    doc = json.loads(out)
+    assert doc["ops_total"] == CONCURRENCY * n
+    return {"ops_per_s": doc["ops_per_s"], "cpu_per_op": (child_cpu_s() - c0) / doc["ops_total"],
+            "load_rss": sorted(peak.values())}
+
+
+def bench_workers(n: int, rounds: int) -> dict:
+    server = start_memcached()
+    runs: dict[int, list[dict]] = {1: [], 2: []}
+    try:
+        print(f"\n--workers 1 against --workers 2, set, {CONCURRENCY} connections x {n} requests, "
+              f"memcached on the same host ({os.cpu_count()} CPUs)")
+        for i in range(rounds):
+            for workers in ((1, 2) if i % 2 == 0 else (2, 1)):
+                got = run_with_workers(server.port, n, workers)
+                runs[workers].append(got)
+                rss = ", ".join(f"{r / 2**20:.0f}" for r in got["load_rss"]) or "none"
+                print(f"round {i + 1} --workers {workers}: {got['ops_per_s']:9.0f} ops/s, "
+                      f"{got['cpu_per_op'] * 1e6:5.1f} us CPU/op incl. start-up; "
+                      f"load processes' peak RSS MB: {rss}", flush=True)
+    finally:
+        server.kill()
+    med = {w: {"ops_per_s": statistics.median(r["ops_per_s"] for r in rs),
+               "cpu_per_op": statistics.median(r["cpu_per_op"] for r in rs)}
+           for w, rs in runs.items()}
+    load_rss = statistics.median(x for r in runs[2] for x in r["load_rss"])
+    print(f"median: --workers 1 {med[1]['ops_per_s']:.0f} ops/s at "
+          f"{med[1]['cpu_per_op'] * 1e6:.1f} us CPU/op; --workers 2 {med[2]['ops_per_s']:.0f} "
+          f"ops/s at {med[2]['cpu_per_op'] * 1e6:.1f} us CPU/op; a load process "
+          f"{load_rss / 2**20:.0f} MB RSS")
+    return {"median": med, "load_rss": load_rss}
+
+
+def bench_workload_memory(keys: int = 100_000) -> float:
+    """Bytes a Workload holds per key (keys and pre-encoded requests), memcslap's sizes."""
+    from inspector.probes.mc_workload import SizeRange, Workload
+    from inspector.probes.memcached import MAX_KEY_COUNT
+    tracemalloc.start()
+    try:
+        workload = Workload(keys, SizeRange(20, 60), SizeRange(50, 5000))
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    per_key = held / keys
+    print(f"workload: {per_key:.0f} bytes a key ({keys} keys, set requests "
+          f"{'joined per send' if workload.set_requests is None else 'pre-encoded'}); "
+          f"MAX_KEY_COUNT ({MAX_KEY_COUNT}) keys: {per_key * MAX_KEY_COUNT / 1e6:.0f} MB")
+    return per_key
+
+
+def test_bench_memcached_workers_and_memory():
+    n = int(os.environ.get("BENCH_MC_WORKER_N", "5000"))
+    out = bench_workers(n, int(os.environ.get("BENCH_MC_PAIRS", "3")))
+    assert out["load_rss"] > 0 and all(m["ops_per_s"] > 0 for m in out["median"].values())
+    assert bench_workload_memory() > 0
+
+
 def test_bench_memcached():
     n = int(os.environ.get("BENCH_MC_N", "20000"))
     pairs = int(os.environ.get("BENCH_MC_PAIRS", "5"))
@@ -121,3 +206,5 @@ if __name__ == "__main__":
     pairs_arg = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     bench_pairs(n_arg, pairs_arg)
     bench_big_step()
+    bench_workers(5000, pairs_arg)
+    bench_workload_memory()
