@@ -19,8 +19,10 @@ is checked on an O_PATH handle, and the file is then reopened from that same han
 /proc/self/fd, so what was checked is what is read. Every read takes that way, whatever
 filesystem the file is on: `tar xf` run as root re-creates the device nodes of a hostile
 archive (a sosreport unpacked by a support engineer), so "made in the tree by root" is no
-guarantee. The second open costs about 20% of discovery on large trees (1,000 multipath maps:
-0.35 -> 0.42 s of CPU, the budget is 0.5 s). A listing's open never reaches a device:
+guarantee. The check and second open are a noticeable share of discovery on large trees
+(tests/bench/bench_discovery.py prints it for 1,000 multipath maps, which tests/perf must
+discover within 0.5 s of CPU).
+A listing's open never reaches a device:
 O_DIRECTORY is refused before a device's open runs.
 """
 from __future__ import annotations
@@ -273,8 +275,9 @@ class ConfinedTree:
         Discovery of a large tree makes tens of thousands of these calls, mostly for files of
         a few directories in turn (sys/block/X/queue/*): the parent directory's O_PATH fd is
         kept in a small per-thread cache, and the last component is opened from it with
-        O_NOFOLLOW (a plain openat: a fifth of openat2's cost through ctypes). A last
-        component that is a link, '.' or '..' takes the full resolution."""
+        O_NOFOLLOW (a plain openat, cheaper than openat2 through ctypes: bench_discovery.py
+        prints both). A last component that is a link, '.' or '..' takes the full
+        resolution."""
         root_fd = self.root_fd   # first: a forked child reopens the tree (and the /proc dir)
         if not (self.uses_openat2 and self._reopen_dir is not None):
             return self.open_checked(rel)

@@ -76,7 +76,7 @@ def collect(root: HostRoot, names: list[str], timeout: float = COMMAND_TIMEOUT,
 def _run_jobs(jobs: dict[str, Callable[[], Any]], parallel: bool):
     """(key, result) of each job, in order. Live, in threads: vendor commands each wait up to
     their timeout. A capture answers from its sidecar at once, where threads would only add
-    GIL handoffs (2,000 paths of a multipath root: ~0.08 s of 0.5)."""
+    GIL handoffs (tests/bench/bench_discovery.py prints both ways on 2,000 paths)."""
     if not parallel or len(jobs) < 2:
         return [(key, _guarded(job)) for key, job in jobs.items()]
     with ThreadPoolExecutor(max_workers=min(8, len(jobs)), thread_name_prefix="drive") as pool:
