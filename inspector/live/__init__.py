@@ -37,8 +37,8 @@ API (what `inspector top` and the TUI use)::
 - The sampler is stateful on purpose: it remembers when each process entered D and when each
   NIC last received, so keep one `LiveSampler` per view. Counter wraps (32 and 64 bit),
   devices appearing or vanishing, CPUs going offline are handled in `rates`.
-- Cost: one sample of everything is a few hundred small reads (2.5-3.5 ms of CPU with about
-  100 processes on a 2-vCPU VM); steady-state memory does not grow with the number of
+- Cost: one sample of everything is a few hundred small reads (tests/bench/bench_samplers.py
+  prints its CPU time beside sysstat's); steady-state memory does not grow with the number of
   samples. Per-process IO is /proc/[pid]/io read through the root (live only).
 """
 from __future__ import annotations

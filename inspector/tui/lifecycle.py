@@ -112,9 +112,9 @@ M_ARENA_MAX = -8   # glibc mallopt parameter
 
 def limit_malloc_arenas(arenas: int = 2) -> bool:
     """Cap glibc's per-thread malloc arenas. Every thread that allocates (Textual's writer and
-    input threads, workers, each probe's loop and IO threads) otherwise gets its own arena, and
-    their partly used pages cost about 8 MB of RSS on the Probes screen (bench_tui: 62 -> 54
-    MB) for no measurable CPU. Called before any thread starts; a no-op off glibc."""
+    input threads, workers) otherwise gets its own arena, whose partly used pages stay in RSS
+    (tests/bench/bench_tui.py prints the Probes screen's peak RSS with and without the cap).
+    Called before any thread starts; a no-op off glibc."""
     try:
         import ctypes
         libc = ctypes.CDLL(None)

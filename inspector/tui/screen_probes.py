@@ -104,8 +104,8 @@ class NumberInput(FormInput):
 class RunsTable(DataTable):
     """The runs table with render caches sized for what it shows (a few rows of ten cells),
     not DataTable's 10,000 cells: each run's figures change every second, every change is a
-    new cache entry, and the full caches held ~20 MB once 20 runs had gone (issue 20: 50 runs
-    in one session under 80 MB)."""
+    new cache entry, and the full caches held megabytes once a few runs had gone
+    (tests/integration/test_tui_probe_runs_tmux.py prints the TUI's RSS over fifty runs)."""
 
     def __init__(self, **kw):
         super().__init__(**kw)

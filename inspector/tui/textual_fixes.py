@@ -1,6 +1,7 @@
-"""Two places where Textual (8.2) keeps widgets it has removed: each probe run left ~25
-footer keys behind, with their styles, rendered lines and message queues (most of the TUI's
-0.7 MB per run, 49 -> 84 MB over fifty runs). Worked around here until Textual fixes them.
+"""Two places where Textual (8.2) keeps widgets it has removed: each probe run left the
+footer's keys behind, with their styles, rendered lines and message queues, most of what the
+TUI grew by per run (tests/integration/test_tui_probe_runs_tmux.py prints its RSS over fifty
+runs). Worked around here until Textual fixes them.
 
 - The Footer recomposes on every change of the screen's bindings (each focus change; a probe
   run moves the focus twice). Each FooterKey binds its `compact` to the footer's
