@@ -11,8 +11,8 @@ from inspector.tui.messages import ProbeUpdate, UpdateExtra
 
 class Buckets(Sequence):
     """A finished run's histogram, (upper bound ns, count) pairs, in two arrays of integers:
-    16 bytes a bucket where a list of tuples of ints costs ~100 (an IO run has ~600 buckets:
-    60 kB a run kept for the session otherwise)."""
+    16 bytes a bucket where a list of tuples of ints costs several times as much, for every
+    run the session keeps (tests/bench/bench_costs.py prints both)."""
     __slots__ = ("_upper", "_count")
     __hash__ = None     # type: ignore[assignment]
 

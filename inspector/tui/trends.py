@@ -2,7 +2,8 @@
 
 One bounded deque per series ("cpu.user", "disk.vda.util", "nic.eth0.rx" ...), fed once per
 live sample in the UI thread. A device that disappears loses its series; a host with thousands
-of devices keeps series for the first MAX_DEVICES only (each costs about 10 KB per figure).
+of devices keeps series for the first MAX_DEVICES only (each figure's series holds CAPACITY
+floats: tests/bench/bench_costs.py prints its size).
 """
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ their docstrings; this prints what those choices save, instead of figures frozen
   requests per second (IoConfig.raw_limit, probes/io_latency.py);
 - request offsets per offset: the power-of-two lane mask, the general draw and rng.choices
   (_Worker._offsets, probes/io_latency.py);
+- memory: a finished run's histogram kept by the TUI as Buckets against a list of tuples
+  (inspector/tui/probe_adapters.py), and one full series of the TUI's trends (inspector/tui/
+  trends.py);
 in fresh interpreters:
 - the RSS uvloop adds to an asyncio loop (probes/driver.py);
 - `import pyroute2` against our three SIOCETHTOOL ioctls on lo (inspector/discover/
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from array import array
 from collections.abc import Callable
 
@@ -104,7 +108,7 @@ def run() -> list[str]:
     lines.append(row("one-value histogram's buckets, hdrh:", f"{walk / 1e6:8.2f} ms"))
     lines.append(row("the same, LatencyRecorder.buckets:",
                      f"{read / 1e6:8.2f} ms ({walk / read:4.0f}x cheaper)"))
-    return lines + interval_costs(values) + offset_costs()
+    return lines + interval_costs(values) + offset_costs() + memory_costs(full)
 
 
 FOLD_VALUES = 1 << 18
@@ -159,6 +163,40 @@ def offset_costs() -> list[str]:
             row("offsets, general sizes (randbytes modulo):", f"{drawn:8.0f} ns per offset"),
             row("offsets, rng.choices:",
                 f"{choices:8.0f} ns per offset ({choices / drawn:4.1f}x the general draw)")]
+
+
+def held(build: Callable[[], object]) -> tuple[int, object]:
+    """Bytes still allocated by build() once it has returned, and what it built."""
+    tracemalloc.start()
+    try:
+        built = build()
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return size, built
+
+
+def memory_costs(recorder) -> list[str]:
+    from inspector.tui.probe_adapters import Buckets
+    from inspector.tui.trends import CAPACITY, Trends
+
+    pairs = recorder.buckets()
+    as_tuples, _ = held(lambda: [(int(u), int(c)) for u, c in pairs])
+    as_arrays, _ = held(lambda: Buckets(pairs))
+    rng = random.Random(3)
+    values = [rng.random() * 100 for _ in range(CAPACITY)]
+
+    def one_series():
+        trends = Trends()
+        for v in values:
+            trends.add("cpu.user", v * 1.0)    # a new float each, as live samples are
+        return trends
+    series, _ = held(one_series)
+    n = len(pairs)
+    return [row(f"{n}-bucket histogram, list of tuples:", f"{as_tuples / n:8.0f} B a bucket"),
+            row("the same as Buckets (two arrays):",
+                f"{as_arrays / n:8.0f} B a bucket ({as_tuples / as_arrays:4.1f}x smaller)"),
+            row(f"one trends series, {CAPACITY} values:", f"{series / 1024:8.1f} KB")]
 
 
 # Each runs in a fresh interpreter and prints one JSON object.
