@@ -21,8 +21,8 @@ figures are computed again with the very functions `top` uses live (`device_rate
 - `sample_procs` (top IO processes, D-state tasks) and `sample_findings` (NIC stalls, tasks
   stuck in D): rows only when there are some.
 
-About 2 kB an interval on a host whose 20 disks and 8 NICs all move every interval (17.6 MB
-a day at 10 s), half that when a third of them do (tests/bench/bench_record.py). Pruning is
+Idle devices cost nothing: tests/bench/bench_record.py prints the size an interval takes on a
+host whose 20 disks and 8 NICs all move every interval, and when a third of them do. Pruning is
 oldest first, by age (`prune_older`) and by size (`prune_to_size`). Every write is part of
 the caller's transaction (HistoryDB's), so an interval lands whole or not at all.
 """
