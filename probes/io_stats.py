@@ -100,9 +100,8 @@ class IntervalPart:
         # the merged interval's rank (sum of floors + 2 per worker >= floor of the sum + 1)
         k = n // 100 + 2
         # the median from at most MID_SAMPLE values: sorting every value of a busy interval
-        # would cost the worker a sort per request (bench_costs.py prints sorted()'s cost per
-        # value); an evenly spaced subsample of 1024 requests puts the median within ~1.6% of
-        # the ranks
+        # would add sorted()'s cost per value to every request (bench_costs.py prints it); an
+        # evenly spaced subsample of 1024 requests puts the median within ~1.6% of the ranks
         step = -(-n // MID_SAMPLE)
         if native is not None:
             total, lo, hi, top, mid = native(values, k, step)
