@@ -18,6 +18,7 @@ from inspector.live.sampler import LiveSampler
 from inspector.model import Unknown, known
 
 
+@pytest.mark.serial
 def test_a_source_that_hangs_is_timed_out_once_and_the_rest_is_kept(hang):
     calls = hang(sampler_module, "read_diskstats")
     sampler = LiveSampler(HostRoot("/"), read_timeout=0.3)

@@ -15,6 +15,7 @@ import textwrap
 import time
 
 import psutil
+import pytest
 
 from conftest import inspector_bin
 
@@ -49,6 +50,7 @@ def _running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.serial
 def test_a_probe_run_stops_when_its_parent_is_killed(memcached):
     server = memcached()
     parent = subprocess.run([sys.executable, "-c", PARENT, server.address], capture_output=True,
@@ -61,6 +63,7 @@ def test_a_probe_run_stops_when_its_parent_is_killed(memcached):
     assert took is not None and took <= 2.0
 
 
+@pytest.mark.serial
 def test_memcached_workers_die_with_their_probe(memcached):
     server = memcached()
     probe = subprocess.Popen([inspector_bin(), "probe", "memcached", server.address,

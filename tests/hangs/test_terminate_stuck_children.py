@@ -44,6 +44,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.serial
 def test_a_child_stuck_in_the_kernel_is_not_waited_for(tmp_path):
     target = tmp_path / "file"
     target.write_text("x")

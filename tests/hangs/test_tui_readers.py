@@ -33,6 +33,7 @@ def storage_hangs(monkeypatch):
     replace_section(monkeypatch, "storage", collect=hung)
 
 
+@pytest.mark.serial
 def test_discovery_names_the_section_still_out_then_times_it_out(storage_hangs):
     root = HostRoot(str(fixture_root("kvm-virtio-guest")))
     discovery = DiscoveryProcess(root, timeout=2.0)

@@ -227,6 +227,7 @@ def _interrupt(args: list[str], after: float) -> tuple[int, str, str, float]:
     return signal_after([inspector_bin(), *args], after, env={**os.environ, "COLUMNS": "200"})
 
 
+@pytest.mark.serial
 def test_ctrl_c_during_a_silent_servers_wait_exits_at_once_with_what_arrived(servers):
     # The silent server is first: glibc's wait for it is 5 s. Ctrl-C used to be honoured only
     # when that wait was over (asyncio's executor shutdown joined the query thread): 3.8 s later.
@@ -244,6 +245,7 @@ def test_ctrl_c_during_a_silent_servers_wait_exits_at_once_with_what_arrived(ser
     assert quiet["detail"].endswith("(interrupted)") and quiet["latency_s"] < 5
 
 
+@pytest.mark.serial
 def test_ctrl_c_in_a_later_round_keeps_the_last_complete_round(servers):
     # rounds of 3 s (the silent server's wait): Ctrl-C lands in round 2
     silent, ok = servers
@@ -279,6 +281,7 @@ def test_failover_finding_reads_hang_when_the_next_server_hangs_glibc():
     assert "would make lookups hang (no timeout on glibc's TCP path)" in text
 
 
+@pytest.mark.serial
 def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
     # getaddrinfo against a silent server takes glibc's whole failover (5 s here, up to the
     # 60 s bound): Ctrl-C used to wait for it. A private mount namespace gives this run its own
@@ -302,6 +305,7 @@ def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
     assert measured["result"].startswith("interrupted after ")
 
 
+@pytest.mark.serial
 def test_sigterm_stops_like_ctrl_c_with_its_own_status(servers):
     # SIGTERM killed the probe with nothing printed while a silent server was being waited for
     silent, ok = servers

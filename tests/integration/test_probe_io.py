@@ -294,6 +294,7 @@ def test_every_worker_runs_for_the_whole_run_at_the_cap(data_file):
     assert busy[0] > 0.5e9, busy[:5]
 
 
+@pytest.mark.serial
 def test_sigterm_keeps_the_partial_results_like_probe_memcached(data_file):
     # `timeout 5 inspector probe io -w 60 ...` used to die silently: no figures at all
     import signal
@@ -307,6 +308,7 @@ def test_sigterm_keeps_the_partial_results_like_probe_memcached(data_file):
     assert "stopped by SIGTERM (partial results kept)" in err
 
 
+@pytest.mark.serial
 def test_sighup_ends_a_ramp_without_starting_the_next_step(data_file):
     import signal
     status, out, err, took = signal_after(

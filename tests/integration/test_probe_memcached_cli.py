@@ -416,6 +416,7 @@ def test_root_is_refused_like_probe_io(memcached):
     assert server.stats()["cmd_set"] == before
 
 
+@pytest.mark.serial
 def test_a_huge_execute_number_does_not_build_a_key_per_request(memcached):
     # -e 10000000 used to mean 10 M keys built in memory before the deadline was watched:
     # 34 s and gigabytes for "--deadline 1". The default key count now stops at 100000.

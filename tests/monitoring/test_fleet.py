@@ -221,6 +221,7 @@ def test_fleet_diff_uses_diff_and_its_exit_rule(tmp_path, fleet_dir, snapshots):
     assert any(line.startswith("NOT COMPARED  nvme-01") for line in res.out.splitlines())
 
 
+@pytest.mark.serial
 def test_a_few_hundred_hosts_quickly(tmp_path, snapshots):
     """The benchmark (tests/bench/bench_fleet.py) reads 500; here 150 in well under 2 s."""
     sources = [snapshots[name] for name in sorted(snapshots)]

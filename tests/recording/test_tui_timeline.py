@@ -177,6 +177,7 @@ def _week(path: str) -> int:
         return h.conn.execute("SELECT COUNT(*) FROM sample_intervals").fetchone()[0]
 
 
+@pytest.mark.serial
 def test_a_week_opens_quickly(tmp_path):
     """The timeline of a week at 10 s opens at its middle, with the view and trends the panels
     need, in well under a second (budget: 1 s)."""

@@ -64,7 +64,9 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await goto_probes(app, pilot)
-            io = app.screen.start_request(ProbeRequest("io", str(target), duration=1.5))
+            # long enough that the first interval, however late a loaded box delivers it, comes
+            # while the run is still going
+            io = app.screen.start_request(ProbeRequest("io", str(target), duration=4))
             panel = app.screen.query_one("#panel-a")
             await wait_for(pilot, lambda: io.history.last is not None)
             await pilot.pause(0.1)
@@ -90,7 +92,9 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             assert panel.run is dns
             assert app.screen.query_one("#panel-a LatencyChart", LatencyChart).p50 == []
             assert hist._buckets is None
-            await wait_for(pilot, lambda: dns.history.last is not None, timeout=10)
+            await wait_for(pilot, lambda: dns.history.last is not None or not dns.active,
+                           timeout=10)
+            assert dns.history.last is not None, (dns.state, dns.error)
             # resizes (several, narrow and wide) redraw the attached run, never the previous
             for size in ((80, 24), (200, 50), (100, 30)):
                 await pilot.resize_terminal(*size)

@@ -78,6 +78,7 @@ def test_count_includes_one_warmup_per_worker_and_is_split(data_file, native):
     assert res.reads == 98 and res.writes == 0 and res.direct
 
 
+@pytest.mark.serial
 def test_deadline_bounds_the_run_and_samples_arrive_4_per_second(data_file):
     async def run():
         with open_target(data_file) as target:

@@ -143,6 +143,7 @@ def test_dns_rounds_are_intervals_and_failures_are_errors():
     assert "dns.server_error" in codes and codes <= documented_codes()
 
 
+@pytest.mark.serial
 def test_the_drivers_deadline_stops_a_run_waiting_on_a_silent_server():
     silent = Responder("127.0.0.1", 0, "silent")
     try:
