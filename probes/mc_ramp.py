@@ -21,7 +21,7 @@ from inspector.probes.mc_engine import Engine
 from inspector.probes.mc_latency import record_array
 from inspector.probes.mc_stats import ServerStats, read_stats_async
 from inspector.probes.mc_target import TargetError, format_target, reach
-from inspector.probes.mc_workload import SizeRange, Workload
+from inspector.probes.mc_workload import SizeRange, Workload, build_workload
 from inspector.probes.memcached import (
     DEFAULT_PORT,
     ProbeError,
@@ -204,7 +204,11 @@ class MemcachedRamp:
             return
         summary.address = addr.display
         host = self.host = addr.host
-        workload = Workload(cfg.key_count, cfg.key_size, cfg.value_size)
+        workload = await build_workload(cfg.key_count, cfg.key_size, cfg.value_size,
+                                        hard_end - time.monotonic())
+        if workload is None:
+            summary.status, summary.reason = RunStatus.DEADLINE, "deadline reached while building the keys"
+            return
         stats = await read_stats_async(host, cfg.port, left_of(hard_end, cfg.connect_timeout_s))
         if stats.values:
             summary.max_connections_server = stats.values.get("max_connections")

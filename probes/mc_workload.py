@@ -7,8 +7,10 @@ list index and a `transport.write`.
 """
 from __future__ import annotations
 
+import asyncio
 import random
 import string
+import threading
 from dataclasses import dataclass
 
 MAX_KEY_BYTES = 250                  # protocol.txt: "the key must not exceed 250 characters"
@@ -97,3 +99,38 @@ class Workload:
         if self.set_requests is not None:
             return self.set_requests[i]
         return self._set_heads[i] + self._blob[: self.value_sizes[i]] + b"\r\n"
+
+
+async def build_workload(key_count: int, key_size: SizeRange, value_size: SizeRange,
+                         bound_s: float) -> Workload | None:
+    """The Workload, or None when it is not built within `bound_s` (what is left of a run's
+    deadline). Building is CPU work that grows with the key count (tests/bench/
+    bench_memcached.py prints it), so it runs in a daemon thread the deadline can walk away
+    from: the thread finishes in the background, and never holds the process's exit."""
+    loop = asyncio.get_running_loop()
+    built: asyncio.Future[Workload] = loop.create_future()
+
+    def deliver(outcome: Workload | BaseException) -> None:
+        if built.done():
+            return
+        if isinstance(outcome, BaseException):
+            built.set_exception(outcome)
+        else:
+            built.set_result(outcome)
+
+    def build() -> None:
+        outcome: Workload | BaseException
+        try:
+            outcome = Workload(key_count, key_size, value_size)
+        except BaseException as exc:        # handed to the run, which says it
+            outcome = exc
+        try:
+            loop.call_soon_threadsafe(deliver, outcome)
+        except RuntimeError:                # the loop is gone: the run ended without it
+            pass
+
+    threading.Thread(target=build, name="mc-workload", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.shield(built), max(0.001, bound_s))
+    except TimeoutError:
+        return None

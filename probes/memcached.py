@@ -28,7 +28,13 @@ from inspector.probes.mc_latency import record_array, sorted_percentiles
 from inspector.probes.mc_stats import ServerCounters, ServerStats, compare, read_stats_async
 from inspector.probes.mc_target import Address, TargetError, format_target, reach
 from inspector.probes.mc_workers import EnginePool
-from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange, Workload
+from inspector.probes.mc_workload import (
+    MAX_KEY_BYTES,
+    MAX_VALUE_BYTES,
+    SizeRange,
+    Workload,
+    build_workload,
+)
 
 DEFAULT_PORT = 11211
 TESTS = tuple(McTest)
@@ -491,7 +497,10 @@ class MemcachedProbe:
             addr = await reach(load.host, load.port, left_of(load_end, load.connect_timeout_s))
             state.address = addr
             host = addr.host
-            workload = Workload(load.effective_key_count, load.key_size, load.value_size)
+            workload = await build_workload(load.effective_key_count, load.key_size,
+                                            load.value_size, load_end - time.monotonic())
+            if workload is None:
+                raise _DeadlineReached("deadline reached while building the keys")
             state.before = await read_stats_async(host, load.port,
                                                   left_of(load_end, load.connect_timeout_s))
             if load.flush:
@@ -521,6 +530,8 @@ class MemcachedProbe:
         except TargetError as exc:
             state.fail(str(exc))
             state.target_error = exc.kind
+        except _DeadlineReached as exc:
+            state.status, state.reason = RunStatus.DEADLINE, str(exc)
         except ProbeError as exc:
             state.fail(str(exc))
         after = ServerStats(None, "not read: no stats before")
@@ -722,6 +733,10 @@ class MemcachedProbe:
             address=state.address.display if state.address else None,
             target_error=state.target_error,
             connections_failed=state.connections_failed or 0)
+
+
+class _DeadlineReached(Exception):
+    """The deadline came before the load could start; the message says during what."""
 
 
 def final_reserve(deadline_s: float) -> float:

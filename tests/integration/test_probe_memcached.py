@@ -472,3 +472,36 @@ def test_ramp_preload_keeps_to_the_deadline(memcached):
     took = time.monotonic() - start
     assert took < 1.2, took
     assert summary.status in ("deadline", "failed") and summary.steps == []
+
+
+def test_building_the_keys_keeps_to_the_deadline(memcached):
+    # a million keys take about a second of CPU to build, which ran before the deadline was
+    # watched: a 0.2 s run took 1.2 s (and longer on a loaded box)
+    import time
+
+    import uvloop
+
+    from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
+    from inspector.probes.memcached import MAX_KEY_COUNT, MemcachedLoad, MemcachedProbe
+    server = memcached()
+    sizes = dict(key_size=SizeRange(250, 250), value_size=SizeRange(10, 10))
+
+    async def load_run():
+        probe = MemcachedProbe(MemcachedLoad(host=server.host, port=server.port, test="get",
+                                             key_count=MAX_KEY_COUNT, deadline_s=0.2, **sizes))
+        async for _ in probe:
+            pass
+        return probe.summary
+
+    ramp = MemcachedRamp(RampConfig(server.host, server.port, test="get",
+                                    key_count=MAX_KEY_COUNT, deadline_s=0.2, **sizes))
+    for run in (load_run, ramp.run):
+        # the last run's build, left to finish in its thread, would share the CPU with this one
+        while any(t.name == "mc-workload" for t in threading.enumerate()):
+            time.sleep(0.05)
+        start = time.monotonic()
+        summary = uvloop.run(run())
+        took = time.monotonic() - start
+        assert took < 0.2 + 0.25, (run, took)
+        assert summary.status == "deadline", summary.reason
+        assert summary.reason == "deadline reached while building the keys"
