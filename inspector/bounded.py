@@ -246,15 +246,27 @@ class Worker:
 
     def call(self, request: Any, timeout: float) -> Any:
         """The child's answer; TimedOut or WorkerFailed otherwise (the child is then gone)."""
+        return self._call(request, timeout, None)
+
+    def call_while_progressing(self, request: Any, stall: float) -> Any:
+        """As call(), for work whose length depends on its input (unpacking an archive): waited
+        for as long as the child keeps reading, writing or using CPU, and given up when it has
+        done none of those for `stall` seconds (a read the kernel never answers)."""
+        return self._call(request, stall, stall)
+
+    def _call(self, request: Any, timeout: float, stall: float | None) -> Any:
         if not self.alive:
             raise WorkerFailed("the worker process is gone")
-        deadline = time.monotonic() + timeout
         try:
             _send(self._sock, ("request", request))   # a tuple: never None, which is EOF
+            if stall is not None:
+                self._wait_while_progressing(stall)
+            deadline = time.monotonic() + timeout
             reply = _receive(self._sock, deadline)
         except TimedOut:
             self.abandon()
-            raise TimedOut(timed_out(timeout)) from None
+            raise TimedOut(f"no progress for {stall:g} s" if stall is not None
+                           else timed_out(timeout)) from None
         except OSError as exc:                # the child died: the send or receive failed
             self.abandon()
             raise WorkerFailed(f"the worker process is gone ({exc.strerror or exc})") from None
@@ -269,6 +281,19 @@ class Worker:
         if reply[2]:
             return WithFds(reply[1], self._receive_fds(reply[2], deadline))
         return reply[1]
+
+    def _wait_while_progressing(self, stall: float) -> None:
+        """Until the reply starts to arrive; TimedOut once the child's progress stands still
+        for `stall` seconds."""
+        poller = select.poll()
+        poller.register(self._sock, select.POLLIN)
+        seen, still_since = _progress(self.pid), time.monotonic()
+        while not poller.poll(PROGRESS_POLL_S * 1000):
+            now = _progress(self.pid)
+            if now != seen:
+                seen, still_since = now, time.monotonic()
+            elif time.monotonic() - still_since >= stall:
+                raise TimedOut("no progress")
 
     def _receive_fds(self, count: int, deadline: float) -> list[int]:
         poller = select.poll()
@@ -303,6 +328,23 @@ class Worker:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+PROGRESS_POLL_S = 0.2
+
+
+def _progress(pid: int) -> tuple[str, ...]:
+    """What moves while a process works: the bytes it read and wrote (/proc/PID/io rchar and
+    wchar, page cache included) and its CPU time. A process waiting on a read the kernel
+    never answers moves none of them. () once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/io", "rb") as f:
+            io = [line for line in f.read().split(b"\n") if line[:5] in (b"rchar", b"wchar")]
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            cpu = f.read().rsplit(b")", 1)[-1].split()[11:13]     # utime stime
+    except OSError:
+        return ()
+    return tuple(x.decode() for x in (*io, *cpu))
 
 
 def run_forked(func: Callable[[], Any], timeout: float) -> Any:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import tarfile
 import time
 
 from inspector import safe_extract, tempdirs
-from inspector.bounded import TimedOut, WorkerFailed, run_forked
+from inspector.bounded import TimedOut, Worker, WorkerFailed, run_forked
 from inspector.host import OPEN_TIMEOUT, SIDECAR_NAME, HostRoot, Unavailable
+from inspector.parent_death import end_with_parent
 from inspector.redact import redact_cmdline
 from inspector.sosreport import is_sosreport, open_sosreport, sosreport_inside
 
@@ -128,7 +130,7 @@ def open_root(spec: str | None, record: bool = False,
             return HostRoot(spec, timeout=max(0.0, give_up - time.monotonic()))
         except Unavailable as exc:
             raise CaptureError(f"--root {spec}: {exc.reason}") from None
-    return _unpack(spec)
+    return _unpack(spec, timeout)
 
 
 def _survey_bounded(spec: str, timeout: float) -> tuple[str, str | None]:
@@ -165,13 +167,14 @@ def _sosreport_root(path: str, spec: str) -> HostRoot:
         raise CaptureError(f"--root {spec}: {exc.reason}") from None
 
 
-def _unpack(path: str) -> HostRoot:
+def _unpack(path: str, stall: float) -> HostRoot:
     """A capture tarball unpacked member by member (inspector.safe_extract: what is refused,
     skipped and bounded) into a private temp dir, removed at exit and on SIGTERM or SIGHUP,
-    opened as a root (a sidecar that cannot be read refuses the capture)."""
+    opened as a root (a sidecar that cannot be read refuses the capture). The unpacking is
+    given up when it makes no progress for `stall` seconds."""
     dest = tempdirs.make("inspector-root-")
     try:
-        safe_extract.extract(path, dest)
+        _extract_watched(path, dest, stall)
         _check_looks_like_root(dest, path)
         sos = sosreport_inside(dest)   # sos's .tar.xz: one sosreport-HOST-... directory
         root = open_sosreport(sos, path) if sos is not None else HostRoot(dest, label=path)
@@ -185,6 +188,35 @@ def _unpack(path: str) -> HostRoot:
         tempdirs.remove(dest)
         raise
     return root
+
+
+def _extract_watched(path: str, dest: str, stall: float) -> None:
+    """safe_extract.extract in a forked child, waited for while it reads, writes or computes:
+    an archive on a mount that answers its stat and then stalls its reads would leave this
+    process asleep in the kernel, deaf to Ctrl-C and its deadline (inspector.bounded)."""
+    def extract(_request: object) -> str | None:
+        end_with_parent(parent, signal.SIGKILL)     # never unpacking for a command gone
+        try:
+            safe_extract.extract(path, dest)
+        except safe_extract.ExtractError as exc:
+            return str(exc)
+        return None
+
+    parent = os.getpid()
+    try:
+        with Worker(extract) as worker:
+            tempdirs.written_by(dest, worker.pid)
+            try:
+                refused = worker.call_while_progressing(None, stall)
+            finally:        # never a pid the kernel may since have given to another process
+                tempdirs.written_by(dest, None)
+    except TimedOut:
+        raise CaptureError(f"--root {path}: no progress reading {path} for {stall:g} s (a hung "
+                           "filesystem? look for processes in D state)") from None
+    except WorkerFailed as exc:
+        raise CaptureError(f"--root {path}: cannot unpack ({exc})") from None
+    if refused is not None:
+        raise safe_extract.ExtractError(refused)
 
 
 ROOT_MARKERS = ("sys", "proc", "etc", "dev", "run", SIDECAR_NAME)

@@ -15,8 +15,11 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 
 _trees: dict[str, int] = {}       # path -> the process that made it, the one to remove it
+_writers: dict[str, int] = {}     # path -> the child process filling it (written_by)
+STOP_WAIT_S = 1.0
 _lock = threading.RLock()          # the signal handler may run while the main thread holds it
 _at_exit = _on_signals = False
 
@@ -30,10 +33,21 @@ def make(prefix: str) -> str:
     return path
 
 
+def written_by(path: str, pid: int | None) -> None:
+    """`pid` (a child process) is filling `path`: it is stopped before the tree is removed,
+    or it would go on creating files in it while it goes. None: it is done."""
+    with _lock:
+        if pid is None:
+            _writers.pop(path, None)
+        else:
+            _writers[path] = pid
+
+
 def remove(path: str) -> None:
     with _lock:
         _trees.pop(path, None)
-    shutil.rmtree(path, ignore_errors=True)
+        writer = _writers.pop(path, None)
+    _remove_tree(path, writer)
 
 
 def remove_all() -> None:
@@ -42,8 +56,32 @@ def remove_all() -> None:
         paths = [path for path, owner in _trees.items() if owner == me]
         for path in paths:
             del _trees[path]
+        writers = {path: _writers.pop(path, None) for path in paths}
     for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
+        _remove_tree(path, writers[path])
+
+
+def _remove_tree(path: str, writer: int | None) -> None:
+    if writer is not None:
+        _stop(writer)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _stop(pid: int) -> None:
+    """Kill a child and wait (briefly) for it to be gone. One asleep in a read the kernel never
+    answers cannot die yet, but it writes nothing either."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return
+    give_up = time.monotonic() + STOP_WAIT_S
+    while time.monotonic() < give_up:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:        # reaped elsewhere (inspector.bounded.reap)
+            return
+        time.sleep(0.01)
 
 
 def _on_signal(signum: int, _frame) -> None:

@@ -35,8 +35,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from inspector.parent_death import PARENT_ARG, end_with_parent
 from inspector.probes.base import ProbeError
-from inspector.probes.parent_death import PARENT_ARG, end_with_parent
 from inspector.probes.request import ProbeRequest
 
 MODULE = "inspector.probes.child"

@@ -23,9 +23,9 @@ from array import array
 from collections import Counter
 from time import perf_counter_ns
 
+from inspector.parent_death import PARENT_ARG, end_with_parent
 from inspector.probes.mc_engine import Engine
 from inspector.probes.mc_workload import SizeRange, Workload
-from inspector.probes.parent_death import PARENT_ARG, end_with_parent
 
 WORKER_TICK_S = 0.1
 SPAWN_TIMEOUT_S = 20.0

@@ -102,6 +102,7 @@ def test_a_hostname_in_a_root_tree_that_never_answers(tmp_path):
 
 
 # --------------------------------------------------------------------- collectors
+@pytest.mark.serial       # Nagios's bound to the tenth of a second: timed alone
 def test_check_with_a_hung_collector_is_unknown_within_its_timeout():
     """/sys/block never answers: check said exit 1 after 8.3 s; now UNKNOWN (3), naming the
     section, within --timeout, with the other sections' findings below."""

@@ -66,6 +66,7 @@ def test_a_root_directory_that_never_answers(tmp_path):
                                      f"2 s {HINT}")
 
 
+@pytest.mark.serial       # Nagios's bound to the tenth of a second: timed alone
 @pytest.mark.parametrize("hung", ["dir", "sidecar"])
 def test_check_says_unknown_within_its_timeout(tmp_path, capture_dir, hung):
     """Nagios gets its UNKNOWN line (exit 3) within --timeout, saying what did not answer."""
@@ -83,3 +84,20 @@ def test_check_says_unknown_within_its_timeout(tmp_path, capture_dir, hung):
     assert line.startswith(f"INSPECTOR UNKNOWN - --root {root}: no answer from {mount} "
                            "after "), line
     assert line.endswith(HINT), line
+
+
+def test_a_capture_whose_reads_stall(tmp_path):
+    """A capture on a mount that answers its stat and its open, then holds every read (a dying
+    NFS server): the unpacking ran in the command's own process, which slept in the kernel
+    for good. Now a child unpacks, and the command gives up when it makes no progress."""
+    from stall_mount import run_stalled
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    capture = mnt / "disk.img"
+    res = run_stalled(str(mnt), 0, [inspector_bin(), "report", "--root", str(capture),
+                                    "--timeout", "2"], cap=30)
+    print("report ended after", res["seconds"], "s:", res["stderr"].strip())
+    ended_cleanly(res)
+    assert res["status"] == 2 and res["seconds"] <= 4.0, res
+    assert res["stderr"].strip() == (f"inspector: --root {capture}: no progress reading "
+                                     f"{capture} for 2 s {HINT}")

@@ -1,5 +1,6 @@
 """Processes that must not outlive the one that started them: the TUI's probe runs
-(inspector.probes.child) and the memcached probe's workers (inspector.probes.mc_workers).
+(inspector.probes.child), the memcached probe's workers (inspector.probes.mc_workers) and the
+child unpacking a capture (inspector.capture).
 
 Their parent ends them on its way out, but a parent can end without a way out (SIGKILL, a
 crash, an exit watchdog's os._exit), and the workers sit in sessions of their own, out of reach
