@@ -64,7 +64,11 @@ def sos_run(tmp_path_factory) -> SosRun:
     try:
         devices.append(sh("losetup", "-f", "--show", str(image)))
         disk = devices[0]
-        # no partition-table parser in this kernel: the partitions are added with BLKPG
+        # no partition-table parser in this kernel: the partitions are added with BLKPG. They
+        # outlive a detach, so a run killed before its clean-up leaves them on the device
+        # losetup hands out next: gone first, or addpart says "busy"
+        for number in ("1", "2"):
+            subprocess.run(["delpart", disk, number], capture_output=True, timeout=30)
         sh("addpart", disk, "1", "2048", str(P1_SECTORS))
         sh("addpart", disk, "2", str(2048 + P1_SECTORS), str(P2_SECTORS))
         sh("mkfs.ext4", "-F", "-q", f"{disk}p1")
