@@ -39,6 +39,7 @@ Also runnable directly: `.venv/bin/python tests/bench/bench_io_latency.py`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -194,13 +195,20 @@ def bench_concurrent() -> dict:
 CACHED_COUNT = int(os.environ.get("BENCH_CACHED_COUNT", 200000))
 
 
-def bench_cached() -> dict:
-    """Page-cache reads, alternating as in bench(): per-request overhead of each tool."""
+@contextlib.contextmanager
+def cached_file():
+    """The bench's file, read once so every request after is served by the page cache."""
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as d:
         path = make_file(d)
-        with open(path, "rb") as f:          # into the page cache
+        with open(path, "rb") as f:
             while f.read(1 << 20):
                 pass
+        yield path
+
+
+def bench_cached() -> dict:
+    """Page-cache reads, alternating as in bench(): per-request overhead of each tool."""
+    with cached_file() as path:
         n = CACHED_COUNT
         run_ioping(path, n, "-C"), run_inspector(path, n, "--cached")    # untimed, as in bench()
         print(f"\ncached: page-cache 4 KiB random reads, 64 MiB file, {n} requests, {PAIRS} pairs")
@@ -252,11 +260,7 @@ def run_loop(path: str, count: int, loop: str) -> dict:
 
 def bench_loops() -> dict:
     """Wall time per request of the C loop, the Python loop and ioping on page-cache reads."""
-    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as d:
-        path = make_file(d)
-        with open(path, "rb") as f:          # into the page cache
-            while f.read(1 << 20):
-                pass
+    with cached_file() as path:
         n = LOOP_COUNT
         runs = {"ioping": lambda: run_ioping(path, n, "-C"),
                 "c": lambda: run_loop(path, n, "c"), "python": lambda: run_loop(path, n, "python")}
