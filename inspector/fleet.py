@@ -109,7 +109,9 @@ def load(file: FleetFile, capture_timeout: float) -> dict:
     """The snapshot in `file`, or one built from a capture; SnapshotError otherwise."""
     if file.path.endswith(CAPTURE_SUFFIXES):
         return _capture_snapshot(file.path, capture_timeout)
-    return read_snapshot(file.path)
+    # in this process: hundreds of files, a fork each would triple the time (and the listing
+    # of the directory is not bounded either: a fleet directory is a local copy)
+    return read_snapshot(file.path, watched=False)
 
 
 def _capture_snapshot(path: str, timeout: float) -> dict:

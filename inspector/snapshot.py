@@ -63,10 +63,11 @@ def write_snapshot(doc: dict, path: str) -> None:
     write_atomic(path, snapshot_bytes(doc))
 
 
-def read_snapshot(path: str) -> dict:
-    """The snapshot in `path` ("-": stdin), checked; SnapshotError with one line otherwise."""
+def read_snapshot(path: str, watched: bool = True) -> dict:
+    """The snapshot in `path` ("-": stdin), checked; SnapshotError with one line otherwise.
+    `watched`: read by a child given up when it stalls (inspector.input_files)."""
     try:
-        raw = read_input(path, MAX_SNAPSHOT_BYTES, "snapshot")
+        raw = read_input(path, MAX_SNAPSHOT_BYTES, "snapshot", watched)
     except InputError as exc:
         raise SnapshotError(str(exc)) from None
     if not raw.strip():

@@ -45,3 +45,24 @@ def test_read_input_leaves_no_descriptor_open(tmp_path):
 def test_stdin_may_be_a_pipe(tmp_path):
     done = run_bin("diff", "-", str(tmp_path), input="", timeout=20)
     assert done.returncode == 2 and "-: empty file, not a snapshot" in done.stderr, done
+
+
+def test_a_snapshot_whose_reads_stall_is_given_up(tmp_path):
+    """A snapshot on a mount that answers its stat and open, then holds every read (a dying
+    NFS server): `diff` slept in the kernel for good, deaf to Ctrl-C. A child reads it now,
+    and diff gives up once it has made no progress for READ_STALL_S."""
+    from conftest import inspector_bin, require_root
+    from inspector.input_files import READ_STALL_S
+    from stall_mount import run_stalled
+    require_root()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    snapshot = mnt / "disk.img"
+    res = run_stalled(str(mnt), 0, [inspector_bin(), "diff", str(snapshot), str(snapshot)],
+                      cap=30)
+    print("diff ended after", res["seconds"], "s:", res["stderr"].strip())
+    assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
+    assert res["status"] == 2 and res["seconds"] <= READ_STALL_S + 1.5, res
+    assert res["stderr"] == (f"inspector: {snapshot}: no progress reading it for "
+                             f"{READ_STALL_S:g} s (a hung filesystem? look for processes in D "
+                             "state)\n")
