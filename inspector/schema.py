@@ -585,20 +585,14 @@ def probe_dns_schema() -> dict:
     from inspector.documents import VERSIONS
     from inspector.model import Finding
     from inspector.probes.dns_failover import DnsProbeResult, Measured
-    from inspector.probes.dns_predict import FAMILIES, OUTCOME_OF, Prediction, StartOutcome
-    from inspector.probes.dns_query import KINDS, ServerResult, TypeResult
+    from inspector.probes.dns_predict import FAMILIES, Prediction, StartOutcome
+    from inspector.probes.dns_query import KINDS, ServerResult
     builder = SchemaBuilder()
     kind = {"enum": list(KINDS)}
-    # predict() ends in one of these; tcp_exchange() says one of the TCP kinds
-    outcome = {"enum": ["answered", *dict.fromkeys(OUTCOME_OF.values()), "hangs"]}
-    tcp_kind = {"enum": ["answered", "refused", "timeout", "silent-after-accept", "error", None]}
-    transport = {"enum": ["udp", "tcp"]}
     families = _array({"enum": list(FAMILIES.values())})
     builder.overrides.update({
-        (ServerResult, "kind"): kind, (ServerResult, "tcp_kind"): tcp_kind,
-        (ServerResult, "transport"): transport, (TypeResult, "transport"): transport,
+        (ServerResult, "kind"): kind,
         (DnsProbeResult, "history"): {"type": "object", "additionalProperties": _array(kind)},
-        (Prediction, "outcome"): outcome, (StartOutcome, "outcome"): outcome,
         (Prediction, "families"): families, (Prediction, "asked"): families,
         (StartOutcome, "families"): families, (Measured, "families"): families})
     doc = _object_of(builder, DnsProbeResult, "inspector-probe-dns",

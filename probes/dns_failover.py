@@ -44,6 +44,7 @@ from inspector.probes.dns_predict import (
 )
 from inspector.probes.dns_query import (
     ServerResult,
+    Transport,
     TypeResult,
     add_tcp,
     build_queries,
@@ -139,7 +140,7 @@ class DnsFailoverProbe:
     def probe_round(self) -> list[ServerResult]:
         """Every server asked for every name glibc may ask (the first name's results are the
         round's), concurrently, each with its own bound."""
-        transport = "tcp" if self.s.resolver.use_vc else "udp"
+        transport: Transport = "tcp" if self.s.resolver.use_vc else "udp"
         jobs = [(name, i, addr, port) for name in self.names
                 for i, (addr, port) in enumerate(self.s.servers)]
         with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="dns") as pool:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from inspector.discover.resolver_conf import ResolverConfig
 from inspector.discover.resolver_delay import server_wait, syn_timeout
@@ -45,8 +46,10 @@ GAI_ERRORS = {"HOST_NOT_FOUND": "Name or service not known",
               "NO_DATA": "No address associated with hostname",
               "TRY_AGAIN": "Temporary failure in name resolution",
               "NO_RECOVERY": "Name or service not known"}
-OUTCOME_OF = {"HOST_NOT_FOUND": "nxdomain", "NO_DATA": "nodata", "TRY_AGAIN": "failed",
-              "NO_RECOVERY": "failed"}
+# how a predicted lookup ends: answered, one of glibc's errors, or never (its TCP path waits)
+Outcome = Literal["answered", "nxdomain", "nodata", "failed", "hangs"]
+OUTCOME_OF: dict[str, Outcome] = {"HOST_NOT_FOUND": "nxdomain", "NO_DATA": "nodata",
+                                  "TRY_AGAIN": "failed", "NO_RECOVERY": "failed"}
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class StartOutcome:
     """With rotate: the lookup that starts at one server."""
     server: str
     seconds: float | None
-    outcome: str
+    outcome: Outcome
     families: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -158,7 +161,7 @@ class StartOutcome:
 @dataclass
 class Prediction:
     seconds: float | None           # None: the lookup hangs (glibc's TCP path has no timeout)
-    outcome: str                    # answered | nxdomain | nodata | failed | hangs
+    outcome: Outcome
     steps: list[str] = field(default_factory=list)
     average: float | None = None    # with rotate: mean over the starting offsets
     families: list[str] = field(default_factory=list)   # answered: IPv4, IPv6 or both
@@ -169,7 +172,7 @@ class Prediction:
     def text(self) -> str:
         if self.seconds is None:
             return "hangs (no timeout on glibc's TCP path)"
-        what = self.outcome
+        what: str = self.outcome
         if self.outcome == "answered" and self.families:
             what += f", {' and '.join(self.families)}" + (
                 " only" if len(self.families) < len(self.asked) else "")

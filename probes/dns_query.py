@@ -41,6 +41,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 import dns.exception
 import dns.flags
@@ -61,6 +62,11 @@ FAILED_KINDS = frozenset(FAILOVER_KINDS | {"a-only", "partial"})
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN, errno.ENETDOWN}
 STOP_POLL_S = 0.05                   # how soon a stop request ends the wait for replies
 
+# how a server was asked: over UDP (and TCP after truncation), or over TCP only (use-vc)
+Transport = Literal["udp", "tcp"]
+# what a TCP exchange came to (tcp_exchange)
+TcpKind = Literal["answered", "refused", "timeout", "silent-after-accept", "error"]
+
 
 @dataclass
 class TypeResult:
@@ -72,7 +78,7 @@ class TypeResult:
     authoritative: bool = False
     recursion_available: bool = False
     additional: int = 0
-    transport: str = "udp"
+    transport: Transport = "udp"
 
     @property
     def outcome(self) -> str:
@@ -111,9 +117,9 @@ class ServerResult:
     types: list[TypeResult] = field(default_factory=list)
     tcp: str | None = None           # after truncation: "answered in 2.1 ms", "timeout after 2 s"
     tcp_latency_s: float | None = None
-    tcp_kind: str | None = None      # answered | refused | timeout | silent-after-accept | error
+    tcp_kind: TcpKind | None = None  # what TCP came to (after truncation, or with use-vc)
     tcp_types: list[TypeResult] = field(default_factory=list)   # each query's TCP reply
-    transport: str = "udp"           # tcp: queried over TCP only, as glibc does with use-vc
+    transport: Transport = "udp"     # tcp: queried over TCP only, as glibc does with use-vc
     interrupted: bool = False        # stopped (Ctrl-C) before the window ended: the wait shown
                                      # is how long it lasted, not glibc's whole window
 
@@ -151,7 +157,7 @@ def build_queries(name: str, rdtypes: list[str], edns: bool = False) -> list[dns
 
 def query_server(address: str, port: int, name: str, rdtypes: list[str], timeout: float,
                  tcp_timeout: float = 2.0, edns: bool = False,
-                 stop: threading.Event | None = None, transport: str = "udp") -> ServerResult:
+                 stop: threading.Event | None = None, transport: Transport = "udp") -> ServerResult:
     """Send the queries (back to back) on one connected UDP socket; wait `timeout` for all.
     A truncated reply repeats them over TCP (bounded by `tcp_timeout`; glibc has no bound).
     transport="tcp" asks over TCP only, as glibc does with `options use-vc`.
@@ -289,7 +295,7 @@ def _classify(result: ServerResult, timeout: float) -> ServerResult:
 
 
 def tcp_exchange(address: str, port: int, name: str, rdtypes: list[str], timeout: float,
-                 edns: bool = False) -> tuple[str, float, list[TypeResult], str]:
+                 edns: bool = False) -> tuple[TcpKind, float, list[TypeResult], str]:
     """Both queries on one TCP connection, as glibc's send_vc sends them; bounded by `timeout`
     (glibc has no bound). Returns (tcp kind, seconds, each query's reply, text):
     answered | refused | timeout (connect never completed) | silent-after-accept | error."""
