@@ -121,30 +121,25 @@ def _reap(timeout: float) -> int:
     return len(_children())
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mount", action="append", default=[])
-    parser.add_argument("--signal-after", type=float)
-    parser.add_argument("--cap", type=float, default=60.0)
-    parser.add_argument("argv", nargs=argparse.REMAINDER)
-    args = parser.parse_args()
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    SilentFuse = _silent_fuse_class()
-    mounts = [SilentFuse(path, file_root=not os.path.isdir(path)) for path in args.mount]
+def time_command(argv: list[str], mounts: list, signum: int, signal_after: float | None,
+                 cap: float) -> dict:
+    """Run `argv` as from a terminal (SIGINT at its default: a background job would ignore
+    it), send `signum` `signal_after` seconds in, and time it to its exit and the end of its
+    output; a command still there after `cap` is "hung" (the mounts answer, then it is
+    killed). Then the mounts answer what they hold and go, and what the command left stuck
+    is counted. The FUSE servers count what they held (`held_total`)."""
     result: dict = {"hung": False, "signal_to_exit": None}
     start = time.monotonic()
-    # as from a terminal: SIGINT at its default (a background job would ignore it)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     sent: list[float] = []
-    if args.signal_after is not None:
-        def interrupt() -> None:
+    if signal_after is not None:
+        def send() -> None:
             sent.append(time.monotonic())
-            proc.send_signal(signal.SIGINT)
-        threading.Timer(args.signal_after, interrupt).start()
+            proc.send_signal(signum)
+        threading.Timer(signal_after, send).start()
     try:
-        out, err = proc.communicate(timeout=args.cap)
+        out, err = proc.communicate(timeout=cap)
     except subprocess.TimeoutExpired:
         result["hung"] = True
         for fuse in mounts:            # else the kill cannot complete: the waits ignore it
@@ -160,6 +155,21 @@ def main() -> int:
     for fuse in mounts:
         fuse.close()                   # answers what is held, then umount -l
     result["stuck_after_release"] = _reap(10.0)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mount", action="append", default=[])
+    parser.add_argument("--signal-after", type=float)
+    parser.add_argument("--cap", type=float, default=60.0)
+    parser.add_argument("argv", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    SilentFuse = _silent_fuse_class()
+    mounts = [SilentFuse(path, file_root=not os.path.isdir(path)) for path in args.mount]
+    result = time_command(argv, mounts, signal.SIGINT, args.signal_after, args.cap)
     print(json.dumps(result))
     return 0
 

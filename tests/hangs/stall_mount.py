@@ -18,13 +18,12 @@ import argparse
 import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
-from hung_mount import HERE, PR_SET_CHILD_SUBREAPER, _children, _reap
+from hung_mount import HERE, PR_SET_CHILD_SUBREAPER, time_command
 
 
 def run_stalled(mount: str, answer: int, argv: list[str], *, term_after: float | None = None,
@@ -66,6 +65,11 @@ def _stalling_fuse_class():
             self.left = 1 << 62           # answer (EIO) the held reads, and every later one
             super().release()
 
+        @property
+        def held_total(self) -> int:      # what hung_mount.time_command counts
+            with self.lock:
+                return len(self.held)
+
     return StallingFuse
 
 
@@ -80,32 +84,8 @@ def main() -> int:
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     fuse = _stalling_fuse_class()(args.mount, args.answer)
-    result: dict = {"hung": False, "signal_to_exit": None}
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sent: list[float] = []
-    if args.term_after is not None:
-        def terminate() -> None:
-            sent.append(time.monotonic())
-            proc.terminate()
-        threading.Timer(args.term_after, terminate).start()
-    try:
-        out, err = proc.communicate(timeout=args.cap)
-    except subprocess.TimeoutExpired:
-        result["hung"] = True
-        fuse.release()                 # else the kill cannot complete: the waits ignore it
-        proc.kill()
-        out, err = proc.communicate()
-    end = time.monotonic()
-    result.update(status=proc.returncode, stdout=out, stderr=err, seconds=round(end - start, 3))
-    if sent:
-        result["signal_to_exit"] = round(end - sent[0], 3)
-    with fuse.lock:
-        result["held"] = len(fuse.held)
+    result = time_command(argv, [fuse], signal.SIGTERM, args.term_after, args.cap)
     result["answered"] = fuse.answered
-    result["left_behind"] = len(_children())
-    fuse.close()                       # answers what is held, then umount -l
-    result["stuck_after_release"] = _reap(10.0)
     print(json.dumps(result))
     return 0
 
