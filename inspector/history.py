@@ -158,6 +158,17 @@ class HistoryDB:
             os.close(fd)
 
     @classmethod
+    def recording(cls, path: str) -> HistoryDB:
+        """An existing recording, read-only (never created, never written), for replay;
+        HistoryError with one line (naming `path`) otherwise."""
+        try:
+            return cls(path, create=False)
+        except NoHistory:
+            raise HistoryError(f"{path}: no such history database") from None
+        except OSError as exc:
+            raise HistoryError(str(exc)) from None
+
+    @classmethod
     def empty(cls, path: str) -> HistoryDB:
         """What reading a database that does not exist yet gives: no runs, no checks."""
         db = cls.__new__(cls)

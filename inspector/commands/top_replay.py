@@ -8,7 +8,7 @@ import sys
 
 from inspector.commands.common import CliError, eprint, print_json
 from inspector.documents import stamped
-from inspector.history import HistoryDB, HistoryError, NoHistory
+from inspector.history import HistoryDB, HistoryError
 from inspector.model import to_jsonable
 from inspector.sample_store import SampleReader
 from inspector.time_points import FORMS, BadTime, describe, parse_point
@@ -35,10 +35,8 @@ def open_samples(path: str) -> tuple[HistoryDB, SampleReader]:
     """The database read-only (never created, never written) and its samples; CliError for
     a missing or foreign file."""
     try:
-        db = HistoryDB(path, create=False)
-    except NoHistory:
-        raise CliError(f"{path}: no such history database") from None
-    except (HistoryError, OSError) as exc:
+        db = HistoryDB.recording(path)
+    except HistoryError as exc:
         raise CliError(str(exc)) from None
     if db.note:
         eprint(f"note: {db.path}: {db.note}")

@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from inspector.history import HistoryDB, HistoryError, NoHistory
+from inspector.history import HistoryDB, HistoryError
 from inspector.model import Finding, Level, Unknown, finding_from_json
 from inspector.sample_store import SampleReader
 from inspector.time_points import describe, parse_point
@@ -61,10 +61,8 @@ class RecordedTimeline:
         """Open read-only; `at` as unix seconds, or text (time_points forms), or None (the
         end of the recording). TimelineError when there is nothing to show."""
         try:
-            db = HistoryDB(path, create=False)
-        except NoHistory:
-            raise TimelineError(f"{path}: no such history database") from None
-        except (HistoryError, OSError) as exc:
+            db = HistoryDB.recording(path)
+        except HistoryError as exc:
             raise TimelineError(str(exc)) from None
         reader = SampleReader(db.conn)
         span = reader.span()
