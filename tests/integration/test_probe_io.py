@@ -279,6 +279,7 @@ def test_jobs_are_bounded(data_file):
     assert r.status == 2 and "jobs must be within 1..256" in r.err
 
 
+@pytest.mark.serial       # 256 workers' share of 2 cores over 1 s: timed alone
 def test_every_worker_runs_for_the_whole_run_at_the_cap(data_file):
     """At the cap every worker runs for (nearly) the whole run. At -j 1024 -w 1, threads that
     each need the GIL a few times a second could not all start: three quarters of the workers
