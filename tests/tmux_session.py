@@ -55,4 +55,17 @@ def tmux():
         pytest.fail("tmux is not installed (make test installs it)")
     t = Tmux(f"inspector-test-{os.getpid()}-{next(_sessions)}")
     yield t
+    import psutil
+    started = []
+    for pid in t.run("list-panes", "-a", "-F", "#{pane_pid}").split():
+        try:
+            pane = psutil.Process(int(pid))
+            started += [pane, *pane.children(recursive=True)]
+        except psutil.Error:
+            pass
     t.run("kill-server")
+    # what did not go with its terminal must not spin on into the next tests
+    _, alive = psutil.wait_procs(started, timeout=3)
+    for proc in alive:
+        print(f"tmux teardown: pid {proc.pid} outlived its terminal; killed")
+        proc.kill()
