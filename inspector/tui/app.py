@@ -14,6 +14,7 @@ joins those when the app exits.)
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -45,6 +46,7 @@ DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
 DEFAULT_LIVE_INTERVAL = 1.0  # seconds between live samples (iostat-like rates)
 DEFAULT_COLLECT_TIMEOUT = DEFAULT_TIMEOUT   # per section, like `inspector report`
 EXIT_WATCHDOG_S = 4.0        # after SIGHUP/SIGTERM the process is gone within this, whatever hangs
+EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 HANGUP_PROBE_GRACE_S = 1.0   # after SIGHUP, for the probe processes to stop (0.1-0.2 s here)
 
 Collector = Callable[[HostRoot], Report]
@@ -140,6 +142,7 @@ class InspectorApp(App):
         self._collect_timer: Timer | None = None
         self._live_timer: Timer | None = None
         self.exit_signal: int | None = None        # SIGHUP/SIGTERM that ends the session
+        self._previous_handlers: dict[int, Any] = {}
         self.run_returned = threading.Event()   # set by the caller once run() has returned
         self.pending_probe_form: tuple[str, str | None] | None = None
         # `inspector --probe SPEC`: started by the Probes screen (the form's rules) at launch
@@ -158,14 +161,28 @@ class InspectorApp(App):
             self.call_after_refresh(self.sample_live)
 
     def _install_signal_handlers(self) -> None:
-        # SIGHUP (ssh dropped, terminal closed) and SIGTERM: stop probes and leave cleanly.
-        import asyncio
+        """SIGHUP (ssh dropped, terminal closed) and SIGTERM: stop probes and leave cleanly.
 
-        from inspector.probes.driver import add_signal_handlers
-        add_signal_handlers(asyncio.get_running_loop(), self._on_exit_signal,
-                            (signal.SIGHUP, signal.SIGTERM))
+        Plain Python handlers, not the event loop's: Python runs them in the main thread between
+        two bytecodes, even while one handler of the loop never returns (a screen that spun on
+        its own Resize events did: it never yielded, so a loop signal callback waited forever
+        and the TUI outlived its terminal at 100 % CPU). Put back when the app unmounts."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for sig in EXIT_SIGNALS:
+            previous = signal.getsignal(sig)
+            signal.signal(sig, lambda signum, _frame: self._on_exit_signal(signum, loop))
+            self._previous_handlers[sig] = previous
 
-    def _on_exit_signal(self, sig: int) -> None:
+    def _restore_signal_handlers(self) -> None:
+        for sig, previous in self._previous_handlers.items():
+            if previous is not None:
+                signal.signal(sig, previous)
+        self._previous_handlers.clear()
+
+    def _on_exit_signal(self, sig: int, loop: asyncio.AbstractEventLoop) -> None:
+        """In the main thread, wherever it was: nothing here may wait on the event loop."""
         from inspector.tui import lifecycle
         if self.exit_signal is not None:
             lifecycle.leave_now(128 + sig)   # a second signal: no more waiting
@@ -178,7 +195,7 @@ class InspectorApp(App):
             # if the event loop cannot finish the exit (it is wedged), leave anyway
             threading.Thread(target=self._exit_watchdog, args=(128 + sig,), daemon=True,
                              name="exit-watchdog").start()
-        self.call_later(self._exit_for_signal)
+        loop.call_soon_threadsafe(self._exit_for_signal)
 
     def _exit_watchdog(self, code: int) -> None:
         from inspector.tui import lifecycle
@@ -413,6 +430,7 @@ class InspectorApp(App):
     def on_unmount(self) -> None:
         self.probes.stop_all(timeout=2.0)
         self._close_readers()
+        self._restore_signal_handlers()
 
     def _close_readers(self) -> None:
         """End the children that read the host (one stuck in the kernel stays behind, holding

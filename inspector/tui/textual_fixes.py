@@ -1,4 +1,15 @@
-"""Two places where Textual (8.2) keeps widgets it has removed: each probe run left the
+"""Where Textual (8.2) misbehaves under what an operator does, worked around until it is fixed.
+
+A screen that is handed two Resize events of different sizes spins for good. Screen._on_resize
+lays the screen out at the event's size, and a layout that changes the screen's own region
+posts the screen a Resize of that size. With an older size still queued (the window resized
+while the screen's mode was being switched to), the two events re-post each other forever:
+the TUI went on at 100 % CPU, ignored keys, probe figures and SIGHUP, and grew by its writer's
+queue (362 MB, 13 minutes, after its tmux was killed). patch_screen_resize lays a screen out at
+the terminal's current size whatever size the event carries: a stale one then changes nothing
+and posts nothing.
+
+Two places where Textual keeps widgets it has removed: each probe run left the
 footer's keys behind, with their styles, rendered lines and message queues, most of what the
 TUI grew by per run (tests/integration/test_tui_probe_runs_tmux.py prints its RSS over fifty
 runs). Worked around here until Textual fixes them.
@@ -17,6 +28,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from textual._styles_cache import StylesCache
+from textual.geometry import Size
+from textual.screen import Screen
 from textual.widgets import Footer as TextualFooter
 
 WATCHERS = "__watchers"     # where textual.reactive._watch keeps an object's watchers
@@ -51,4 +64,18 @@ def patch_styles_cache() -> None:
     StylesCache.get_inner_outer = get_inner_outer   # type: ignore[method-assign, assignment]
 
 
-patch_styles_cache()    # on import: every screen imports this module (tui.base)
+def patch_screen_resize() -> None:
+    """Screen._screen_resized at the app's current size (see above)."""
+    original = Screen._screen_resized
+    if getattr(original, "at_current_size", False):
+        return
+
+    def _screen_resized(self: Screen, size: Size) -> None:
+        original(self, self.app.size)
+    _screen_resized.at_current_size = True     # type: ignore[attr-defined]
+    Screen._screen_resized = _screen_resized    # type: ignore[method-assign]
+
+
+# on import: every screen imports this module (tui.base)
+patch_styles_cache()
+patch_screen_resize()

@@ -1,0 +1,88 @@
+"""The real TUI in tmux whose event loop never comes back (issue 20): its terminal going away,
+or SIGTERM, still ends it on time. A screen spinning on its own Resize events once kept a TUI
+at 100 % CPU for 13 minutes after its tmux server was killed: the exit signals were handled by
+the event loop, which never got to them.
+
+The wedge is made the way it happened, a handler of the loop that never returns: a
+sitecustomize (on PYTHONPATH, the real binary otherwise untouched) turns the help key into an
+endless Python loop."""
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from conftest import inspector_bin
+
+# its exit is timed, and the 4 s watchdog must not be starved by other tests
+pytestmark = pytest.mark.serial
+
+WEDGE = """
+    import pathlib
+    import inspector.tui.app as app_module
+
+    def wedged(self):
+        pathlib.Path({mark!r}).write_text("spinning")
+        while True:
+            pass
+
+    app_module.InspectorApp.action_help = wedged
+"""
+
+
+def wedged_tui(tmux, tmp_path) -> psutil.Process:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    mark = tmp_path / "spinning"
+    (hook / "sitecustomize.py").write_text(textwrap.dedent(WEDGE.format(mark=str(mark))))
+    tmux.run("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
+             f"env -u COLUMNS -u LINES PYTHONPATH={hook} {inspector_bin()}")
+    tmux.run("set-option", "-t", "ui", "remain-on-exit", "on")
+    tui = psutil.Process(int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip()))
+    tmux.wait(lambda s: "1 Overview" in s, "the overview")
+    tmux.keys("?")
+    deadline = time.monotonic() + 10
+    while not mark.exists():
+        assert time.monotonic() < deadline, "the help key did not reach the wedge"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert tui.cpu_percent(0.5) > 50      # it spins, as the stuck TUI did
+    return tui
+
+
+def exit_after(proc: psutil.Process, limit: float) -> float | None:
+    """Seconds until the process has exited (a zombie tmux has not reaped yet counts)."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.02)
+    else:
+        return None
+    return round(time.monotonic() - started, 2)
+
+
+def test_a_wedged_tui_leaves_when_its_terminal_goes(tmux, tmp_path):
+    tui = wedged_tui(tmux, tmp_path)
+    tmux.run("kill-session", "-t", "ui")      # SIGHUP from the kernel, as ssh dropping does
+    took = exit_after(tui, 10)
+    print(f"wedged TUI gone {took} s after its terminal")
+    assert took is not None and took <= 1.0
+
+
+def test_a_wedged_tui_leaves_on_sigterm_by_its_watchdog(tmux, tmp_path):
+    from inspector.tui.app import EXIT_WATCHDOG_S
+    tui = wedged_tui(tmux, tmp_path)
+    os.kill(tui.pid, signal.SIGTERM)
+    took = exit_after(tui, EXIT_WATCHDOG_S + 10)
+    print(f"wedged TUI gone {took} s after SIGTERM")
+    assert took is not None and took <= EXIT_WATCHDOG_S + 1.5
+    status = tmux.run("display-message", "-p", "-t", "ui", "#{pane_dead_status}").strip()
+    assert status == str(128 + signal.SIGTERM)

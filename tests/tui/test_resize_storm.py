@@ -1,0 +1,82 @@
+"""A window resized while screens switch must not leave a screen re-laying itself out forever
+(issue 20: the TUI spun at 100 % CPU, its probe run stopped reaching the screen and it ignored
+its terminal going away). Textual lays a screen out at the size its Resize event carries; two
+queued events of different sizes re-posted each other for good. textual_fixes lays a screen
+out at the terminal's current size."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from textual import events
+from textual.geometry import Size
+
+from test_pilot import capture_app, wait_for
+
+SCREEN_KEYS = "123456"
+
+
+def count_resizes(screen) -> list[Size]:
+    """The sizes of the Resize events the screen handles from now on."""
+    seen: list[Size] = []
+    on_event = screen.on_event
+
+    async def counting(event):
+        if isinstance(event, events.Resize):
+            seen.append(event.size)
+        return await on_event(event)
+    screen.on_event = counting
+    return seen
+
+
+# a screen that spins never yields to the event loop: only the timeout's signal ends the test
+@pytest.mark.timeout(30)
+async def test_a_stale_resize_queued_on_a_screen_settles():
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        for key in SCREEN_KEYS:
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            screen = app.screen
+            seen = count_resizes(screen)
+            # what a resize during a mode switch leaves queued: an older size, then the
+            # terminal's own, each followed by other work (which keeps Textual from merging
+            # the two), as the screens' own resize handlers queue
+            screen.post_message(events.Resize(Size(200, 50), Size(200, 50)))
+            screen.call_later(lambda: None)
+            screen.post_message(events.Resize(Size(120, 40), Size(120, 40)))
+            screen.call_later(lambda: None)
+            # plain sleeps: a pilot pause waits for the screen to be idle, which a spinning
+            # screen never is
+            await asyncio.sleep(0.5)
+            settled = len(seen)
+            await asyncio.sleep(0.5)
+            assert len(seen) == settled <= 6, (type(screen).__name__, len(seen), seen[-4:])
+            assert screen.size == Size(120, 40)
+
+
+async def test_screens_switched_while_the_window_resizes_keep_up():
+    """Keys and resizes as fast as a test can send them (every 20 ms, the tmux storm that spun
+    the real binary): afterwards the app answers at once, at the terminal's size. (Not 6: the
+    Probes screen's form takes digits as text.)"""
+    app = capture_app()
+    sizes = [(200, 50), (80, 24), (120, 40), (100, 30), (60, 20)]
+    async with app.run_test(size=(120, 40)) as pilot:
+        for i in range(120):
+            key = SCREEN_KEYS[i % 5]
+            app.post_message(events.Key(key, key))
+            if i % 3 == 0:
+                width, height = sizes[(i // 3) % len(sizes)]
+                app.post_message(events.Resize(Size(width, height), Size(width, height)))
+            await pilot.pause(0.02)
+        await pilot.resize_terminal(110, 35)
+        started = time.monotonic()
+        await pilot.press("2")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
+        await pilot.pause(0.3)
+        seen = count_resizes(app.screen)
+        await pilot.pause(0.5)
+        assert not seen, seen[-4:]
+        assert time.monotonic() - started < 3.0
+        assert app.screen.size == Size(110, 35)
