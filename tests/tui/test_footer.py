@@ -1,0 +1,50 @@
+"""The footer (textual_fixes.Footer) is rebuilt only when what it shows changes: flipping between
+screens that show the same keys as last time mounts nothing (Textual's rebuilt every key on
+each switch, a fifth of the UI's CPU while an operator flipped screens during a probe run),
+and a change of the keys (focus moving into the Probes form) still shows at once."""
+from __future__ import annotations
+
+from textual.widgets import Footer as TextualFooter
+from textual.widgets._footer import FooterKey
+
+from test_pilot import capture_app, wait_for
+
+
+def shown_keys(screen) -> list[tuple[str, str]]:
+    footer = screen.query_one(TextualFooter)
+    return [(k.key, k.description) for k in footer.query(FooterKey)
+            if not k.has_class("-command-palette")]      # shown apart from the bindings
+
+
+def expected_keys(screen) -> list[tuple[str, str]]:
+    return [(binding.key, binding.description)
+            for (_, binding, _enabled, _tip) in screen.active_bindings.values() if binding.show]
+
+
+async def test_the_footer_is_kept_across_screen_switches_and_follows_its_bindings():
+    app = capture_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: app.collections >= 1)
+        first_keys = {}
+        for key in "12345":
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            first_keys[key] = [id(k) for k in app.screen.query(FooterKey)]
+            assert first_keys[key]
+        for key in "54321":      # the same screens again: the same key widgets, none new
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            assert [id(k) for k in app.screen.query(FooterKey)] == first_keys[key], key
+            assert shown_keys(app.screen) == expected_keys(app.screen)
+        # the Probes screen: the form's target has the focus, and its keys differ from the
+        # runs table's (Enter starts in the form; Esc leads back to the runs)
+        await pilot.press("6")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
+        await pilot.pause(0.3)
+        in_form = shown_keys(app.screen)
+        assert in_form == expected_keys(app.screen)
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        on_runs = shown_keys(app.screen)
+        assert on_runs == expected_keys(app.screen)
+        assert on_runs != in_form, on_runs
