@@ -84,5 +84,9 @@ def test_a_wedged_tui_leaves_on_sigterm_by_its_watchdog(tmux, tmp_path):
     took = exit_after(tui, EXIT_WATCHDOG_S + 10)
     print(f"wedged TUI gone {took} s after SIGTERM")
     assert took is not None and took <= EXIT_WATCHDOG_S + 1.5
-    status = tmux.run("display-message", "-p", "-t", "ui", "#{pane_dead_status}").strip()
+    status = ""
+    deadline = time.monotonic() + 5    # tmux records it once it has reaped the process
+    while not status and time.monotonic() < deadline:
+        status = tmux.run("display-message", "-p", "-t", "ui", "#{pane_dead_status}").strip()
+        time.sleep(0.05)
     assert status == str(128 + signal.SIGTERM)
