@@ -75,6 +75,22 @@ class InspectorScreen(Screen):
         self.show_state()
         self.show_live(self.inspector.live_sample, self.inspector.live_error)
 
+    _charted_samples = -1       # the app's trends.samples when this screen's charts were drawn
+
+    def new_sample_to_chart(self) -> bool:
+        """Whether the app has a live sample this screen's charts do not have yet, marked as
+        charted. A repaint of the same sample (a resize, a resume, a report) must not push it
+        onto a chart again: the charts grew a point per visit."""
+        samples = self.inspector.trends.samples
+        if samples == self._charted_samples:
+            return False
+        self._charted_samples = samples
+        return True
+
+    def charted_from_trends(self) -> None:
+        """The charts were just drawn from the app's trends: they hold every sample so far."""
+        self._charted_samples = self.inspector.trends.samples
+
     def show_state(self) -> None:
         if not self.query("#tabbar"):
             return  # not composed yet; on_mount repaints

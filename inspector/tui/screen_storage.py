@@ -198,12 +198,21 @@ class StorageScreen(InspectorScreen):
     def _selected_changed(self, row: DeviceRow) -> None:
         self._selected = row
         self._show_detail(row, None)
+        self._fill_charts(row)
+        self._iostat_line(self.inspector.live_sample)
+
+    def _fill_charts(self, row: DeviceRow) -> None:
         trends = self.inspector.trends
         for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
             chart = self.query_one(chart_id, LiveChart)
             chart.clear()
             chart.extend((v,) for v in trends.get(f"disk.{row.name}.{series}"))
-        self._iostat_line(self.inspector.live_sample)
+        self.charted_from_trends()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if self._selected is not None:   # hidden, the charts missed samples: drawn anew
+            self._fill_charts(self._selected)
 
     def _show_detail(self, row: DeviceRow | None, state: str | None) -> None:
         detail = self.query_one("#device-detail", Static)
@@ -249,13 +258,14 @@ class StorageScreen(InspectorScreen):
                             table.update_cell(r.key, col, new)
         self._iostat_line(sample)
         row = self._selected
+        new_sample = self.new_sample_to_chart()
         for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
             chart = self.query_one(chart_id, LiveChart)
             if reason:
                 chart.set_placeholder(reason)
             elif row is None or sample is None or row.name not in {d.name for d in sample.disks}:
                 chart.set_placeholder(f"no live figures for {row.name if row else 'this row'}")
-            else:
+            elif new_sample:
                 values = self.inspector.trends.get(f"disk.{row.name}.{series}")
                 chart.push(values[-1] if values else None)
 

@@ -69,7 +69,16 @@ class VirtScreen(SectionScreen):
         if reason:
             chart.set_placeholder(reason)
             return
-        chart.push(sample.steal, sample.iowait)
+        if self.new_sample_to_chart():
+            chart.push(sample.steal, sample.iowait)
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        trends = self.inspector.trends      # hidden, the chart missed samples: drawn anew
+        chart = self.query_one("#steal-chart", LiveChart)
+        chart.clear()
+        chart.extend(zip(trends.get("cpu.steal"), trends.get("cpu.iowait")))
+        self.charted_from_trends()
 
 
 def nic_items(section: Any) -> tuple[list[Any], str | None]:
@@ -252,6 +261,7 @@ class NetScreen(SectionScreen):
         err_chart = self.query_one("#nic-err-chart", LiveChart)
         err_chart.clear()
         err_chart.extend((v,) for v in trends.get(f"nic.{self._selected}.errors"))
+        self.charted_from_trends()
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
@@ -283,8 +293,9 @@ class NetScreen(SectionScreen):
             return
         rate_chart.border_title = f"{nic.name} rx {rate(nic.rx_bps)} tx {rate(nic.tx_bps)}" + \
             ("  STALLED" if nic.stalled else "")
-        rate_chart.push(nic.rx_bps, nic.tx_bps)
-        err_chart.push((nic.errors_s or 0.0) + (nic.drops_s or 0.0))
+        if self.new_sample_to_chart():
+            rate_chart.push(nic.rx_bps, nic.tx_bps)
+            err_chart.push((nic.errors_s or 0.0) + (nic.drops_s or 0.0))
 
 
 LEVEL_TEXT_STYLE = {"crit": "bold red", "warn": "bold yellow", "unknown": "magenta"}
