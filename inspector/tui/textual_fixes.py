@@ -4,8 +4,8 @@ A screen that is handed two Resize events of different sizes spins for good. Scr
 lays the screen out at the event's size, and a layout that changes the screen's own region
 posts the screen a Resize of that size. With an older size still queued (the window resized
 while the screen's mode was being switched to), the two events re-post each other forever:
-the TUI went on at 100 % CPU, ignored keys, probe figures and SIGHUP, and grew by its writer's
-queue (362 MB, 13 minutes, after its tmux was killed). patch_screen_resize lays a screen out at
+the TUI went on at full CPU, ignored keys, probe figures and SIGHUP (once for 13 minutes
+after its tmux was killed, at 362 MB). patch_screen_resize lays a screen out at
 the terminal's current size whatever size the event carries: a stale one then changes nothing
 and posts nothing.
 
