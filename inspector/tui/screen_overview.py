@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from inspector.model import Finding, Level, Report, known
@@ -28,6 +29,13 @@ class FindingsTable(DataTable):
     """The findings list; Enter opens the highlighted finding (declared here, on the focused
     widget, so it is the Enter the help lists, not the table's own row selection)."""
     BINDINGS = [Binding("enter", "screen.finding", "Finding details", id="overview.finding")]
+
+    class Resized(Message):
+        """Its height changed (the identity line hidden on a short terminal, the "+N more"
+        line shown): how many findings fit must be counted again."""
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
 
 
 class OverviewScreen(InspectorScreen):
@@ -196,6 +204,9 @@ class OverviewScreen(InspectorScreen):
         self.call_after_refresh(self._show_more)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.call_after_refresh(self._show_more)
+
+    def on_findings_table_resized(self, event: FindingsTable.Resized) -> None:
         self.call_after_refresh(self._show_more)
 
     # ------------------------------------------------------------------ actions
