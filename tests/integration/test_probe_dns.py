@@ -183,6 +183,10 @@ NETNS_SCRIPT = textwrap.dedent("""
 """)
 
 
+# wall-clock seconds against real getaddrinfo, and the prediction rests on what the probe saw
+# of each responder: beside 3 workers' load the a_only case was once predicted 3.0 s against
+# glibc's 1.0 s (a fresh-clone run; the cause was not pinned down), alone it matches
+@pytest.mark.serial
 def test_prediction_matches_real_glibc_getaddrinfo():
     require_root()
     if subprocess.run(["unshare", "-nm", "true"]).returncode != 0:
