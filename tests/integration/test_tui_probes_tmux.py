@@ -96,6 +96,7 @@ def test_memcached_run_is_not_distorted_by_screen_switching_and_resizes(tmux, me
     # The load runs in its own process, so redraws cannot stall it (that would show as max
     # latency, below); they do take CPU: flipping every 0.3 s and resizing every 0.9 s keeps
     # the (reniced) UI at about a quarter of a core, and on 2 cores shared by memcached (0.85
-    # of a core), the load (0.75) and the UI, that costs 5-15 % of the throughput here
+    # of a core), the load (0.75) and the UI, that costs 3-16 % of the throughput here. The
+    # issue's budget is 10 %: not met reliably on 2 cores, and issue 20 stays open on it
     assert busy["ops_per_s"] >= 0.75 * quiet["ops_per_s"], (quiet, busy)
     assert busy["max_s"] <= 5 * max(quiet["max_s"], cli["max_s"]), (quiet, busy, cli)
