@@ -73,7 +73,12 @@ class InspectorScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.show_state()
+        self.fill_charts()      # hidden, the charts missed samples: drawn anew, before show_live
         self.show_live(self.inspector.live_sample, self.inspector.live_error)
+
+    def fill_charts(self) -> None:
+        """Draw the live charts anew from the app's trends, then charted_from_trends() (a
+        screen without live charts keeps this)."""
 
     _charted_samples = -1       # the app's trends.samples when this screen's charts were drawn
 

@@ -198,21 +198,19 @@ class StorageScreen(InspectorScreen):
     def _selected_changed(self, row: DeviceRow) -> None:
         self._selected = row
         self._show_detail(row, None)
-        self._fill_charts(row)
+        self.fill_charts()
         self._iostat_line(self.inspector.live_sample)
 
-    def _fill_charts(self, row: DeviceRow) -> None:
+    def fill_charts(self) -> None:
+        row = self._selected
+        if row is None:
+            return
         trends = self.inspector.trends
         for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
             chart = self.query_one(chart_id, LiveChart)
             chart.clear()
             chart.extend((v,) for v in trends.get(f"disk.{row.name}.{series}"))
         self.charted_from_trends()
-
-    def on_screen_resume(self) -> None:
-        super().on_screen_resume()
-        if self._selected is not None:   # hidden, the charts missed samples: drawn anew
-            self._fill_charts(self._selected)
 
     def _show_detail(self, row: DeviceRow | None, state: str | None) -> None:
         detail = self.query_one("#device-detail", Static)

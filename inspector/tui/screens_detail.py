@@ -72,9 +72,8 @@ class VirtScreen(SectionScreen):
         if self.new_sample_to_chart():
             chart.push(sample.steal, sample.iowait)
 
-    def on_screen_resume(self) -> None:
-        super().on_screen_resume()
-        trends = self.inspector.trends      # hidden, the chart missed samples: drawn anew
+    def fill_charts(self) -> None:
+        trends = self.inspector.trends
         chart = self.query_one("#steal-chart", LiveChart)
         chart.clear()
         chart.extend(zip(trends.get("cpu.steal"), trends.get("cpu.iowait")))
@@ -250,9 +249,9 @@ class NetScreen(SectionScreen):
                 self._selected = event.row_key.value
                 report = self.inspector.report
                 self._show_nic(report.findings if report else [])
-                self._refill_charts()
+                self.fill_charts()
 
-    def _refill_charts(self) -> None:
+    def fill_charts(self) -> None:
         trends = self.inspector.trends
         rx, tx = trends.get(f"nic.{self._selected}.rx"), trends.get(f"nic.{self._selected}.tx")
         rate_chart = self.query_one("#nic-rate-chart", LiveChart)
@@ -262,10 +261,6 @@ class NetScreen(SectionScreen):
         err_chart.clear()
         err_chart.extend((v,) for v in trends.get(f"nic.{self._selected}.errors"))
         self.charted_from_trends()
-
-    def on_screen_resume(self) -> None:
-        super().on_screen_resume()
-        self._refill_charts()
 
     def show_live(self, sample, error) -> None:
         rate_chart = self.query_one("#nic-rate-chart", LiveChart)
