@@ -354,6 +354,26 @@ def run_forked(func: Callable[[], Any], timeout: float) -> Any:
         return worker.call(None, timeout)
 
 
+def run_forked_while_progressing(func: Callable[[], Any], stall: float, reading: str,
+                                 started: Callable[[int | None], None] | None = None) -> Any:
+    """`func()` in a forked child, waited for while it reads, writes or computes
+    (Worker.call_while_progressing): for reading files whose mount may answer a stat and then
+    stall every read, which would leave this process asleep in the kernel, deaf to Ctrl-C.
+    TimedOut says what was being read (`reading`); `started` is told the child's pid while it
+    runs, then None (never a pid the kernel may since have given to another process)."""
+    with Worker(lambda _request: func()) as worker:
+        if started is not None:
+            started(worker.pid)
+        try:
+            return worker.call_while_progressing(None, stall)
+        except TimedOut:
+            raise TimedOut(f"no progress reading {reading} for {stall:g} s (a hung filesystem? "
+                           "look for processes in D state)") from None
+        finally:
+            if started is not None:
+                started(None)
+
+
 def reap() -> None:
     """Wait for finished children without blocking; one stuck in the kernel stays listed."""
     with _unreaped_lock:

@@ -16,7 +16,7 @@ import tarfile
 import time
 
 from inspector import safe_extract, tempdirs
-from inspector.bounded import TimedOut, Worker, WorkerFailed, run_forked
+from inspector.bounded import TimedOut, WorkerFailed, run_forked, run_forked_while_progressing
 from inspector.host import OPEN_TIMEOUT, SIDECAR_NAME, HostRoot, Unavailable
 from inspector.parent_death import end_with_parent
 from inspector.redact import redact_cmdline
@@ -194,7 +194,7 @@ def _extract_watched(path: str, dest: str, stall: float) -> None:
     """safe_extract.extract in a forked child, waited for while it reads, writes or computes:
     an archive on a mount that answers its stat and then stalls its reads would leave this
     process asleep in the kernel, deaf to Ctrl-C and its deadline (inspector.bounded)."""
-    def extract(_request: object) -> str | None:
+    def extract() -> str | None:
         end_with_parent(parent, signal.SIGKILL)     # never unpacking for a command gone
         try:
             safe_extract.extract(path, dest)
@@ -203,16 +203,11 @@ def _extract_watched(path: str, dest: str, stall: float) -> None:
         return None
 
     parent = os.getpid()
-    try:
-        with Worker(extract) as worker:
-            tempdirs.written_by(dest, worker.pid)
-            try:
-                refused = worker.call_while_progressing(None, stall)
-            finally:        # never a pid the kernel may since have given to another process
-                tempdirs.written_by(dest, None)
-    except TimedOut:
-        raise CaptureError(f"--root {path}: no progress reading {path} for {stall:g} s (a hung "
-                           "filesystem? look for processes in D state)") from None
+    try:    # tempdirs stops the child before it removes the tree the child fills
+        refused = run_forked_while_progressing(extract, stall, path,
+                                               lambda pid: tempdirs.written_by(dest, pid))
+    except TimedOut as exc:
+        raise CaptureError(f"--root {path}: {exc}") from None
     except WorkerFailed as exc:
         raise CaptureError(f"--root {path}: cannot unpack ({exc})") from None
     if refused is not None:

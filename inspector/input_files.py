@@ -12,7 +12,7 @@ import stat
 import sys
 
 from inspector.atomic_write import file_kind
-from inspector.bounded import TimedOut, Worker, WorkerFailed
+from inspector.bounded import TimedOut, WorkerFailed, run_forked_while_progressing
 
 # a read that has moved no byte for this long is given up (what `--root` waits for too)
 READ_STALL_S = 5.0
@@ -26,7 +26,6 @@ def read_input(path: str, limit: int, what: str, watched: bool = True) -> bytes:
     """The bytes of `path` ("-": stdin), at most `limit` of them; `what` names the expected
     content in messages ("snapshot", "ioping log"). `watched=False` reads in this process
     (a fork costs a millisecond or two: too much for hundreds of files in one listing)."""
-    too_big = f"over the {_size(limit)} a {what} can be"
     if path == "-":
         try:            # a pipe or a terminal; stdin redirected from a directory fails here
             data = sys.stdin.buffer.read(limit + 1)
@@ -37,7 +36,7 @@ def read_input(path: str, limit: int, what: str, watched: bool = True) -> bytes:
     else:
         data = _read_file(path, limit, what)
     if len(data) > limit:
-        raise InputError(f"{path}: {too_big}")
+        raise InputError(f"{path}: {_too_big(limit, what)}")
     return data
 
 
@@ -45,18 +44,16 @@ def _read_file_watched(path: str, limit: int, what: str) -> bytes:
     """_read_file in a forked child, waited for while it reads: a file on a mount that answers
     its stat and then stalls its reads would leave this process asleep in the kernel for good,
     deaf to Ctrl-C (inspector.bounded)."""
-    def read(_request: object) -> tuple[str, bytes | str]:
+    def read() -> tuple[str, bytes | str]:
         try:
             return "data", _read_file(path, limit, what)
         except InputError as exc:
             return "refused", str(exc)
 
     try:
-        with Worker(read) as worker:
-            kind, value = worker.call_while_progressing(None, READ_STALL_S)
-    except TimedOut:
-        raise InputError(f"{path}: no progress reading it for {READ_STALL_S:g} s (a hung "
-                         "filesystem? look for processes in D state)") from None
+        kind, value = run_forked_while_progressing(read, READ_STALL_S, "it")
+    except TimedOut as exc:
+        raise InputError(f"{path}: {exc}") from None
     except WorkerFailed as exc:
         raise InputError(f"{path}: cannot be read ({exc})") from None
     if kind == "refused":
@@ -66,7 +63,6 @@ def _read_file_watched(path: str, limit: int, what: str) -> bytes:
 
 
 def _read_file(path: str, limit: int, what: str) -> bytes:
-    too_big = f"over the {_size(limit)} a {what} can be"
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -80,7 +76,7 @@ def _read_file(path: str, limit: int, what: str) -> bytes:
             article = "an" if what[:1] in "aeiou" else "a"
             raise InputError(f"{path}: {file_kind(st.st_mode)}, not {article} {what} file")
         if st.st_size > limit:
-            raise InputError(f"{path}: {st.st_size} bytes, {too_big}")
+            raise InputError(f"{path}: {st.st_size} bytes, {_too_big(limit, what)}")
     except BaseException:
         os.close(fd)
         raise
@@ -89,6 +85,10 @@ def _read_file(path: str, limit: int, what: str) -> bytes:
             return f.read(limit + 1)           # it may have grown since fstat
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _too_big(limit: int, what: str) -> str:
+    return f"over the {_size(limit)} a {what} can be"
 
 
 def _size(n: int) -> str:
