@@ -39,10 +39,18 @@ def wedged_tui(tmux, tmp_path) -> psutil.Process:
     hook.mkdir()
     mark = tmp_path / "spinning"
     (hook / "sitecustomize.py").write_text(textwrap.dedent(WEDGE.format(mark=str(mark))))
+    # a shell keeps the TUI's exit status in a file (tmux's remain-on-exit status once read
+    # empty in a full run); env execs the TUI, the shell's one child
+    status = tmp_path / "status"
     tmux.run("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
-             f"env -u COLUMNS -u LINES PYTHONPATH={hook} {inspector_bin()}")
-    tmux.run("set-option", "-t", "ui", "remain-on-exit", "on")
-    tui = psutil.Process(int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip()))
+             f"sh -c 'env -u COLUMNS -u LINES PYTHONPATH={hook} {inspector_bin()}; "
+             f"echo $? > {status}'")
+    shell = psutil.Process(int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip()))
+    deadline = time.monotonic() + 10
+    while not shell.children():
+        assert time.monotonic() < deadline, "the TUI did not start"
+        time.sleep(0.05)
+    tui = shell.children()[0]
     tmux.wait(lambda s: "1 Overview" in s, "the overview")
     tmux.keys("?")
     deadline = time.monotonic() + 10
@@ -84,9 +92,9 @@ def test_a_wedged_tui_leaves_on_sigterm_by_its_watchdog(tmux, tmp_path):
     took = exit_after(tui, EXIT_WATCHDOG_S + 10)
     print(f"wedged TUI gone {took} s after SIGTERM")
     assert took is not None and took <= EXIT_WATCHDOG_S + 1.5
-    status = ""
-    deadline = time.monotonic() + 5    # tmux records it once it has reaped the process
-    while not status and time.monotonic() < deadline:
-        status = tmux.run("display-message", "-p", "-t", "ui", "#{pane_dead_status}").strip()
+    status_file = tmp_path / "status"
+    deadline = time.monotonic() + 5    # the shell writes it once it has reaped the TUI
+    while not (status_file.exists() and status_file.read_text().strip()):
+        assert time.monotonic() < deadline, "no exit status from the shell"
         time.sleep(0.05)
-    assert status == str(128 + signal.SIGTERM)
+    assert status_file.read_text().strip() == str(128 + signal.SIGTERM)
