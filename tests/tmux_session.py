@@ -25,9 +25,36 @@ class Tmux:
                               text=True, timeout=10).stdout
 
     def start(self, args: str, width: int = 120, height: int = 40) -> None:
+        """Run inspector with `args` in session "ui". A clean exit ends the session, as it
+        would a user's; a failed one keeps the pane open with the exit status under what the
+        program printed, so a test that times out shows why instead of an empty screen."""
+        command = (f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 {inspector_bin()} {args}; "
+                   "status=$?; [ $status -eq 0 ] || { echo \"[inspector exited: status $status]\"; "
+                   "sleep 600; }")
         self.run("kill-session", "-t", "ui")
-        self.run("new-session", "-d", "-s", "ui", "-x", str(width), "-y", str(height),
-                 f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 {inspector_bin()} {args}")
+        for _ in range(3):
+            self.run("new-session", "-d", "-s", "ui", "-x", str(width), "-y", str(height),
+                     command)
+            if self.has_session():
+                return
+            time.sleep(0.2)     # a server that was exiting as its last session ended
+        raise AssertionError(f"tmux could not start a session for: inspector {args}")
+
+    def inspector(self):
+        """The psutil.Process of the inspector that start() ran (a child of the pane's shell)."""
+        import psutil
+        shell = psutil.Process(int(self.run("list-panes", "-t", "ui", "-F", "#{pane_pid}")))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for child in shell.children():
+                if "sleep" not in child.name():
+                    return child
+            time.sleep(0.05)
+        raise AssertionError("no inspector process under the tmux pane")
+
+    def has_session(self) -> bool:
+        return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", "ui"],
+                              capture_output=True, timeout=10).returncode == 0
 
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "ui")
@@ -45,6 +72,8 @@ class Tmux:
             if predicate(text):
                 return text
             if time.monotonic() > deadline:
+                if not self.has_session():
+                    text = "(no tmux session: the program exited cleanly or never started)"
                 raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
             time.sleep(0.1)
 

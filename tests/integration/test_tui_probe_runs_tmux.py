@@ -61,12 +61,10 @@ def test_fifty_runs_in_one_session_keep_memory_flat(tmux, tmp_path):
     within 40 MB of what it was after the first, and does not keep climbing (each run keeps a
     bounded summary, the probe's own memory goes with its process, and the widgets the UI
     replaces go: tui/textual_fixes)."""
-    import psutil
     target = tmp_path / "probe.bin"
     target.write_bytes(os.urandom(1 << 20))
     tmux.start(f"--probe io:{target} --probe-seconds 0.2")
-    pid = int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip())
-    tui = psutil.Process(pid)
+    tui = tmux.inspector()
     tmux.wait(lambda s: re.search(r"#1\s+io \S+\s+done", s) is not None, "the first run done")
     rss = [tui.memory_info().rss]
     tmux.keys("n")                             # the form: this target, 0.2 s
