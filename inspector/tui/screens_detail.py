@@ -132,6 +132,7 @@ class NetScreen(SectionScreen):
         self._nics: list[Any] = []
         self._selected = ""
         self._table_key: tuple | None = None
+        self._painted: tuple | None = None     # what the detail and body below show
         self._live_cells: dict[str, tuple] = {}
         self._wide = False
         self._trend_w = 0
@@ -150,6 +151,12 @@ class NetScreen(SectionScreen):
             self._table_key = key
             self._nics = nics
             self._build_table(table, nics, findings, why_none, width)
+        # a visit or a new live sample repaints the screen from the same report: the NIC's
+        # detail and the sysctl table (Rich tables, most of a visit's CPU) stay as they are
+        painted = (key, self._selected)
+        if painted == self._painted:
+            return
+        self._painted = painted
         self._show_nic(findings)
         body = self.query_one("#net-body", Static)
         if report is None or state:
@@ -249,6 +256,7 @@ class NetScreen(SectionScreen):
                 self._selected = event.row_key.value
                 report = self.inspector.report
                 self._show_nic(report.findings if report else [])
+                self._painted = (self._table_key, self._selected)
                 self.fill_charts()
 
     def fill_charts(self) -> None:

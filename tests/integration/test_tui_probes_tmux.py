@@ -65,6 +65,8 @@ def tui_memcached_run(tmux: Tmux, address: str, busy: bool) -> dict:
         assert flips >= 3 * SECONDS
         tmux.resize(120, 40)
         tmux.keys("6")
+    else:
+        time.sleep(SECONDS)     # left alone: not even read (tmux renders the pane per read)
     screen = tmux.wait(lambda s: run_row(s, 1, "done") is not None, "the run done",
                        timeout=SECONDS + 30)
     row = run_row(screen, 1, "done")
