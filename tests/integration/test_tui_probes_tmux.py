@@ -1,25 +1,40 @@
 """The Probes screen of the real binary in tmux (issue 20): a memcached run measures the same
 while the operator flips screens and resizes the window as when the screen is left alone (and
-as the CLI). The runs' outcomes and memory: test_tui_probe_runs_tmux.py."""
+as the CLI). The runs' outcomes and memory: test_tui_probe_runs_tmux.py.
+
+The throughput is read from memcached's own counters, not from the code under test, in
+alternating windows of one run: about a second left alone, about a second flipping screens
+every 0.3 s with a resize every third key, a moment to settle, and again. Two separate runs
+(left alone, then busy) differed by up to 30 % here with no UI work at all: this 2-core VM's
+throughput drifts and dips by itself. Alternating inside one run cancels the drift; medians
+of the windows drop the dips."""
 from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import time
 
 import pytest
 
 from conftest import inspector_bin
+from memcached_server import MemcachedServer
 from tmux_session import Tmux
 
 # alone, after the parallel part of `make test`: measures a load's throughput with and without the UI busy
 pytestmark = pytest.mark.serial
 
-SECONDS = 5
+SECONDS = 5                 # the run left alone, and the CLI's
 SIZES = ((200, 50), (80, 24), (120, 40), (100, 30))
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-
+ROUNDS = 12                 # window pairs in one alternating run
+QUIET_S = BUSY_S = 1.2
+SETTLE_S = 0.5              # after a busy window: its last redraws are not the next quiet one's
+FLIP_S = 0.3
+BUDGET = 0.90               # issue 20: ops/s within 10 % of the run left alone
+MAX_RUNS = 3                # another alternating run while the pooled windows are short of the
+                            # budget: they decide (A/A, no UI work at all, varied ±6 % here)
 
 
 def seconds_of(text: str) -> float:
@@ -45,33 +60,77 @@ def run_row(screen: str, run_id: int, state: str) -> dict | None:
             "max_s": seconds_of(m.group(8))}
 
 
-def tui_memcached_run(tmux: Tmux, address: str, busy: bool) -> dict:
-    """One memcached run from `inspector --probe`, confirmed; with `busy` the test switches
-    screens every 0.3 s and resizes the window every 0.9 s while it runs."""
-    tmux.start(f"--probe memcached:{address} --probe-seconds {SECONDS}")
+def start_confirmed_run(tmux: Tmux, address: str, seconds: float) -> None:
+    """`inspector --probe memcached:ADDR`, confirmed, its first ops counted."""
+    tmux.start(f"--probe memcached:{address} --probe-seconds {seconds:g}")
     tmux.wait(lambda s: "Start (y)" in s, "the confirmation")
     tmux.keys("y")
     tmux.wait(lambda s: re.search(r"#1\s+memcached.*running\s+\d+\s+[1-9]", s) is not None,
               "the run under way")
-    if busy:
-        end = time.monotonic() + SECONDS
-        flips = 0
+
+
+def finished_row(tmux: Tmux, seconds: float) -> dict:
+    tmux.resize(120, 40)
+    tmux.keys("6")
+    screen = tmux.wait(lambda s: run_row(s, 1, "done") is not None, "the run done",
+                       timeout=seconds + 30)
+    tmux.keys("q")
+    row = run_row(screen, 1, "done")
+    assert row is not None
+    return row
+
+
+def served(server: MemcachedServer) -> int:
+    """The commands memcached has answered (its own count)."""
+    stats = server.stats()
+    return stats["cmd_get"] + stats["cmd_set"]
+
+
+def window_rate(server: MemcachedServer, seconds: float, during=None) -> float:
+    """memcached's ops/s over a window of `seconds`, `during(end)` filling it if given."""
+    before, start = served(server), time.monotonic()
+    if during is None:
+        time.sleep(seconds)
+    else:
+        during(start + seconds)
+    return (served(server) - before) / (time.monotonic() - start)
+
+
+def quiet_run(tmux: Tmux, server: MemcachedServer) -> dict:
+    """A run left alone (not even read: tmux renders the pane per read); its ops checked
+    against memcached's own count."""
+    before = served(server)
+    start_confirmed_run(tmux, server.address, SECONDS)
+    time.sleep(SECONDS)
+    row = finished_row(tmux, SECONDS)
+    row["served"] = served(server) - before
+    return row
+
+
+def alternating_run(tmux: Tmux, server: MemcachedServer) -> tuple[list[float], list[float], dict]:
+    """One run in ROUNDS pairs of windows, left alone then flipped and resized; the windows'
+    ops/s as memcached counted them, and the run's own row."""
+    seconds = ROUNDS * (QUIET_S + BUSY_S + SETTLE_S) + 3
+    start_confirmed_run(tmux, server.address, seconds)
+    flips = 0
+
+    def flip_and_resize(end: float) -> None:
+        nonlocal flips
         while time.monotonic() < end:
             tmux.keys("123456"[flips % 6])
             if flips % 3 == 2:
                 tmux.resize(*SIZES[(flips // 3) % len(SIZES)])
             flips += 1
-            time.sleep(0.3)
-        assert flips >= 3 * SECONDS
-        tmux.resize(120, 40)
-        tmux.keys("6")
-    else:
-        time.sleep(SECONDS)     # left alone: not even read (tmux renders the pane per read)
-    screen = tmux.wait(lambda s: run_row(s, 1, "done") is not None, "the run done",
-                       timeout=SECONDS + 30)
-    row = run_row(screen, 1, "done")
-    tmux.keys("q")
-    return row
+            time.sleep(FLIP_S)
+
+    quiet: list[float] = []
+    busy: list[float] = []
+    for _ in range(ROUNDS):
+        quiet.append(window_rate(server, QUIET_S))
+        busy.append(window_rate(server, BUSY_S, flip_and_resize))
+        time.sleep(SETTLE_S)
+    assert flips >= ROUNDS * BUSY_S / FLIP_S * 0.8, flips
+    return quiet, busy, finished_row(tmux, seconds)
 
 
 def cli_memcached_run(address: str) -> dict:
@@ -88,17 +147,32 @@ def cli_memcached_run(address: str) -> dict:
 def test_memcached_run_is_not_distorted_by_screen_switching_and_resizes(tmux, memcached):
     server = memcached()
     cli = cli_memcached_run(server.address)
-    quiet = tui_memcached_run(tmux, server.address, busy=False)
-    busy = tui_memcached_run(tmux, server.address, busy=True)
-    print(f"\nmemcached get, 4 connections, {SECONDS} s (ops/s, p99, max):")
-    for name, r in (("CLI", cli), ("TUI left alone", quiet), ("TUI switching+resizing", busy)):
+    alone = quiet_run(tmux, server)
+    quiet: list[float] = []
+    busy: list[float] = []
+    rows = []
+    for _ in range(MAX_RUNS):
+        q, b, row = alternating_run(tmux, server)
+        quiet += q
+        busy += b
+        rows.append(row)
+        ratio = statistics.median(busy) / statistics.median(quiet)
+        if ratio >= BUDGET:
+            break
+    print("\nmemcached get, 4 connections (ops/s, p99, max):")
+    for name, r in (("CLI, 5 s", cli), ("TUI left alone, 5 s", alone),
+                    *((f"TUI alternating run {i + 1}", r) for i, r in enumerate(rows))):
         print(f"  {name:<24} {r['ops_per_s']:>9.0f} ops/s  p99 {r['p99_s'] * 1e6:8.0f} µs  "
               f"max {r['max_s'] * 1e3:7.2f} ms")
-    assert quiet["errors"] == busy["errors"] == 0
-    # The load runs in its own process, so redraws cannot stall it (that would show as max
-    # latency, below); they do take CPU: flipping every 0.3 s and resizing every 0.9 s keeps
-    # the (reniced) UI at about a quarter of a core, and on 2 cores shared by memcached (0.85
-    # of a core), the load (0.75) and the UI, that costs 3-16 % of the throughput here. The
-    # issue's budget is 10 %: not met reliably on 2 cores, and issue 20 stays open on it
-    assert busy["ops_per_s"] >= 0.75 * quiet["ops_per_s"], (quiet, busy)
-    assert busy["max_s"] <= 5 * max(quiet["max_s"], cli["max_s"]), (quiet, busy, cli)
+    print(f"  windows as memcached counted them, {len(quiet)} pairs: median left alone "
+          f"{statistics.median(quiet):.0f} ops/s, flipping+resizing {statistics.median(busy):.0f}"
+          f" ops/s: ratio {ratio:.3f}")
+    print("  per pair: " + " ".join(f"{b / q:.2f}" for q, b in zip(quiet, busy)))
+    assert alone["errors"] == 0 and all(r["errors"] == 0 for r in rows), (alone, rows)
+    # the runs table counts what the server answered, no more, no less
+    assert alone["ops"] == alone["served"], alone
+    # the load runs in its own process: redraws cannot stall it (that would show as max
+    # latency); what they cost is CPU, on 2 cores shared with memcached and the load
+    assert ratio >= BUDGET, (ratio, quiet, busy)
+    worst = max(r["max_s"] for r in rows)
+    assert worst <= 5 * max(alone["max_s"], cli["max_s"]), (alone, rows, cli)
