@@ -28,7 +28,7 @@ class Tmux:
         """Run inspector with `args` in session "ui". A clean exit ends the session, as it
         would a user's; a failed one keeps the pane open with the exit status under what the
         program printed, so a test that times out shows why instead of an empty screen."""
-        command = (f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 {os.environ.get('EXTRA_ENV', '')} {inspector_bin()} {args}; "
+        command = (f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 {inspector_bin()} {args}; "
                    "status=$?; [ $status -eq 0 ] || { echo \"[inspector exited: status $status]\"; "
                    "sleep 600; }")
         self.run("kill-session", "-t", "ui")
