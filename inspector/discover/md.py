@@ -118,17 +118,17 @@ def _parse_line(result: Mdstat, current: MdstatArray | None, number: int, raw: s
         return None
     if stripped.startswith(("unused devices", "read_ahead", "Event:")):
         return None   # read_ahead and Event: lines of 2.4/2.6-era kernels carry no array state
-    if not line[0].isspace():
-        header = _HEADER.match(stripped)
-        if header is None:
-            result.problems.append(f"line {number}: unrecognised: {stripped[:80]!r}")
-            return None
+    # By content, not indentation: a copy pasted into a ticket or an e-mail often lost the
+    # indentation of the detail lines (or indented everything)
+    header = _HEADER.match(stripped)
+    if header is not None:
         current = _parse_header(header, number, result.problems)
         current.lines.append(stripped)
         result.arrays[current.name] = current
         return current
     if current is None:
-        result.problems.append(f"line {number}: detail line outside an array: {stripped[:80]!r}")
+        what = "detail line outside an array" if line[0].isspace() or _is_detail(stripped) else "unrecognised"
+        result.problems.append(f"line {number}: {what}: {stripped[:80]!r}")
         return None
     current.lines.append(stripped)
     if not _parse_detail(current, stripped):
@@ -152,6 +152,11 @@ def _parse_header(match: re.Match, number: int, problems: list[str]) -> MdstatAr
             flags = [MDSTAT_FLAGS.get(f, f"flag-{f}") for f in re.findall(r"\(([A-Za-z])\)", member["flags"])]
             array.members.append(MdstatMember(member["name"], int(member["number"]), flags))
     return array
+
+
+def _is_detail(line: str) -> bool:
+    """Whether a line reads as one of an array's detail lines (without placing it)."""
+    return _parse_detail(MdstatArray(name="", active=False), line)
 
 
 def _parse_detail(array: MdstatArray, line: str) -> bool:
