@@ -18,8 +18,10 @@ raid0 and linear none.
     unknown); WARN on a whole array (a failed spare, a finished
     --replace); none on raid0/linear (md.failed names it)         ...    md.member_faulty
   resync, check, repair, reshape or a replacement's recovery on a
-    whole array, running or waiting                               OK     md.sync_running/_waiting
+    whole array, running or delayed                               OK     md.sync_running/_waiting
   the same on an array that is not whole                          WARN   md.sync_running/_waiting
+  resync=PENDING (auto-read-only, read-only, frozen): redundancy
+    unverified until it runs                                      WARN   md.sync_waiting
   inactive, except IMSM/DDF containers (inactive by design)       CRIT   md.inactive
   read-only WARN; auto-read-only OK (read-write on first write)          md.read_only
   whether it is degraded unknown (mdstat only: no [n/m])          UNKNOWN md.mdstat_incomplete
@@ -253,14 +255,13 @@ def _faulty(f: MdFacts, level: Level) -> Finding:
 
 def _sync(f: MdFacts, sync: SyncState, whole: bool) -> Finding:
     name = f.name
+    if sync.state == "pending":
+        return _pending(f, sync)
     if sync.state != "running":
-        why = ("another array on the same disks syncs first" if sync.state == "delayed" else
-               "the array is auto-read-only: it starts on the first write")
         return Finding(Level.OK if whole else Level.WARN, name,
-                       f"md array {name}: {sync.word} {sync.state} ({why})", f.quote("sync"),
-                       "nothing to do: md starts it by itself (watch /proc/mdstat)"
-                       if sync.state == "delayed" else
-                       f"nothing to do, or mdadm --readwrite /dev/{name} to start it now",
+                       f"md array {name}: {sync.word} {sync.state} (another array on the same "
+                       "disks syncs first)", f.quote("sync"),
+                       "nothing to do: md starts it by itself (watch /proc/mdstat)",
                        code="md.sync_waiting")
     parts = [f"md array {name}: {sync.word} running"]
     if sync.percent is not None:
@@ -280,3 +281,22 @@ def _sync(f: MdFacts, sync: SyncState, whole: bool) -> Finding:
         advice = (f"nothing to do: a scrub (checkarray or the mdcheck timer); read "
                   f"/sys/block/{name}/md/mismatch_cnt when it ends")
     return Finding(Level.OK, name, ", ".join(parts), f.quote("sync"), advice, code="md.sync_running")
+
+
+def _pending(f: MdFacts, sync: SyncState) -> Finding:
+    """resync=PENDING: md knows the copies may disagree (an unclean stop, an interrupted or
+    never-run initial sync: recovery_cp short of the end) and waits to resync until the array
+    is writable. Until then a read may return stale data from one copy, and a member lost
+    before the resync may take the only good copy of a block with it."""
+    name = f.name
+    why = ("the array is auto-read-only: the resync starts on its first write"
+           if f.read_only == "auto-read-only" else
+           "the array is read-only: the resync starts when it is made writable"
+           if f.read_only == "read-only" else "md has not started it")
+    return Finding(Level.WARN, name,
+                   f"md array {name}: {sync.word} pending ({why}); its copies are not known to "
+                   "agree, so its redundancy is unverified until the resync runs",
+                   list(dict.fromkeys(f.quote("sync") + f.quote("state"))),
+                   f"mdadm --readwrite /dev/{name} starts the resync now; watch /proc/mdstat until "
+                   "it ends, and do not pull or replace a member before then",
+                   code="md.sync_waiting")

@@ -63,7 +63,7 @@ EXPECTED = {
     "ddf-container.mdstat": set(),
     "imsm-volume-inactive.mdstat": {("md.inactive", "md126", C)},
     "inactive-faulty-spare.mdstat": {("md.inactive", "md1", C), ("md.member_faulty", "md1", C)},
-    "auto-read-only-pending.mdstat": {("md.read_only", "md126", O), ("md.sync_waiting", "md126", O),
+    "auto-read-only-pending.mdstat": {("md.read_only", "md126", O), ("md.sync_waiting", "md126", W),
                                       ("md.sync_running", "md127", O)},
     "read-only.mdstat": {("md.read_only", "md0", W)},
     "raid0-linear-failed.mdstat": {("md.failed", "md0", C), ("md.failed", "md9", C)},
