@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from inspector import sample_store
+from inspector.output_paths import Place, file_kind
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -131,8 +132,13 @@ class HistoryDB:
         self.missing = False  # see empty()
         # set once a connection is open (close() copes with none yet)
         self.conn: sqlite3.Connection
-        real, exists = _vet_path(path, create, make_dirs)
-        fd = _create_new(path, real) if not exists else _open_checked(path, real)
+        place = _vet_path(path, create, make_dirs)
+        real, created = place.path, place.entry is None
+        try:
+            fd = _create_new(path, place) if created else _open_checked(path, place)
+        except BaseException:
+            place.close()
+            raise
         try:
             header = os.pread(fd, 100, 0)
             if header and not header.startswith(SQLITE_MAGIC):
@@ -150,12 +156,17 @@ class HistoryDB:
                 self._writable_connection(real, fd)
         except sqlite3.DatabaseError as exc:
             self.close()          # no open file left behind (a mount stays unmountable)
+            if created:
+                _remove_created(place, fd)
             raise HistoryError(f"{path}: not a usable history database: {exc}") from None
         except BaseException:
             self.close()
+            if created:
+                _remove_created(place, fd)
             raise
         finally:
             os.close(fd)
+            place.close()
 
     @classmethod
     def recording(cls, path: str) -> HistoryDB:
@@ -417,49 +428,62 @@ def _uri(path: str) -> str:
     return "file:" + quote(path)
 
 
-def _vet_path(path: str, create: bool, make_dirs: bool) -> tuple[str, bool]:
-    """The real path to open (symlinks resolved) and whether it exists; HistoryError for
-    anything but a regular file or a new path, NoHistory for reading a missing one."""
-    from inspector.atomic_write import file_kind
-    real = os.path.realpath(path)
-    via = f" ({real})" if real != os.path.abspath(path) else ""
+def _vet_path(path: str, create: bool, make_dirs: bool) -> Place:
+    """Where the database is: its directory held open, its links followed under the kernel's
+    protected_symlinks rule (inspector.output_paths: another user's link in /tmp is refused,
+    never followed), and what is there (None: a new path). HistoryError for anything but a
+    regular file or a new path, NoHistory for reading a missing one."""
+    from inspector.output_paths import NoSuchDirectory, OutputError, check_entry, walk
+    if make_dirs and create:
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(f"{path}: cannot create {directory}: "
+                               f"{exc.strerror or exc}") from None
     try:
-        st = os.stat(real)
-    except FileNotFoundError:
+        place = walk(path)
+    except NoSuchDirectory as exc:
         if not create:
             raise NoHistory(f"{path}: no such history database") from None
-        directory = os.path.dirname(real)
-        if not os.path.isdir(directory):
-            if not make_dirs:
-                raise HistoryError(f"{path}: no such directory {directory}") from None
-            try:
-                os.makedirs(directory, exist_ok=True)
-            except OSError as exc:
-                raise HistoryError(f"{path}: cannot create {directory}: "
-                                   f"{exc.strerror or exc}") from None
-        return real, False
+        raise HistoryError(str(exc)) from None
+    except OutputError as exc:
+        raise HistoryError(str(exc)) from None
     except OSError as exc:
         raise HistoryError(f"{path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise HistoryError(f"{path}{via} is {file_kind(st.st_mode)}, not a history database: "
-                           "refusing to open it")
-    for suffix in ("-wal", "-shm", "-journal"):     # SQLite opens these by name too
-        try:
-            side = os.lstat(real + suffix)
-        except OSError:
-            continue
-        if not stat.S_ISREG(side.st_mode):
-            raise HistoryError(f"{real}{suffix} is {file_kind(side.st_mode)}: refusing to open "
-                               "the history database beside it")
-    return real, True
-
-
-def _open_checked(path: str, real: str) -> int:
-    """A descriptor on the regular file at `real` (never through a symlink, never blocking on
-    a FIFO put there since the check); HistoryError otherwise."""
-    from inspector.atomic_write import file_kind
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        via = f" ({place.path})" if place.path != os.path.abspath(path) else ""
+        if place.entry is None and not create:
+            raise NoHistory(f"{path}: no such history database")
+        if place.entry is not None and not stat.S_ISREG(place.entry.st_mode):
+            raise HistoryError(f"{path}{via} is {file_kind(place.entry.st_mode)}, not a history "
+                               "database: refusing to open it")
+        for suffix in ("", "-wal", "-shm", "-journal"):     # SQLite opens these by name too
+            try:
+                side = os.lstat(place.name + suffix, dir_fd=place.dir_fd)
+            except FileNotFoundError:
+                continue
+            if suffix and not stat.S_ISREG(side.st_mode):
+                raise HistoryError(f"{place.path}{suffix} is {file_kind(side.st_mode)}: refusing "
+                                   "to open the history database beside it")
+            if create:     # written: never a file another user planted in /tmp
+                check_entry(path + suffix, Place(place.dir_fd, place.directory,
+                                                 place.name + suffix, None), side)
+    except OutputError as exc:
+        place.close()
+        raise HistoryError(str(exc)) from None
+    except BaseException:
+        place.close()
+        raise
+    return place
+
+
+def _open_checked(path: str, place: Place) -> int:
+    """A descriptor on the regular file at `place` (never through a symlink, never blocking
+    on a FIFO put there since the check); HistoryError otherwise."""
+    try:
+        fd = os.open(place.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=place.dir_fd)
     except OSError as exc:
         raise HistoryError(f"{path}: {exc.strerror or exc}") from None
     mode = os.fstat(fd).st_mode
@@ -470,16 +494,30 @@ def _open_checked(path: str, real: str) -> int:
     return fd
 
 
-def _create_new(path: str, real: str) -> int:
-    """Create the database file ourselves: O_EXCL|O_NOFOLLOW, so a link or a node that
-    appeared at the path since it was checked is never opened."""
+def _create_new(path: str, place: Place) -> int:
+    """Create the database file ourselves, in the directory held open: O_EXCL|O_NOFOLLOW, so a
+    link or a node that appeared at the path since it was checked is never opened."""
     try:
-        return os.open(real, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                       0o644)
+        return os.open(place.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                       | os.O_CLOEXEC, 0o644, dir_fd=place.dir_fd)
     except FileExistsError:
         raise HistoryError(f"{path}: appeared while it was being created; not opened") from None
     except OSError as exc:
         raise HistoryError(f"{path}: cannot create: {exc.strerror or exc}") from None
+
+
+def _remove_created(place: Place, fd: int) -> None:
+    """A database we created and could not set up (a full disk): no empty file is left,
+    nor the side files SQLite made for it (none was there: _vet_path)."""
+    mine = os.fstat(fd)
+    with contextlib.suppress(OSError):
+        now = os.lstat(place.name, dir_fd=place.dir_fd)
+        if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            os.unlink(place.name, dir_fd=place.dir_fd)
+    for suffix in ("-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            if os.lstat(place.name + suffix, dir_fd=place.dir_fd).st_uid == os.geteuid():
+                os.unlink(place.name + suffix, dir_fd=place.dir_fd)
 
 
 def _still_same_file(path: str, real: str, fd: int) -> None:

@@ -9,7 +9,14 @@ from inspector.atomic_write import OutputError
 from inspector.bounded import TimedOut, WorkerFailed, run_forked
 from inspector.capture import write_capture
 from inspector.collect import build_report
-from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, check_output, eprint, exit_epilog
+from inspector.commands.common import (
+    COLLECTOR_TIMEOUT,
+    CliError,
+    check_output,
+    eprint,
+    exit_epilog,
+    path_argument,
+)
 from inspector.host import HostRoot
 from inspector.model import Unknown
 
@@ -18,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capture", help="write what discovery reads to a tar.gz (for --root)",
                        epilog=exit_epilog(ok="written (a section that could not be read is "
                                              "named on stderr)"))
-    p.add_argument("-o", "--output", metavar="FILE.tar.gz",
+    p.add_argument("-o", "--output", metavar="FILE.tar.gz", type=path_argument,
                    help="a regular file or a new path (default: inspector-HOST-TIME.tar.gz); "
                         "written atomically, mode 0600 when new")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",

@@ -134,23 +134,42 @@ non_negative_int = Bounded(0, MAX_COUNT, integer=True)
 
 
 # ------------------------------------------------------------------------- output paths
-def check_output(path: str) -> None:
+def path_argument(text: str) -> str:
+    """argparse type of an option naming a file (-o, --db, --textfile): an empty string is a
+    usage error, never the default path."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file (leave the option out "
+                                         "for the default)")
+    return text
+
+
+def check_output(path: str, option: str = "-o") -> None:
     """`-o PATH` refused at once, before any work, when it names a device, a directory, a
-    FIFO... (see inspector.atomic_write): one line, exit 2."""
+    FIFO, another user's link in /tmp... (see inspector.output_paths): one line, exit 2."""
     from inspector.atomic_write import OutputError, output_target
     try:
         output_target(path)
     except OutputError as exc:
-        raise CliError(f"-o {exc}") from None
+        raise CliError(f"{option} {exc}") from None
 
 
-def write_output(path: str, data: bytes) -> None:
+def output_is_directory(path: str, option: str = "-o") -> bool:
+    """Whether `-o PATH` names an existing directory (to write a default name into); a
+    refused link or a path ending in / that names no directory is a CliError."""
+    from inspector.output_paths import OutputError, is_directory
+    try:
+        return is_directory(path)
+    except OutputError as exc:
+        raise CliError(f"{option} {exc}") from None
+
+
+def write_output(path: str, data: bytes, option: str = "-o") -> None:
     """Write `-o PATH` atomically; a refusal or a failed write is a CliError."""
     from inspector.atomic_write import OutputError, write_atomic
     try:
         write_atomic(path, data)
     except OutputError as exc:
-        raise CliError(f"-o {exc}") from None
+        raise CliError(f"{option} {exc}") from None
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 

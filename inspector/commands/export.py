@@ -16,6 +16,7 @@ from inspector.commands.common import (
     check_output,
     eprint,
     exit_epilog,
+    path_argument,
     root_from_args,
     write_output,
 )
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fmt.add_argument("--prometheus", action="store_true", help="node_exporter textfile format")
     fmt.add_argument("--json", action="store_true",
                      help="the report as JSON, as report --json (schema: report --schema)")
-    p.add_argument("-o", "--output", metavar="FILE",
+    p.add_argument("-o", "--output", metavar="FILE", type=path_argument,
                    help="write atomically to FILE, a regular file or a new path (default stdout)")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
                    help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if specs and not args.prometheus:
         raise CliError("--probe goes with --prometheus (a snapshot keeps probe runs as JSON)")
-    to_file = bool(args.output) and args.output != "-"
+    to_file = args.output not in (None, "-")
     if to_file:
         check_output(args.output)     # refused before a 15 s collection, not after
     root = root_from_args(args)
@@ -86,21 +87,11 @@ def run_probes(specs: list, seconds: float) -> list[Sample]:
 
 def check_textfile(path: str) -> None:
     """`record --textfile PATH` refused at once when it names a device, a directory...."""
-    from inspector.atomic_write import OutputError, output_target
-    try:
-        output_target(path)
-    except OutputError as exc:
-        raise CliError(f"--textfile {exc}") from None
+    check_output(path, "--textfile")
 
 
 def write_textfile(path: str, report, runs: list[dict], started: float) -> None:
     """The report's metrics and these probe runs' into `path`, atomically (node_exporter never
     reads half a file); `record --textfile` writes one per sample. CliError when it fails."""
-    from inspector.atomic_write import OutputError, write_atomic
     text = prometheus_text(report, probe_metrics(runs, started))
-    try:
-        write_atomic(path, text.encode())
-    except OutputError as exc:
-        raise CliError(f"--textfile {exc}") from None
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_output(path, text.encode(), "--textfile")

@@ -24,6 +24,7 @@ from inspector.commands.common import (
     exit_epilog,
     format_duration,
     non_negative_int,
+    path_argument,
     root_from_args,
 )
 from inspector.history import (
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable)")
     p.add_argument("--probe-seconds", type=PROBE_SECONDS, default=3.0, metavar="DURATION",
                    help=f"time bound of each probe run (default 3s, {PROBE_SECONDS.bounds})")
-    p.add_argument("--db", metavar="FILE",
+    p.add_argument("--db", metavar="FILE", type=path_argument,
                    help=f"a regular file or a new path (default {default_db_path()})")
     p.add_argument("--retention", type=RETENTION, default=30 * 86400.0, metavar="DURATION",
                    help=f"prune rows older than this (default 30d, {RETENTION.bounds})")
@@ -76,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"keep the database under SIZE (512M, 2G): the oldest recorded "
                         f"samples are pruned first (default {DEFAULT_MAX_SIZE >> 20}M, "
                         f"{MAX_SIZE.bounds}; probe runs and checks are pruned by age only)")
-    p.add_argument("--textfile", metavar="FILE.prom",
+    p.add_argument("--textfile", metavar="FILE.prom", type=path_argument,
                    help="also write each sample's metrics and probe figures (latency "
                         "quantiles, ops/s, errors, time) for node_exporter's textfile "
                         "collector, atomically")
@@ -115,11 +116,11 @@ def run(args: argparse.Namespace) -> int:
     if args.samples and args.once:
         raise CliError("--samples needs a running recorder, not --once: an interval is "
                        "between two samples (run `inspector record --samples` as a service)")
-    if args.textfile:     # a device or a directory is refused before the first tick
+    if args.textfile is not None:     # a device or a directory: refused before the first tick
         from inspector.commands.export import check_textfile
         check_textfile(args.textfile)
     try:   # only the default database's directory is created: a --db typo is an error
-        db = HistoryDB(args.db or default_db_path(), make_dirs=not args.db)
+        db = HistoryDB(args.db or default_db_path(), make_dirs=args.db is None)
     except (HistoryError, OSError) as exc:
         raise CliError(str(exc)) from None
     stop = threading.Event()
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                 eprint(f"{stamp} sample {samples}: worst {report.worst().label}, "
                        f"{len(results)} probes"
                        + (f" (failed: {', '.join(failed)})" if failed else ""))
-            if args.textfile:
+            if args.textfile is not None:
                 from inspector.commands.export import write_textfile
                 try:
                     write_textfile(args.textfile, report, results, start)

@@ -14,6 +14,8 @@ from inspector.commands.common import (
     check_output,
     eprint,
     exit_epilog,
+    output_is_directory,
+    path_argument,
     root_from_args,
     write_output,
 )
@@ -27,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=exit_epilog(ok="written (a failed probe run is kept in the "
                                              "snapshot, with its error, and counted on stderr)"))
     add_root_argument(p)
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="a regular file, a new path or a directory (default: "
+    p.add_argument("-o", "--output", metavar="FILE", type=path_argument,
+                   help="a regular file, a new path or an existing directory (default: "
                         "inspector-HOST-TIME.json); written atomically")
     p.add_argument("--probe", action="append", default=[], metavar="SPEC",
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable; short bounded runs)")
@@ -45,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
         specs = [parse_probe_spec(s) for s in args.probe]
     except ProbeSpecError as exc:
         raise CliError(str(exc)) from None
-    if args.output and not os.path.isdir(args.output):
-        check_output(args.output)      # a device or FIFO is refused now, not after the probes
+    # a device, a FIFO, another user's link in /tmp, `newdir/`: refused now, not after the
+    # probes; an existing directory gets the default name
+    into_directory = args.output is not None and output_is_directory(args.output)
+    if args.output is not None and not into_directory:
+        check_output(args.output)
     root = root_from_args(args)
     if specs and not root.live:
         raise CliError("--probe needs the live host; it cannot run against --root")
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         probes.append(run_probe_forked(spec, args.probe_seconds))
     hostname = report.host.hostname if known(report.host.hostname) else None
     out = args.output or default_name(hostname)
-    if os.path.isdir(out):
+    if into_directory:
         out = os.path.join(out, default_name(hostname))
     write_output(out, snapshot_bytes(build_snapshot(report, probes)))
     failed = [p for p in probes if p.get("error")]
