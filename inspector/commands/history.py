@@ -8,7 +8,13 @@ import json
 import sys
 
 from inspector.commands import history_samples
-from inspector.commands.common import CliError, add_schema_argument, eprint, exit_epilog
+from inspector.commands.common import (
+    CliError,
+    add_schema_argument,
+    eprint,
+    exit_epilog,
+    path_argument,
+)
 from inspector.documents import stamped
 from inspector.escapes import visible
 from inspector.history import (
@@ -59,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="FILE", default=argparse.SUPPRESS,
+    p.add_argument("--db", metavar="FILE", default=argparse.SUPPRESS, type=path_argument,
                    help=f"history database, opened read-only (import: a regular file or a "
                         f"new path; default {default_db_path()})")
 

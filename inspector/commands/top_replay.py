@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.commands.common import CliError, eprint, print_json
+from inspector.commands.common import CliError, eprint, path_argument, print_json
 from inspector.documents import stamped
 from inspector.history import HistoryDB, HistoryError
 from inspector.model import to_jsonable
@@ -15,7 +15,7 @@ from inspector.time_points import FORMS, BadTime, describe, parse_point
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="FILE", default=None,
+    p.add_argument("--db", metavar="FILE", default=None, type=path_argument,
                    help="print the intervals `inspector record --samples` stored in this "
                         "history database instead of sampling (read-only)")
     p.add_argument("--from", dest="since", metavar="TIME", default=None,

@@ -10,6 +10,7 @@ from inspector.commands.common import (
     Duration,
     add_root_argument,
     exit_epilog,
+    path_argument,
     root_from_args,
 )
 
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{REFRESH.bounds})")
     p.add_argument("--live-interval", type=LIVE_INTERVAL, default=None, metavar="DURATION",
                    help=f"time between live samples (default 1s, {LIVE_INTERVAL.bounds})")
-    p.add_argument("--db", metavar="FILE", default=None,
+    p.add_argument("--db", metavar="FILE", default=None, type=path_argument,
                    help="history database for the Probes screen's history chart (h); "
                         "default: the one `inspector record` and `inspector history` use")
     p.add_argument("--at", metavar="TIME", default=None,
