@@ -1,7 +1,8 @@
 """`-o` (capture, export, snapshot) through inspector.atomic_write: a regular file is replaced
 atomically keeping its mode and owner, a symlink to a regular file keeps pointing at the new
 content, a new file gets the umask's mode (0600 for a capture), and nothing is left behind
-when the write fails."""
+when the write fails. A path ending in / names a directory and never creates a file; an empty
+path is a usage error, never the default. (Other users' links: tests/security/test_planted_links.)"""
 from __future__ import annotations
 
 import os
@@ -9,7 +10,7 @@ import stat
 
 import pytest
 
-from conftest import fixture_root, run_cli
+from conftest import fixture_root, run_bin, run_cli
 from inspector.atomic_write import OutputError, atomic_output, write_atomic
 
 ROOT = str(fixture_root("xen-pv-guest"))
@@ -83,3 +84,64 @@ def test_a_node_put_there_during_the_write_is_not_replaced(tmp_path):
         f.write(b"data")
         os.mkfifo(out)
     assert stat.S_ISFIFO(os.lstat(out).st_mode) and os.listdir(tmp_path) == ["out.json"]
+
+
+FILE_OPTIONS = {
+    "snapshot -o": ["snapshot", "--root", ROOT, "-o"],
+    "export --json -o": ["export", "--json", "--root", ROOT, "-o"],
+    "export --prometheus -o": ["export", "--prometheus", "--root", ROOT, "-o"],
+    "record --textfile": ["record", "--once", "--root", ROOT, "--textfile"],
+    "record --db": ["record", "--once", "--root", ROOT, "--db"],
+    "capture -o": ["capture", "--timeout", "5s", "-o"],
+}
+
+
+@pytest.mark.parametrize("option", FILE_OPTIONS)
+def test_a_trailing_slash_never_creates_a_file(tmp_path, option):
+    """`-o newdir/` (no such directory) created the file newdir and said "wrote newdir/";
+    like `cp x newdir/` ("Not a directory") it is an error, and nothing is created."""
+    argv = FILE_OPTIONS[option]
+    if option == "record --textfile":
+        argv = [*argv[:-1], "--db", str(tmp_path / "h.sqlite"), argv[-1]]
+    work = tmp_path / "work"
+    work.mkdir()
+    for given in (f"{work}/newdir/", f"{work}/newdir/.", f"{work}/newdir//"):
+        res = run_bin(*argv, given)
+        assert res.returncode == 2, (given, res.returncode, res.stderr)
+        assert "no such directory" in res.stderr and "names a directory" in res.stderr
+        assert res.stderr.strip().count("\n") == 0, res.stderr
+    (work / "file").write_text("kept\n")
+    res = run_bin(*argv, f"{work}/file/")
+    assert res.returncode == 2 and "is not a directory" in res.stderr, res.stderr
+    assert sorted(os.listdir(work)) == ["file"] and (work / "file").read_text() == "kept\n"
+
+
+def test_snapshot_into_an_existing_directory_with_a_slash(tmp_path):
+    res = run_bin("snapshot", "--root", ROOT, "-o", f"{tmp_path}/")
+    assert res.returncode == 0, res.stderr
+    [name] = os.listdir(tmp_path)
+    assert name.startswith("inspector-") and name.endswith(".json")
+    assert res.stdout.strip() == os.path.join(f"{tmp_path}/", name)
+
+
+@pytest.mark.parametrize("command", ["export --json -o", "export --prometheus -o",
+                                     "record --textfile", "capture -o"])
+def test_an_existing_directory_is_refused_where_a_file_is_written(tmp_path, command):
+    argv = FILE_OPTIONS[command]
+    res = run_bin(*argv, f"{tmp_path}/")
+    assert res.returncode == 2 and "is a directory" in res.stderr, res.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("argv", [
+    *([*argv, ""] for argv in FILE_OPTIONS.values()),
+    ["history", "--db", ""], ["history", "import-ioping", "/dev/null", "--db", ""],
+    ["top", "--db", ""], ["tui", "--db", ""],
+], ids=lambda a: " ".join(a[:2]) + " " + a[-2])
+def test_an_empty_path_is_a_usage_error(tmp_path, argv):
+    """`-o ""` and `--db ""` meant the default path (a file in the current directory, the
+    default database): a usage error now, before anything runs."""
+    res = run_bin(*argv, cwd=tmp_path)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert "an empty path names no file" in res.stderr and "Traceback" not in res.stderr
+    assert os.listdir(tmp_path) == []
