@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                              "snapshot, with its error, and counted on stderr)"))
     add_root_argument(p)
     p.add_argument("-o", "--output", metavar="FILE", type=path_argument,
-                   help="a regular file, a new path or an existing directory (default: "
+                   help="a regular file, a new path or a directory (default: "
                         "inspector-HOST-TIME.json); written atomically")
     p.add_argument("--probe", action="append", default=[], metavar="SPEC",
                    help="io:PATH | dns | memcached:HOST:PORT (repeatable; short bounded runs)")
