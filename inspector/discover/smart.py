@@ -1,14 +1,19 @@
-"""SATA/SAS health from `smartctl --json -a /dev/sdX` (smartmontools 7+).
+"""SATA/SAS health from `smartctl --json -a /dev/sdX` (smartmontools 7+), else its text form
+`smartctl -a /dev/sdX` (smartmontools 6, and what a sosreport keeps).
 
 smartctl's exit status is a bit mask (smartctl(8) "RETURN VALUES"); a non-zero status is normal
 output, not a failure of the command, so it is decoded rather than treated as an error.
+
+A drive behind a RAID controller is addressed with `-d TYPE` (megaraid,N cciss,N ...) on the
+controller's device (inspector.discover.raid_drives); `collect` takes that address too.
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
-from inspector.discover.drive_cmd import ParseError, failure, garbage
+from inspector.discover.drive_cmd import ParseError, failure, garbage, parse_int
 from inspector.host import HostRoot
 from inspector.model import Unknown
 
@@ -44,7 +49,7 @@ class SmartAttribute:
 @dataclass
 class SmartHealth:
     """A SATA/SAS drive's health from `smartctl --json -a /dev/sdX`."""
-    device: str                                # sda ...
+    device: str                                # sda ...; a drive behind a controller: its address
     kind: str = "smart"
     level: str = "ok"   # worst finding (ok/warn/crit/unknown) for JSON readers, set by health.drives
     source: str = "smartctl --json -a"         # the command it came from
@@ -52,6 +57,7 @@ class SmartHealth:
     model: str | Unknown = MISSING             # model_name (SCSI: vendor and product)
     serial: str | Unknown = MISSING            # serial_number
     firmware: str | Unknown = MISSING          # firmware_version
+    capacity_bytes: int | Unknown = MISSING    # user_capacity.bytes ("User Capacity:" in text)
     smart_available: bool | Unknown = MISSING   # drive supports SMART (smart_support.available)
     smart_passed: bool | Unknown = MISSING     # overall self-assessment (smart_status.passed)
     # smartctl's exit status, a bit mask (smartctl(8)); bits 3, 4, 7 critical, 5, 6 warn
@@ -64,6 +70,13 @@ class SmartHealth:
     grown_defects: int | Unknown = MISSING     # SAS: grown defect list entries; warn > 0
     messages: list[str] = field(default_factory=list)  # smartctl's own messages (errors, notes)
     evidence: dict[str, str] = field(default_factory=dict)  # field -> the JSON field: value
+
+
+@dataclass(frozen=True)
+class Unreadable(Unknown):
+    """A drive smartctl was asked about but could not read (open failed, no answer, hung):
+    its health is unknown, which health.drives reports, unlike a drive nobody asked about
+    (smartctl not installed, not kept in a sosreport) or one without SMART (a virtual disk)."""
 
 
 def decode_exit_status(status: int) -> list[str]:
@@ -105,6 +118,9 @@ def parse_smartctl(text: str, device: str = "") -> SmartHealth:
         parts = [doc[k] for k in ("scsi_vendor", "scsi_product") if isinstance(doc.get(k), str)]
         if parts:
             h.model = " ".join(parts)
+    capacity = doc.get("user_capacity")
+    if isinstance(capacity, dict) and (size := _num(capacity.get("bytes"))) is not None:
+        h.capacity_bytes = size
     support = doc.get("smart_support")
     if isinstance(support, dict) and isinstance(support.get("available"), bool):
         h.smart_available = support["available"]
@@ -146,21 +162,170 @@ def usable(h: SmartHealth) -> Unknown | None:
     if h.smart_available is False and not isinstance(h.smart_passed, bool):
         model = f" ({h.model})" if isinstance(h.model, str) else ""
         return Unknown(f"smartctl: device has no SMART support{model}")
-    if h.exit_status & 0b11 and not isinstance(h.smart_passed, bool) and not h.attributes:
+    open_failed = any(_OPEN_FAILED.search(m) for m in h.messages)
+    if (h.exit_status & 0b11 or open_failed) and not isinstance(h.smart_passed, bool) \
+            and not h.attributes:
         why = "; ".join(h.messages) or "; ".join(h.exit_status_bits)
-        return Unknown(f"smartctl: {why}")
+        if h.exit_status & 0b10 or open_failed:
+            return Unreadable(f"smartctl could not open it: {why}")
+        return Unknown(f"smartctl: {why}")   # bit 0: e.g. a virtio disk, no SMART protocol
     return None
 
 
-def collect(root: HostRoot, device: str, timeout: float) -> SmartHealth | Unknown:
-    argv = ["smartctl", "--json", "-a", f"/dev/{device}"]
-    result = root.run(argv, timeout=timeout)
+# smartctl's words for a device it could not open (os_linux.cpp: "Smartctl open device: X
+# failed: REASON"; a RAID logical volume: "... please try adding '-d megaraid,N'")
+_OPEN_FAILED = re.compile(r"open device: .* failed|please try adding '-d ")
+
+
+@dataclass(frozen=True)
+class Address:
+    """How smartctl reaches a drive: its device path and, behind a controller, `-d TYPE`."""
+    path: str                 # /dev/sda, /dev/bus/0, /dev/sg1
+    dtype: str | None = None  # megaraid,1 sat+megaraid,0 cciss,3 aacraid,0,0,2 areca,1/1
+
+    def options(self) -> list[str]:
+        return ["-d", self.dtype, self.path] if self.dtype else [self.path]
+
+    def label(self) -> str:
+        return f"{self.path} -d {self.dtype}" if self.dtype else self.path.removeprefix("/dev/")
+
+
+def collect(root: HostRoot, device: str, timeout: float,
+            address: Address | None = None) -> SmartHealth | Unknown:
+    """JSON first; the text form when the JSON is not to be had (smartctl 6 knows no --json,
+    a sosreport keeps `smartctl -a /dev/sdX`)."""
+    address = address or Address(f"/dev/{device}")
+    name = address.label() if address.dtype else device
+    result = root.run(["smartctl", "--json", "-a", *address.options()], timeout=timeout)
     problem = failure(result, nonzero_ok=True)
     if problem is not None:
-        return problem
+        if result.error is None or "not in this sosreport" not in result.error:
+            return _unreadable(problem)
+        return _text_collect(root, name, address, timeout, problem)
     try:
-        h = parse_smartctl(result.stdout, device)
+        h = parse_smartctl(result.stdout, name)
     except ParseError:
-        return garbage("smartctl", result.stdout)
+        if result.returncode not in (None, 0) and "json" in result.stdout.lower():
+            return _text_collect(root, name, address, timeout, garbage("smartctl", result.stdout))
+        return _unreadable(garbage("smartctl", result.stdout))
     unusable = usable(h)
     return h if unusable is None else unusable
+
+
+def _text_collect(root: HostRoot, name: str, address: Address, timeout: float,
+                  json_problem: Unknown) -> SmartHealth | Unknown:
+    result = root.run(["smartctl", "-a", *address.options()], timeout=timeout)
+    problem = failure(result, nonzero_ok=True)
+    if problem is not None:
+        # nothing of either form: say what the JSON attempt met (it names the text one if kept)
+        return json_problem if result.error and "not in" in result.error else _unreadable(problem)
+    try:
+        h = parse_smartctl_text(result.stdout, name, result.returncode)
+    except ParseError:
+        return _unreadable(garbage("smartctl", result.stdout))
+    unusable = usable(h)
+    return h if unusable is None else unusable
+
+
+def _unreadable(problem: Unknown) -> Unknown:
+    """smartctl ran (or was started) on the drive and gave nothing usable: hung, failed,
+    printed garbage. Not installed or not recorded stays a plain Unknown."""
+    reason = problem.reason
+    if "not installed" in reason or "not recorded" in reason or "not in this sosreport" in reason:
+        return problem
+    return Unreadable(reason)
+
+
+# ----------------------------------------------------------------------------- text form
+_TEXT_FIELDS = {"Device Model": "model", "Model Number": "model", "Product": "product",
+                "Vendor": "vendor", "Serial Number": "serial", "Serial number": "serial",
+                "Firmware Version": "firmware", "Revision": "firmware"}
+_ATTR_ROW = re.compile(r"^\s*(\d{1,3})\s+(\S+)\s+(0x[0-9a-fA-F]{4}|[-A-Z]{6,7})\s+(\d+)\s+(\d+)"
+                       r"\s+(\d+|---)\s+(.*)$")
+_BANNER = re.compile(r"^smartctl \d+\.\d+")
+
+
+def parse_smartctl_text(text: str, device: str = "", returncode: int | None = None) -> SmartHealth:
+    """Parse `smartctl -a` as printed (ATA and SCSI/SAS). Raises ParseError when it is not
+    smartctl's output. `returncode`: its exit status when known (a sosreport of sos 3.x
+    does not keep it): the bit mask is decoded as for JSON."""
+    lines = text.splitlines()
+    if not any(_BANNER.match(line) or line.startswith("=== START OF") for line in lines[:12]):
+        raise ParseError("not smartctl -a output")
+    h = SmartHealth(device=device, source="smartctl -a (text)")
+    if returncode:
+        h.exit_status = returncode & 0xFF
+        h.exit_status_bits = decode_exit_status(h.exit_status)
+        h.evidence["exit_status"] = f"exit status: {h.exit_status}"
+    fields: dict[str, str] = {}
+    for line in lines:
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if sep and key in _TEXT_FIELDS and value:
+            fields.setdefault(_TEXT_FIELDS[key], value)
+        elif _OPEN_FAILED.search(line) or line.rstrip().endswith("Unable to detect device type") \
+                or line.startswith(("Read Device Identity failed", "A mandatory SMART command failed")):
+            h.messages.append(line.strip())
+        elif key == "User Capacity" and (size := parse_int(value)) is not None:
+            h.capacity_bytes = size
+        elif key == "SMART support is" and value.startswith(("Available", "Unavailable")):
+            h.smart_available = value.startswith("Available")
+        elif key == "SMART overall-health self-assessment test result":
+            h.smart_passed = value.upper().startswith("PASSED")
+            h.evidence["smart_passed"] = line.strip()
+        elif key == "SMART Health Status":
+            h.smart_passed = value.upper() == "OK"
+            h.evidence["smart_passed"] = line.strip()
+        elif key == "Current Drive Temperature" and (celsius := parse_int(value)) is not None \
+                and celsius > 0:   # 0 C: the device reports none (a RAID logical volume)
+            h.temperature_c = celsius
+            h.evidence["temperature_c"] = line.strip()
+        elif key == "Elements in grown defect list" and (count := parse_int(value)) is not None:
+            h.grown_defects = count
+            h.evidence["grown_defects"] = line.strip()
+        elif key.startswith("Accumulated power on time") and (hours := parse_int(value)) is not None:
+            h.power_on_hours = hours
+            h.evidence["power_on_hours"] = line.strip()
+        elif (row := _ATTR_ROW.match(line)) is not None:
+            _text_attribute(h, row, line)
+    if "model" in fields:
+        h.model = fields["model"]
+    elif "product" in fields:
+        h.model = " ".join(fields[k] for k in ("vendor", "product") if k in fields)
+    if "serial" in fields:
+        h.serial = fields["serial"]
+    if "firmware" in fields:
+        h.firmware = fields["firmware"]
+    if "vendor" in fields or "product" in fields:
+        h.protocol = "SCSI"
+    elif "model" in fields:
+        h.protocol = "NVMe" if any(line.startswith("Model Number:") for line in lines) else "ATA"
+    return h
+
+
+def _text_attribute(h: SmartHealth, row: re.Match, line: str) -> None:
+    attr_id, name, flags = int(row[1]), row[2], row[3]
+    rest = row[7].split()
+    # the long table: TYPE UPDATED WHEN_FAILED RAW; the brief one (-f brief): FAIL RAW
+    when, raw_words = ((rest[2] if len(rest) > 2 else "-"), rest[3:]) if flags.startswith("0x") \
+        else ((rest[0] if rest else "-"), rest[1:])
+    raw_text = " ".join(raw_words)
+    raw = parse_int(raw_words[0]) if raw_words else None
+    if attr_id == 194 and raw is not None and not known_temperature(h):
+        h.temperature_c = raw
+        h.evidence["temperature_c"] = line.strip()
+    if attr_id == 9 and raw is not None:
+        h.power_on_hours = raw
+        h.evidence["power_on_hours"] = line.strip()
+    if attr_id not in WATCHED_ATTRIBUTES:
+        return
+    when_failed = {"-": "", "FAILING_NOW": "now", "NOW": "now", "In_the_past": "past",
+                   "Past": "past"}.get(when, when.lower())
+    h.attributes[attr_id] = SmartAttribute(
+        id=attr_id, name=name, raw=raw, value=int(row[4]), worst=int(row[5]),
+        thresh=int(row[6]) if row[6].isdigit() else None, when_failed=when_failed)
+    h.evidence[f"attr_{attr_id}"] = f"{attr_id} {name} raw {raw_text}"
+
+
+def known_temperature(h: SmartHealth) -> bool:
+    return isinstance(h.temperature_c, int)

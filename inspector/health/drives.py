@@ -27,7 +27,7 @@ from inspector.discover.drive_state import rose
 from inspector.discover.fio_status import FioHealth
 from inspector.discover.hio import HioHealth
 from inspector.discover.nvme_health import NvmeHealth
-from inspector.discover.smart import WATCHED_ATTRIBUTES, SmartHealth
+from inspector.discover.smart import WATCHED_ATTRIBUTES, SmartHealth, Unreadable
 from inspector.model import Finding, Level, Report, Unknown, known, worst
 
 HIO_OVER_TEMP_C = 90   # hio driver's controller over-temperature point
@@ -90,7 +90,10 @@ def worst_level(name: str, health: Any) -> Level:
 
 def _unknown(name: str, health: Unknown) -> list[Finding]:
     # Flash cards are the devices operators run this for: not being able to check one is news.
-    # A SATA disk without smartctl or a virtual disk is normal and only shown in its block.
+    # So is a drive smartctl was run on and could not read (open failed, hung). A SATA disk
+    # without smartctl or a virtual disk is normal and only shown in its block.
+    if isinstance(health, Unreadable):
+        return [_unreadable(name, health)]
     if name.startswith(("hio", "fio", "fct")):
         tool = "hio_info" if name.startswith("hio") else "fio-status"
         if "not installed" in health.reason:
@@ -107,6 +110,25 @@ def _unknown(name: str, health: Unknown) -> list[Finding]:
                         evidence=[f"{tool}: {health.reason}"], code="drive.health_unknown",
                         advice=advice)]
     return []
+
+
+def _unreadable(name: str, health: Unreadable) -> Finding:
+    reason = health.reason
+    target = name if name.startswith("/dev/") else f"/dev/{name}"
+    if "please try adding '-d " in reason:
+        kind = reason.split("please try adding '-d ", 1)[1].split(",")[0].split("'")[0]
+        advice = (f"{name} is a logical volume of a RAID controller, not a drive: its physical "
+                  f"drives are read with smartctl -d {kind},N (smartctl --scan-open lists them), "
+                  "or the controller's CLI (storcli64 /call show all, perccli64, ssacli)")
+    elif "Permission denied" in reason or "permission denied" in reason:
+        advice = "smartctl needs root to open the drive: run Inspector (or smartctl -a) as root"
+    elif "timed out" in reason:
+        advice = (f"smartctl hangs on {name}: a stuck drive or controller is likely; check dmesg "
+                  "for its errors and resets, then run smartctl -a by hand")
+    else:
+        advice = f"run smartctl -a {target} by hand to see why it fails; check dmesg for the drive"
+    return Finding(Level.UNKNOWN, name, f"drive health unknown: {reason}",
+                   [f"smartctl -a {target}: {reason}"], advice, "drive.health_unknown")
 
 
 def _ev(health: Any, *keys: str) -> list[str]:

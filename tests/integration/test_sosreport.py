@@ -250,9 +250,12 @@ def test_old_sos_layout_degrades_to_unknown(tmp_path):
     assert devices["sda2"]["holders"] == ["dm-0"] and "dm-0" not in doc["sections"]["storage"]["roots"]
     assert [m["mountpoint"] for m in devices["dm-0"]["mounts"]] == ["/"]
     assert doc["sections"]["dns"]["config"]["nameservers"] == ["10.0.0.2", "10.0.0.3"]
-    assert doc["sections"]["storage"]["health"]["sda"] == {"unknown": (
-        "not in this sosreport (command smartctl --json -a /dev/sda; "
-        "it has smartctl -a /dev/sda, as text)")}
+    # sos kept `smartctl -a /dev/sda` as text (no JSON, no exit status in sos 3.x): read as text
+    sda = doc["sections"]["storage"]["health"]["sda"]
+    assert (sda["source"], sda["model"], sda["serial"], sda["smart_passed"], sda["level"]) == \
+        ("smartctl -a (text)", "ST1000DM010-2EP102", "Z9A1B2C3", True, "ok")
+    assert sda["evidence"]["smart_passed"] == "SMART overall-health self-assessment test result: PASSED"
+    assert sda["temperature_c"] == {"unknown": "not reported by smartctl"}
 
 
 def test_sos_files_linking_outside_are_not_read(tmp_path):
