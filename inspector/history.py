@@ -468,7 +468,8 @@ def _vet_path(path: str, create: bool, make_dirs: bool) -> Place:
                                    "to open the history database beside it")
             if create:     # written: never a file another user planted in /tmp
                 check_entry(path + suffix, Place(place.dir_fd, place.directory,
-                                                 place.name + suffix, None), side)
+                                                 place.name + suffix, None), side,
+                            "write into")
     except OutputError as exc:
         place.close()
         raise HistoryError(str(exc)) from None

@@ -198,10 +198,11 @@ def _readlink_trusted(path: str, fd: int, where: str, name: str, st: os.stat_res
     return target
 
 
-def check_entry(path: str, place: Place, entry: os.stat_result | None) -> None:
+def check_entry(path: str, place: Place, entry: os.stat_result | None,
+                doing: str = "replace") -> None:
     """OutputError unless `entry` (what is at `place` now) may be replaced by a new regular
-    file: nothing there, or a regular file not planted by another user in a sticky
-    world-writable directory."""
+    file (or written into, `doing`): nothing there, or a regular file not planted by another
+    user in a sticky world-writable directory."""
     if entry is None:
         return
     via = f" ({place.path})" if place.path != os.path.abspath(path) else ""
@@ -211,7 +212,7 @@ def check_entry(path: str, place: Place, entry: os.stat_result | None) -> None:
     directory = os.fstat(place.dir_fd)
     if not _trusted_owner(entry.st_uid, directory):
         raise OutputError(
-            f"{path}{via}: refusing to replace a file owned by {owner_name(entry.st_uid)} in "
+            f"{path}{via}: refusing to {doing} a file owned by {owner_name(entry.st_uid)} in "
             f"the sticky world-writable directory {place.directory} (only files of yours or "
             "of the directory's owner are replaced there)")
 

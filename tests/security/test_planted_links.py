@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_root, require_root, run_bin
+from conftest import fixture_root, inspector_bin, require_root, run_bin
 
 ROOT = str(fixture_root("xen-pv-guest"))
 NOBODY = pwd.getpwnam("nobody")
@@ -192,3 +192,16 @@ def test_the_directory_owners_link_is_followed(scene):
     assert res.returncode == 0, res.stderr
     assert target.read_text().startswith("{")
     assert os.stat(target).st_uid == 0                       # a new file: root's
+
+
+def test_another_users_database_in_the_sticky_directory_is_not_written(scene):
+    """A database nobody put in the shared directory is read (history) but never written by
+    root's recorder: its content could be anything nobody wants root's SQLite to write."""
+    planted = scene.shared / "h.sqlite"
+    as_nobody(inspector_bin(), "record", "--once", "--root", ROOT, "--db", str(planted))
+    before = state(planted)
+    res = run_bin("record", "--once", "--root", ROOT, "--db", str(planted))
+    assert res.returncode == 2, res.stderr
+    assert "refusing to write into a file owned by nobody" in res.stderr, res.stderr
+    assert state(planted) == before
+    assert run_bin("history", "--checks", "--db", str(planted)).returncode == 0
