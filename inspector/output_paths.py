@@ -142,7 +142,7 @@ def walk(path: str) -> Place:
                 if last and _names_directory(target):
                     names_directory = True
                 if target.startswith("/"):
-                    fd = _reopen_root(fd)
+                    fd = _step(path, fd, "/", None)
                     where = "/"
                 pending.extend(_parts(target)[::-1])
                 continue
@@ -162,25 +162,20 @@ def walk(path: str) -> Place:
 
 
 def _step(path: str, fd: int, name: str, seen: os.stat_result | None) -> int:
-    """Into directory `name` of `fd` (closed): never through a link, and only if it is the
-    directory just examined (`seen`)."""
+    """Into directory `name` of `fd` ('/': the root): never through a link, and only if it is
+    the directory just examined (`seen`). `fd` is closed once the step is made (else the
+    caller closes it)."""
     try:
         new = os.open(name, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
         raise OutputError(f"{path}: {name}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
     if seen is not None:
         now = os.fstat(new)
         if (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
             os.close(new)
             raise OutputError(f"{path}: {name} changed while the path was looked up")
-    return new
-
-
-def _reopen_root(fd: int) -> int:
     os.close(fd)
-    return os.open("/", _DIR_FLAGS)
+    return new
 
 
 def _readlink_trusted(path: str, fd: int, where: str, name: str, st: os.stat_result) -> str:

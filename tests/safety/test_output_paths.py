@@ -145,3 +145,48 @@ def test_an_empty_path_is_a_usage_error(tmp_path, argv):
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert "an empty path names no file" in res.stderr and "Traceback" not in res.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_links_are_resolved_as_the_kernel_does(tmp_path, monkeypatch):
+    """Relative targets, '..' after a link (the physical parent), a link to a directory in
+    the middle, a loop, a link to '/'."""
+    from inspector.output_paths import OutputError, walk
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "to_b").symlink_to("a/b")
+    (tmp_path / "up").symlink_to("a/b/..")                  # = a
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    (tmp_path / "slash").symlink_to("/")
+    monkeypatch.chdir(tmp_path)
+    for given, directory, name in (("to_b/x", tmp_path / "a" / "b", "x"),
+                                   ("to_b/../y", tmp_path / "a", "y"),
+                                   (f"{tmp_path}/up/z", tmp_path / "a", "z")):
+        with walk(given) as place:
+            assert (place.directory, place.name, place.entry) == (str(directory), name, None)
+    with pytest.raises(OutputError, match="too many levels"):
+        walk("loop1")
+    with pytest.raises(OutputError, match="is a directory"):
+        write_atomic(str(tmp_path / "slash"), b"x")
+
+
+def test_a_directory_swapped_for_a_link_during_the_lookup_is_not_followed(tmp_path,
+                                                                           monkeypatch):
+    """Between the check of a component and the step into it, `d` becomes a link elsewhere:
+    the step (O_NOFOLLOW) refuses it and nothing is written there."""
+    from inspector import output_paths
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "d").mkdir()
+    real_lstat = os.lstat
+
+    def swapping_lstat(name, *, dir_fd=None):
+        st = real_lstat(name, dir_fd=dir_fd)
+        if name == "d" and stat.S_ISDIR(st.st_mode):
+            os.rmdir(tmp_path / "d")
+            os.symlink(elsewhere, tmp_path / "d")
+        return st
+    monkeypatch.setattr(output_paths.os, "lstat", swapping_lstat)
+    with pytest.raises(OutputError, match="d: "):
+        write_atomic(str(tmp_path / "d" / "out.json"), b"{}")
+    monkeypatch.undo()
+    assert os.listdir(elsewhere) == []
