@@ -81,6 +81,9 @@ class CpuSection:
     steal_percent: float | Unknown
     role: str                               # server | laptop | desktop (battery, DMI chassis)
     role_evidence: list[str] = field(default_factory=list)  # battery, DMI chassis type ...
+    # where load_average was read: "/proc/loadavg", or "uptime" (a sosreport keeps no
+    # /proc/loadavg but the output of uptime, taken while sos ran); None when not read
+    load_source: str | None = None
 
 
 def collect(root: HostRoot) -> CpuSection:
@@ -92,6 +95,9 @@ def collect(root: HostRoot) -> CpuSection:
         else Unknown("topology unknown")
     stat = _stat_cpu(root)
     load, runnable, tasks = _loadavg(root)
+    load_source: str | None = "/proc/loadavg" if not isinstance(load, Unknown) else None
+    if isinstance(load, Unknown) and not root.live:
+        load, load_source = _uptime_load(root, load)
     role, role_evidence = _role(root)
     intel = root.try_line(f"{CPU_SYS}/intel_pstate/status")
     return CpuSection(
@@ -102,7 +108,7 @@ def collect(root: HostRoot) -> CpuSection:
         cpuidle_driver=root.try_line(f"{CPU_SYS}/cpuidle/current_driver"),
         load_average=load, volatile=TaskCounts(runnable, tasks), cpu_times=stat,
         steal_percent=steal_percent(stat),
-        role=role, role_evidence=role_evidence)
+        role=role, role_evidence=role_evidence, load_source=load_source)
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -225,6 +231,17 @@ def _loadavg(root: HostRoot) -> tuple[list[float] | Unknown, int | Unknown, int 
         bad = Unknown(f"unparsable /proc/loadavg {line[:40]!r}")
         return bad, bad, bad
     return [float(m.group(i)) for i in (1, 2, 3)], int(m.group(4)), int(m.group(5))
+
+
+def _uptime_load(root: HostRoot, missing: Unknown) -> tuple[list[float] | Unknown, str | None]:
+    """A tree without /proc/loadavg (a sosreport): the load averages of `uptime`'s output."""
+    from inspector.sos.translate import parse_uptime_load
+    result = root.run(["uptime"])
+    load = parse_uptime_load(result.stdout) if result.error is None else None
+    if load is None:
+        why = result.error or f"no load average in its output {result.stdout.strip()[:60]!r}"
+        return Unknown(f"/proc/loadavg: {missing.reason}; uptime: {why}"), None
+    return load, "uptime"
 
 
 def _stat_cpu(root: HostRoot) -> dict[str, int] | Unknown:

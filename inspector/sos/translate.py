@@ -1,6 +1,8 @@
 """sos outputs turned into the facts Inspector records live: uname, the environment."""
 from __future__ import annotations
 
+import re
+
 # what coreutils' `uname -a` may print after the machine: processor, platform, OS
 _TRAILERS = {"GNU/Linux", "Linux", "unknown"}
 
@@ -22,6 +24,23 @@ def parse_uname_a(text: str) -> dict | None:
         tail = tail[:-1]
     return {"sysname": words[0], "nodename": words[1], "release": words[2],
             "version": " ".join(tail[:-1]), "machine": machine}
+
+
+_LOAD = re.compile(r"load averages?:\s*(.*)$", re.IGNORECASE)
+_DECIMAL = re.compile(r"\d+[.,]\d+")
+
+
+def parse_uptime_load(text: str) -> list[float] | None:
+    """The 1, 5 and 15 minute load averages of `uptime`'s line (" 19:48:41 up 8 min,  0 user,
+    load average: 2.54, 1.73, 0.81"); a decimal comma (a locale's uptime) is read too. None
+    when the line has no three averages."""
+    for line in text.splitlines():
+        m = _LOAD.search(line)
+        if m:
+            values = _DECIMAL.findall(m.group(1))
+            if len(values) >= 3:
+                return [float(v.replace(",", ".")) for v in values[:3]]
+    return None
 
 
 def parse_environment(text: str) -> dict[str, str]:
