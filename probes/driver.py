@@ -11,9 +11,10 @@ wait on threads and sockets, and uvloop would add RSS for nothing: tests/bench/b
 prints how much).
 
 Stopping is always graceful first: probe.stop() ends the run with its partial figures kept;
-a probe still running STOP_GRACE_S later is cancelled. SIGINT, SIGTERM and SIGHUP stop it that
-way where the caller asks for signals (the CLI: `timeout 5 inspector probe ...` still prints
-its figures); the probe's `deadline` (seconds) stops it that way too.
+a probe still running STOP_GRACE_S later is cancelled. SIGINT, SIGTERM, SIGHUP and SIGQUIT stop
+it that way where the caller asks for signals (the CLI: `timeout 5 inspector probe ...` still
+prints its figures); the probe's `deadline` (seconds) stops it that way too. A stop signal is
+also remembered for the process (stop_requested): a command stopping starts no new probe run.
 """
 from __future__ import annotations
 
@@ -21,11 +22,27 @@ import asyncio
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from inspector.probes.base import Interval, Probe
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 STOP_GRACE_S = 5.0
+
+_stop_signal: int | None = None      # the first stop signal this process got
+
+
+def note_stop_signal(signum: int) -> None:
+    """This process was asked to stop by `signum`: no probe run starts after this."""
+    global _stop_signal
+    if _stop_signal is None:
+        _stop_signal = signum
+
+
+def stop_requested() -> int | None:
+    """The stop signal this process got (any front end's: stop_signals, a ProbeDriver's, the
+    forked runs' in inspector.probe_runs), or None."""
+    return _stop_signal
 
 
 def loop_factory(probe: Probe) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -39,22 +56,27 @@ def loop_factory(probe: Probe) -> Callable[[], asyncio.AbstractEventLoop] | None
 
 
 def add_signal_handlers(loop: asyncio.AbstractEventLoop, callback: Callable[[int], None],
-                        signals: Iterable[int]) -> list[int]:
+                        signals: Iterable[int]) -> dict[int, Any]:
     """loop.add_signal_handler for each signal that can have one here (the main thread of a
-    Unix process); returns those installed, for remove_signal_handlers."""
-    installed = []
+    Unix process); returns those installed with the handler each replaced, for
+    remove_signal_handlers."""
+    installed = {}
     for signum in signals:
+        previous = signal.getsignal(signum)
         try:
             loop.add_signal_handler(signum, callback, signum)
-            installed.append(signum)
+            installed[signum] = previous
         except (NotImplementedError, RuntimeError, ValueError):
             pass
     return installed
 
 
-def remove_signal_handlers(loop: asyncio.AbstractEventLoop, installed: Iterable[int]) -> None:
-    for signum in installed:
+def remove_signal_handlers(loop: asyncio.AbstractEventLoop, installed: dict[int, Any]) -> None:
+    """The handlers as they were (asyncio would leave SIG_DFL: the CLI's own would be lost)."""
+    for signum, previous in installed.items():
         loop.remove_signal_handler(signum)
+        if previous is not None:
+            signal.signal(signum, previous)
 
 
 @contextmanager
@@ -63,10 +85,14 @@ def stop_signals(callback: Callable[[int], None],
     """The same stop signals for a program without an event loop (the recorder). A signal
     someone chose to ignore stays ignored: `nohup inspector record &` must outlive the SSH
     session that started it (and `cmd &` in sh ignores SIGINT)."""
+    def on_signal(signum: int, _frame) -> None:
+        note_stop_signal(signum)
+        callback(signum)
+
     previous = {}
     for signum in signals:
         if signal.getsignal(signum) is not signal.SIG_IGN:
-            previous[signum] = signal.signal(signum, lambda s, _frame: callback(s))
+            previous[signum] = signal.signal(signum, on_signal)
     try:
         yield
     finally:
@@ -100,8 +126,11 @@ class ProbeDriver:
             self.probe.prepare()
             with asyncio.Runner(loop_factory=loop_factory(self.probe)) as runner:
                 runner.run(self._drive())
-        except KeyboardInterrupt:   # Ctrl-C before the handlers were in place, or a second one
-            self.signum = self.signum or signal.SIGINT
+        except KeyboardInterrupt as exc:   # Ctrl-C (or the CLI's Stopped: TERM, HUP, QUIT)
+            # before the handlers were in place, or a second one
+            signum: int = getattr(exc, "signum", signal.SIGINT)
+            self.signum = self.signum or signum
+            note_stop_signal(signum)
             self._stop_requested = True
             self.probe.stop()
         finally:
@@ -145,6 +174,7 @@ class ProbeDriver:
 
     def _on_signal(self, signum: int) -> None:
         self.signum = self.signum or signum
+        note_stop_signal(signum)
         self._stop_now()
 
     def _expire(self) -> None:
