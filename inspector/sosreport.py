@@ -30,9 +30,43 @@ _SOS_MARKERS = ("version.txt", "sos_logs", "sos_reports")
 
 
 def is_sosreport(path: str) -> bool:
-    """A directory sos wrote: sos_commands/ beside version.txt, sos_logs/ or sos_reports/."""
-    return (os.path.isdir(os.path.join(path, "sos_commands"))
-            and any(os.path.exists(os.path.join(path, m)) for m in _SOS_MARKERS))
+    """A directory in sos's layout: sos_commands/ beside version.txt, sos_logs/ or
+    sos_reports/, or, in a partial copy without those (trimmed for a ticket, half unpacked),
+    sos_commands/ holding a plugin directory with an output in it. An empty sos_commands/
+    alone says nothing."""
+    commands = os.path.join(path, "sos_commands")
+    if not os.path.isdir(commands):
+        return False
+    if any(os.path.exists(os.path.join(path, m)) for m in _SOS_MARKERS):
+        return True
+    try:
+        with os.scandir(commands) as plugins:
+            for count, plugin in enumerate(plugins):
+                if count >= _PLUGIN_DIRS_LOOKED_AT:
+                    break
+                if plugin.is_dir(follow_symlinks=False):
+                    with os.scandir(plugin.path) as outputs:
+                        if any(o.is_file(follow_symlinks=False) for o in outputs):
+                            return True
+    except OSError:
+        return False
+    return False
+
+
+_PLUGIN_DIRS_LOOKED_AT = 400   # sos has ~300 plugins; a bigger directory is not sos's
+
+# What each report section reads of a host tree, and the sos outputs that stand in when the
+# tree part is missing (the collectors fall back on them): the section -> ((tree paths, any of
+# which will do), outputs used instead)
+_SECTION_SOURCES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "storage": (("sys/block",), ("lsblk", "blockdev --report", "dmsetup ls --tree",
+                                  "dmsetup info -c", "smartctl -a")),
+    "net": (("sys/class/net",), ("ip -s -d link", "ip link", "ethtool -i")),
+    "cpu": (("proc/cpuinfo", "proc/stat", "proc/loadavg"), ("uptime", "lscpu")),
+    "virt": (("sys/class/dmi/id", "proc/cpuinfo", "proc/1/environ"),
+             ("hostnamectl status", "dmidecode")),
+    "dns": (("etc/resolv.conf",), ()),
+}
 
 
 def sosreport_inside(directory: str) -> str | None:
@@ -85,11 +119,33 @@ class SosReport:
         return None
 
     def label(self, spec: str) -> str:
-        """HostIdentity.source: says it is a sosreport, which one, and by which sos."""
+        """HostIdentity.source: says it is a sosreport, which one, by which sos, and what of
+        it is missing."""
         extra = [f"sos {self.version}" if self.version else "sos version not recorded"]
         if self.time_note:
             extra.append(self.time_note)
+        gaps = self.gaps()
+        if gaps:
+            extra.append("partial: " + "; ".join(f"{section}: {gap}" for section, gap in gaps.items()))
         return f"sosreport {spec.rstrip('/') or spec} ({'; '.join(extra)})"
+
+    def gaps(self) -> dict[str, str]:
+        """Per report section, the parts of the host tree this sosreport lacks and the command
+        outputs it holds instead ("storage": "no sys/block; lsblk, dmsetup ls --tree kept"):
+        a section read from those outputs alone says less, and says so here."""
+        out: dict[str, str] = {}
+        for section, (paths, stand_ins) in _SECTION_SOURCES.items():
+            missing = [p for p in paths if not self.reader.exists(p)]
+            if len(missing) < len(paths) and section != "cpu":
+                continue
+            if not missing:
+                continue
+            kept = [c for c in stand_ins if self.index.find(c) is not None]
+            out[section] = f"no {', '.join(missing)}" + (f"; {', '.join(kept)} kept" if kept
+                                                          else "; nothing kept in its place")
+        if not any(self.reader.exists(m) for m in _SOS_MARKERS):
+            out["sos"] = "no version.txt, sos_logs/ or sos_reports/ (sos version and plugins unknown)"
+        return out
 
     # ------------------------------------------------------------------ facts
     def answer(self, kind: str, key: str) -> Any:

@@ -74,3 +74,50 @@ def test_identity_agrees_with_uname_and_date():
 def test_uptime_forms(line, load):
     from inspector.sos.translate import parse_uptime_load
     assert parse_uptime_load(line) == load
+
+
+# ----------------------------------------------------------------------------- class 4
+K8S = FIELD / "sos-hotsos-k8s-partial"
+
+
+def test_partial_sosreport_without_sos_marks_is_read_as_a_sosreport():
+    doc = report(K8S)
+    uname = sos_output(K8S, "kernel/uname_-a").split()
+    assert (doc["host"]["hostname"], doc["host"]["kernel"]) == (uname[1], uname[2])
+    assert doc["sections"]["cpu"]["load_average"] == [0.83, 0.73, 0.76]
+    source = doc["host"]["source"]
+    assert source.startswith(f"sosreport {K8S} (sos version not recorded;")
+    # per section: what is missing, and what stands in for it
+    assert "storage: no sys/block; nothing kept in its place" in source
+    assert "net: no sys/class/net; ip -s -d link kept" in source
+    assert "cpu: no proc/cpuinfo, proc/stat, proc/loadavg; uptime kept" in source
+    assert "virt: no sys/class/dmi/id, proc/cpuinfo, proc/1/environ; hostnamectl status kept" in source
+    assert "sos: no version.txt, sos_logs/ or sos_reports/" in source
+
+
+def test_partial_sosreport_with_a_tree_gets_its_command_facts(tmp_path):
+    """A trimmed sosreport that kept sys/ but lost version.txt was opened as a plain tree:
+    its uname and uptime outputs were ignored."""
+    root = copy(tmp_path, K8S)
+    (root / "sys/block").mkdir(parents=True)
+    doc = report(root, "--section", "cpu")
+    assert doc["host"]["kernel"] == "5.4.0-99-generic" and doc["sections"]["cpu"]["load_source"] == "uptime"
+    assert "storage: no sys/block" not in doc["host"]["source"]
+
+
+def test_a_whole_sosreport_says_nothing_is_missing_where_nothing_is(tmp_path):
+    root = copy(tmp_path, COMPUTE4)
+    for part in ("sys/block", "sys/class/net", "sys/class/dmi/id", "proc/1", "etc"):
+        (root / part).mkdir(parents=True)
+    for name in ("proc/cpuinfo", "proc/stat", "proc/loadavg", "proc/1/environ", "etc/resolv.conf"):
+        (root / name).write_text("")
+    assert "partial" not in report(root, "--section", "cpu")["host"]["source"]
+
+
+@pytest.mark.parametrize("layout", ["empty sos_commands", "empty plugin directory"])
+def test_a_tree_with_no_sos_output_is_still_refused(tmp_path, layout):
+    (tmp_path / "sos_commands").mkdir()
+    if layout == "empty plugin directory":
+        (tmp_path / "sos_commands/host").mkdir()
+    res = run_bin("report", "--root", str(tmp_path))
+    assert res.returncode == 2 and "not a host root" in res.stderr
