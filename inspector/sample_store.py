@@ -48,7 +48,7 @@ from inspector.live.diskstats import (
 from inspector.live.netstats import COUNTERS as NIC_COUNTERS
 from inspector.live.netstats import NicCounters, NicRates, nic_rates
 from inspector.live.procs import DStateProc, ProcIoRate
-from inspector.live.sampler import Rates, Snapshot
+from inspector.live.sampler import Counters, Rates
 from inspector.model import Finding, Level, Unknown, known
 
 # /proc/diskstats columns after the name (DiskCounters' fields), in order; in_flight is the
@@ -168,7 +168,7 @@ class SampleWriter:
         self._devsets.clear()
         self._notes.clear()
 
-    def append(self, prev: Snapshot, cur: Snapshot, r: Rates, tz_offset_s: int) -> int:
+    def append(self, prev: Counters, cur: Counters, r: Rates, tz_offset_s: int) -> int:
         """Store the interval between two snapshots of one sampler (`r` = rates(prev, cur)),
         inside the caller's transaction. Returns the interval's id."""
         conn = self.conn

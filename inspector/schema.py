@@ -449,7 +449,7 @@ def top_schema() -> dict:
     """One line of `top --json`: rates over an interval, or (from a capture) one sample with
     the averages since boot."""
     from inspector.documents import VERSIONS
-    from inspector.live.sampler import Rates, Snapshot
+    from inspector.live.sampler import Counters, Rates
     builder = SchemaBuilder()
     rates = _object_of(builder, Rates, "inspector-top", VERSIONS["inspector-top"])
     boot = {"type": "object",
@@ -457,7 +457,7 @@ def top_schema() -> dict:
                            "source": {"type": "string"},
                            "samples": {"const": 1},
                            "note": {"type": "string"},
-                           "snapshot": builder.of(Snapshot),
+                           "snapshot": builder.of(Counters),
                            "since_boot": builder.of(Rates | Unknown)},
             "required": ["schema_version", "kind", "source", "samples", "note", "snapshot",
                          "since_boot"],

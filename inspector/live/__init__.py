@@ -1,45 +1,56 @@
-"""Live samplers: iostat -x per device, NIC rates and receive stalls, CPU split with steal and
-iowait, processes in D state and the top IO processes. Rates need two samples.
+"""Live samplers: what the host does right now, for `inspector top`, `check --live`,
+`record --samples` and the TUI. One sampler, one sample type; rates need two reads.
 
-API (what `inspector top` and the TUI use)::
+API::
 
-    from inspector.live import LiveSampler, rates, since_boot
-    sampler = LiveSampler(root)          # root: inspector.host.HostRoot, live or capture
-    prev = sampler.sample()              # Snapshot: cumulative counters at one moment
-    ...                                  # wait an interval
-    cur = sampler.sample()
-    r = rates(prev, cur)                 # Rates: per second over cur.mono - prev.mono
-    to_jsonable(r)                       # inspector.model.to_jsonable: plain JSON
+    from inspector.live.worker import SamplerProcess     # the sampler in a child process
+    from inspector.health.live.session import LiveSession
+    sampler = SamplerProcess(root)       # fork before starting threads; root: HostRoot
+    session = LiveSession(sampler.counters, thresholds)   # inspector.config.load_config().live
+    step = session.step()                # every interval (1 s); the first has no sample
+    step.sample                          # Rates | None: the live sample (below)
+    step.findings                        # [LiveFinding]: active first, then ended ones
+    sampler.close()
 
-- `Snapshot` (sampler.py): mono/wall time, uptime, `disks` (name -> DiskCounters, one
-  /proc/diskstats line), `topology` (name -> DiskInfo: kind, parent disk, md/dm members),
-  `nics` (name -> NicCounters), `cpu` (CpuCounters from /proc/stat), `load` (LoadAvg),
-  `dstate` (DStateProc list: pid, tgid, comm, wchan, seconds in D, since; threads of
-  multi-threaded processes are walked while /proc/stat counts blocked tasks), `findings`
-  (Finding list: "net.stall" for a NIC that stopped receiving while transmitting,
-  "proc.dstate" for a task in D for 30 s or more). Any part may be `Unknown(reason)`.
-- `Rates` (sampler.py): `interval`, `disks` (DiskRates: r_s w_s d_s f_s rkB_s wkB_s dkB_s
-  rrqm_s wrqm_s drqm_s r_await w_await d_await f_await aqu_sz rareq_sz wareq_sz dareq_sz util
-  in_flight; on md/dm devices also `members`, `busy_members` (members far busier than the
-  array: the idle-looking md0 over a saturated disk) and `alias` (dm mapper name)),
-  `disk_changes` (devices that appeared or vanished), `nics` (NicRates: rx/tx bytes, packets,
-  errors, drops per second, with operstate and carrier), `cpu` (CpuRates: percent per state
-  overall and per CPU, ctxt_s, intr_s), `load`, `dstate`, `top_io` (ProcIoRate: pid, comm,
-  read/write bytes per second; Unknown on a capture or without root), `findings`, `since_boot`.
+In the TUI, inspector.tui.live.LiveProcess wraps exactly this and hands the screens a
+LiveView whose `sample` is the Rates, `processes` every process, `live_findings` the
+LiveFindings and `findings` the plain Findings to list with discovery's.
+
+- `Counters` (sampler.py): every counter at one moment: disks (/proc/diskstats), topology
+  (md/dm members, partitions), nics, cpu (/proc/stat), load, memory (/proc/meminfo),
+  pressure (PSI), vmstat (pgmajfault, pswpin/out, oom_kill, nr_dirty, nr_writeback), softnet
+  (/proc/net/softnet_stat), md (resync progress), filesystems (statvfs every 2 s, bounded),
+  procs (every process: inspector.live.processes), dstate (tasks in D with their wait point
+  and device), oom_victims (read from the kernel log only when oom_kill rose). Any part may be
+  `Unknown(reason)`; a source that did not answer in time is named in `timed_out`.
+- `Rates` (sampler.py), the live sample, `rates(prev, cur)`: `interval`, `wall`,
+  `disks` [DiskRates: iostat -x, md/dm `members`, `busy_members`], `nics` [NicRates], `cpu`
+  (CpuRates: percent per state, procs_running/blocked), `load`, `memory`, `pressure`, `vm`
+  (VmRates), `softnet` (SoftnetRates), `md` [MdSync: action, progress, speed, `eta_s()`],
+  `filesystems` [FsUse], `fs_devices` (mountpoint -> disk), `dstate` [DStateProc: pid, tgid,
+  comm, wchan, `wait`, `device`, seconds, since], `top_io` [ProcIoRate], `processes`
+  [ProcessRate, all, by CPU; not in JSON], `top_processes` (top 10 by each sort key: what JSON
+  keeps), `oom_victims`, `findings` (the sampler's own: net.stall, proc.dstate),
+  `live_findings` (set by LiveSession), `timed_out`. Fields from `memory` on are None in an
+  interval read back from a recording.
+- `ProcessRate` (processes.py): pid, comm, user, state, cpu_pct (of one CPU), rss_kib,
+  swap_kib, read/write_bytes_s, majflt_s, dstate_s, threads, cmdline (redacted as captures
+  are). `sort_processes(procs, SortKey.CPU|MEM|IO|DSTATE, limit)` orders a table.
+- `LiveFinding` (findings.py): `finding` (inspector.model.Finding, code `live.*`), `since`,
+  `ended` (None while active), `worst`, `as_finding()` (an ended one as an OK finding
+  "ended HH:MM:SS"). Codes and thresholds: inspector.health.live, inspector.config.
+- `since_boot(counters)`: averages since boot from one read (iostat's first report); what a
+  single-sample capture can show.
 - Hung sources: each sample waits at most `read_timeout` (1 s) for all sources together; one
   that does not answer (a hung FUSE/NFS mount, lxcfs) is Unknown("/proc/diskstats timed out
-  after 1 s"), named in `Snapshot.timed_out` / `Rates.timed_out` (path -> reason), and not
-  read again until its read returns. Its thread stays blocked in this process, which then
-  cannot exit: `inspector.live.worker.SamplerProcess` is the same sampler in a child process.
-- Text for `inspector top`: inspector.live.text.format_block(rates).
-- `since_boot(snapshot)`: averages since boot from one snapshot (iostat's first report); what
-  a single-sample capture can show.
-- The sampler is stateful on purpose: it remembers when each process entered D and when each
-  NIC last received, so keep one `LiveSampler` per view. Counter wraps (32 and 64 bit),
-  devices appearing or vanishing, CPUs going offline are handled in `rates`.
-- Cost: one sample of everything is a few hundred small reads (tests/bench/bench_samplers.py
-  prints its CPU time beside sysstat's); steady-state memory does not grow with the number of
-  samples. Per-process IO is /proc/[pid]/io read through the root (live only).
+  after 1 s") and not read again until its read returns. Its thread stays blocked in the
+  sampler's child (SamplerProcess), never in the caller.
+- The sampler is stateful on purpose (when a process entered D, when a NIC last received,
+  command lines and user names already read): keep one per view. Counter wraps, devices
+  appearing or vanishing, CPUs going offline are handled in `rates`.
+- Cost: one sample of everything is a few hundred small reads plus three per process
+  (tests/bench/bench_samplers.py prints its CPU time beside sysstat's and per 1000
+  processes); steady-state memory does not grow with the number of samples.
 """
 from __future__ import annotations
 
@@ -54,9 +65,9 @@ from inspector.live.diskstats import (
 )
 from inspector.live.netstats import NicCounters, NicRates, StallDetector
 from inspector.live.procs import DStateProc, ProcIoRate
-from inspector.live.sampler import LiveSampler, Rates, Snapshot, rates, since_boot
+from inspector.live.sampler import Counters, LiveSampler, Rates, rates, since_boot
 
-__all__ = ["LiveSampler", "Snapshot", "Rates", "rates", "since_boot", "capture_sample",
+__all__ = ["LiveSampler", "Counters", "Rates", "rates", "since_boot", "capture_sample",
            "DiskCounters", "DiskInfo", "DiskRates", "DiskstatsParseError", "parse_diskstats",
            "NicCounters", "NicRates", "StallDetector", "CpuCounters", "CpuPercent", "CpuRates",
            "LoadAvg", "DStateProc", "ProcIoRate"]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from inspector.host import HostRoot, Unavailable
+from inspector.live.waits import read_stack, wait_point
 from inspector.model import Finding, Level, Unknown
 
 STAT_LIMIT = 4096
@@ -32,6 +33,15 @@ class ProcStat:
     starttime: int     # clock ticks after boot: tells a reused pid apart
     threads: int = 1
     tgid: int = 0      # the process a thread belongs to (0: the task is the process)
+    # per-process figures (inspector.live.processes fills them; 0/None from a bare stat read)
+    flags: int = 0
+    majflt: int = 0
+    cpu_ticks: int = 0            # utime + stime, clock ticks, all threads
+    rss_kib: int = 0
+    uid: int | None = None
+    swap_kib: int | None = None
+    read_bytes: int | None = None   # /proc/PID/io, None when unreadable
+    write_bytes: int | None = None
 
 
 @dataclass(slots=True)
@@ -43,6 +53,9 @@ class DStateProc:
     seconds: float           # in D without running for at least this long (0 when first seen,
                              # and again after each sample that finds it switched in between)
     since: float             # wall-clock time it was first seen in D
+    wait: str = ""           # where it waits: the first telling frame of /proc/PID/stack,
+                             # else wchan (inspector.live.waits.wait_point)
+    device: str | None = None   # the block device it does IO on, when its open files say
 
 
 @dataclass(slots=True)
@@ -168,7 +181,7 @@ class DStateTracker:
             if wchan == "0" or wchan == "":
                 wchan = Unknown("kernel hides wchan (kallsyms restricted)")
             out.append(DStateProc(st.pid, st.tgid or st.pid, st.comm, wchan, mono - first[0],
-                                  first[1]))
+                                  first[1], wait_point(wchan, read_stack(root, task_dir))))
         for key in [k for k in self._first_seen if k not in seen]:
             del self._first_seen[key]
         out.sort(key=lambda d: (-d.seconds, d.pid))

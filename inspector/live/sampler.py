@@ -1,14 +1,15 @@
-"""LiveSampler: one Snapshot of every live counter per call; `rates(prev, cur)` turns two into
-Rates. Stateful parts (when a process entered D, when a NIC stopped receiving) live in the
-sampler, so keep one sampler per screen or per `inspector top` run.
+"""LiveSampler: one `Counters` of every live source per call; `rates(prev, cur)` turns two into
+the live sample, `Rates`. Stateful parts (when a process entered D, when a NIC stopped
+receiving, command lines and user names already read) live in the sampler, so keep one per
+view (inspector.live.worker.SamplerProcess keeps it in a child process).
 
 Each source (/proc/diskstats, /proc/stat, /sys/class/net ...) is read in a worker thread under
 one deadline per sample (`read_timeout`; see inspector.bounded.Reads: in turn in one thread, a
 thread each once one is slow): a source that does not answer (a hung lxcfs serving
 /proc/diskstats in a container) is Unknown("timed out ...") in that sample and listed in
-`Snapshot.timed_out`; the others are kept. A hung source is not read again until its read
-returns. The threads stay in this process: `inspector top` runs the sampler in a child process
-(inspector.live.worker) so that it can always exit."""
+`Counters.timed_out`; the others are kept. A hung source is not read again until its read
+returns. Filesystem fill (statvfs) is swept in a thread of its own every FILESYSTEMS_EVERY
+seconds and never waited for: a sample carries the last sweep."""
 from __future__ import annotations
 
 import time
@@ -26,6 +27,11 @@ from inspector.live.diskstats import (
     read_diskstats,
     read_topology,
 )
+from inspector.live.filesystems import FilesystemSampler, FsUse
+from inspector.live.findings import LiveFinding
+from inspector.live.kernel_log import OomVictim, read_oom_victims
+from inspector.live.mdsync import MdSync, read_md_sync
+from inspector.live.memory import MemoryUse, read_memory
 from inspector.live.netstats import (
     STALL_SECONDS,
     NicCounters,
@@ -33,6 +39,15 @@ from inspector.live.netstats import (
     StallDetector,
     all_nic_rates,
     read_nics,
+)
+from inspector.live.pressure import Pressure, read_pressure
+from inspector.live.processes import (
+    ProcessNames,
+    ProcessRate,
+    StatusCache,
+    process_rates,
+    read_processes,
+    top_processes,
 )
 from inspector.live.procs import (
     TOP_IO,
@@ -44,23 +59,37 @@ from inspector.live.procs import (
     dstate_findings,
     list_pids,
     read_blocked_threads,
-    read_io,
-    read_stats,
     top_io,
 )
+from inspector.live.vmstat import (
+    SoftnetCounters,
+    SoftnetRates,
+    VmCounters,
+    VmRates,
+    read_softnet,
+    read_vmstat,
+    softnet_rates,
+    vm_rates,
+)
+from inspector.live.waits import device_of, open_paths
 from inspector.model import Finding, Unknown, known
 
 _SKIP = {"json_skip": True}
 READ_TIMEOUT = 1.0       # seconds per sample for all sources together
+FILESYSTEMS_EVERY = 2.0  # seconds between statvfs sweeps
 # what each source reads, as the user sees it (a hung one is named in `timed_out`)
 SOURCES = {"diskstats": "/proc/diskstats", "topology": "/sys/block", "nics": "/sys/class/net",
            "cpu": "/proc/stat", "processes": "/proc/[pid]", "uptime": "/proc/uptime",
-           "load": "/proc/loadavg"}
+           "load": "/proc/loadavg", "memory": "/proc/meminfo", "pressure": "/proc/pressure",
+           "vmstat": "/proc/vmstat", "softnet": "/proc/net/softnet_stat",
+           "md": "/sys/block/md*/md", "kernel_log": "/dev/kmsg"}
+Names = dict[int, tuple[str, str]]     # pid -> (user, redacted command line)
 
 
 @dataclass
-class Snapshot:
-    """Cumulative counters at one moment (plus what the sampler's trackers concluded)."""
+class Counters:
+    """Every live counter at one moment (cumulative figures and levels), plus what the
+    sampler's trackers concluded. Two of them make a `Rates`."""
     mono: float                                  # time.monotonic() of the sample
     wall: float                                  # time.time() of the sample
     source: str                                  # "live" or the capture path
@@ -79,11 +108,23 @@ class Snapshot:
     wall_known: bool = True
     # sources that did not answer in time: path (SOURCES) -> "timed out after 1 s" ...
     timed_out: dict[str, str] = field(default_factory=dict)
+    memory: MemoryUse | Unknown | None = None
+    pressure: dict[str, Pressure | Unknown] | Unknown | None = None
+    vmstat: VmCounters | Unknown | None = None
+    softnet: SoftnetCounters | Unknown | None = None
+    md: dict[str, MdSync] | Unknown | None = None
+    filesystems: list[FsUse] | Unknown | None = None   # the last statvfs sweep
+    filesystems_wall: float | None = None               # when that sweep ran
+    oom_victims: list[OomVictim] | Unknown | None = None   # kills logged since the last sample
+    names: Names = field(default_factory=dict, metadata=_SKIP)
 
 
 @dataclass
 class Rates:
-    """Everything per second over the interval between two snapshots."""
+    """The live sample: everything per second over the interval between two `Counters`, and
+    the levels at its end. What `inspector top`, the TUI, the recorder and the live rules
+    (inspector.health.live) read. Fields after `tz_offset_s` are None in an interval read back
+    from a recording, which does not keep them."""
     interval: float                              # seconds
     wall: float                                  # end of the interval, unix time
     disks: list[DiskRates] | Unknown
@@ -95,30 +136,59 @@ class Rates:
     top_io: list[ProcIoRate] | Unknown
     findings: list[Finding] = field(default_factory=list)
     since_boot: bool = False                     # averages since boot from one snapshot
-    wall_known: bool = True                      # see Snapshot.wall_known
-    timed_out: dict[str, str] = field(default_factory=dict)   # see Snapshot.timed_out
+    wall_known: bool = True                      # see Counters.wall_known
+    timed_out: dict[str, str] = field(default_factory=dict)   # see Counters.timed_out
     # an interval read back from a recording (inspector.sample_store): the host's UTC offset
     # then, so its time prints as the host's clock read; None for live rates
     tz_offset_s: int | None = None
+    memory: MemoryUse | Unknown | None = None
+    pressure: dict[str, Pressure | Unknown] | Unknown | None = None
+    vm: VmRates | Unknown | None = None
+    softnet: SoftnetRates | Unknown | None = None
+    md: list[MdSync] | Unknown | None = None
+    filesystems: list[FsUse] | Unknown | None = None
+    filesystems_wall: float | None = None
+    # mountpoint -> the block device (diskstats name) it is mounted from
+    fs_devices: dict[str, str] = field(default_factory=dict)
+    oom_victims: list[OomVictim] | Unknown | None = None
+    # the top processes by CPU, memory, IO and D-state time (what JSON and recordings keep)
+    top_processes: list[ProcessRate] | Unknown | None = None
+    # every process, sorted by CPU (the TUI's processes screen; not in JSON)
+    processes: list[ProcessRate] | Unknown | None = field(default=None, metadata=_SKIP)
+    # the live rules' active findings after this sample (inspector.health.live.LiveFinding;
+    # set by LiveSession, [] where no rules ran)
+    live_findings: list[LiveFinding] = field(default_factory=list)
 
 
 class LiveSampler:
-    """`LiveSampler(root).sample() -> Snapshot`. Reads go through `root` only, each source
+    """`LiveSampler(root).sample() -> Counters`. Reads go through `root` only, each source
     bounded by `read_timeout` seconds per sample."""
 
     def __init__(self, root: HostRoot, *, stall_seconds: float = STALL_SECONDS,
-                 process_io: bool = True, read_timeout: float = READ_TIMEOUT):
+                 process_io: bool = True, read_timeout: float = READ_TIMEOUT,
+                 filesystems_every: float = FILESYSTEMS_EVERY):
         self.root = root
         self.process_io = process_io
         self.read_timeout = read_timeout
+        self.filesystems_every = filesystems_every
         self.stall = StallDetector(stall_seconds)
         self.dstate = DStateTracker()
+        self.names = ProcessNames(root)
+        self._status: StatusCache = {}
+        self._ticks = 0
         self._topology_key: tuple[str, ...] = ()
         self._topology: dict[str, DiskInfo] = {}
         self._reads = Reads()
         self._capture_gaps = {} if root.live else _capture_gaps(root)
+        self._fs = FilesystemSampler(root)
+        self._fs_read: Read | None = None
+        self._fs_at = float("-inf")
+        self._fs_last: list[FsUse] | Unknown | None = None
+        self._fs_wall: float | None = None
+        self._oom_seen: int | None = None        # oom_kill count at the last look
+        self._oom_seq = -1                       # the last kernel log record reported
 
-    def sample(self) -> Snapshot:
+    def sample(self) -> Counters:
         root = self.root
         mono, wall = time.monotonic(), time.time()
         deadline = mono + self.read_timeout
@@ -128,6 +198,9 @@ class LiveSampler:
             wall_known = isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
             if isinstance(stamp, (int, float)) and wall_known:
                 wall = float(stamp)
+        if mono - self._fs_at >= self.filesystems_every and root.live:
+            # a thread of its own, never waited for: the sweep bounds each statvfs itself
+            self._fs_read, self._fs_at = self._reads.start("filesystems", self._fs.sample), mono
         reads = self._reads.start_all({
             # cpu first: the process walk looks at its count of tasks blocked on IO
             "cpu": lambda: read_cpu(root),
@@ -136,6 +209,10 @@ class LiveSampler:
             "processes": lambda: self._processes(mono, wall),
             "uptime": lambda: read_uptime(root),
             "load": lambda: read_loadavg(root),
+            "memory": lambda: read_memory(root),
+            "pressure": lambda: read_pressure(root),
+            "vmstat": lambda: read_vmstat(root),
+            "softnet": lambda: read_softnet(root),
         })
         self._reads.settle(reads, deadline)
         timeouts: dict[str, str] = {}
@@ -150,28 +227,46 @@ class LiveSampler:
                     deadline, timeouts)
                 if known(topology) and topology[0] == key:
                     self._topology, self._topology_key = topology[1], key
+        md: dict[str, MdSync] | Unknown | None = None
+        if known(disks) and any(name.startswith("md") for name in disks):
+            devices = list(disks)
+            md = self._outcome("md", self._reads.start("md", lambda: read_md_sync(root, devices)),
+                               deadline, timeouts)
+        if self._fs_read is not None and self._fs_read.call.done.is_set():
+            self._fs_last, self._fs_wall = self._fs_read.peek(), wall
+            self._fs_read = None
         nics = got["nics"]
         findings = self.stall.update(nics, mono, wall) if known(nics) else []
         procs = got["processes"]
+        names: Names = {}
         if known(procs):
-            procs, dstate, proc_io = procs
+            procs, dstate, proc_io, names = procs
             if known(dstate):
                 findings += dstate_findings(dstate)
+                self._locate_dstate(dstate, disks)
         else:
             dstate = proc_io = procs
-        return Snapshot(mono=mono, wall=wall, source=root.label, uptime=got["uptime"],
+        vmstat = got["vmstat"]
+        return Counters(mono=mono, wall=wall, source=root.label, uptime=got["uptime"],
                         disks=disks, topology=self._topology, nics=nics, cpu=got["cpu"],
                         load=got["load"], dstate=dstate, findings=findings,
                         procs=procs, proc_io=proc_io, wall_known=wall_known,
-                        timed_out=timeouts)
+                        timed_out=timeouts, memory=got["memory"], pressure=got["pressure"],
+                        vmstat=vmstat, softnet=got["softnet"], md=md,
+                        filesystems=self._fs_last, filesystems_wall=self._fs_wall,
+                        oom_victims=self._new_oom_victims(vmstat, deadline, timeouts),
+                        names=names)
 
     def _processes(self, mono: float, wall: float) -> tuple | Unknown:
-        """(stats, D-state tasks, IO counters) or the Unknown of the /proc listing."""
+        """(stats, D-state tasks, IO counters, names) or the Unknown of the /proc listing."""
         root = self.root
         pids = list_pids(root)
         if not known(pids):
             return pids
-        procs = read_stats(root, pids)
+        io = self.process_io and root.live     # a capture's one moment of IO gives no rate
+        self._ticks += 1
+        procs, denied = read_processes(root, pids, with_io=io, status_cache=self._status,
+                                       tick=self._ticks)
         # Threads are walked only while the kernel counts tasks blocked on IO: the stuck
         # IO thread of a database shows, without a thread walk on every quiet sample. (Read
         # in turn, /proc/stat is done by now; when it hangs, no walk.)
@@ -179,8 +274,59 @@ class LiveSampler:
         blocked = known(cpu) and bool(cpu.procs_blocked)
         threads = read_blocked_threads(root, procs) if blocked else []
         dstate = self.dstate.update(root, procs, mono, wall, threads)
-        proc_io = read_io(root, pids) if self.process_io else Unknown("not sampled")
-        return procs, dstate, proc_io
+        proc_io: dict[int, ProcIo] | Unknown
+        if not root.live:
+            proc_io = Unknown("capture: no live data")
+        elif not self.process_io:
+            proc_io = Unknown("not sampled")
+        else:
+            proc_io = {pid: ProcIo(st.read_bytes, st.write_bytes) for pid, st in procs.items()
+                       if st.read_bytes is not None and st.write_bytes is not None}
+            if not proc_io and denied:
+                proc_io = Unknown("permission denied reading /proc/[pid]/io (needs root)")
+        names = self.names
+        out = {pid: (names.user(st.uid), names.cmdline(st)) for pid, st in procs.items()}
+        names.forget_except(procs)
+        return procs, dstate, proc_io, out
+
+    def _locate_dstate(self, dstate: list[DStateProc], disks: object) -> None:
+        """The device each D task does IO on, by its open files (a few readlinks per task)."""
+        if not dstate or not isinstance(disks, dict):
+            return
+        mounts: list[tuple[str, str]] = []
+        if isinstance(self._fs_last, list):
+            by_majmin = {f"{c.major}:{c.minor}": name for name, c in disks.items()}
+            mounts = sorted(((fs.mountpoint, by_majmin.get(fs.majmin, "")) for fs in
+                             self._fs_last), key=lambda m: -len(m[0]))
+        paths: dict[int, list[str]] = {}
+        for d in dstate:
+            if d.tgid not in paths:
+                paths[d.tgid] = open_paths(self.root, d.tgid)
+            d.device = device_of(paths[d.tgid], disks, mounts)
+
+    def _new_oom_victims(self, vmstat: object, deadline: float,
+                         timeouts: dict[str, str]) -> list[OomVictim] | Unknown | None:
+        """Kills the kernel logged since the last sample, read only when oom_kill rose."""
+        kills = vmstat.oom_kill if isinstance(vmstat, VmCounters) else None
+        seen, self._oom_seen = self._oom_seen, kills
+        if kills is None or seen is None or kills <= seen:
+            if seen is None and kills:        # the first sample: only mark what is old
+                self._mark_old_victims(deadline, timeouts)
+            return None
+        victims = self._outcome("kernel_log", self._reads.start(
+            "kernel_log", lambda: read_oom_victims(self.root)), deadline, timeouts)
+        if not isinstance(victims, list):
+            return victims
+        new = [v for v in victims if v.seq > self._oom_seq]
+        if victims:
+            self._oom_seq = max(v.seq for v in victims)
+        return new
+
+    def _mark_old_victims(self, deadline: float, timeouts: dict[str, str]) -> None:
+        victims = self._outcome("kernel_log", self._reads.start(
+            "kernel_log", lambda: read_oom_victims(self.root)), deadline, timeouts)
+        if isinstance(victims, list) and victims:
+            self._oom_seq = max(v.seq for v in victims)
 
     def _outcome(self, name: str, read: Read, deadline: float, timeouts: dict[str, str]):
         value = read.result(deadline)
@@ -213,22 +359,23 @@ def read_uptime(root: HostRoot) -> float | Unknown:
         return Unknown("unparsable /proc/uptime")
 
 
-def rates(prev: Snapshot, cur: Snapshot, top: int = TOP_IO) -> Rates:
+def rates(prev: Counters, cur: Counters, top: int = TOP_IO) -> Rates:
     """Per-second figures between two snapshots of the same sampler."""
     return _rates(prev, cur, cur.mono - prev.mono, top)
 
 
-def since_boot(snap: Snapshot, top: int = TOP_IO) -> Rates | Unknown:
+def since_boot(snap: Counters, top: int = TOP_IO) -> Rates | Unknown:
     """Averages since boot from one snapshot (what iostat's first report shows): the only
     rates a single-sample capture can give."""
     if not known(snap.uptime) or snap.uptime <= 0:
         return Unknown("uptime unknown, so no averages since boot")
-    zero = Snapshot(mono=snap.mono - snap.uptime, wall=snap.wall - snap.uptime,
+    zero = Counters(mono=snap.mono - snap.uptime, wall=snap.wall - snap.uptime,
                     source=snap.source, uptime=0.0, disks=_zero_disks(snap.disks),
                     topology=snap.topology, nics=_zero_nics(snap.nics), cpu=_zero_cpu(snap.cpu),
                     load=snap.load, dstate=snap.dstate, procs={}, proc_io={})
     out = _rates(zero, snap, snap.uptime, top)
     out.top_io = snap.proc_io if not known(snap.proc_io) else Unknown("rates need two samples")
+    out.processes = out.top_processes = None
     out.since_boot = True
     out.wall_known = snap.wall_known
     out.timed_out = dict(snap.timed_out)
@@ -240,7 +387,7 @@ def _unknown_of(*values: object) -> Unknown:
     return next((v for v in values if isinstance(v, Unknown)), Unknown("not read"))
 
 
-def _rates(prev: Snapshot, cur: Snapshot, interval: float, top: int) -> Rates:
+def _rates(prev: Counters, cur: Counters, interval: float, top: int) -> Rates:
     disks: list[DiskRates] | Unknown
     if known(prev.disks) and known(cur.disks):
         disks, changes = disk_rates(prev.disks, cur.disks, interval, cur.topology)
@@ -262,9 +409,41 @@ def _rates(prev: Snapshot, cur: Snapshot, interval: float, top: int) -> Rates:
         io = top_io(prev.proc_io, cur.proc_io, prev.procs, cur.procs, interval, top)
     else:
         io = _unknown_of(cur.proc_io, prev.proc_io, cur.procs, prev.procs)
+    processes: list[ProcessRate] | Unknown
+    if known(prev.procs) and known(cur.procs):
+        processes = process_rates(prev.procs, cur.procs, interval, cur.dstate, cur.names)
+    else:
+        processes = _unknown_of(cur.procs, prev.procs)
     return Rates(interval=interval, wall=cur.wall, disks=disks, disk_changes=changes, nics=nics,
                  cpu=cpu, load=cur.load, dstate=cur.dstate, top_io=io,
-                 findings=list(cur.findings), timed_out=dict(cur.timed_out))
+                 findings=list(cur.findings), timed_out=dict(cur.timed_out),
+                 memory=cur.memory, pressure=cur.pressure,
+                 vm=_pair(prev.vmstat, cur.vmstat, VmCounters, vm_rates, interval),
+                 softnet=_pair(prev.softnet, cur.softnet, SoftnetCounters, softnet_rates,
+                               interval),
+                 md=list(cur.md.values()) if isinstance(cur.md, dict) else cur.md,
+                 filesystems=cur.filesystems, filesystems_wall=cur.filesystems_wall,
+                 fs_devices=fs_devices(cur.filesystems, cur.disks), oom_victims=cur.oom_victims,
+                 top_processes=top_processes(processes) if isinstance(processes, list)
+                 else processes, processes=processes)
+
+
+def fs_devices(filesystems: object, disks: object) -> dict[str, str]:
+    """mountpoint -> the diskstats name of the device it is mounted from (by major:minor)."""
+    if not isinstance(filesystems, list) or not isinstance(disks, dict):
+        return {}
+    by_majmin = {f"{c.major}:{c.minor}": name for name, c in disks.items()}
+    return {fs.mountpoint: by_majmin[fs.majmin] for fs in filesystems
+            if fs.majmin in by_majmin}
+
+
+def _pair(prev, cur, kind, rate, interval):
+    """rate(prev, cur, interval) when both are of `kind`; else the Unknown (or None) why not."""
+    if isinstance(prev, kind) and isinstance(cur, kind):
+        return rate(prev, cur, interval)
+    if isinstance(cur, Unknown) or isinstance(prev, Unknown):
+        return _unknown_of(cur, prev)
+    return None
 
 
 def _zero_disks(disks):

@@ -7,7 +7,7 @@ import time
 
 from inspector.escapes import printable, visible
 from inspector.live.diskstats import DiskRates
-from inspector.live.sampler import Rates, Snapshot
+from inspector.live.sampler import Counters, Rates
 from inspector.model import Unknown, known
 
 DISK_COLS = ("r/s", "w/s", "d/s", "f/s", "rkB/s", "wkB/s", "dkB/s", "rrqm/s", "wrqm/s",
@@ -225,7 +225,7 @@ def _io_lines(r: Rates) -> list[str]:
     return out
 
 
-def format_single(snap: Snapshot, since: Rates | Unknown, width: int | None = None) -> str:
+def format_single(snap: Counters, since: Rates | Unknown, width: int | None = None) -> str:
     """A capture's one sample: what it holds, and why there are no interval rates."""
     source, dstate = visible(snap.source), printable(snap.dstate)   # host strings: see format_block
     taken = (f"taken {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.wall))}"

@@ -1,61 +1,97 @@
-"""The live sampler in a child process, for commands that must be able to exit (`inspector top`).
+"""The live sampler in a child process: the one sampler of `inspector top`, `check --live`,
+`record --samples` and the TUI.
 
 LiveSampler bounds each source by a deadline, but a read that never returns leaves its thread
 in the kernel, and a process with such a thread cannot finish exiting (see inspector.bounded):
-`top` on a host whose /proc/diskstats hangs would print its blocks and then never end, with
-Ctrl-C or --count alike. Here the sampler and its threads live in a forked child; the parent
-gets each Snapshot through a pipe and exits whenever it likes.
+`top` on a host whose /proc/diskstats hangs would print its blocks and then never end, and the
+TUI could not quit. Here the sampler and its threads live in a forked child; the parent gets
+each `Counters` through a socket and exits whenever it likes.
+
+The child is forked at construction: build a SamplerProcess before starting threads (a lock
+another thread holds would stay held in the child). A call that times out leaves the child
+behind and the next call forks a new one (its D-state and NIC-stall trackers start afresh).
 """
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
 from inspector.bounded import TimedOut, Worker, WorkerFailed
 from inspector.host import HostRoot
-from inspector.live.sampler import READ_TIMEOUT, LiveSampler, Snapshot
+from inspector.live.sampler import READ_TIMEOUT, Counters, LiveSampler
 from inspector.model import Unknown
 
-# beyond the sampler's own deadline: pickling a snapshot of a few hundred processes takes
-# about a millisecond, a child paged out on a loaded host can take longer to wake
+# beyond the sampler's own deadline: pickling the counters of a thousand processes takes a
+# few milliseconds, a child paged out on a loaded host can take longer to wake
 ANSWER_GRACE = 1.0
 
 
 class SamplerProcess:
-    """`sample() -> Snapshot` like LiveSampler's (same options), from a child process. A
-    child that does not answer in time is abandoned and the snapshot is all Unknown; the next
-    call starts a new child (the D-state and NIC-stall trackers then start afresh)."""
+    """`counters()` / `sample()` like LiveSampler.sample() (same options), from a child."""
 
-    def __init__(self, root: HostRoot, **options):
+    def __init__(self, root: HostRoot, **options: Any):
         self.root = root
         self.options = options
-        self.read_timeout = options.get("read_timeout", READ_TIMEOUT)
-        self._worker: Worker | None = None
+        self.read_timeout = float(options.get("read_timeout", READ_TIMEOUT))
+        self.timeout = self.read_timeout + ANSWER_GRACE
+        self._lock = threading.Lock()
+        self._busy = False
+        self._closed = False
+        self._worker: Worker | None = self._fork()
 
-    def sample(self) -> Snapshot:
-        if self._worker is None or not self._worker.alive:
-            sampler = LiveSampler(self.root, **self.options)   # lives on in the child only
-            self._worker = Worker(lambda _request: sampler.sample())
+    def _fork(self) -> Worker:
+        sampler = LiveSampler(self.root, **self.options)     # lives on in the child only
+        return Worker(lambda _request: sampler.sample())
+
+    def counters(self) -> Counters:
+        """The child's sample; inspector.bounded.TimedOut or WorkerFailed when it does not
+        answer in time (the TUI says so)."""
+        with self._lock:
+            if self._closed:
+                raise WorkerFailed("closed")
+            if self._worker is None or not self._worker.alive:
+                self._worker = self._fork()
+            worker, self._busy = self._worker, True
         try:
-            return self._worker.call("sample", self.read_timeout + ANSWER_GRACE)
+            return worker.call("sample", self.timeout)
+        except WorkerFailed:
+            worker.abandon()
+            raise
+        finally:
+            with self._lock:
+                self._busy = False
+                if self._closed:
+                    worker.close()
+
+    def sample(self) -> Counters:
+        """As counters(), but a child that does not answer gives counters that are all
+        Unknown and name the sampler in `timed_out` (what `top` prints)."""
+        try:
+            return self.counters()
         except TimedOut as exc:
-            return unknown_snapshot(self.root, f"the sampler {exc}")
+            return unknown_counters(self.root, f"the sampler {exc}")
         except WorkerFailed as exc:
-            self._worker.abandon()
-            return unknown_snapshot(self.root, f"the sampler failed: {exc}")
+            return unknown_counters(self.root, f"the sampler failed: {exc}")
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
+        """End the child (one stuck in the kernel stays behind, holding nothing of ours).
+        Never closes a socket another thread waits on: that call closes it as it returns."""
+        with self._lock:
+            self._closed = True
+            if not self._busy and self._worker is not None:
+                self._worker.close()
 
     def __enter__(self) -> SamplerProcess:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def unknown_snapshot(root: HostRoot, reason: str) -> Snapshot:
+def unknown_counters(root: HostRoot, reason: str) -> Counters:
     gone = Unknown(reason)
-    return Snapshot(mono=time.monotonic(), wall=time.time(), source=root.label, uptime=gone,
+    return Counters(mono=time.monotonic(), wall=time.time(), source=root.label, uptime=gone,
                     disks=gone, topology={}, nics=gone, cpu=gone, load=gone, dstate=gone,
-                    procs=gone, proc_io=gone, timed_out={"sampler": reason})
+                    procs=gone, proc_io=gone, timed_out={"sampler": reason}, memory=gone,
+                    pressure=gone, vmstat=gone, softnet=gone)

@@ -1,38 +1,32 @@
-"""Adapter from the live samplers (inspector.live) to what the screens show.
+"""Adapter from the live sampler (inspector.live) to what the screens show.
 
 The screens need normalised figures per sample (iostat -x per disk with its place in the md/dm
-stack, NIC rates with link state, the CPU split, load, pressure, memory, filesystem fill, top
-IO processes and D-state tasks); this module is the only place that knows the samplers' API.
-`make_sampler(root)` returns None on a capture (no live data); `unavailable_reason(root)`
-says why in plain words. Every part of a LiveView that could not be read is Unknown(reason),
-which the panels show as it is ("statvfs timed out after 1 s", "no PSI in this kernel").
+stack, NIC rates with link state, the CPU split, load, pressure, memory, filesystem fill,
+processes and D-state tasks) and the live findings; this module is the only place that knows
+the sampler's API. `make_sampler(root)` returns None on a capture (no live data);
+`unavailable_reason(root)` says why in plain words. Every part of a LiveView that could not be
+read is Unknown(reason), which the panels show as it is ("statvfs timed out after 1 s", "no
+PSI in this kernel").
 
-Every source is read under a deadline, and one that does not answer is named and not read
-again until it returns: LiveSampler's own (/proc/diskstats, /proc/stat ...), /proc/meminfo and
-/proc/pressure here, each statvfs and /proc/self/mountinfo in FilesystemSampler. The sampler
-runs in a child process for the session (LiveProcess, inspector.tui.forked): a read stuck in
-the kernel leaves a thread there, never in the TUI, which can then always exit.
+The sampler is the one `inspector top` uses (inspector.live.worker.SamplerProcess): every
+source read under a deadline in a child process for the session, so a read stuck in the
+kernel leaves a thread there, never in the TUI, which can then always exit. The live rules
+(inspector.health.live) run here on each sample.
 """
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspector.bounded import Reads
+from inspector.config import ConfigError, LiveThresholds, load_config
+from inspector.health.live.session import LiveSession
 from inspector.host import HostRoot
-from inspector.live.filesystems import FilesystemSampler
-from inspector.live.memory import read_memory
-from inspector.live.pressure import read_pressure
-from inspector.live.sampler import READ_TIMEOUT, Snapshot
-from inspector.model import Unknown
-from inspector.tui.forked import ForkedService
-
-FILESYSTEMS_EVERY = 5.0    # seconds between statvfs sweeps: fill changes slowly
-# beyond the sampler's deadline: pickling a view, a child paged out on a loaded host
-ANSWER_GRACE = 1.0
-# the sources read here besides LiveSampler's, as the panels name them
-EXTRA_SOURCES = {"memory": "/proc/meminfo", "pressure": "/proc/pressure"}
+from inspector.live.findings import LiveFinding
+from inspector.live.processes import ProcessRate
+from inspector.live.sampler import READ_TIMEOUT, Counters, Rates
+from inspector.live.worker import SamplerProcess
+from inspector.model import Finding, Level, Unknown
 
 
 @dataclass
@@ -94,14 +88,22 @@ class LiveView:
     steal: float | None = None
     busy: float | None = None
     notes: list[str] = field(default_factory=list)
-    findings: list = field(default_factory=list)   # live findings (NIC stall, D state ...)
+    # findings to list with discovery's: the sampler's (NIC stall, D state), the live rules'
+    # active ones (their `since` in the evidence) and, as OK, those that ended this session
+    findings: list[Finding] = field(default_factory=list)
     cpu: CpuView | Unknown | None = None
-    load: Any = None                 # inspector.live.LoadAvg | Unknown
-    pressure: Any = None             # {resource: Pressure | Unknown} | Unknown
-    memory: Any = None               # MemoryUse | Unknown
-    filesystems: Any = None          # [FsUse] | Unknown
-    top_io: Any = None               # [ProcIoRate] | Unknown
-    dstate: Any = None               # [DStateProc] | Unknown
+    # Any until the panels narrow them (tui/dashboard.py reads them by duck typing):
+    load: Any = None                 # LoadAvg | Unknown | None
+    pressure: Any = None             # {resource: Pressure | Unknown} | Unknown | None
+    memory: Any = None               # MemoryUse | Unknown | None
+    filesystems: Any = None          # list[FsUse] | Unknown | None
+    top_io: Any = None               # list[ProcIoRate] | Unknown | None
+    dstate: Any = None               # list[DStateProc] | Unknown | None
+    # every process, sorted by CPU (inspector.live.processes.sort_processes re-sorts)
+    processes: list[ProcessRate] | Unknown | None = None
+    # the live rules' findings, active first then ended, with since/ended times
+    live_findings: list[LiveFinding] = field(default_factory=list)
+    sample: Rates | None = None      # the typed sample this view was made from
     root_device: str | None = None   # the device "/" is mounted from (vda, dm-0, md0 ...)
     disks_error: str | None = None   # why there are no disk rates
     nics_error: str | None = None
@@ -119,95 +121,64 @@ def unavailable_reason(root: HostRoot) -> str | None:
     return None
 
 
-class _Sampler:
-    """inspector.live.LiveSampler plus memory, pressure and filesystem fill, each source under
-    the sample's deadline (`read_timeout`). `sample()` returns the rates since the previous
-    call (None on the first call: rates need two samples). Lives in LiveProcess's child."""
+class LiveFeed:
+    """Live samples and findings from any reader of counters: `sample()` is a LiveView (None
+    on the first call: rates need two samples). LiveProcess reads a child process; tests and
+    tools may pass LiveSampler(root).sample to read in-process."""
 
-    def __init__(self, root: HostRoot, read_timeout: float = READ_TIMEOUT):
-        import inspector.live as live
-        self._live = live
-        self.root = root
-        self.read_timeout = read_timeout
-        self._inner = live.LiveSampler(root, process_io=True, read_timeout=read_timeout)
-        self._fs = FilesystemSampler(root)
-        self._reads = Reads()
-        self._fs_read: Any = None
-        self._fs_last: Any = None
-        self._fs_at = float("-inf")
-        self._prev: Snapshot | None = None
+    def __init__(self, read: Callable[[], Counters],
+                 thresholds: LiveThresholds | None = None):
+        self.session = LiveSession(read, thresholds)
+        self.problems: list[Finding] = []     # listed with the findings (a bad config file)
 
     def sample(self) -> LiveView | None:
-        root = self.root
-        now = time.monotonic()
-        deadline = now + self.read_timeout
-        extras = self._reads.start_all({"memory": lambda: read_memory(root),
-                                        "pressure": lambda: read_pressure(root)})
-        if now - self._fs_at >= FILESYSTEMS_EVERY:
-            # a thread of its own, never waited for: the sweep bounds each statvfs itself
-            # (one still out from the last sweep is not started again)
-            self._fs_read, self._fs_at = self._reads.start("filesystems", self._fs.sample), now
-        cur = self._inner.sample()
-        self._reads.settle(extras, deadline)
-        timed_out = dict(cur.timed_out)
-        got = {}
-        for name, read in extras.items():
-            got[name] = read.result(deadline)
-            if read.timed_out:
-                timed_out[EXTRA_SOURCES[name]] = read.timed_out
-                got[name] = Unknown(f"{EXTRA_SOURCES[name]} {read.timed_out}")
-        if self._fs_read is not None and self._fs_read.call.done.is_set():
-            self._fs_last = self._fs_read.peek()
-        prev, self._prev = self._prev, cur
-        if prev is None:
+        step = self.session.step()
+        if step.sample is None:
             return None
-        view = normalise(self._live.rates(prev, cur))
-        if view is None:
-            return None
-        view.memory = got["memory"]
-        view.pressure = got["pressure"]
-        view.filesystems = self._fs_last
-        view.root_device = root_device(self._fs_last, cur.disks)
-        view.timed_out = timed_out
+        view = normalise(step.sample)
+        if view is not None:
+            view.live_findings = step.findings
+            view.findings = (view.findings + self.problems
+                             + [lf.as_finding() for lf in step.findings])
         return view
 
+    def set_hypervisor(self, layer: str | None) -> None:
+        """The virtualization layer discovery found, for the steal finding to name."""
+        self.session.set_hypervisor(layer)
 
-class LiveProcess:
-    """_Sampler in a child process for the session: `sample()` is its view (None on the first
-    call), or raises inspector.bounded.TimedOut / WorkerFailed when the child does not answer
-    within the sampler's deadline and a grace (a new child then takes over, priming again)."""
+
+class LiveProcess(LiveFeed):
+    """The session's live sampler in a child process (inspector.live.worker.SamplerProcess)
+    and the live rules. `sample()` raises inspector.bounded.TimedOut / WorkerFailed when the
+    child does not answer within the sampler's deadline and a grace (a new child then takes
+    over, priming again)."""
     bounded = True      # the app calls sample() as it is: no thread of its own around it
 
-    def __init__(self, root: HostRoot, read_timeout: float = READ_TIMEOUT):
-        self.timeout = read_timeout + ANSWER_GRACE
-
-        def make_serve():
-            sampler = _Sampler(root, read_timeout)
-            return lambda _request: sampler.sample()
-        self._service = ForkedService(make_serve)
-
-    def sample(self) -> LiveView | None:
-        return self._service.call("sample", self.timeout)
+    def __init__(self, root: HostRoot, read_timeout: float = READ_TIMEOUT,
+                 thresholds: LiveThresholds | None = None):
+        self._sampler = SamplerProcess(root, read_timeout=read_timeout)
+        super().__init__(self._sampler.counters, thresholds)
 
     def close(self) -> None:
-        self._service.close()
+        self._sampler.close()
 
 
-def root_device(filesystems: Any, disks: Any) -> str | None:
-    """Name of the block device "/" is mounted from, by its major:minor in /proc/diskstats."""
-    if not isinstance(filesystems, list) or not isinstance(disks, dict):
-        return None
-    majmin = next((fs.majmin for fs in filesystems if fs.mountpoint == "/"), None)
-    if majmin is None:
-        return None
-    return next((name for name, c in disks.items() if f"{c.major}:{c.minor}" == majmin), None)
-
-
-def make_sampler(root: HostRoot) -> Any:
+def make_sampler(root: HostRoot) -> LiveProcess | None:
+    """The live sampler with the thresholds of the configuration file; a file that cannot be
+    used leaves the defaults and is listed as an UNKNOWN finding `config.invalid`."""
     if unavailable_reason(root) is not None:
         return None
     try:
-        return LiveProcess(root)
+        thresholds, problem = LiveThresholds(), None
+        try:
+            thresholds = load_config().live
+        except ConfigError as exc:
+            problem = Finding(Level.UNKNOWN, "config", str(exc), code="config.invalid",
+                              advice="Fix the key or value; the live rules use their "
+                                     "defaults meanwhile.")
+        sampler = LiveProcess(root, thresholds=thresholds)
+        sampler.problems = [problem] if problem else []
+        return sampler
     except Exception:
         return None
 
@@ -262,4 +233,11 @@ def normalise(raw: Any) -> LiveView | None:
     view.load = getattr(raw, "load", None)
     view.top_io = getattr(raw, "top_io", None)
     view.dstate = getattr(raw, "dstate", None)
+    view.memory = getattr(raw, "memory", None)
+    view.pressure = getattr(raw, "pressure", None)
+    view.filesystems = getattr(raw, "filesystems", None)
+    view.processes = getattr(raw, "processes", None)
+    view.sample = raw if isinstance(raw, Rates) else None
+    view.timed_out = dict(getattr(raw, "timed_out", {}) or {})
+    view.root_device = (getattr(raw, "fs_devices", None) or {}).get("/")
     return view

@@ -15,6 +15,8 @@ from conftest import fixture_root, replace_section
 from inspector.bounded import TimedOut
 from inspector.host import HostRoot
 from inspector.live import filesystems as filesystems_module
+from inspector.live import sampler as sampler_module
+from inspector.live.sampler import LiveSampler
 from inspector.model import Unknown, known
 from inspector.tui import live as live_module
 from inspector.tui.discovery import DiscoveryProcess
@@ -88,8 +90,8 @@ def test_a_discovery_child_that_does_not_answer_is_replaced(storage_hangs):
 
 
 def test_live_memory_that_hangs_is_named_and_not_read_again(hang):
-    calls = hang(live_module, "read_memory")
-    sampler = live_module._Sampler(HostRoot("/"), read_timeout=0.3)
+    calls = hang(sampler_module, "read_memory")
+    sampler = live_module.LiveFeed(LiveSampler(HostRoot("/"), read_timeout=0.3).sample)
     assert sampler.sample() is None            # primes the counters
     time.sleep(0.1)
     start = time.monotonic()
@@ -105,8 +107,8 @@ def test_live_memory_that_hangs_is_named_and_not_read_again(hang):
 
 
 def test_live_pressure_that_hangs_is_named(hang):
-    hang(live_module, "read_pressure")
-    sampler = live_module._Sampler(HostRoot("/"), read_timeout=0.3)
+    hang(sampler_module, "read_pressure")
+    sampler = live_module.LiveFeed(LiveSampler(HostRoot("/"), read_timeout=0.3).sample)
     sampler.sample()
     view = sampler.sample()
     assert view.pressure.reason.startswith("/proc/pressure timed out")
@@ -147,7 +149,7 @@ def test_the_live_sampler_in_its_child_answers_and_closes():
         time.sleep(0.2)
         view = sampler.sample()
         assert view.cpu is not None and known(view.memory) and view.timed_out == {}
-        pid = sampler._service._worker.pid
+        pid = sampler._sampler._worker.pid
     finally:
         sampler.close()
     deadline = time.monotonic() + 3

@@ -10,7 +10,7 @@ from inspector.live.cpustat import CpuCounters, LoadAvg
 from inspector.live.diskstats import DiskCounters, DiskInfo
 from inspector.live.netstats import NicCounters
 from inspector.live.procs import DStateProc, ProcIo, ProcStat
-from inspector.live.sampler import Snapshot
+from inspector.live.sampler import Counters
 from inspector.model import Finding, Level, Unknown
 
 START = 1_741_910_400.0      # 2025-03-14 00:00:00 UTC
@@ -39,7 +39,7 @@ class SyntheticHost:
         self.disks[name] = [0] * 17
         self.topology[name] = DiskInfo(name, "md", members=list(members))
 
-    def snapshot(self, t: float) -> Snapshot:
+    def snapshot(self, t: float) -> Counters:
         """The counters `t` seconds after START, advanced since the previous call."""
         rng = self.rng
         for c in self.disks.values():
@@ -74,7 +74,7 @@ class SyntheticHost:
         disks = {name: DiskCounters(name, 8, i, *c) for i, (name, c) in enumerate(self.disks.items())}
         nics = {name: NicCounters(name, self.operstate[name], self.operstate[name] == "up",
                                   tuple(c), i + 2) for i, (name, c) in enumerate(self.nics.items())}
-        snap = Snapshot(
+        snap = Counters(
             mono=t, wall=START + t, source="synthetic", uptime=1000.0 + t,
             disks=disks, topology=dict(self.topology), nics=nics,
             cpu=CpuCounters(tuple(self.cpu), {"cpu0": tuple(self.cpu)}, self.ctxt, self.intr,

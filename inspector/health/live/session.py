@@ -1,0 +1,42 @@
+"""LiveSession: the live sampler's counters turned into samples and live findings, one step
+at a time. The one loop `inspector top`, `check --live`, the recorder and the TUI share."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from inspector.config import LiveThresholds
+from inspector.health.live.engine import LiveFinding, LiveRules
+from inspector.live.sampler import Counters, Rates, rates
+
+
+@dataclass
+class Step:
+    counters: Counters                 # this sample's counters
+    sample: Rates | None               # rates since the previous step (None on the first)
+    findings: list[LiveFinding] = field(default_factory=list)   # active, then ended
+
+
+class LiveSession:
+    """`step()` reads the sampler once (`read`: SamplerProcess.counters or .sample, or
+    LiveSampler.sample in-process) and runs the live rules on the new sample."""
+
+    def __init__(self, read: Callable[[], Counters], thresholds: LiveThresholds | None = None,
+                 *, hypervisor: str | None = None):
+        self.read = read
+        self.rules = LiveRules(thresholds, hypervisor=hypervisor)
+        self.prev: Counters | None = None
+
+    def step(self) -> Step:
+        cur = self.read()
+        prev, self.prev = self.prev, cur
+        if prev is None:
+            return Step(cur, None, self.rules.findings())
+        sample = rates(prev, cur)
+        found = self.rules.update(sample)
+        sample.live_findings = [lf for lf in found if lf.active]
+        return Step(cur, sample, found)
+
+    def set_hypervisor(self, layer: str | None) -> None:
+        """The virtualization layer discovery found (named by the steal rule)."""
+        self.rules.context.hypervisor = layer
