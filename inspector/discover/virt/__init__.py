@@ -34,6 +34,7 @@ from inspector.discover.virt.model import (
     VirtSection,
     Weight,
 )
+from inspector.discover.virt.reported import Reported, gather_reported
 from inspector.discover.virt.roles import hyperv_root, kvm_host
 from inspector.discover.virt.signals import gather
 from inspector.discover.virt.vm import confidential, vm_layers
@@ -61,6 +62,45 @@ def _conflicts(layers: list[Layer]) -> list[str]:
     return out
 
 
+def _apply_reported_vm(vms: list[Layer], reported: Reported) -> None:
+    """A VM the host's tools named (a sosreport's hostnamectl, lscpu, dmesg): it fills a VM
+    layer that nothing in the tree could decide, and backs one that was decided."""
+    if not reported.vms:
+        return
+    layer = next((v for v in vms if v.kind == "vm"), None)
+    if layer is None:
+        return
+    verdicts = {verdict for verdict, _, _ in reported.vms}
+    if not layer.present and layer.confidence != "high":
+        verdict, flavor, _ = reported.vms[0]
+        layer.verdict, layer.flavor = verdict, flavor or layer.flavor
+        layer.confidence = "high" if len(reported.vms) > 1 and len(verdicts) == 1 else "medium"
+    for verdict, _, evidence in reported.vms:
+        if verdict != layer.verdict:
+            evidence.weight, evidence.note = INFO, (
+                f"the layer rests on stronger signals ({layer.verdict}); " + evidence.note)
+        layer.evidence.append(evidence)
+
+
+def _apply_reported_container(container: Layer, reported: Reported) -> None:
+    if reported.container is not None:
+        verdict, evidence = reported.container
+        if container.verdict in ("none", "container-other") and container.confidence != "high":
+            container.verdict, container.confidence = verdict, "medium"
+        elif container.verdict != verdict:
+            evidence.weight, evidence.note = INFO, (
+                f"the layer rests on stronger signals ({container.verdict}); " + evidence.note)
+        elif container.confidence == "low":
+            container.confidence = "medium"
+        container.evidence.append(evidence)
+    elif reported.vms and any(e.source.startswith("hostnamectl") for _, _, e in reported.vms):
+        container.evidence.append(Evidence(
+            "hostnamectl status Virtualization", "a VM, no container", "none", INFO,
+            "systemd-detect-virt names a container before a VM"))
+    elif reported.no_virt is not None:
+        container.evidence.append(reported.no_virt)
+
+
 def collect(root: HostRoot) -> VirtSection:
     sig = gather(root)
     roles: list[HostRole] = []
@@ -74,10 +114,13 @@ def collect(root: HostRoot) -> VirtSection:
                 layer.flavor = None
                 layer.evidence.append(Evidence("Hyper-V root partition", "yes", "none", INFO,
                                                "the root partition is the Hyper-V host"))
+    reported = gather_reported(root)
+    _apply_reported_vm(vms, reported)
     innermost_vm = next((layer for layer in vms if layer.present and layer.verdict != "uml"), None)
     if innermost_vm is not None:
         confidential(sig, innermost_vm)
     container, container_roles = decide_container(gather_container(root, sig.osrelease))
+    _apply_reported_container(container, reported)
     roles.extend(container_roles)
     in_vm = any(layer.present for layer in vms)
     kvm = kvm_host(root, sig, in_vm)

@@ -43,6 +43,23 @@ _MOUNT_PATTERNS = [
     (re.compile(r"/docker/containers/[0-9a-f]{64}/"), "docker"),
     (re.compile(r"/containers/storage/overlay-containers/[0-9a-f]{64}/userdata"), "podman"),
     (re.compile(r"/var/lib/lxc/|/lxc/[^ ]+/rootfs"), "lxc"),
+    # LXD and Incus: the instance's rootfs in a storage pool (dir driver: the host path; btrfs
+    # and zfs: the pool's own path); the snap's LXD lives under /var/snap/lxd
+    (re.compile(r"(?:/var/snap/lxd/common/lxd|/var/lib/lxd|/var/lib/incus)/(?:storage-pools/"
+                r"[^/ ]+/)?containers/[^/ ]+/rootfs"), "lxc"),
+    (re.compile(r"^/(?:storage-pools/[^/ ]+/)?containers/[^/ ]+/rootfs$"), "lxc"),
+    # containerd's snapshotters when the rootfs is a bind of the snapshot (native, btrfs)
+    (re.compile(r"/io\.containerd\.snapshotter\.v1\.[a-z0-9-]+/snapshots/\d+/fs"), "containerd"),
+]
+# Which LXD: the pool path names the snap, the package or Incus
+_LXD_FLAVORS = [(re.compile(r"/var/snap/lxd/"), "lxd snap"), (re.compile(r"/var/lib/lxd/"), "lxd"),
+                (re.compile(r"/var/lib/incus/"), "incus"),
+                (re.compile(r"^/(?:storage-pools/[^/ ]+/)?containers/[^/ ]+/rootfs$"), "lxd or incus")]
+# The image layers of an overlay root (its lowerdir= and upperdir=): the runtime's storage
+_OVERLAY_STORES = [
+    (re.compile(r"/io\.containerd\.snapshotter\.v1\.overlayfs/snapshots/"), "containerd"),
+    (re.compile(r"/var/lib/containers/storage/overlay/"), "cri-o or podman"),
+    (re.compile(r"/var/lib/docker/overlay2?/"), "docker"),
 ]
 # Where the runtime under Kubernetes shows: its cgroup scope names (systemd cgroup driver) and
 # the roots of the files it bind-mounts (/etc/hostname, /etc/hosts: mountinfo field 4).
@@ -195,6 +212,20 @@ def _runtimes(cs: ContainerSignals) -> list[tuple[str, str, str]]:
     return found
 
 
+def _overlay_store(mountinfo: str) -> tuple[str, str] | None:
+    """(runtime, what was seen) when "/" is an overlay whose layers sit in a runtime's store."""
+    for entry in mountinfo.splitlines():
+        fields = entry.split()
+        if len(fields) > 4 and fields[4] == "/" and " - overlay " in entry:
+            options = entry.split(" - overlay ", 1)[1]
+            for pattern, runtime in _OVERLAY_STORES:
+                m = pattern.search(options)
+                if m:
+                    start = options.rfind("=", 0, m.start()) + 1
+                    return runtime, f"/ overlay, layers in {options[start:m.end()]}"
+    return None
+
+
 def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
     """The container layer (and the OpenVZ host role) from the gathered signals; no reads."""
     ev: list[Evidence] = []
@@ -297,13 +328,28 @@ def decide_container(cs: ContainerSignals) -> tuple[Layer, list[HostRole]]:
                 overlay_root = True
             for pattern, verdict in _MOUNT_PATTERNS:
                 if len(fields) > 4 and pattern.search(fields[3]):
+                    flavor = next((f for p, f in _LXD_FLAVORS if p.search(fields[3])), None) \
+                        if verdict == "lxc" and "lxc/" not in fields[3] else None
                     claim(verdict, Evidence("/proc/self/mountinfo", f"{fields[3]} on {fields[4]}",
-                                            verdict, STRONG))
+                                            verdict, STRONG, f"an {flavor} instance's root" if flavor
+                                            else ""), flavor)
                     cgroup_hit = True
                     break
             else:
                 continue
             break
+        store = _overlay_store(cs.mountinfo)
+        if store is not None:
+            runtime, shown = store
+            e = Evidence("/proc/self/mountinfo", shown, runtime, MEDIUM,
+                         "the overlay root's image layers live in this runtime's storage")
+            if claims:      # a stronger signal named the container: this only backs it
+                e.weight = INFO
+                ev.append(e)
+            else:
+                claim("docker" if runtime == "docker" else "containerd" if runtime == "containerd"
+                      else "container-other", e, None if runtime == "docker" else runtime)
+                cgroup_hit = True
     if cgroup_hit:
         isolated = True
     if overlay_root:
