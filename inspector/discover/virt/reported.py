@@ -73,15 +73,15 @@ def gather_reported(root: HostRoot) -> Reported:
     if lscpu is not None:
         vendor = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
                        if line.startswith("Hypervisor vendor:")), None)
-        verdict = _VENDORS.get((vendor or "").lower())
-        if verdict:
-            out.vms.append((verdict, None, Evidence(
-                "lscpu Hypervisor vendor", vendor or "", verdict, MEDIUM,
+        named = _VENDORS.get((vendor or "").lower())
+        if named:
+            out.vms.append((named, None, Evidence(
+                "lscpu Hypervisor vendor", vendor or "", named, MEDIUM,
                 "CPUID's hypervisor leaf as lscpu read it on the host")))
     dmesg = _output(root, ["dmesg"])
     match = _DETECTED.search(dmesg or "")
-    if match and (verdict := _VENDORS.get(match.group(1).lower())):
-        out.vms.append((verdict, None, Evidence(
-            "dmesg", match.group(0), verdict, MEDIUM,
+    if match and (detected := _VENDORS.get(match.group(1).lower())):
+        out.vms.append((detected, None, Evidence(
+            "dmesg", match.group(0), detected, MEDIUM,
             "the kernel's own hypervisor detection at boot")))
     return out
