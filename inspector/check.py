@@ -14,10 +14,12 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from inspector.escapes import printable
+from inspector.health import sort_findings
 from inspector.health.dns import LEGACY_CODES, canonical_code
+from inspector.live.findings import LiveFinding
 from inspector.metrics import (
     _is_unknown,
     collect_metrics,
@@ -32,7 +34,7 @@ STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 THRESHOLD_METRICS = {
     "steal": "steal_pct", "crit": "crit", "warn": "warn", "unknown": "unknown",
     "dns_first_loss": "dns_first_loss_s", "md_degraded": "md_degraded",
-    "load1": "load1",
+    "load1": "load1", "live_crit": "live_crit", "live_warn": "live_warn",
 }
 SHOWN_IN_STATUS_LINE = 3       # findings named on the status line; the rest are "and N more"
 
@@ -223,12 +225,36 @@ def perfdata(doc: dict, findings: list[Finding]) -> dict[str, Perf]:
     return data
 
 
+def live_for_check(live: list[LiveFinding]) -> list[Finding]:
+    """The live findings of a `check --live` run as findings: those still active as they
+    are, those that ended during the run at the worst level they reached (an OOM kill in the
+    middle of the run is still news to the monitoring)."""
+    out = []
+    for lf in live:
+        f = lf.as_finding()
+        if not lf.active:
+            f = replace(f, level=lf.worst)
+        out.append(f)
+    return out
+
+
 def evaluate(report: Report, warn: dict[str, NagiosRange], crit: dict[str, NagiosRange],
-             ignore: list[str]) -> CheckResult:
+             ignore: list[str], live: list[LiveFinding] | None = None,
+             live_samples: int = 0) -> CheckResult:
+    """`live`: the live findings of `check --live` (active and ended), judged and ignored
+    like discovery's; their counts go to perfdata as live_crit, live_warn."""
     doc = to_jsonable(report)
-    kept, unmatched = split_ignored(report.findings, ignore)
+    every = list(report.findings)
+    if live is not None:
+        every = sort_findings(every + live_for_check(live))
+    kept, unmatched = split_ignored(every, ignore)
     findings = [printable(f) for f in kept]     # no escape sequences into a terminal
     data = perfdata(doc, findings)
+    if live is not None:
+        mine = [f for f in findings if (f.code or "").startswith("live.")]
+        data["live_crit"] = Perf(sum(f.level == Level.CRIT for f in mine))
+        data["live_warn"] = Perf(sum(f.level == Level.WARN for f in mine))
+        data["live_samples"] = Perf(live_samples)
     for label, perf in data.items():
         perf.warn, perf.crit = warn.get(label), crit.get(label)
     levels = {f.level.label for f in findings}

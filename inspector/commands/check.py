@@ -20,8 +20,16 @@ from inspector.check import (
     plugin_text,
 )
 from inspector.collect import build_report_forked
-from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, add_root_argument, root_from_args
+from inspector.commands.common import (
+    COLLECTOR_TIMEOUT,
+    CliError,
+    Duration,
+    add_root_argument,
+    root_from_args,
+)
 from inspector.commands.report import parse_sections
+from inspector.config import ConfigError, LiveThresholds, load_config
+from inspector.live.findings import LiveFinding
 
 # --timeout bounds the whole check (under check_nrpe's default 10 s socket timeout). The
 # collectors run in parallel in a child process and get what is left after these margins: for
@@ -29,6 +37,8 @@ from inspector.commands.report import parse_sections
 # (not measured by the check; tests/bench/bench_costs.py prints it), the rules, printing and
 # exit.
 CHECK_TIMEOUT = 8.0
+LIVE_DURATION = Duration(maximum=3600)
+LIVE_INTERVAL = 1.0
 CHILD_MARGIN = 0.25
 OUTPUT_MARGIN = 0.5
 
@@ -39,7 +49,13 @@ thresholds: -w/--warn and -c/--crit take METRIC=RANGE in the Nagios range format
   dns_first_loss=2: alert below 2
 metrics: steal (percent of CPU time stolen since boot), load1 (1-minute load average),
 dns_first_loss (seconds a blackholed first nameserver adds), md_degraded (missing md members),
-crit/warn/unknown (findings at that level).
+crit/warn/unknown (findings at that level), live_crit/live_warn (live findings, --live).
+
+--live DURATION samples the host for that long first (1 s apart) and adds the live findings
+(CPU saturation, a saturated disk, tasks in D, memory pressure, a filling filesystem ...)
+to the status, the long text and perfdata (live_crit, live_warn, live_samples); one that
+ended during the run counts at the worst level it reached. --timeout then defaults to
+DURATION + 8 s: raise check_nrpe's -t to match.
 
 --ignore PATTERN (glob, repeatable) drops findings an operator has accepted: it matches a
 finding's code (net.offload.*, old DNS codes too), its subject as shown (eth0, resolver) or
@@ -64,10 +80,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="PATTERN",
                    help="ignore findings whose code, subject or SUBJECT.CODE matches (glob)")
     p.add_argument("--section", action="append", metavar="NAME", help="limit to some sections")
-    p.add_argument("-t", "--timeout", type=COLLECTOR_TIMEOUT, default=CHECK_TIMEOUT,
+    p.add_argument("--live", type=LIVE_DURATION, default=0.0, metavar="DURATION",
+                   help=f"sample the host this long and include the live findings "
+                        f"({LIVE_DURATION.bounds}; default 0: discovery only)")
+    p.add_argument("-t", "--timeout", type=COLLECTOR_TIMEOUT, default=None,
                    metavar="DURATION",
                    help=f"bound on the whole check ({COLLECTOR_TIMEOUT.bounds}; default "
-                        f"{CHECK_TIMEOUT:g}s: a hung "
+                        f"{CHECK_TIMEOUT:g}s, plus --live: a hung "
                         "collector still gets an UNKNOWN line out before check_nrpe's 10 s "
                         "socket timeout, which would read CRITICAL)")
     p.add_argument("--checkmk", action="store_true",
@@ -81,17 +100,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout is None:
+        args.timeout = CHECK_TIMEOUT + args.live
     try:
+        thresholds = load_config().live if args.live else LiveThresholds()
         warn, crit = parse_thresholds(args.warn), parse_thresholds(args.crit)
         sections = parse_sections(args.section)
         # a --root on a hung mount: the UNKNOWN line still goes out within --timeout
         root = root_from_args(args, timeout=max(
             0.1, args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN))
-    except (CliError, ThresholdError) as exc:
+    except (CliError, ThresholdError, ConfigError) as exc:
         _unknown(args, plugin_text(str(exc)))
         return 3
     try:
-        return _check(args, root, sections, warn, crit)
+        return _check(args, root, sections, warn, crit, thresholds)
     except Exception as exc:
         # an uncaught error would exit 1, which Nagios reads as WARNING: say UNKNOWN and why
         import traceback
@@ -107,15 +129,52 @@ def _unknown(args: argparse.Namespace, reason: str) -> None:
         print(f"INSPECTOR UNKNOWN - {reason}")
 
 
-def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict) -> int:
+def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict,
+           thresholds: LiveThresholds) -> int:
+    live: list[LiveFinding] | None = None
+    samples = 0
+    if args.live:
+        budget = args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN
+        live, samples = _sample_live(root, min(args.live, max(0.0, budget - 1.0)), thresholds)
     left = args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN
     collectors = max(0.05, round(left - CHILD_MARGIN, 1))
     report = build_report_forked(root, sections, timeout=collectors,
                                  grace=max(0.05, left - collectors))
-    result = evaluate(report, warn, crit, args.ignore)
+    if live is not None:
+        from inspector.health.live.session import hypervisor_of
+        layer = hypervisor_of(report.section("virt"))
+        if layer:   # the steal finding names the layer discovery found
+            for lf in live:
+                if lf.finding.code == "live.cpu.steal":
+                    lf.finding.message = lf.finding.message.replace(
+                        "the hypervisor (layer not known to this view)", layer)
+    result = evaluate(report, warn, crit, args.ignore, live, samples)
     for pattern in result.unmatched_ignores:
         print(f"inspector check: --ignore {pattern!r} matched no finding's code, subject or "
               "SUBJECT.CODE", file=sys.stderr)
     for line in (checkmk_lines(result) if args.checkmk else nagios_lines(result)):
         print(line)
     return result.status
+
+
+def _sample_live(root, seconds: float, thresholds: LiveThresholds
+                 ) -> tuple[list[LiveFinding], int]:
+    """Every live finding seen while sampling for `seconds` (active, then ended), and how
+    many samples the rules saw."""
+    from inspector.health.live.session import LiveSession
+    from inspector.live.worker import SamplerProcess
+    if not root.live:
+        return [], 0
+    with SamplerProcess(root, read_timeout=0.8) as sampler:
+        session = LiveSession(sampler.sample, thresholds)
+        start = time.monotonic()
+        session.step()
+        samples = 0
+        findings: list[LiveFinding] = []
+        while time.monotonic() - start < seconds:
+            delay = start + (samples + 1) * LIVE_INTERVAL - time.monotonic()
+            if delay > 0:
+                time.sleep(min(delay, max(0.0, start + seconds - time.monotonic())))
+            findings = session.step().findings
+            samples += 1
+    return findings, samples

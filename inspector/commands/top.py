@@ -8,8 +8,10 @@ import shutil
 import sys
 import time
 
+from inspector.check import split_ignored
 from inspector.commands import top_replay
 from inspector.commands.common import (
+    CliError,
     Duration,
     add_root_argument,
     add_schema_argument,
@@ -18,9 +20,11 @@ from inspector.commands.common import (
     print_json,
     root_from_args,
 )
+from inspector.config import ConfigError, LiveThresholds, load_config
 from inspector.documents import stamped
-from inspector.live import rates, since_boot
-from inspector.live.sampler import READ_TIMEOUT
+from inspector.health.live.session import LiveSession
+from inspector.live import since_boot
+from inspector.live.sampler import READ_TIMEOUT, Rates
 from inspector.live.text import format_block, format_single
 from inspector.live.worker import SamplerProcess
 from inspector.model import to_jsonable
@@ -32,7 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("top", help="live rates like iostat/vmstat (plain text or JSON lines)",
                        description="Print one block per interval: CPU split (with steal and "
                                    "iowait), iostat -x per device, NIC rates, processes in D "
-                                   "state and the top IO processes. Ctrl-C stops.",
+                                   "state, the top IO and CPU processes, and the live "
+                                   "findings (what is wrong right now, since when, and who "
+                                   "does it; thresholds in inspector.toml). Ctrl-C stops.",
                        epilog=exit_epilog(ok="done, or stopped by Ctrl-C (how a live view "
                                              "ends)"))
     p.add_argument("--interval", type=INTERVAL, default=1.0, metavar="DURATION",
@@ -45,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="also list devices with no IO")
     p.add_argument("--wide", action="store_true",
                    help="every iostat -x column even when the terminal is narrower")
+    p.add_argument("--ignore", action="append", default=[], metavar="PATTERN",
+                   help="leave out live findings whose code, subject or SUBJECT.CODE matches "
+                        "(glob, as `check --ignore`)")
     add_root_argument(p)
     top_replay.add_arguments(p)
     p.set_defaults(func=run)
@@ -57,13 +66,14 @@ def run(args: argparse.Namespace) -> int:
         except BrokenPipeError:
             return 0
     root = root_from_args(args)
+    thresholds = live_thresholds()
     # the reads happen in a child process, each source bounded: a /proc/diskstats that never
     # answers (a hung lxcfs) is named in the block, and Ctrl-C or --count still end top
     sampler = SamplerProcess(root, read_timeout=min(READ_TIMEOUT, max(0.25, args.interval / 2)))
     try:
         if not root.live:
             return _single(sampler, args)
-        return _loop(sampler, args)
+        return _loop(sampler, args, thresholds)
     except KeyboardInterrupt:
         return 0          # Ctrl-C is how a live view ends: no message, no traceback
     except BrokenPipeError:
@@ -100,17 +110,26 @@ def _single(sampler: SamplerProcess, args: argparse.Namespace) -> int:
     return 0
 
 
-def _loop(sampler: SamplerProcess, args: argparse.Namespace) -> int:
-    prev = sampler.sample()
-    start = prev.mono
+def live_thresholds() -> LiveThresholds:
+    """The live rules' thresholds from the configuration file; CliError for a bad one."""
+    try:
+        return load_config().live
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _loop(sampler: SamplerProcess, args: argparse.Namespace, thresholds: LiveThresholds) -> int:
+    session = LiveSession(sampler.sample, thresholds)
+    start = session.step().counters.mono
     done = 0
     while not args.count or done < args.count:
         # fixed-rate schedule: the output does not drift by the sampling cost
         delay = start + (done + 1) * args.interval - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        cur = sampler.sample()
-        r = rates(prev, cur)
+        r = session.step().sample
+        assert r is not None            # every step after the first has a sample
+        _ignore(r, args.ignore)
         if args.json:
             print_json(stamped("inspector-top", to_jsonable(r)), indent=None)
         else:
@@ -118,6 +137,11 @@ def _loop(sampler: SamplerProcess, args: argparse.Namespace) -> int:
                 sys.stdout.write("\n")
             sys.stdout.write(format_block(r, show_idle=args.all, width=_width(args)))
         sys.stdout.flush()
-        prev = cur
         done += 1
     return 0
+
+
+def _ignore(r: Rates, patterns: list[str]) -> None:
+    if patterns:
+        r.live_findings = [lf for lf in r.live_findings
+                           if split_ignored([lf.finding], patterns)[0]]

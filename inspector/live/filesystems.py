@@ -1,9 +1,10 @@
 """Fill of the mounted filesystems (df), with every statvfs bounded in time.
 
-Which mounts: those backed by a block device, and network or FUSE filesystems (NFS, CIFS,
-Ceph, 9p, sshfs ...), one row per filesystem (bind mounts of the same device and subtree are
-one). Pseudo filesystems (proc, tmpfs, cgroup, overlay ...) and read-only images that are
-always full (squashfs, iso9660: snaps, live media) are left out, as `df -x` users do.
+Which mounts: those backed by a block device, network or FUSE filesystems (NFS, CIFS,
+Ceph, 9p, sshfs ...) and tmpfs outside the kernel's and systemd's runtime trees, one row per
+filesystem (bind mounts of the same device and subtree are one). Pseudo filesystems (proc,
+devtmpfs, cgroup, overlay ...) and read-only images that are always full (squashfs,
+iso9660: snaps, live media) are left out, as `df -x` users do.
 
 statvfs on a hung NFS server or a stuck FUSE daemon blocks, and nothing can interrupt it. So
 each call runs in its own daemon thread and is waited for at most `timeout` seconds; a mount
@@ -29,6 +30,7 @@ NETWORK_TYPES = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glus
                            "virtiofs", "lustre", "gpfs", "beegfs", "afs", "ncpfs", "davfs"})
 DISK_TYPES = frozenset({"zfs", "btrfs"})     # may name a pool, not /dev/...
 STATVFS_TIMEOUT = 1.0
+RUNTIME_TREES = ("/sys", "/proc", "/dev", "/run/user/", "/run/credentials/", "/run/lock")
 
 
 @dataclass(slots=True)
@@ -51,7 +53,12 @@ class FsUse:
         return None
 
 
-def wanted(fstype: str, source: str) -> bool:
+def wanted(fstype: str, source: str, mountpoint: str | None = None) -> bool:
+    """Whether a mount gets a row. tmpfs does when its mountpoint is given and is not a
+    runtime tree of the kernel or systemd (/dev/shm, /run, /tmp and a tmpfs an application
+    mounted fill up like disks, and their writers fail the same way)."""
+    if fstype == "tmpfs" and mountpoint is not None:
+        return not mountpoint.startswith(RUNTIME_TREES) or mountpoint == "/dev/shm"
     if fstype in SKIP_TYPES:
         return False
     return (source.startswith("/dev/") or fstype in NETWORK_TYPES or fstype in DISK_TYPES
@@ -80,7 +87,7 @@ class FilesystemSampler:
         seen: set[tuple[str, str]] = set()
         out = []
         for majmin, mount in parse_mountinfo(text):
-            if not wanted(mount.fstype, mount.source):
+            if not wanted(mount.fstype, mount.source, mount.mountpoint):
                 continue
             key = (majmin, mount.source)
             if key in seen:              # a bind mount of a filesystem already listed

@@ -2,11 +2,14 @@
 so they read well over a slow SSH link and parse with awk."""
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 import time
 
 from inspector.escapes import printable, visible
 from inspector.live.diskstats import DiskRates
+from inspector.live.findings import LiveFinding
+from inspector.live.processes import SortKey, sort_processes
 from inspector.live.sampler import Counters, Rates
 from inspector.model import Unknown, known
 
@@ -54,7 +57,9 @@ def _unknown_line(label: str, value: Unknown) -> str:
 def format_block(r: Rates, show_idle: bool = False, width: int | None = None) -> str:
     """One interval: header, CPU, devices, NICs, D state, top IO, findings. With a terminal
     `width`, tables too wide for it drop to their essential columns (--wide keeps all)."""
-    r = printable(r)     # a NIC or process name from a capture must not retitle the terminal
+    # a NIC or process name from a capture must not retitle the terminal (the whole process
+    # list is not printed: not copied either)
+    r = printable(dataclasses.replace(r, processes=None))
     lines: list[str] = []
     stamp = _stamp(r)
     head = f"{stamp}  " + (f"averages since boot ({r.interval:.0f} s)" if r.since_boot
@@ -77,10 +82,41 @@ def format_block(r: Rates, show_idle: bool = False, width: int | None = None) ->
     lines += _nic_lines(r, width)
     lines += _dstate_lines(r, width)
     lines += _io_lines(r)
+    lines += _cpu_top_lines(r)
     for f in r.findings:
         lines += _wrap(f"{f.level.label.upper()} {f.subject}: {f.message}", width)
+    lines += live_finding_lines(r.live_findings, width)
     lines += _timeout_lines(r.timed_out, width)
     return "\n".join(lines) + "\n"
+
+
+def _cpu_top_lines(r: Rates, limit: int = 3) -> list[str]:
+    if not isinstance(r.top_processes, list):
+        return []
+    busy = [p for p in sort_processes(r.top_processes, SortKey.CPU, limit) if p.cpu_pct >= 1]
+    if not busy:
+        return []
+    out = ["Top CPU:     pid    %cpu    RSS MiB  user      command"]
+    for p in busy:
+        out.append(f"         {p.pid:>7}{p.cpu_pct:8.1f}{p.rss_kib / 1024:11.1f}  "
+                   f"{p.user[:8]:<8}  {p.comm}")
+    return out
+
+
+def live_finding_lines(findings: list[LiveFinding], width: int | None = None) -> list[str]:
+    """The live rules' findings: active ones with the time they began, then those that
+    ended in this interval (`findings` already through printable())."""
+    out = []
+    for lf in findings:
+        f = lf.finding
+        began = time.strftime("%H:%M:%S", time.localtime(lf.since))
+        if lf.ended is None:
+            text = f"LIVE {f.level.label.upper()} {f.subject}: {f.message} (since {began}, {f.code})"
+        else:
+            ended = time.strftime("%H:%M:%S", time.localtime(lf.ended))
+            text = f"LIVE ENDED {ended} {f.subject}: {f.message} (from {began}, {f.code})"
+        out += _wrap(text, width)
+    return out
 
 
 def _stamp(r: Rates) -> str:

@@ -41,7 +41,9 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
         if not series.points or series.points[-1][0] != when:
             series.add(when, float(fs.used_bytes))
         out += _fill(fs, f, device)
-        out += _time_to_full(fs, f, _growth(list(series.points)), device)
+        points = list(series.points)
+        span = points[-1][0] - points[0][0] if points else 0.0
+        out += _time_to_full(fs, f, _growth(points), span, device)
         out += _inodes(fs, f)
     window.forget_series("fs", mounts)
     return out
@@ -64,17 +66,25 @@ def _fill(fs: FsUse, f, device: str | None) -> list[Finding]:
                "writers fail with ENOSPC.", code="live.fs.fill")]
 
 
-def _time_to_full(fs: FsUse, f, growth: float | None, device: str | None) -> list[Finding]:
+def _time_to_full(fs: FsUse, f, growth: float | None, span: float,
+                  device: str | None) -> list[Finding]:
+    """A burst of writes on a big filesystem is not a trend: a warning needs growth measured
+    over growth_span_s, a critical (full within the hour) over crit_growth_span_s."""
     if growth is None or growth < f.min_growth_bytes_s or not isinstance(fs.avail_bytes, int):
         return []
     left = fs.avail_bytes / growth
-    if left > f.full_within_s:
+    if left <= f.crit_full_within_s and span >= f.crit_growth_span_s:
+        level = Level.CRIT
+    elif left <= f.full_within_s and span >= f.growth_span_s:
+        level = Level.WARN
+    else:
         return []
     return [Finding(
-        Level.CRIT if left <= f.crit_full_within_s else Level.WARN, fs.mountpoint,
+        level, fs.mountpoint,
         f"{fs.mountpoint} full in {duration(left)} at the current rate "
         f"({bytes_s(growth)}, {fs.avail_bytes // (1 << 20)} MiB left)" + _on(fs, device),
-        evidence=[f"growing {growth:.0f} B/s", f"available {fs.avail_bytes} B"],
+        evidence=[f"growing {growth:.0f} B/s over the last {span:.0f} s",
+                  f"available {fs.avail_bytes} B"],
         advice="Something writes fast here: find the writer (top IO processes) and the "
                "growing files before the filesystem is full.", code="live.fs.time_to_full")]
 

@@ -34,9 +34,22 @@ class LiveSession:
             return Step(cur, None, self.rules.findings())
         sample = rates(prev, cur)
         found = self.rules.update(sample)
-        sample.live_findings = [lf for lf in found if lf.active]
+        # the active ones, and those that ended with this sample (so a reader sees the end)
+        sample.live_findings = [lf for lf in found if lf.active or lf.ended == sample.wall]
         return Step(cur, sample, found)
 
     def set_hypervisor(self, layer: str | None) -> None:
         """The virtualization layer discovery found (named by the steal rule)."""
         self.rules.context.hypervisor = layer
+
+
+def hypervisor_of(virt: object) -> str | None:
+    """The innermost VM layer of a report's virt section ("kvm (firecracker)", "xen (HVM,
+    aws)"), what steals this guest's CPU; None on bare metal or when unknown."""
+    layers = getattr(virt, "layers", None)
+    if not isinstance(layers, list):
+        return None
+    for layer in layers:
+        if getattr(layer, "kind", None) == "vm" and getattr(layer, "present", False):
+            return str(layer.label())
+    return None
