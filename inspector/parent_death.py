@@ -1,5 +1,6 @@
 """Processes that must not outlive the one that started them: the TUI's probe runs
-(inspector.probes.child), the memcached probe's workers (inspector.probes.mc_workers) and the
+(inspector.probes.child), the forked probe runs of snapshot, export and record
+(inspector.probe_runs), the memcached probe's workers (inspector.probes.mc_workers) and the
 child unpacking a capture (inspector.capture).
 
 Their parent ends them on its way out, but a parent can end without a way out (SIGKILL, a

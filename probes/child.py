@@ -17,9 +17,9 @@ is moved to a private descriptor and Python's sys.stdout points at stderr):
     {"type": "error", "message": "..."}                    the run could not start or broke
     {"type": "end", "signal": N | null}                    last line
 
-SIGTERM, SIGINT and SIGHUP stop the run the CLI's way (partial figures kept, then the summary);
-the parent kills the process if it is still there a grace period later; with --parent (its
-pid), the run gets SIGTERM when the parent ends, however it ends (parent_death). Lines are
+SIGTERM, SIGINT, SIGHUP and SIGQUIT stop the run the CLI's way (partial figures kept, then the
+summary); the parent kills the process if it is still there a grace period later; with --parent
+(its pid), the run gets SIGTERM when the parent ends, however it ends (parent_death). Lines are
 written by a thread of their own, so a slow reader (a parent that is busy, a full pipe) holds
 back the stream, which the parent marks as late, never the probe's event loop.
 """

@@ -87,3 +87,33 @@ def test_memcached_workers_die_with_their_probe(memcached):
         if probe.poll() is None:
             probe.kill()
             probe.wait(5)
+
+
+# A child whose parent is gone before it asks for the parent-death signal: the kernel would
+# never send it (the parent it has now, init or a subreaper, does not end), so end_with_parent
+# sees the new parent pid and sends the signal itself.
+LATE_CHILD = textwrap.dedent("""
+    import os, signal, time
+    from inspector.parent_death import end_with_parent
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        null = os.open(os.devnull, os.O_WRONLY)  # the test's pipes: run() returns at once
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        time.sleep(0.5)                         # the parent exits meanwhile
+        end_with_parent(parent, signal.SIGTERM)
+        time.sleep(60)
+        os._exit(0)
+    print(pid, flush=True)
+    os._exit(0)
+""")
+
+
+def test_a_child_orphaned_before_it_asks_still_ends():
+    parent = subprocess.run([sys.executable, "-c", LATE_CHILD], capture_output=True, text=True,
+                            timeout=30)
+    assert parent.returncode == 0, parent.stderr
+    took = gone_within([int(parent.stdout)], 10.0)
+    print("the child orphaned before prctl ended after", took, "s")
+    assert took is not None and took <= 5.0

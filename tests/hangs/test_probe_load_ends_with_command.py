@@ -1,0 +1,337 @@
+"""A probe's load ends with the command that started it, whatever ends the command: SIGTERM,
+SIGHUP, SIGQUIT, SIGINT (the run is stopped, waited for, then the command exits 128 + N) or
+SIGKILL of the command (its run gets a parent-death signal). Before, `snapshot --probe ...
+--probe-seconds 30s` killed with TERM or HUP exited at once and its two probe processes went on
+loading the target for the rest of the 30 s; so did export's.
+
+Each test runs the real binary against a real target (a directory for the IO probe, memcached
+on loopback, a DNS responder that resolv.conf points at in a mount namespace of the command's
+own), waits until the target sees load, records the command's descendants, sends the signal,
+and then asserts that every probe process is gone (those recorded, and any process whose
+command line names this test's directory) and that the target sees nothing more."""
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import select
+import signal
+import sqlite3
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import inspector_bin, require_root
+from dns_responders import Responder
+
+PROBE_SECONDS = "60s"       # far longer than any test: what ends the load is the signal
+LOAD_TIMEOUT_S = 20.0       # start-up, the report's collection and the probe's set-up
+EXIT_TIMEOUT_S = 8.0        # a stopped run: its SIGKILL comes 2 s after the stop at worst
+GONE_TIMEOUT_S = 3.0        # from the command's end to its last probe process's end
+QUIET_S = 1.5               # the target must see nothing for this long (a DNS round is 1 s)
+
+
+# ---------------------------------------------------------------------- what the target sees
+class IoActivity:
+    """Reads and writes of the files in a directory, as inotify counts them (the IO probe
+    works on a temporary file there). Identical events in a row are merged: a count that
+    moves is IO happening, not how much."""
+
+    IN_ACCESS, IN_MODIFY, IN_NONBLOCK = 0x1, 0x2, 0o4000
+    EVENT = struct.Struct("iIII")
+
+    def __init__(self, directory: Path):
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(self.IN_NONBLOCK)
+        assert self.fd >= 0, os.strerror(ctypes.get_errno())
+        assert libc.inotify_add_watch(self.fd, str(directory).encode(),
+                                      self.IN_ACCESS | self.IN_MODIFY) >= 0
+        self.events = self.reads = 0
+
+    def count(self) -> int:
+        """Reads and writes so far."""
+        while select.select([self.fd], [], [], 0)[0]:
+            data = os.read(self.fd, 1 << 16)
+            at = 0
+            while at < len(data):
+                _, mask, _, size = self.EVENT.unpack_from(data, at)
+                at += self.EVENT.size + size
+                self.events += 1
+                self.reads += bool(mask & self.IN_ACCESS)
+        return self.events
+
+    def measuring(self) -> int:
+        """Reads so far: the probe measuring, past the set-up that writes its file."""
+        self.count()
+        return self.reads
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class McActivity:
+    """Requests memcached has served, from its own counters."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def count(self) -> int:
+        stats = self.server.stats()
+        return stats["cmd_get"] + stats["cmd_set"]
+
+    def close(self) -> None:
+        pass
+
+
+class DnsActivity:
+    """Queries a responder has received."""
+
+    def __init__(self, responder: Responder):
+        self.responder = responder
+
+    def count(self) -> int:
+        return len(self.responder.queries) + len(self.responder.tcp_queries)
+
+    def close(self) -> None:
+        self.responder.close()
+
+
+# ---------------------------------------------------------------------- targets
+def io_target(tmp_path: Path) -> tuple[str, IoActivity, list[str]]:
+    target = tmp_path / "target"
+    target.mkdir()
+    return f"io:{target}", IoActivity(target), []
+
+
+def mc_target(memcached) -> tuple[str, McActivity, list[str]]:
+    server = memcached()
+    return f"memcached:{server.address}", McActivity(server), []
+
+
+def dns_target(tmp_path: Path) -> tuple[str, DnsActivity, list[str]]:
+    """A responder on port 53 of a loopback address of its own (glibc's resolv.conf has no
+    port), and the command started in a mount namespace where /etc/resolv.conf names it."""
+    require_root()
+    for _ in range(20):
+        address = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
+        try:
+            responder = Responder(address=address, port=53, mode="ok")
+            break
+        except OSError:
+            continue
+    else:
+        pytest.fail("no free loopback address for a DNS responder on port 53")
+    conf = tmp_path / "resolv.conf"
+    conf.write_text(f"nameserver {address}\noptions timeout:1 attempts:1\n")
+    wrapper = ["unshare", "--mount", "sh", "-c",
+               'mount --bind "$0" /etc/resolv.conf && exec "$@"', str(conf)]
+    return "dns:www.probe.test", DnsActivity(responder), wrapper
+
+
+# ---------------------------------------------------------------------- the command
+def still_running(procs: list[psutil.Process]) -> list[psutil.Process]:
+    alive = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def naming(marker: str, but: int) -> list[psutil.Process]:
+    """Live processes whose command line names `marker` (a forked probe process has its
+    command's command line), other than `but` (this test)."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        if p.pid != but and p.info["status"] != psutil.STATUS_ZOMBIE and any(
+                marker in arg for arg in p.info["cmdline"] or []):
+            found.append(p)
+    return found
+
+
+def wait_for_load(proc: subprocess.Popen, activity, err: Path) -> None:
+    deadline = time.monotonic() + LOAD_TIMEOUT_S
+    measuring = getattr(activity, "measuring", activity.count)
+    before = measuring()
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the command ended first: {err.read_text()}"
+        time.sleep(0.2)
+        if measuring() > before:
+            return
+    pytest.fail(f"no load on the target after {LOAD_TIMEOUT_S} s: {err.read_text()}")
+
+
+def as_from_a_terminal() -> None:
+    """The stop signals at their default, as a shell in a terminal leaves them (a test
+    runner's worker may ignore SIGINT)."""
+    for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def stop_and_check(argv: list[str], activity, signum: int, tmp_path: Path,
+                   wrapper: list[str] = (), children: bool = True) -> tuple[int, str]:
+    """Start the command, wait for its load, signal it; assert that it ends in time, that no
+    probe process outlives it, and that the target then sees nothing. Its status and stderr.
+    `children`: the load comes from child processes (not `probe dns`: its own threads)."""
+    err = tmp_path / "stderr"
+    with open(err, "w") as err_file:
+        proc = subprocess.Popen([*wrapper, inspector_bin(), *argv], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err_file,
+                                preexec_fn=as_from_a_terminal)
+    probes: list[psutil.Process] = []
+    try:
+        wait_for_load(proc, activity, err)
+        probes = psutil.Process(proc.pid).children(recursive=True)
+        assert probes or not children, "no probe process to watch"
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        status = proc.wait(EXIT_TIMEOUT_S)
+        ended = time.monotonic()
+        while still_running(probes) and time.monotonic() - ended < GONE_TIMEOUT_S:
+            time.sleep(0.02)
+        left = still_running(probes) + naming(str(tmp_path), os.getpid())
+        print(f"{signal.Signals(signum).name}: the command ended {ended - sent:.2f} s after "
+              f"the signal, its {len(probes)} probe processes "
+              f"{time.monotonic() - ended:.2f} s after it")
+        assert not left, f"probe processes outlived the command: {left}"
+        before = activity.count()
+        time.sleep(QUIET_S)
+        assert activity.count() == before, "the target still sees load"
+        return status, err.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        for p in still_running(probes):
+            p.kill()
+        activity.close()
+
+
+def exit_status(signum: int) -> int:
+    """What Popen reports: 128 + N for a signal the command handles, -9 for SIGKILL."""
+    return -signal.SIGKILL if signum == signal.SIGKILL else 128 + signum
+
+
+STOPPED = {signal.SIGINT: "interrupted", signal.SIGTERM: "stopped by SIGTERM",
+           signal.SIGHUP: "stopped by SIGHUP", signal.SIGQUIT: "stopped by SIGQUIT"}
+
+
+def check_status(status: int, err: str, signum: int) -> None:
+    assert status == exit_status(signum), err
+    if signum in STOPPED:
+        assert STOPPED[signum] in err, err
+
+
+# ---------------------------------------------------------------------- snapshot, export
+CASES = [("io", signal.SIGTERM), ("io", signal.SIGHUP), ("io", signal.SIGKILL),
+         ("io", signal.SIGQUIT), ("io", signal.SIGINT),
+         ("memcached", signal.SIGTERM), ("memcached", signal.SIGHUP),
+         ("memcached", signal.SIGKILL),
+         ("dns", signal.SIGTERM), ("dns", signal.SIGHUP), ("dns", signal.SIGKILL)]
+
+
+def target_for(kind: str, tmp_path: Path, memcached):
+    if kind == "io":
+        return io_target(tmp_path)
+    if kind == "memcached":
+        return mc_target(memcached)
+    return dns_target(tmp_path)
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("kind,signum", CASES, ids=[f"{k}-{signal.Signals(s).name}"
+                                                    for k, s in CASES])
+def test_snapshot_probe_ends_with_the_command(tmp_path, memcached, kind, signum):
+    spec, activity, wrapper = target_for(kind, tmp_path, memcached)
+    out = tmp_path / "s.json"
+    status, err = stop_and_check(["snapshot", "-o", str(out), "--probe", spec,
+                                  "--probe-seconds", PROBE_SECONDS], activity, signum,
+                                 tmp_path, wrapper)
+    check_status(status, err, signum)
+    assert not out.exists()         # stopped: no snapshot, as with Ctrl-C
+
+
+EXPORT_CASES = [("io", signal.SIGTERM), ("io", signal.SIGKILL), ("memcached", signal.SIGHUP),
+                ("memcached", signal.SIGKILL), ("dns", signal.SIGTERM), ("dns", signal.SIGQUIT)]
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("kind,signum", EXPORT_CASES,
+                         ids=[f"{k}-{signal.Signals(s).name}" for k, s in EXPORT_CASES])
+def test_export_probe_ends_with_the_command(tmp_path, memcached, kind, signum):
+    spec, activity, wrapper = target_for(kind, tmp_path, memcached)
+    out = tmp_path / "m.prom"
+    status, err = stop_and_check(["export", "--prometheus", "-o", str(out), "--probe", spec,
+                                  "--probe-seconds", PROBE_SECONDS], activity, signum,
+                                 tmp_path, wrapper)
+    check_status(status, err, signum)
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------- record
+@pytest.mark.serial
+def test_record_keeps_the_stopped_run_and_starts_no_other(tmp_path, memcached):
+    """record finishes its sample on a signal: the run cut short is kept with its partial
+    figures, the next probe of the sample is not started."""
+    spec, activity, _ = io_target(tmp_path)
+    server = memcached()
+    db = tmp_path / "history.db"
+    status, err = stop_and_check(["record", "--once", "--db", str(db), "--probe", spec,
+                                  "--probe", f"memcached:{server.address}",
+                                  "--probe-seconds", PROBE_SECONDS], activity, signal.SIGTERM,
+                                 tmp_path)
+    assert status in (0, 128 + signal.SIGTERM), err
+    assert McActivity(server).count() == 0          # the second probe never ran
+    with sqlite3.connect(db) as conn:
+        runs = dict((probe, (requests, error)) for probe, requests, error in conn.execute(
+            "SELECT probe, requests, error FROM probe_runs"))
+    assert runs["io"][0] > 0 and "stopped by SIGTERM" in runs["io"][1], runs
+    assert runs["memcached"] == (None, "not run: the command was stopped by SIGTERM"), runs
+
+
+@pytest.mark.serial
+def test_record_killed_leaves_no_probe(tmp_path):
+    spec, activity, _ = io_target(tmp_path)
+    status, err = stop_and_check(["record", "--once", "--db", str(tmp_path / "history.db"),
+                                  "--probe", spec, "--probe-seconds", PROBE_SECONDS],
+                                 activity, signal.SIGKILL, tmp_path)
+    assert status == -signal.SIGKILL, err
+
+
+# ---------------------------------------------------------------------- probe
+@pytest.mark.serial
+@pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_probe_io_ends_with_the_command(tmp_path, signum):
+    spec, activity, _ = io_target(tmp_path)
+    status, err = stop_and_check(["probe", "io", spec[3:], "-w", PROBE_SECONDS], activity,
+                                 signum, tmp_path)
+    assert status == exit_status(signum), err
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_probe_memcached_workers_end_with_the_command(tmp_path, memcached, signum):
+    server = memcached()
+    status, err = stop_and_check(["probe", "memcached", server.address, "--workers", "2",
+                                  "-c", "4", "--duration", "60"], McActivity(server),
+                                 signum, tmp_path)
+    assert status == exit_status(signum), err
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_probe_dns_ends_with_the_command(tmp_path, signum):
+    responder = Responder(mode="ok")
+    status, err = stop_and_check(["probe", "dns", "www.probe.test", "--server",
+                                  responder.server, "--count", "600", "--interval", "0.1s"],
+                                 DnsActivity(responder), signum, tmp_path, children=False)
+    assert status == exit_status(signum), err
