@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.discover.block_sizes import PartitionTables
+from inspector.discover.block_stacks import complete_stacks
 from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
 
@@ -89,6 +90,9 @@ class BlockDevice:
     start_sector: int | None | Unknown = None  # first 512-byte sector on its disk (X/start)
     partitions: list[str] = field(default_factory=list)  # names of this disk's partitions
     slaves: list[str] = field(default_factory=list)   # devices it is built on (X/slaves: dm, md)
+    # where `slaves` came from when the root has no X/slaves (a sosreport): the sources that
+    # named them ("holders/ of the lower devices, dmsetup ls --tree, lsblk"); None: sysfs slaves/
+    slaves_source: str | None = None
     holders: list[str] = field(default_factory=list)  # devices built on it (dm, md over this one)
     children: list[str] = field(default_factory=list)  # partitions then holders, as lsblk
     mounts: list[Mount] = field(default_factory=list)  # where it is mounted (mountinfo)
@@ -275,6 +279,7 @@ def collect_block(root: HostRoot, *, with_udev: bool = True) -> BlockInventory:
             dev.partitions.append(pname)
     if tables is not None:
         tables.fill(devices)
+        complete_stacks(root, devices, problems)
 
     _link_holders(devices, problems)
     mounts_by_devno, mounts_by_source, mount_problem = _read_mounts(root)

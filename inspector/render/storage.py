@@ -341,6 +341,9 @@ def dm_block(section: StorageSection) -> Text:
         elif not known(device.suspended):
             text.append(f"  suspended {device.suspended}", style="yellow")
         text.append(f"  on {', '.join(device.slaves) or '-'}")
+        lower = section.devices.get(device.name)
+        if lower is not None and lower.slaves_source:   # no sysfs slaves/: say who told
+            text.append(f" (from {lower.slaves_source})", style="dim")
         if device.striping:
             text.append(f"  striped {device.striping.stripes} x {human_size(device.striping.stripe_bytes)}")
         text.append(f"\n  uuid {_text(device.uuid)}", style="dim")
