@@ -13,6 +13,7 @@ seconds and never waited for: a sample carries the last sweep."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from inspector.bounded import Read, Reads
@@ -166,8 +167,11 @@ class LiveSampler:
 
     def __init__(self, root: HostRoot, *, stall_seconds: float = STALL_SECONDS,
                  process_io: bool = True, read_timeout: float = READ_TIMEOUT,
-                 filesystems_every: float = FILESYSTEMS_EVERY):
+                 filesystems_every: float = FILESYSTEMS_EVERY,
+                 clock: Callable[[], tuple[float, float]] | None = None):
+        """`clock() -> (monotonic, wall)`: the time of a sample (tests step a virtual one)."""
         self.root = root
+        self.clock = clock
         self.process_io = process_io
         self.read_timeout = read_timeout
         self.filesystems_every = filesystems_every
@@ -190,8 +194,8 @@ class LiveSampler:
 
     def sample(self) -> Counters:
         root = self.root
-        mono, wall = time.monotonic(), time.time()
-        deadline = mono + self.read_timeout
+        mono, wall = self.clock() if self.clock else (time.monotonic(), time.time())
+        deadline = time.monotonic() + self.read_timeout
         wall_known = True
         if not root.live:     # a capture's moment, not ours (unknown for a plain tree: now)
             stamp = getattr(root, "sidecar_meta", {}).get("captured_at")
@@ -263,9 +267,11 @@ class LiveSampler:
         pids = list_pids(root)
         if not known(pids):
             return pids
-        io = self.process_io and root.live     # a capture's one moment of IO gives no rate
         self._ticks += 1
-        procs, denied = read_processes(root, pids, with_io=io, status_cache=self._status,
+        # a capture's one moment of IO gives no rate (top_io says so), but a fixture tree a
+        # test advances does: the processes table reads it from any root
+        procs, denied = read_processes(root, pids, with_io=self.process_io,
+                                       status_cache=self._status,
                                        tick=self._ticks)
         # Threads are walked only while the kernel counts tasks blocked on IO: the stuck
         # IO thread of a database shows, without a thread walk on every quiet sample. (Read
