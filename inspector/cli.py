@@ -95,36 +95,9 @@ def _tui_options_without_command(argv: list[str]) -> bool:
         for w in argv)
 
 
-class Stopped(KeyboardInterrupt):
-    """SIGTERM, SIGHUP or SIGQUIT, raised where Ctrl-C's KeyboardInterrupt would be: every
-    command stops the same way for each (its child processes ended, its partial results where
-    Ctrl-C gives them) and exits 128 + N."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-STOPPED_BY = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-_stopped_by: int | None = None      # the first of them this process got
-
-
-def _raise_stopped(signum: int, _frame) -> None:
-    global _stopped_by
-    _stopped_by = _stopped_by or signum
-    raise Stopped(signum)
-
-
-def stop_on_signals() -> None:
-    """TERM, HUP and QUIT as Stopped, where they still have their default action (one the
-    caller ignores stays ignored: `nohup inspector record &`). Python would otherwise die of
-    them on the spot, leaving the command's children (probe runs, readers) running."""
-    for signum in STOPPED_BY:
-        if signal.getsignal(signum) is signal.SIG_DFL:
-            signal.signal(signum, _raise_stopped)
-
-
 def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C, or another stop signal raised the same way once the probe runs it stopped were
+    over (inspector.probes.driver.StoppedBySignal): 128 + N."""
     signum = getattr(exc, "signum", signal.SIGINT)
     print("inspector: interrupted" if signum == signal.SIGINT
           else f"inspector: stopped by {signal.Signals(signum).name}", file=sys.stderr)
@@ -146,13 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
     try:
-        if args.command != "tui":
-            stop_on_signals()
-        status = int(args.func(args) or 0)
-        if _stopped_by is not None and status < SIGNAL_EXIT:
-            # a command that ends quietly on Ctrl-C (top) still says it was stopped
-            return _interrupted(Stopped(_stopped_by))
-        return status
+        return int(args.func(args) or 0)
     except CliError as exc:
         print(f"inspector: {exc}", file=sys.stderr)
         return exc.status

@@ -13,8 +13,9 @@ however it ends (SIGKILL included: inspector.parent_death), and stops the CLI's 
 own processes (the IO engine, memcached workers) end with it. While it runs, a stop signal sent
 to the command (INT, TERM, HUP, QUIT; not one the command ignores) stops the run first
 (SIGTERM, partial figures kept), kills it STOP_WAIT_S later if it has not ended, waits for it to
-be gone, and only then reaches the command's own handler: the CLI's (exit 128 + N), record's
-(the sample is kept), or the default action.
+be gone, and only then reaches the command: its own handler (record keeps the sample, Ctrl-C's
+KeyboardInterrupt) or, for a signal left at its default action, StoppedBySignal, which the CLI
+treats as Ctrl-C (exit 128 + N).
 """
 from __future__ import annotations
 
@@ -230,15 +231,18 @@ class _StopOnSignal:
         reap()
 
     def hand_on(self) -> None:
-        """The stop signal to the handler it was meant for, now that the run is over."""
+        """The stop signal to the handler it was meant for, now that the run is over; where
+        that was the default action (death, which would skip the command's clean-up and
+        say nothing), StoppedBySignal: the command stops as for Ctrl-C, exit 128 + N."""
+        from inspector.probes.driver import StoppedBySignal
         signum = self.signum
         if signum is None or signum not in self._previous:
             return
         previous = self._previous[signum]
         if callable(previous):
             previous(signum, None)
-        else:                        # SIG_DFL, put back by __exit__: the default action
-            os.kill(os.getpid(), signum)
+        else:
+            raise StoppedBySignal(signum)
 
 
 def _now() -> float:

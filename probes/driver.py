@@ -32,6 +32,16 @@ STOP_GRACE_S = 5.0
 _stop_signal: int | None = None      # the first stop signal this process got
 
 
+class StoppedBySignal(KeyboardInterrupt):
+    """A stop signal whose action was the default (TERM, HUP, QUIT), raised where Ctrl-C's
+    KeyboardInterrupt would be once the probe runs it stopped are over (inspector.probe_runs):
+    the command stops as it does for Ctrl-C, and the CLI exits 128 + signum."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def note_stop_signal(signum: int) -> None:
     """This process was asked to stop by `signum`: no probe run starts after this."""
     global _stop_signal
@@ -126,8 +136,8 @@ class ProbeDriver:
             self.probe.prepare()
             with asyncio.Runner(loop_factory=loop_factory(self.probe)) as runner:
                 runner.run(self._drive())
-        except KeyboardInterrupt as exc:   # Ctrl-C (or the CLI's Stopped: TERM, HUP, QUIT)
-            # before the handlers were in place, or a second one
+        except KeyboardInterrupt as exc:   # Ctrl-C (or StoppedBySignal) before the handlers
+            # were in place, or a second one
             signum: int = getattr(exc, "signum", signal.SIGINT)
             self.signum = self.signum or signum
             note_stop_signal(signum)

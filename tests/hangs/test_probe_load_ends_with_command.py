@@ -19,6 +19,8 @@ import signal
 import sqlite3
 import struct
 import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -335,3 +337,55 @@ def test_probe_dns_ends_with_the_command(tmp_path, signum):
                                   responder.server, "--count", "600", "--interval", "0.1s"],
                                  DnsActivity(responder), signum, tmp_path, children=False)
     assert status == exit_status(signum), err
+
+
+# ---------------------------------------------------------------------- a run that will not stop
+# A forked run whose process ignores the stop (SIGTERM): the command kills it STOP_WAIT_S (2 s)
+# after the signal, or at once on a second signal, and then stops as for Ctrl-C.
+STUBBORN = textwrap.dedent("""
+    import signal, time
+    from inspector import probe_runs
+    from inspector.probes.request import ProbeRequest
+
+    def stubborn(spec, seconds, signals=()):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(60)
+        return {}
+
+    probe_runs.run_probe = stubborn
+    try:
+        probe_runs.run_probe_forked(ProbeRequest("io", "/nonexistent", 60), 60)
+    except KeyboardInterrupt as exc:
+        print("stopped by", getattr(exc, "signum", None), flush=True)
+""")
+
+
+@pytest.mark.parametrize("second", [None, signal.SIGINT], ids=["one-signal", "two-signals"])
+def test_a_run_that_ignores_the_stop_is_killed(second):
+    proc = subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
+    try:
+        deadline = time.monotonic() + 10
+        while not (runs := psutil.Process(proc.pid).children()):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+            time.sleep(0.05)
+        time.sleep(0.3)                 # it ignores SIGTERM by now
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        if second is not None:
+            time.sleep(0.3)
+            sent = time.monotonic()
+            proc.send_signal(second)
+        out, err = proc.communicate(timeout=10)
+        took = time.monotonic() - sent
+        print("ended", took, "s after the last signal")
+        assert out.strip() == f"stopped by {signal.SIGTERM:d}", err
+        assert not still_running(runs)
+        if second is None:
+            assert 1.8 <= took <= 5.0       # the stop's grace (2 s), then SIGKILL
+        else:
+            assert took <= 1.5              # no more waiting
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
