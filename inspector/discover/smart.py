@@ -199,8 +199,9 @@ def collect(root: HostRoot, device: str, timeout: float,
     result = root.run(["smartctl", "--json", "-a", *address.options()], timeout=timeout)
     problem = failure(result, nonzero_ok=True)
     if problem is not None:
-        if result.error is None or "not in this sosreport" not in result.error:
+        if result.error is None or not any(w in result.error for w in _NOT_KEPT):
             return _unreadable(problem)
+        # a sosreport keeps the text form; so does a capture of a smartctl without --json
         return _text_collect(root, name, address, timeout, problem)
     try:
         h = parse_smartctl(result.stdout, name)
@@ -212,13 +213,17 @@ def collect(root: HostRoot, device: str, timeout: float,
     return h if unusable is None else unusable
 
 
+_NOT_KEPT = ("not in this sosreport", "not recorded")
+
+
 def _text_collect(root: HostRoot, name: str, address: Address, timeout: float,
                   json_problem: Unknown) -> SmartHealth | Unknown:
     result = root.run(["smartctl", "-a", *address.options()], timeout=timeout)
     problem = failure(result, nonzero_ok=True)
     if problem is not None:
         # nothing of either form: say what the JSON attempt met (it names the text one if kept)
-        return json_problem if result.error and "not in" in result.error else _unreadable(problem)
+        return json_problem if result.error and any(w in result.error for w in _NOT_KEPT) \
+            else _unreadable(problem)
     try:
         h = parse_smartctl_text(result.stdout, name, result.returncode)
     except ParseError:

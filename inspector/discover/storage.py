@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspector.discover import block, dm, md
+from inspector.discover import block, dm, md, raid_drives
+from inspector.discover.drive_cmd import COMMAND_TIMEOUT
 from inspector.discover.md import Mdstat  # the `md` field below hides the module in the class
 from inspector.host import HostRoot
 from inspector.model import Unknown
@@ -32,6 +33,9 @@ class StorageSection:
     health: dict[str, Any] = field(default_factory=dict)
     # what could not be read or does not add up ("md1 is in /proc/mdstat but not in /sys/block")
     problems: list[str] = field(default_factory=list)
+    # drives behind hardware RAID controllers (smartctl --scan-open); their health is in
+    # `health` under their address ("/dev/bus/0 -d megaraid,3"); None: no controller shows
+    controllers: raid_drives.ControllerView | None = None
 
     def walk(self) -> Iterator[tuple[int, str]]:
         """(depth, name) in lsblk order: a device under each of its parents, as lsblk shows it."""
@@ -101,6 +105,9 @@ def collect(root: HostRoot) -> StorageSection:
 
     whole = [n for n, d in section.devices.items() if d.parent is None]
     section.health = _drive_health(root, whole, section.problems)
+    view = _guard(section, "drives behind RAID controllers",
+                  lambda: raid_drives.collect(root, section.devices, section.health, COMMAND_TIMEOUT))
+    section.controllers = view if isinstance(view, raid_drives.ControllerView) else None
     if mdstat_only:   # after drive health: these have no drive to ask
         _guard(section, "md arrays from /proc/mdstat",
                lambda: _add_mdstat_devices(root, section, mdstat_only))

@@ -115,7 +115,11 @@ def _unknown(name: str, health: Unknown) -> list[Finding]:
 def _unreadable(name: str, health: Unreadable) -> Finding:
     reason = health.reason
     target = name if name.startswith("/dev/") else f"/dev/{name}"
-    if "please try adding '-d " in reason:
+    if reason.startswith("logical volume of "):
+        advice = (f"{name} is a RAID controller's volume: list its drives with smartctl "
+                  "--scan-open and read each with smartctl -a -d TYPE,N (megaraid,N cciss,N ...), "
+                  "or the controller's CLI (storcli64 /call show all, perccli64, ssacli, arcconf)")
+    elif "please try adding '-d " in reason:
         kind = reason.split("please try adding '-d ", 1)[1].split(",")[0].split("'")[0]
         advice = (f"{name} is a logical volume of a RAID controller, not a drive: its physical "
                   f"drives are read with smartctl -d {kind},N (smartctl --scan-open lists them), "

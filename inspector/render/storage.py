@@ -11,6 +11,8 @@ from rich.text import Text
 
 from inspector.discover.block import BlockDevice
 from inspector.discover.md import MDSTAT_FLAGS, MdArray
+from inspector.discover.raid_drives import ControllerDrive
+from inspector.discover.smart import SmartHealth
 from inspector.discover.storage import StorageSection
 from inspector.model import Unknown, known
 from inspector.render.rows import add_row, label_grid, plain
@@ -185,6 +187,49 @@ def visible_rows(section: StorageSection) -> tuple[list[tuple[str, str]], int]:
     return shown, len(rows) - len(shown)
 
 
+def _drives_under(section: StorageSection, name: str) -> list[ControllerDrive]:
+    view = section.controllers
+    return [d for d in view.drives if name in d.volumes] if view is not None else []
+
+
+def _lone_drives(section: StorageSection) -> dict[str, list[ControllerDrive]]:
+    """Drives of a controller that shows no volume, by controller."""
+    out: dict[str, list[ControllerDrive]] = {}
+    for drive in section.controllers.drives if section.controllers is not None else []:
+        if not drive.volumes:
+            out.setdefault(drive.controller, []).append(drive)
+    return out
+
+
+def _drive_cells(section: StorageSection, drive: ControllerDrive) -> tuple[str, str, Text]:
+    """SIZE, TYPE and DETAILS of a drive row: its address, identity and SMART verdict."""
+    health = section.health.get(drive.address)
+    details = Text(drive.address, style="dim")
+    if isinstance(health, SmartHealth):
+        who = " ".join(str(v) for v in (health.model, f"SN {health.serial}") if known(v))
+        if who and known(health.model):
+            details.append(f" {who}")
+        verdict = ("PASSED" if health.smart_passed is True else "FAILED" if health.smart_passed is False
+                   else "no verdict")
+        details.append(f" SMART {verdict}", style="bold red" if health.smart_passed is False else "")
+        return human_size(health.capacity_bytes), "drive", details
+    details.append(f" health {health}" if health is not None else " health not read",
+                   style="magenta")
+    return "?", "drive", details
+
+
+def _drive_rows(section: StorageSection, prefix: str, name: str) -> list[tuple[str, ControllerDrive]]:
+    """(prefix, drive) rows under the row (prefix, name): the drives behind a RAID volume."""
+    drives = _drives_under(section, name)
+    if not drives:
+        return []
+    inner = "" if not prefix else prefix[:-2] + ("  " if prefix.endswith("└─") else "│ ")
+    more = bool(section.devices[name].children) if name in section.devices else False
+    base = inner if prefix else ""
+    return [(base + ("└─" if i == len(drives) - 1 and not more else "├─"), d)
+            for i, d in enumerate(drives)]
+
+
 def device_table(section: StorageSection) -> Table | Text:
     rows, _ = visible_rows(section)
     if len(rows) > _TABLE_ROWS_MAX:
@@ -210,6 +255,19 @@ def device_table(section: StorageSection) -> Table | Text:
         table.add_row(Text(prefix, style="dim") + Text(label, style="bold" if not prefix else ""),
                       dev.type, human_size(dev.size_bytes), _text(dev.maj_min), _flags(dev),
                       _mounts(dev), details)
+        for drive_prefix, drive in _drive_rows(section, prefix, name):
+            size, kind, drive_details = _drive_cells(section, drive)
+            table.add_row(Text(drive_prefix, style="dim") + Text(drive.address.rsplit(" ", 1)[-1]),
+                          kind, size, "", "", Text(), drive_details)
+    for controller, drives in _lone_drives(section).items():
+        driver = next((str(d.driver) for d in drives if known(d.driver)), "?")
+        table.add_row(Text(controller, style="bold"), "raid", "", "", "", Text(),
+                      Text(f"{driver}: no volume shown", style="dim"))
+        for i, drive in enumerate(drives):
+            size, kind, drive_details = _drive_cells(section, drive)
+            table.add_row(Text("└─" if i == len(drives) - 1 else "├─", style="dim")
+                          + Text(drive.address.rsplit(" ", 1)[-1]), kind, size, "", "", Text(),
+                          drive_details)
     return table
 
 

@@ -132,3 +132,154 @@ def test_text_parser_takes_any_line_mix(lines):
         return
     smart.usable(h)
     device_findings("sdz", h)
+
+
+# ----------------------------------------------------------------------------- class 8
+from inspector.discover import raid_drives, storage  # noqa: E402
+from inspector.render.storage import render  # noqa: E402
+
+PROXMOX = "megaraid-proxmox2"
+LONE = "megaraid-no-volume-pysmart"
+DISK0 = "/dev/bus/0 -d megaraid,0"
+DISK1 = "/dev/bus/0 -d megaraid,1"
+
+
+def proxmox_root(tmp_path: Path, **changes) -> Path:
+    """The proxmox2 host: sda a volume on megaraid_sas host0; the outputs glouton kept, as a
+    capture of smartctl's text form records them (no JSON form recorded)."""
+    commands = {"smartctl -a /dev/sda": (2, field_roots.output(PROXMOX, "smartctl-a-sda.txt")),
+                "smartctl --scan-open": (0, field_roots.output(PROXMOX, "smartctl-scan.txt")),
+                "smartctl -a -d megaraid,0 /dev/bus/0":
+                    (0, field_roots.output(PROXMOX, "smartctl-a-d-megaraid0-dev-bus-0.txt"))}
+    commands.update(changes)
+    return perc_root(tmp_path, {k: v for k, v in commands.items() if v is not None})
+
+
+def section_of(root: Path) -> storage.StorageSection:
+    return storage.collect(HostRoot(str(root)))
+
+
+def rendered(section: storage.StorageSection) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+    out = StringIO()
+    Console(file=out, width=160, color_system=None).print(render(section))
+    return out.getvalue()
+
+
+def test_scan_open_lines_and_open_failures():
+    entries = raid_drives.parse_scan(
+        "# /dev/sda -d scsi # /dev/sda, SCSI device open failed: DELL or MegaRaid controller, "
+        "please try adding '-d megaraid,N'\n" + field_roots.output(LONE, "smartctl-scan-open.txt"))
+    assert [(e.path, e.dtype, e.open_error) for e in entries] == [
+        ("/dev/sda", "scsi", "DELL or MegaRaid controller, please try adding '-d megaraid,N'"),
+        ("/dev/nvme0", "nvme", None), ("/dev/nvme1", "nvme", None),
+        ("/dev/bus/0", "sat+megaraid,60", None)]
+    assert entries[3].info == "/dev/bus/0 [megaraid_disk_60] [SAT], ATA device"
+
+
+def test_drives_behind_a_perc_volume_are_read_and_put_under_it(tmp_path):
+    section = section_of(proxmox_root(tmp_path))
+    view = section.controllers
+    assert view is not None and view.volumes == {"sda": "megaraid_sas host0"}
+    assert [(d.address, d.controller, d.driver, d.volumes, d.placement) for d in view.drives] == [
+        (DISK0, "host0", "megaraid_sas", ["sda"], "the only volume of host0"),
+        (DISK1, "host0", "megaraid_sas", ["sda"], "the only volume of host0")]
+    disk0 = section.health[DISK0]
+    assert (disk0.model, disk0.serial, disk0.smart_passed, disk0.temperature_c, disk0.capacity_bytes,
+            disk0.power_on_hours, disk0.source) == ("SanDisk SSD PLUS 480GB", "123AF4567890", True, 35,
+                                                    480103981056, 10150, "smartctl -a (text)")
+    # glouton kept nothing for megaraid,1: unknown, with the reason, never a guess
+    assert isinstance(section.health[DISK1], Unknown) and "not recorded" in section.health[DISK1].reason
+    text = rendered(section)
+    assert "├─megaraid,0" in text and "└─megaraid,1" in text
+    assert "health unknown (not recorded in capture" in text
+    assert "SanDisk SSD PLUS 480GB SN 123AF4567890 SMART PASSED" in text
+
+
+def test_a_volume_whose_drives_were_not_all_read_stays_unknown(tmp_path):
+    found = drive_findings(proxmox_root(tmp_path))
+    finding = found[("drive.health_unknown", "sda")]
+    assert finding.level == Level.UNKNOWN
+    assert finding.message.endswith(f"not all its physical drives were read ({DISK1}: not recorded in "
+                                    "capture (command smartctl --json -a -d megaraid,1 /dev/bus/0))")
+    assert (("drive.health_unknown", DISK0)) not in found
+
+
+def test_a_volume_whose_drives_were_read_is_judged_by_them(tmp_path):
+    scan = "\n".join(line for line in field_roots.output(PROXMOX, "smartctl-scan.txt").splitlines()
+                     if "megaraid,1" not in line) + "\n"
+    root = proxmox_root(tmp_path, **{"smartctl --scan-open": (0, scan)})
+    section = section_of(root)
+    assert section.health["sda"] == Unknown(
+        f"logical volume of megaraid_sas host0: its health is that of its drives ({DISK0})")
+    assert drive_findings(root) == {}
+
+
+def test_a_failing_drive_behind_the_controller_is_named_by_its_address(tmp_path):
+    text = field_roots.output(PROXMOX, "smartctl-a-d-megaraid0-dev-bus-0.txt").replace(
+        "  5 Reallocated_Sector_Ct   -O--CK   100   100   000    -    0",
+        "  5 Reallocated_Sector_Ct   -O--CK   100   100   000    -    24")
+    found = drive_findings(proxmox_root(tmp_path, **{"smartctl -a -d megaraid,0 /dev/bus/0": (0, text)}))
+    finding = found[("smart.reallocated_sector_ct", DISK0)]
+    assert finding.level == Level.WARN and finding.evidence == ["5 Reallocated_Sector_Ct raw 24"]
+
+
+def test_a_hung_drive_is_unknown_with_its_address(tmp_path):
+    root = proxmox_root(tmp_path)
+    sidecar = json.loads((root / "inspector-sidecar.json").read_text())
+    sidecar["facts"]["command"]["smartctl --json -a -d megaraid,1 /dev/bus/0"] = {
+        "argv": [], "returncode": None, "stdout": "", "stderr": "", "error": "smartctl timed out after 5 s",
+        "duration": 5.0}
+    (root / "inspector-sidecar.json").write_text(json.dumps(sidecar))
+    finding = drive_findings(root)[("drive.health_unknown", DISK1)]
+    assert "timed out" in finding.message and "hangs" in finding.advice
+    assert finding.evidence == [f"smartctl -a {DISK1}: smartctl timed out after 5 s"]
+
+
+def test_without_the_scan_the_volumes_drives_are_unknown_with_the_reason(tmp_path):
+    root = proxmox_root(tmp_path, **{"smartctl --scan-open": None})
+    finding = drive_findings(root)[("drive.health_unknown", "sda")]
+    assert finding.message == (f"drive health unknown: smartctl could not open it: Smartctl open device: "
+                               f"/dev/sda failed: {MEGARAID_HINT}; logical volume of megaraid_sas host0: "
+                               "not all its physical drives were read (smartctl --scan-open: not recorded in "
+                               "capture (command smartctl --scan-open))")
+    assert "--scan-open" in finding.advice and "storcli64" in finding.advice
+
+
+def test_a_controller_with_no_volume_shows_its_drives_under_it(tmp_path):
+    r = field_roots.root(tmp_path / "root")
+    host_dir = "devices/pci0000:17/0000:17:00.0/0000:18:00.0/host0"
+    r.write(f"sys/{host_dir}/scsi_host/host0/proc_name", "megaraid_sas")
+    r.link("sys/class/scsi_host/host0", f"sys/{host_dir}/scsi_host/host0")
+    r.write("sys/block/.keep", "")
+    field_roots.sidecar(r.path, {
+        "smartctl --scan-open": (0, field_roots.output(LONE, "smartctl-scan-open.txt")),
+        "smartctl -a -d sat+megaraid,60 /dev/bus/0":
+            (0, field_roots.output(LONE, "smartctl-a-d-sat+megaraid60-dev-bus-0.txt"))})
+    section = section_of(Path(r.path))
+    (drive,) = section.controllers.drives      # the NVMe lines are no controller's drives
+    assert (drive.address, drive.volumes, drive.placement) == (
+        "/dev/bus/0 -d sat+megaraid,60", [], "host0 shows no volume: a drive of the controller alone")
+    health = section.health[drive.address]
+    assert (health.model, health.temperature_c, health.smart_passed) == ("INTEL SSDSC2KB480G8", 19, True)
+    text = rendered(section)
+    assert "host0" in text and "megaraid_sas: no volume shown" in text and "└─sat+megaraid,60" in text
+
+
+def test_json_of_a_sas_drive_behind_megaraid():
+    doc = (FIXTURES / "field/smartctl-megaraid-json/smartctl-json-d-megaraid1-dev-bus-0.json").read_text()
+    h = smart.parse_smartctl(doc, DISK1)
+    assert (h.protocol, h.model, h.smart_passed, h.grown_defects, h.temperature_c, h.capacity_bytes) == \
+        ("SCSI", "TOSHIBA MG08SCA16TEY", True, 0, 31, 16000900661248)
+    assert device_findings(DISK1, h) == []
+
+
+def test_a_host_without_raid_controller_runs_no_scan(tmp_path):
+    r = field_roots.root(tmp_path / "root")
+    field_roots.controller_disk(r, "sda", 0, "8:0", 1000, driver="ahci", vendor="ATA", model="ST4000NM0035")
+    r.finish()
+    field_roots.sidecar(r.path, {})
+    section = section_of(Path(r.path))
+    assert section.controllers is None
