@@ -89,10 +89,19 @@ def run_probe_forked(spec: ProbeRequest, seconds: float) -> dict:
     parent = os.getpid()
 
     def in_child(_request: Any) -> dict:
+        # the run and every process it forks (the IO probe's set-up writing its test file,
+        # its engine, the DNS probe's reader) in one group, ended as one; until the probe
+        # measures (its driver stops it gracefully then) a stop or the command's death ends
+        # the whole group: a set-up left alone would go on writing its 64 MiB
+        os.setpgid(0, 0)
         for signum in RUN_STOP_SIGNALS:      # the command's handlers came with the fork
-            signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signum, _end_group)
         end_with_parent(parent, signal.SIGTERM)
-        return run_probe(spec, seconds, signals=RUN_STOP_SIGNALS)
+        try:
+            return run_probe(spec, seconds, signals=RUN_STOP_SIGNALS)
+        finally:                             # the run is over: its answer must get out
+            for signum in RUN_STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_IGN)
 
     with _StopOnSignal() as stopper:
         if stopper.signum is not None:
@@ -114,6 +123,10 @@ def run_probe_forked(spec: ProbeRequest, seconds: float) -> dict:
                            else f"{stopped_by} (partial figures)")
         stopper.hand_on()           # the command's own handler: may raise (exit 128 + N)
     return result
+
+
+def _end_group(_signum: int, _frame: object) -> None:
+    os.killpg(0, signal.SIGKILL)
 
 
 def _result(request: ProbeRequest, error: str | None = None) -> dict:
@@ -155,7 +168,7 @@ class _StopOnSignal:
                 # a handler not set from Python, left alone
                 if previous is not None and previous is not signal.SIG_IGN:
                     self._previous[signum] = signal.signal(signum, self._on_signal)
-        except BaseException:        # the CLI's Stopped, between two of them
+        except BaseException:        # a handler raised (Ctrl-C) between two of them
             self.__exit__()
             raise
         return self
@@ -174,15 +187,16 @@ class _StopOnSignal:
     def watch(self, pid: int) -> None:
         """The run's process, just forked; a signal that came meanwhile stops it now."""
         with self._lock:
+            self._pid = pid          # also its process group's id (in_child)
             try:            # a pidfd: signalled safely even once the pid is reaped
                 self._pidfd = os.pidfd_open(pid)
             except (OSError, AttributeError):
-                self._pid = pid
+                pass
             if self.signum is not None and self._kill_at is None:
                 self._stop()
 
     def release(self) -> None:
-        """Before the process is reaped: a bare pid (no pidfd here) is not ours after that."""
+        """Before the process is reaped: its pid and group id are not ours after that."""
         with self._lock:
             self._pid = None
 
@@ -197,8 +211,8 @@ class _StopOnSignal:
                 self._kill()
 
     def _stop(self) -> None:
-        if self._pidfd is None and self._pid is None:
-            return                   # not forked yet: watch() stops it
+        if self._pid is None:
+            return                   # not forked yet (watch() stops it), or reaped
         self._kill_at = _now() + STOP_WAIT_S
         self._send(signal.SIGTERM)
         self._timer = threading.Timer(STOP_WAIT_S, self._kill)
@@ -209,13 +223,18 @@ class _StopOnSignal:
         with self._lock:
             if self._active and not self._killed:
                 self._killed = True
+                if self._pid is not None:    # not reaped before release(): still ours
+                    try:                     # the run and what it forked
+                        os.killpg(self._pid, signal.SIGKILL)
+                    except OSError:          # no group yet: the child was just forked
+                        pass
                 self._send(signal.SIGKILL)
 
     def _send(self, signum: int) -> None:
         try:
             if self._pidfd is not None:
                 signal.pidfd_send_signal(self._pidfd, signum)
-            elif self._pid is not None:      # not reaped before release(): still ours
+            elif self._pid is not None:
                 os.kill(self._pid, signum)
         except OSError:
             pass
