@@ -23,6 +23,10 @@ class Pressure:
     some_avg60: float
     full_avg10: float | None      # None: no "full" line (cpu before 5.13)
     full_avg60: float | None
+    # microseconds stalled since boot: a share over any interval, sooner than avg10's
+    # exponential average (which takes ~10 s to reach a new level)
+    some_total_us: int | None = None
+    full_total_us: int | None = None
 
 
 def parse_pressure(resource: str, text: str) -> Pressure | Unknown:
@@ -41,7 +45,12 @@ def parse_pressure(resource: str, text: str) -> Pressure | Unknown:
     if not some or "avg10" not in some or "avg60" not in some:
         return Unknown(f"unparsable /proc/pressure/{resource}")
     return Pressure(resource, some["avg10"], some["avg60"],
-                    full.get("avg10") if full else None, full.get("avg60") if full else None)
+                    full.get("avg10") if full else None, full.get("avg60") if full else None,
+                    _total(some), _total(full))
+
+
+def _total(values: dict[str, float] | None) -> int | None:
+    return int(values["total"]) if values and "total" in values else None
 
 
 def read_pressure(root: HostRoot) -> dict[str, Pressure | Unknown] | Unknown:

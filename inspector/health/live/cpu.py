@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from inspector.config import LiveThresholds
 from inspector.health.live.common import culprits
-from inspector.health.live.window import Context, Window
+from inspector.health.live.window import Context, Window, stall_share
 from inspector.live.sampler import Rates
 from inspector.model import Finding, Level
 
@@ -51,7 +51,8 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
     n = cpus_of(window, ctx)
     busy = window.mean(_busy)
     runnable = window.mean(_runnable)
-    psi = _psi(window.last, "cpu")
+    psi = max((v for v in (_psi(window.last, "cpu"), stall_share(window, "cpu"))
+               if v is not None), default=None)
     if busy is not None and busy >= c.busy_pct and (
             (runnable is not None and runnable > n * c.runnable_per_cpu)
             or (psi is not None and psi >= c.psi_some_pct)):

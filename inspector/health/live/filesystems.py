@@ -24,6 +24,14 @@ def _growth(points: list[tuple[float, float]]) -> float | None:
     return sum((p[0] - mt) * (p[1] - mv) for p in points) / var
 
 
+def _since_last_fall(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points since space was last freed (a deletion starts a new trend)."""
+    for i in range(len(points) - 1, 0, -1):
+        if points[i][1] < points[i - 1][1] * 0.99:
+            return points[i:]
+    return points
+
+
 def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
     last = window.last
     if not isinstance(last.filesystems, list):
@@ -41,7 +49,7 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
         if not series.points or series.points[-1][0] != when:
             series.add(when, float(fs.used_bytes))
         out += _fill(fs, f, device)
-        points = list(series.points)
+        points = _since_last_fall(list(series.points))
         span = points[-1][0] - points[0][0] if points else 0.0
         out += _time_to_full(fs, f, _growth(points), span, device)
         out += _inodes(fs, f)

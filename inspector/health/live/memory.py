@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from inspector.config import LiveThresholds
 from inspector.health.live.common import culprits, mib
-from inspector.health.live.window import Context, Window
+from inspector.health.live.window import Context, Window, stall_share
 from inspector.live.sampler import Rates
 from inspector.live.vmstat import VmRates
 from inspector.model import Finding, Level
@@ -24,9 +24,12 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
         return out
     pressure = last.pressure
     mem = pressure.get("memory") if isinstance(pressure, dict) else None
-    some = getattr(mem, "some_avg10", None)
-    full = getattr(mem, "full_avg10", None)
-    hogs = culprits(window.process_means(lambda p: float(p.mem_kib)), " KiB", fmt="{:.0f}")
+    some = _worse(getattr(mem, "some_avg10", None), stall_share(window, "memory"))
+    full = _worse(getattr(mem, "full_avg10", None), stall_share(window, "memory", "full"))
+    # who stalls: the processes taking major faults, else the largest
+    faulting = window.process_means(lambda p: p.majflt_s)
+    hogs = (culprits(faulting, " major faults/s") if faulting else
+            culprits(window.process_means(lambda p: float(p.mem_kib)), " KiB", fmt="{:.0f}"))
     if some is not None:
         if some >= m.psi_some_pct or (full is not None and full >= m.psi_full_pct):
             crit = full is not None and full >= m.psi_full_pct
@@ -34,9 +37,11 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
                 Level.CRIT if crit else Level.WARN, "memory",
                 f"memory pressure: PSI some {some:.0f}%"
                 + (f", full {full:.0f}%" if full is not None else "")
-                + (f"; largest: {', '.join(hogs)}" if hogs else ""),
-                evidence=[f"/proc/pressure/memory some avg10 {some:.1f}%"
-                          + (f", full avg10 {full:.1f}%" if full is not None else "")]
+                + (f"; {'faulting' if faulting else 'largest'}: {', '.join(hogs)}"
+                   if hogs else ""),
+                evidence=[f"/proc/pressure/memory some {some:.1f}%"
+                          + (f", full {full:.1f}%" if full is not None else "")
+                          + f" (the larger of avg10 and the share over {window.covered():.0f} s)"]
                 + [f"largest: {h}" for h in hogs],
                 advice="Tasks stall reclaiming memory: find what grew (largest RSS), add "
                        "memory or limit it.", code="live.mem.pressure"))
@@ -74,6 +79,11 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
                    "memory is too small for the working set.", code="live.mem.majfault"))
     out += _dirty(window, t)
     return out
+
+
+def _worse(a: float | None, b: float | None) -> float | None:
+    values = [v for v in (a, b) if v is not None]
+    return max(values) if values else None
 
 
 def _oom(window: Window) -> list[Finding]:

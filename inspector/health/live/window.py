@@ -106,3 +106,21 @@ class Window:
         out = [(total / time, latest[pid]) for pid, total in sums.items()]
         out.sort(key=lambda pair: (-pair[0], pair[1].pid))
         return out
+
+
+def stall_share(window: Window, resource: str, line: str = "some") -> float | None:
+    """Percent of the window's wall time with tasks stalled on `resource` (PSI totals), or
+    None without PSI totals in the window's first and last samples."""
+    first, last = window.samples[0], window.samples[-1]
+    a, b = _psi_total(first, resource, line), _psi_total(last, resource, line)
+    span = last.wall - first.wall
+    if a is None or b is None or span <= 0 or b < a:
+        return None
+    return min(100.0, (b - a) / span / 1e4)
+
+
+def _psi_total(sample: Rates, resource: str, line: str) -> int | None:
+    pressure = sample.pressure
+    if not isinstance(pressure, dict):
+        return None
+    return getattr(pressure.get(resource), f"{line}_total_us", None)
