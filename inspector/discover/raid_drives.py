@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from inspector.discover import drives, smart
+from inspector.discover import drives, raid_cli, smart
 from inspector.discover.drive_cmd import failure
+from inspector.discover.raid_cli import DISK_STATES, RaidCliReport
 from inspector.host import HostRoot
 from inspector.model import Unknown
 
@@ -59,6 +60,8 @@ class ControllerDrive:
     volumes: list[str] = field(default_factory=list)  # the controller's logical volumes (sda ...)
     # how `volumes` was decided ("the only volume of host0", "volume unknown: host0 has 2")
     placement: str = ""
+    # the controller's CLI on this drive (megaraid,N is its DID): "252:0 Onln in DG 0"; None: no CLI
+    cli: str | None = None
 
 
 @dataclass
@@ -66,6 +69,8 @@ class ControllerView:
     """What smartctl showed behind the host's RAID controllers."""
     scan: list[ScanEntry] | Unknown        # smartctl --scan-open, parsed
     drives: list[ControllerDrive] = field(default_factory=list)
+    # storcli64/perccli64 /call show all J where a MegaRAID/PERC shows; None: no such controller
+    cli: RaidCliReport | Unknown | None = None
     volumes: dict[str, str] = field(default_factory=dict)   # logical volume -> "megaraid_sas host0"
 
 
@@ -129,6 +134,9 @@ def collect(root: HostRoot, devices: dict[str, BlockDevice], health: dict[str, A
     problem = failure(result)
     view = ControllerView(scan=problem if problem is not None else parse_scan(result.stdout),
                           volumes=volumes)
+    if any(drivers.get(h) in ("megaraid_sas", "megaraid") for h in raid_hosts) or \
+            any("megaraid" in v for v in volumes.values()):
+        view.cli = raid_cli.collect(root, timeout)
     if isinstance(view.scan, Unknown):
         _unknown_volumes(health, volumes, f"smartctl --scan-open: {view.scan.reason}")
         return view
@@ -153,6 +161,7 @@ def collect(root: HostRoot, devices: dict[str, BlockDevice], health: dict[str, A
         view.drives.append(drive)
         jobs[drive.address] = partial(smart.collect, root, drive.address, timeout,
                                       smart.Address(entry.path, entry.dtype))
+    _annotate(view)
     # each drive's smartctl may wait out its timeout on a stuck controller: side by side, live
     for address, drive_health in drives._run_jobs(jobs, parallel=root.live):
         health[address] = drive_health
@@ -169,6 +178,21 @@ def collect(root: HostRoot, devices: dict[str, BlockDevice], health: dict[str, A
                       if isinstance(health.get(d.address), Unknown)]
             _unknown_volumes(health, {name: description}, "; ".join(unread))
     return view
+
+
+def _annotate(view: ControllerView) -> None:
+    """The CLI's word on each megaraid,N drive: its slot, state and drive group (N is its DID).
+    One controller only: with several, a DID names a drive on each and says nothing alone."""
+    report = view.cli
+    if not isinstance(report, RaidCliReport) or len(report.controllers) != 1:
+        return
+    by_did = {d.did: d for d in report.controllers[0].drives if d.did is not None}
+    for drive in view.drives:
+        m = re.search(r"megaraid,(\d+)$", drive.address)
+        pd = by_did.get(int(m[1])) if m else None
+        if pd is not None:
+            group = f" in DG {pd.dg}" if pd.dg is not None else ""
+            drive.cli = f"{pd.slot} {DISK_STATES.get(pd.state, pd.state)}{group} ({report.tool})"
 
 
 def _unknown_volumes(health: dict[str, Any], volumes: dict[str, str], why: str) -> None:

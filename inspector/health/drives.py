@@ -27,6 +27,7 @@ from inspector.discover.drive_state import rose
 from inspector.discover.fio_status import FioHealth
 from inspector.discover.hio import HioHealth
 from inspector.discover.nvme_health import NvmeHealth
+from inspector.discover.raid_cli import DISK_STATES, VOLUME_STATES, RaidCliReport
 from inspector.discover.smart import WATCHED_ATTRIBUTES, SmartHealth, Unreadable
 from inspector.model import Finding, Level, Report, Unknown, known, worst
 
@@ -49,7 +50,47 @@ def rules(report: Report) -> Iterable[Finding]:
     findings: list[Finding] = []
     for name, value in health.items():
         findings.extend(device_findings(name, value))
+    controllers = getattr(section, "controllers", None)
+    if controllers is not None and isinstance(controllers.cli, RaidCliReport):
+        findings.extend(raid_cli_findings(controllers.cli))
     return findings
+
+
+# ------------------------------------------------------------------ RAID controllers (storcli)
+_VOLUME_LEVELS = {"Dgrd": Level.CRIT, "OfLn": Level.CRIT, "Pdgd": Level.WARN, "Rec": Level.WARN}
+_DISK_LEVELS = {"Failed": Level.CRIT, "Offln": Level.CRIT, "Msng": Level.CRIT, "UBad": Level.WARN,
+                "Rbld": Level.WARN}
+
+
+def raid_cli_findings(report: RaidCliReport) -> list[Finding]:
+    """The controller's own verdicts: a virtual drive not optimal, a physical drive failed,
+    offline, missing, bad or rebuilding."""
+    out: list[Finding] = []
+    for c in report.controllers:
+        for vd in c.volumes:
+            level = _VOLUME_LEVELS.get(vd.state)
+            if level is not None:
+                out.append(Finding(
+                    level, f"/c{c.controller}/v{vd.dg_vd.split('/')[-1]}",
+                    f"{c.product} virtual drive {vd.dg_vd} ({vd.raid} {vd.size}"
+                    f"{' ' + vd.name if vd.name else ''}) is {VOLUME_STATES.get(vd.state, vd.state)}",
+                    [f"{report.tool} /call show all J: VD LIST {vd.dg_vd} State {vd.state}"],
+                    f"{report.tool} /c{c.controller} show all lists the drive group's drives: "
+                    "replace the failed one (the controller rebuilds onto a hot spare or the new "
+                    "drive); do not pull another", "raid.volume_state"))
+        for pd in c.drives:
+            level = _DISK_LEVELS.get(pd.state)
+            if level is not None:
+                out.append(Finding(
+                    level, f"/c{c.controller}/e{pd.slot.replace(':', '/s')}",
+                    f"{c.product} drive {pd.slot} ({pd.model} {pd.size}, DID {pd.did}) is "
+                    f"{DISK_STATES.get(pd.state, pd.state)}",
+                    [f"{report.tool} /call show all J: PD LIST {pd.slot} State {pd.state}"],
+                    "a rebuild is under way: redundancy is reduced until it ends, do not pull "
+                    "another drive" if pd.state == "Rbld" else
+                    f"replace the drive in slot {pd.slot}; smartctl -a -d megaraid,{pd.did} "
+                    "/dev/bus/N shows its own log", "raid.disk_state"))
+    return out
 
 
 def device_findings(name: str, health: Any) -> list[Finding]:

@@ -283,3 +283,69 @@ def test_a_host_without_raid_controller_runs_no_scan(tmp_path):
     field_roots.sidecar(r.path, {})
     section = section_of(Path(r.path))
     assert section.controllers is None
+
+
+# ----------------------------------------------------------------------------- storcli / perccli
+from inspector.discover import raid_cli  # noqa: E402
+from inspector.health.drives import raid_cli_findings  # noqa: E402
+
+STORCLI = (FIXTURES / "field/storcli-9260-4i/storcli-c0-show-j.json").read_text()
+
+
+def test_storcli_json_volumes_and_drives():
+    report = raid_cli.parse_show_all(STORCLI)
+    (c,) = report.controllers
+    assert (c.controller, c.product, c.status) == (0, "LSI MegaRAID SAS 9260-4i", "Success")
+    assert [(v.dg_vd, v.raid, v.state, v.name, v.size) for v in c.volumes] == \
+        [("0/0", "RAID1", "Optl", "test_raid1", "931.0 GB")]
+    assert [(d.slot, d.did, d.state, d.dg) for d in c.drives] == [
+        ("252:0", 5, "Onln", 0), ("252:1", 6, "Onln", 0), ("252:2", 7, "DHS", 0), ("252:3", 4, "UGood", None)]
+    assert raid_cli_findings(report) == []      # optimal, online, spares: nothing to say
+
+
+def test_storcli_degraded_volume_and_failed_drive_are_critical():
+    doc = json.loads(STORCLI)
+    data = doc["Controllers"][0]["Response Data"]
+    data["VD LIST"][0]["State"] = "Dgrd"
+    data["PD LIST"][1]["State"] = "Failed"
+    data["PD LIST"][2]["State"] = "Rbld"
+    found = {(f.code, f.subject): f for f in raid_cli_findings(raid_cli.parse_show_all(json.dumps(doc)))}
+    vd = found[("raid.volume_state", "/c0/v0")]
+    assert vd.level == Level.CRIT and "virtual drive 0/0 (RAID1 931.0 GB test_raid1) is degraded" in vd.message
+    assert vd.evidence == ["storcli64 /call show all J: VD LIST 0/0 State Dgrd"]
+    failed = found[("raid.disk_state", "/c0/e252/s1")]
+    assert failed.level == Level.CRIT and "DID 6" in failed.message and "megaraid,6" in failed.advice
+    assert found[("raid.disk_state", "/c0/e252/s2")].level == Level.WARN
+
+
+def test_storcli_answer_joins_the_smartctl_drives_and_the_findings(tmp_path):
+    doc = json.loads(STORCLI)
+    doc["Controllers"][0]["Response Data"]["PD LIST"][0]["DID"] = 0   # the proxmox2 drive's DID
+    doc["Controllers"][0]["Response Data"]["VD LIST"][0]["State"] = "Pdgd"
+    root = proxmox_root(tmp_path, **{"storcli64 /call show all J": (0, json.dumps(doc))})
+    section = section_of(root)
+    assert section.controllers.cli.tool == "storcli64"
+    disk0 = next(d for d in section.controllers.drives if d.address == DISK0)
+    assert disk0.cli == "252:0 online in DG 0 (storcli64)"
+    found = {(f.code, f.subject): f for f in build_report(HostRoot(str(root)), ["storage"]).findings}
+    assert found[("raid.volume_state", "/c0/v0")].level == Level.WARN    # partially degraded
+
+
+def test_no_megaraid_cli_is_unknown_with_each_tools_reason(tmp_path):
+    section = section_of(proxmox_root(tmp_path))
+    assert isinstance(section.controllers.cli, Unknown)
+    assert section.controllers.cli.reason.startswith("no MegaRAID CLI: not recorded in capture (command "
+                                                     "storcli64 /call show all J)")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.sampled_from(["Controllers", "Command Status", "Response Data", "VD LIST",
+                                         "PD LIST", "DID", "State", "DG", "Controller", "Basics"]),
+                        inner, max_size=4), max_leaves=20))
+def test_storcli_parser_takes_odd_json(doc):
+    try:
+        raid_cli_findings(raid_cli.parse_show_all(json.dumps(doc)))
+    except ValueError:
+        pass
