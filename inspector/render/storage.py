@@ -205,6 +205,8 @@ def _drive_cells(section: StorageSection, drive: ControllerDrive) -> tuple[str, 
     """SIZE, TYPE and DETAILS of a drive row: its address, identity and SMART verdict."""
     health = section.health.get(drive.address)
     details = Text(drive.address, style="dim")
+    if drive.cli:
+        details.append(f" slot {drive.cli}")
     if isinstance(health, SmartHealth):
         who = " ".join(str(v) for v in (health.model, f"SN {health.serial}") if known(v))
         if who and known(health.model):

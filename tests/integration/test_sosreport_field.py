@@ -6,11 +6,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES, run_bin
+from inspector.discover.dmsetup_text import lsblk_edges, parse_info_columns, parse_lsblk_rows
+
+sys.path.insert(0, str(FIXTURES))
+import field_roots  # noqa: E402  (the fixture placer, importable from tests/fixtures)
 
 FIELD = FIXTURES / "field"
 COMPUTE4 = FIELD / "sos-hotsos-compute4"
@@ -72,7 +77,7 @@ def test_identity_agrees_with_uname_and_date():
     ("", None),
 ])
 def test_uptime_forms(line, load):
-    from inspector.sos.translate import parse_uptime_load
+    from inspector.captures.sos.translate import parse_uptime_load
     assert parse_uptime_load(line) == load
 
 
@@ -121,3 +126,35 @@ def test_a_tree_with_no_sos_output_is_still_refused(tmp_path, layout):
         (tmp_path / "sos_commands/host").mkdir()
     res = run_bin("report", "--root", str(tmp_path))
     assert res.returncode == 2 and "not a host root" in res.stderr
+
+
+# ----------------------------------------------------------------------------- classes 2 and 3
+def test_compute4_report_agrees_with_the_sosreports_own_outputs(tmp_path):
+    """The real binary on the compute4 sosreport (its sys/ as hotsos kept it): every storage and
+    virt field the report shows is what lsblk, blockdev --report, dmsetup info -c, hostnamectl
+    and uptime say."""
+    root = copy(tmp_path, COMPUTE4)
+    field_roots.compute4_sys(field_roots.root(root))
+    doc = report(root)
+    devices = doc["sections"]["storage"]["devices"]
+    info = parse_info_columns(sos_output(root, "devicemapper/dmsetup_info_-c"))
+    kernel = {e.name: k for k, e in info.items()}
+    lsblk = sos_output(root, "block/lsblk")
+    for row in parse_lsblk_rows(lsblk):       # every device lsblk lists with its number
+        name = kernel.get(row.name, row.name)
+        if name in devices:
+            assert devices[name]["maj_min"] == row.devno, name
+    for upper, lower in lsblk_edges(lsblk):   # and the stack it draws
+        up, low = kernel.get(upper.name, upper.name), kernel.get(lower.name, lower.name)
+        if up in devices and devices[up]["type"] != "part":
+            assert low in devices[up]["slaves"], (up, low)
+    for line in sos_output(root, "block/blockdev_--report").splitlines()[1:]:
+        size, dev = line.split()[5:7]
+        if dev[5:] in devices:
+            assert devices[dev[5:]]["size_bytes"] == int(size), dev
+    dm = doc["sections"]["storage"]["dm"]
+    assert {n: d["dm_name"] for n, d in dm.items()} == {k: e.name for k, e in info.items()}
+    assert doc["sections"]["virt"]["summary"] == "kvm > hardware"       # hostnamectl: kvm
+    assert doc["sections"]["cpu"]["load_average"] == [3.58, 3.27, 2.58]  # uptime
+    text = run_bin("report", "--root", str(root), "--section", "storage").stdout
+    assert "from holders/ of the lower devices, dmsetup ls --tree, lsblk" in text
