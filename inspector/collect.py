@@ -5,10 +5,10 @@ import threading
 import time
 from typing import Any
 
-from inspector.bounded import TimedOut, WorkerFailed, run_bounded, run_forked, timed_out
 from inspector.health import evaluate
-from inspector.host import HostRoot
 from inspector.model import HostIdentity, Report, Unknown, known
+from inspector.roots.bounded import TimedOut, WorkerFailed, run_bounded, run_forked, timed_out
+from inspector.roots.host import HostRoot
 from inspector.sections import BY_NAME, NAMES, all_rules
 
 DEFAULT_TIMEOUT = 15.0

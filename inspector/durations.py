@@ -1,6 +1,6 @@
 """Durations as the command line takes and shows them (`250ms`, `5s`, `5m`, `1h`, `30d`): the
 one parser every option and every time expression uses. Below the commands, so library modules
-(inspector.time_points) parse durations without importing the command layer."""
+(inspector.record.time_points) parse durations without importing the command layer."""
 from __future__ import annotations
 
 import argparse
@@ -72,3 +72,10 @@ class Duration:
             raise argparse.ArgumentTypeError(
                 f"{_shown(text)} must be at most {format_duration(self.maximum)}")
         return value
+
+
+def utc_offset(seconds: int) -> str:
+    """A UTC offset in seconds as recordings show it: 3600 -> UTC+01:00."""
+    sign = "-" if seconds < 0 else "+"
+    h, m = divmod(abs(seconds) // 60, 60)
+    return f"UTC{sign}{h:02d}:{m:02d}"

@@ -27,10 +27,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from inspector.bounded import TimedOut, Worker, WorkerFailed, reap
 from inspector.parent_death import end_with_parent
 from inspector.probes.base import ProbeError as ProbeSpecError
 from inspector.probes.request import ProbeRequest, parse_spec
+from inspector.roots.bounded import TimedOut, Worker, WorkerFailed, reap
 
 __all__ = ["ProbeSpecError", "parse_probe_spec", "run_probe", "run_probe_forked"]
 

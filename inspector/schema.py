@@ -341,7 +341,7 @@ def report_schema() -> dict:
 
 # ----------------------------------------------------------------------------- the others
 # The other stable documents, each built from the dataclasses it serialises. Their top-level
-# objects open with `schema_version` and `kind` (inspector.documents).
+# objects open with `schema_version` and `kind` (inspector.outputs.documents).
 def _stamp(kind: str, version: int) -> dict:
     return {"schema_version": {"description": "layout version of this kind of document",
                                "const": version},
@@ -406,7 +406,7 @@ def _members(builder: SchemaBuilder, sources: tuple[type, ...], keys: str,
 
 
 def snapshot_schema() -> dict:
-    from inspector.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION
+    from inspector.compare.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION
     report = report_schema()
     report_root = {k: v for k, v in report.items() if k not in ("$schema", "$id", "$defs")}
     return {"$schema": DIALECT, "$id": f"urn:inspector:snapshot:{SNAPSHOT_VERSION}",
@@ -432,8 +432,8 @@ def snapshot_schema() -> dict:
 
 
 def diff_schema() -> dict:
-    from inspector.diff import Change
-    from inspector.documents import VERSIONS
+    from inspector.compare.diff import Change
+    from inspector.outputs.documents import VERSIONS
     builder = SchemaBuilder()
     return _document(
         "inspector diff --json", "What changed between two snapshots; `regressions` counts "
@@ -448,8 +448,8 @@ def diff_schema() -> dict:
 def top_schema() -> dict:
     """One line of `top --json`: rates over an interval, or (from a capture) one sample with
     the averages since boot."""
-    from inspector.documents import VERSIONS
     from inspector.live.sampler import Counters, Rates
+    from inspector.outputs.documents import VERSIONS
     builder = SchemaBuilder()
     rates = _object_of(builder, Rates, "inspector-top", VERSIONS["inspector-top"])
     boot = {"type": "object",
@@ -468,7 +468,7 @@ def top_schema() -> dict:
 
 def fleet_schema() -> dict:
     """`fleet DIR --json` (rows) or `fleet BEFORE_DIR AFTER_DIR --json` (per-host diffs)."""
-    from inspector.fleet import FLEET_SCHEMA_VERSION, HostDiff, HostRow
+    from inspector.compare.fleet import FLEET_SCHEMA_VERSION, HostDiff, HostRow
     builder = SchemaBuilder()
     rows = {"type": "object",
             "properties": {**_stamp("inspector-fleet", FLEET_SCHEMA_VERSION),
@@ -506,10 +506,10 @@ def probe_io_schema() -> dict:
     or, with --ramp, RampResult.to_json and every step's samples. Those methods write their
     keys by hand: the keys are listed here, their types and comments come from the fields and
     properties they are written from."""
-    from inspector.documents import VERSIONS
-    from inspector.probes.io_latency import IoResult, IoSample, IoWorkerResult, RampResult, RampStep
-    from inspector.probes.io_run import IoRun
-    from inspector.probes.io_stats import BatchStats
+    from inspector.outputs.documents import VERSIONS
+    from inspector.probes.io.latency import IoResult, IoSample, IoWorkerResult, RampResult, RampStep
+    from inspector.probes.io.run import IoRun
+    from inspector.probes.io.stats import BatchStats
     from inspector.probes.latency import LatencySummary
     builder = SchemaBuilder()
     latency = "min_ns avg_ns max_ns mdev_ns percentiles_ns"
@@ -551,11 +551,11 @@ def probe_io_schema() -> dict:
 def probe_memcached_schema() -> dict:
     """`probe memcached --json` (the load's summary, its intervals in place of their count)
     or, with --ramp, the ramp's summary."""
-    from inspector.documents import VERSIONS
+    from inspector.outputs.documents import VERSIONS
     from inspector.probes.base import McInterval, McTest
-    from inspector.probes.mc_engine import ERROR_LABELS
-    from inspector.probes.mc_ramp import RampStep, RampSummary
-    from inspector.probes.memcached import ProbeSummary
+    from inspector.probes.memcached.engine import ERROR_LABELS
+    from inspector.probes.memcached.probe import ProbeSummary
+    from inspector.probes.memcached.ramp import RampStep, RampSummary
     builder = SchemaBuilder()
     # error kinds are stable ids (mc_engine.ERROR_LABELS); operations are named as the tests
     by_error = {"propertyNames": {"enum": list(ERROR_LABELS)}}
@@ -582,11 +582,11 @@ def probe_memcached_schema() -> dict:
 
 def probe_dns_schema() -> dict:
     """`probe dns --json`: the probe's result, its findings (health/dns) and notes."""
-    from inspector.documents import VERSIONS
     from inspector.model import Finding
-    from inspector.probes.dns_failover import DnsProbeResult, Measured
-    from inspector.probes.dns_predict import FAMILIES, Prediction, StartOutcome
-    from inspector.probes.dns_query import KINDS, ServerResult
+    from inspector.outputs.documents import VERSIONS
+    from inspector.probes.dns.failover import DnsProbeResult, Measured
+    from inspector.probes.dns.predict import FAMILIES, Prediction, StartOutcome
+    from inspector.probes.dns.query import KINDS, ServerResult
     builder = SchemaBuilder()
     kind = {"enum": list(KINDS)}
     families = _array({"enum": list(FAMILIES.values())})
@@ -614,9 +614,9 @@ HISTORY_GROUPINGS = ("hour", "day")
 def history_schema() -> dict:
     """`history --json` (probe runs per target), `--checks --json` (the recorder's check
     results) or `--samples --json` (the recorded live samples), each per hour of day or day."""
-    from inspector.documents import VERSIONS
-    from inspector.history import CHECK_LEVELS, Bucket, CheckBucket
-    from inspector.sample_history import SampleTables
+    from inspector.outputs.documents import VERSIONS
+    from inspector.record.history import CHECK_LEVELS, Bucket, CheckBucket
+    from inspector.record.sample_history import SampleTables
     builder = SchemaBuilder()
     by = {"description": "hour of day or calendar day, in local time",
           "enum": list(HISTORY_GROUPINGS)}
@@ -651,7 +651,7 @@ def history_schema() -> dict:
 
 # command's document -> its schema (`--schema` of that command). Every --json document has one
 # (`export --json` prints the report); the probes' are written from their typed results
-# (probes/*), history's from its buckets (inspector.history, inspector.sample_history).
+# (probes/*), history's from its buckets (inspector.record.history, inspector.record.sample_history).
 DOCUMENTS = {"report": report_schema, "snapshot": snapshot_schema, "diff": diff_schema,
              "top": top_schema, "fleet": fleet_schema, "probe io": probe_io_schema,
              "probe memcached": probe_memcached_schema, "probe dns": probe_dns_schema,

@@ -27,7 +27,7 @@ from inspector.health import drives as drive_rules
 from inspector.health import net as net_rules
 from inspector.health import storage as storage_rules
 from inspector.health import virt as virt_rules
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 
 @dataclass(frozen=True)

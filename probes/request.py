@@ -16,9 +16,9 @@ from inspector.probes.base import ProbeError, ProbeKind
 
 if TYPE_CHECKING:
     from inspector.probes.base import Probe
-    from inspector.probes.dns_run import DnsRunConfig
-    from inspector.probes.io_run import IoRunConfig
-    from inspector.probes.mc_run import McRunConfig
+    from inspector.probes.dns.run import DnsRunConfig
+    from inspector.probes.io.run import IoRunConfig
+    from inspector.probes.memcached.run import McRunConfig
 
 # workers (io) or connections (memcached) when the request does not say: a short check, not
 # a load test (`probe memcached` alone opens 32)
@@ -59,7 +59,7 @@ def parse_spec(text: str, duration: float = 3.0) -> ProbeRequest:
     if kind == ProbeKind.DNS:
         return ProbeRequest(ProbeKind.DNS, "", duration, name=rest or None, spec=text)
     if kind == ProbeKind.MEMCACHED:
-        from inspector.probes.mc_target import parse_address
+        from inspector.probes.memcached.target import parse_address
         try:
             parse_address(rest)
         except ProbeError as exc:
@@ -72,13 +72,13 @@ def config_for(request: ProbeRequest) -> IoRunConfig | McRunConfig | DnsRunConfi
     """The kind's config for this request (validated: ProbeError)."""
     config: IoRunConfig | McRunConfig | DnsRunConfig
     if request.kind == ProbeKind.IO:
-        from inspector.probes.io_run import IoRunConfig
+        from inspector.probes.io.run import IoRunConfig
         config = IoRunConfig.from_request(request)
     elif request.kind == ProbeKind.MEMCACHED:
-        from inspector.probes.mc_run import McRunConfig
+        from inspector.probes.memcached.run import McRunConfig
         config = McRunConfig.from_request(request)
     else:
-        from inspector.probes.dns_run import DnsRunConfig
+        from inspector.probes.dns.run import DnsRunConfig
         config = DnsRunConfig.from_request(request)
     config.validate()
     return config
@@ -86,14 +86,14 @@ def config_for(request: ProbeRequest) -> IoRunConfig | McRunConfig | DnsRunConfi
 
 def make_probe(config: IoRunConfig | McRunConfig | DnsRunConfig) -> Probe:
     if config.kind == ProbeKind.IO:
-        from inspector.probes.io_run import IoRun, IoRunConfig
+        from inspector.probes.io.run import IoRun, IoRunConfig
         assert isinstance(config, IoRunConfig)
         return IoRun(config)
     if config.kind == ProbeKind.MEMCACHED:
-        from inspector.probes.mc_run import McRun, McRunConfig
+        from inspector.probes.memcached.run import McRun, McRunConfig
         assert isinstance(config, McRunConfig)
         return McRun(config)
-    from inspector.probes.dns_run import DnsRun, DnsRunConfig
+    from inspector.probes.dns.run import DnsRun, DnsRunConfig
     assert isinstance(config, DnsRunConfig)
     return DnsRun(config)
 

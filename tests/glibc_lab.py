@@ -28,8 +28,8 @@ import dns.message  # noqa: E402
 
 from dns_responders import Responder  # noqa: E402
 from inspector.discover.resolver_conf import parse_resolv_conf  # noqa: E402
-from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeSettings  # noqa: E402
-from inspector.probes.dns_predict import default_rdtypes  # noqa: E402
+from inspector.probes.dns.failover import DnsFailoverProbe, DnsProbeSettings  # noqa: E402
+from inspector.probes.dns.predict import default_rdtypes  # noqa: E402
 
 CONCURRENT = 32            # cases at a time: they mostly wait out glibc's windows
 # the real getaddrinfo, bounded (glibc's TCP path can wait for ever)

@@ -24,7 +24,7 @@ class ByteSize:
         return f"{_shown(self.minimum)} to {_shown(self.maximum)}"
 
     def __call__(self, text: str) -> int:
-        from inspector.probes.io_format import parse_size
+        from inspector.probes.io.format import parse_size
         shown = repr(text if len(text) <= 32 else text[:29] + "...")
         try:
             value = parse_size(text)

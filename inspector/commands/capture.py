@@ -6,8 +6,7 @@ import socket
 import time
 
 from inspector.atomic_write import OutputError
-from inspector.bounded import TimedOut, WorkerFailed, run_forked
-from inspector.capture import write_capture
+from inspector.captures.capture import write_capture
 from inspector.collect import build_report
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
@@ -17,8 +16,9 @@ from inspector.commands.common import (
     exit_epilog,
     path_argument,
 )
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.bounded import TimedOut, WorkerFailed, run_forked
+from inspector.roots.host import HostRoot
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +40,7 @@ CAPTURE_WRITE_GRACE = 60.0
 
 def capture_live(out_path: str, timeout: float = 15.0) -> dict:
     """Collect, sample and write in a child process, so that a read that never returns
-    leaves the child behind, not this command unable to exit (see inspector.bounded).
+    leaves the child behind, not this command unable to exit (see inspector.roots.bounded).
     Raises OutputError or OSError like write_capture."""
     try:
         info = run_forked(lambda: _capture_in_child(out_path, timeout),

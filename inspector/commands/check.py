@@ -2,7 +2,7 @@
 
 One status line ("INSPECTOR CRITICAL - ..."), the findings as long text, perfdata after `|`.
 Exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. What is decided, and how it is printed, is
-inspector.check; this module is the command line and the time budget."""
+inspector.outputs.check; this module is the command line and the time budget."""
 from __future__ import annotations
 
 import argparse
@@ -10,15 +10,6 @@ import sys
 import time
 
 from inspector import __version__
-from inspector.check import (
-    THRESHOLD_METRICS,
-    ThresholdError,
-    checkmk_lines,
-    evaluate,
-    nagios_lines,
-    parse_thresholds,
-    plugin_text,
-)
 from inspector.collect import build_report_forked
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
@@ -30,6 +21,15 @@ from inspector.commands.common import (
 from inspector.commands.report import parse_sections
 from inspector.config import ConfigError, LiveThresholds, load_config
 from inspector.live.findings import LiveFinding
+from inspector.outputs.check import (
+    THRESHOLD_METRICS,
+    ThresholdError,
+    checkmk_lines,
+    evaluate,
+    nagios_lines,
+    parse_thresholds,
+    plugin_text,
+)
 
 # --timeout bounds the whole check (under check_nrpe's default 10 s socket timeout). The
 # collectors run in parallel in a child process and get what is left after these margins: for

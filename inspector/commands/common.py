@@ -8,7 +8,7 @@ import math
 import sys
 import textwrap
 
-from inspector.capture import CaptureError, open_root
+from inspector.captures.capture import CaptureError, open_root
 from inspector.durations import (  # noqa: F401  (the commands' number types, re-exported)
     _DURATION,
     _DURATION_UNITS,
@@ -20,7 +20,7 @@ from inspector.durations import (  # noqa: F401  (the commands' number types, re
     _shown,
     format_duration,
 )
-from inspector.host import OPEN_TIMEOUT, HostRoot
+from inspector.roots.host import OPEN_TIMEOUT, HostRoot
 
 # ----------------------------------------------------------------------- exit status
 # One rule for every command but `check` (a Nagios plugin: 0 OK, 1 WARNING, 2 CRITICAL,
@@ -180,7 +180,7 @@ def eprint(*parts: object) -> None:
 
 # ------------------------------------------------------------------------ JSON output
 def print_json(doc: object, indent: int | None = 2) -> None:
-    """One JSON document on stdout (see inspector.documents for what opens each one)."""
+    """One JSON document on stdout (see inspector.outputs.documents for what opens each one)."""
     json.dump(doc, sys.stdout, indent=indent, separators=None if indent else (",", ":"))
     sys.stdout.write("\n")
 

@@ -11,10 +11,10 @@ from inspector.commands.common import (
     exit_epilog,
     print_json,
 )
-from inspector.diff import diff_snapshots
-from inspector.documents import stamped
+from inspector.compare.diff import diff_snapshots
+from inspector.compare.snapshot import SnapshotError, read_snapshot
 from inspector.model import to_jsonable
-from inspector.snapshot import SnapshotError, read_snapshot
+from inspector.outputs.documents import stamped
 
 
 def register(sub: argparse._SubParsersAction) -> None:

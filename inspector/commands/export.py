@@ -20,9 +20,9 @@ from inspector.commands.common import (
     root_from_args,
     write_output,
 )
-from inspector.documents import report_document
-from inspector.export import prometheus_text
-from inspector.metrics import Sample, probe_metrics
+from inspector.outputs.documents import report_document
+from inspector.outputs.export import prometheus_text
+from inspector.outputs.metrics import Sample, probe_metrics
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
 
 

@@ -9,7 +9,7 @@ import shutil
 import sys
 
 from inspector.commands.common import COLLECTOR_TIMEOUT, CliError, add_schema_argument
-from inspector.fleet import (
+from inspector.compare.fleet import (
     FLEET_SCHEMA_VERSION,
     WHERE_KEYS,
     FleetError,

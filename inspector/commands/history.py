@@ -15,9 +15,9 @@ from inspector.commands.common import (
     exit_epilog,
     path_argument,
 )
-from inspector.documents import stamped
 from inspector.escapes import visible
-from inspector.history import (
+from inspector.outputs.documents import stamped
+from inspector.record.history import (
     CHECK_LEVELS,
     HistoryDB,
     HistoryError,
@@ -27,10 +27,13 @@ from inspector.history import (
     aggregate_checks,
     default_db_path,
 )
-from inspector.history_table import TIME_BASIS, render_buckets  # shared with the TUI's history view
-from inspector.input_files import InputError, read_input
-from inspector.ioping_log import parse_ioping_log
-from inspector.log_dates import ZoneRules
+from inspector.record.history_table import (  # shared with the TUI's history view
+    TIME_BASIS,
+    render_buckets,
+)
+from inspector.record.ioping_log import parse_ioping_log
+from inspector.record.log_dates import ZoneRules
+from inspector.roots.input_files import InputError, read_input
 
 # a year of ioping runs every 5 minutes logs about 50 MB
 MAX_LOG_BYTES = 256 << 20

@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from inspector.commands.common import CliError
-from inspector.documents import stamped
 from inspector.escapes import visible
+from inspector.outputs.documents import stamped
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_samples(args: argparse.Namespace, db) -> int:
     from inspector.model import to_jsonable
-    from inspector.sample_history import sample_tables
+    from inspector.record.sample_history import sample_tables
     tables = sample_tables(db.conn, args.by, disks=args.disk)
     if args.disk:
         unknown = [d for d in args.disk if d not in tables.disks]
@@ -32,7 +32,7 @@ def run_samples(args: argparse.Namespace, db) -> int:
                            status=1)
     if args.json:
         from inspector.commands.common import print_json
-        from inspector.history_table import TIME_BASIS
+        from inspector.record.history_table import TIME_BASIS
         print_json(stamped("inspector-history-samples", {
             "by": args.by, "time_basis": TIME_BASIS.replace("run", "interval"),
             "cpu": to_jsonable(tables.cpu), "disks": to_jsonable(tables.disks),
@@ -44,7 +44,7 @@ def run_samples(args: argparse.Namespace, db) -> int:
         raise CliError("no recorded samples" + missing, status=1)
     from rich.console import Console
 
-    from inspector.history_table import render_cpu_buckets, render_disk_buckets
+    from inspector.record.history_table import render_cpu_buckets, render_disk_buckets
     console = Console(file=sys.stdout)
     console.print(render_cpu_buckets(tables.cpu, args.by, tables.offsets))
     for name, buckets in tables.disks.items():
@@ -54,5 +54,5 @@ def run_samples(args: argparse.Namespace, db) -> int:
 
 
 def recorded_intervals(db) -> int:
-    from inspector.sample_store import SampleReader
+    from inspector.record.store import SampleReader
     return SampleReader(db.conn).span().intervals

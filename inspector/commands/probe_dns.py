@@ -24,14 +24,14 @@ from inspector.commands.common import (
     print_json,
     root_from_args,
 )
-from inspector.documents import stamped
 from inspector.model import Level, to_jsonable
+from inspector.outputs.documents import stamped
 
 if TYPE_CHECKING:   # the probe modules load dnspython: only when this command runs
     from inspector.model import Finding
     from inspector.probes.base import Interval
-    from inspector.probes.dns_failover import DnsProbeResult
-    from inspector.probes.dns_run import DnsRunConfig
+    from inspector.probes.dns.failover import DnsProbeResult
+    from inspector.probes.dns.run import DnsRunConfig
 
 
 ROUNDS = Bounded(1, 10000, integer=True)
@@ -73,7 +73,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> DnsRunConfig:
-    from inspector.probes.dns_run import DnsRunConfig
+    from inspector.probes.dns.run import DnsRunConfig
     return DnsRunConfig(name=args.name, servers=list(args.server), resolv_conf=args.resolv_conf,
                         rounds=args.count, interval=args.interval, timeout=args.timeout,
                         tcp_timeout=args.tcp_timeout, deadline=args.deadline,
@@ -83,7 +83,7 @@ def config_from_args(args: argparse.Namespace) -> DnsRunConfig:
 def run(args: argparse.Namespace) -> int:
     from inspector.health.dns import CONFIG_CODES, probe_rules
     from inspector.probes.base import ProbeError
-    from inspector.probes.dns_run import DnsRun
+    from inspector.probes.dns.run import DnsRun
     from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
     try:
         probe = DnsRun(config_from_args(args), root_from_args(args))

@@ -35,12 +35,12 @@ from inspector.commands.common import (
     add_schema_argument,
     print_json,
 )
-from inspector.documents import stamped
+from inspector.outputs.documents import stamped
 
 if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run
     from inspector.probes.base import Interval
-    from inspector.probes.io_latency import IoResult, RampResult
-    from inspector.probes.io_run import IoRunConfig
+    from inspector.probes.io.latency import IoResult, RampResult
+    from inspector.probes.io.run import IoRunConfig
 
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)
 DEADLINE = Duration(maximum=86400)
@@ -82,7 +82,7 @@ def register(kinds: argparse._SubParsersAction) -> None:
 
 def _signed_size(text: str) -> int:
     """parse_size, but "-4k" reads as -4096 so that it is refused as negative, not garbled."""
-    from inspector.probes.io_format import parse_size
+    from inspector.probes.io.format import parse_size
     stripped = text.strip()
     if stripped.startswith("-"):
         return -parse_size(stripped[1:])
@@ -91,7 +91,7 @@ def _signed_size(text: str) -> int:
 
 def config_from_args(args: argparse.Namespace) -> IoRunConfig:
     from inspector.probes.base import IoMode
-    from inspector.probes.io_run import IoRunConfig
+    from inspector.probes.io.run import IoRunConfig
     try:
         size = _signed_size(args.size)
         working_set = _signed_size(args.working_set) if args.working_set else None
@@ -113,7 +113,7 @@ def config_from_args(args: argparse.Namespace) -> IoRunConfig:
 def run(args: argparse.Namespace) -> int:
     from inspector.probes.base import ProbeError
     from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
-    from inspector.probes.io_run import IoRun
+    from inspector.probes.io.run import IoRun
     if getattr(args, "root", None):
         raise CliError("probe io measures this host; it cannot run on --root")
     config = config_from_args(args)
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         for note in probe.notes:
             print(f"note: {note}", file=sys.stderr)
     driver = ProbeDriver(probe, out.interval, signals=STOP_SIGNALS).run()
-    from inspector.probes.io_latency import RampResult
+    from inspector.probes.io.latency import RampResult
     result = probe.result
     assert result is not None
     if isinstance(result.detail, RampResult):
@@ -144,7 +144,7 @@ class _Printer:
 
     def interval(self, s: Interval) -> None:
         from inspector.probes.base import IoMode
-        from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
+        from inspector.probes.io.format import fmt_int, fmt_size, fmt_time
         if self.args.json or self.args.quiet:
             return
         io, mode = s.io, self.config.mode
@@ -206,8 +206,8 @@ class _Printer:
 
 def statistics_lines(r: IoResult) -> list[str]:
     """ioping's statistics block, plus percentiles (and workers when more than one)."""
-    from inspector.probes.io_format import fmt_int, fmt_size, fmt_time
-    from inspector.probes.io_latency import READ, WRITE
+    from inspector.probes.io.format import fmt_int, fmt_size, fmt_time
+    from inspector.probes.io.latency import READ, WRITE
     lat = r.latency
     verb = {WRITE: "written", READ: "read"}.get(r.mode, "read/written")
     lines = [f"--- {r.path} ({r.description}) ioping statistics ---"]
@@ -241,7 +241,7 @@ def statistics_lines(r: IoResult) -> list[str]:
 
 def worker_line(w) -> str:
     """One worker's share: its requests, busy time, IOPS and latencies."""
-    from inspector.probes.io_format import fmt_int, fmt_time
+    from inspector.probes.io.format import fmt_int, fmt_time
     if w.stuck:
         return f"worker {w.index + 1}: still blocked in a request (left out of the summary)"
     if not w.requests:
@@ -258,7 +258,7 @@ def _workers(n: int) -> str:
 
 
 def ramp_lines(path: str, description: str, ramp: RampResult) -> list[str]:
-    from inspector.probes.io_format import fmt_int, fmt_time
+    from inspector.probes.io.format import fmt_int, fmt_time
     lines = [f"--- {path} ({description}) ramp ---",
              f"{'workers':>7} {'iops':>10} {'avg':>10} {'p99':>10}"]
     for s in ramp.steps:

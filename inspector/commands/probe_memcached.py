@@ -22,15 +22,15 @@ from inspector.commands.common import (
     positive_int,
     print_json,
 )
-from inspector.documents import stamped
 from inspector.model import to_jsonable
+from inspector.outputs.documents import stamped
 from inspector.probes.base import Interval, McInterval, McTest, ProbeError
 from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
-from inspector.probes.mc_ramp import RampSummary, ramp_steps
-from inspector.probes.mc_run import DEADLINE_S, DEADLINE_SLACK_S, McRun, McRunConfig
-from inspector.probes.mc_target import DEFAULT_PORT, parse_address
-from inspector.probes.mc_workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
-from inspector.probes.memcached import MAX_KEY_COUNT, ProbeSummary, error_label, error_text
+from inspector.probes.memcached.probe import MAX_KEY_COUNT, ProbeSummary, error_label, error_text
+from inspector.probes.memcached.ramp import RampSummary, ramp_steps
+from inspector.probes.memcached.run import DEADLINE_S, DEADLINE_SLACK_S, McRun, McRunConfig
+from inspector.probes.memcached.target import DEFAULT_PORT, parse_address
+from inspector.probes.memcached.workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
 
 CONNECTIONS = Bounded(1, 1 << 30, integer=True)   # fs.nr_open's ceiling; RLIMIT_NOFILE is checked later
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)

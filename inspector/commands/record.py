@@ -27,7 +27,10 @@ from inspector.commands.common import (
     path_argument,
     root_from_args,
 )
-from inspector.history import (
+from inspector.model import known
+from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
+from inspector.probes.driver import stop_signals
+from inspector.record.history import (
     HistoryDB,
     HistoryError,
     HistoryWriteError,
@@ -35,10 +38,7 @@ from inspector.history import (
     default_db_path,
     local_offset,
 )
-from inspector.model import known
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
-from inspector.probes.driver import stop_signals
-from inspector.sample_recorder import SampleRecorder
+from inspector.record.recorder import SampleRecorder
 
 EVERY = Duration(maximum=7 * 86400)              # longer: a systemd timer is the tool
 RETENTION = Duration(maximum=3650 * 86400)

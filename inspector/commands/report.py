@@ -13,7 +13,7 @@ from inspector.commands.common import (
     print_json,
     root_from_args,
 )
-from inspector.documents import report_document
+from inspector.outputs.documents import report_document
 from inspector.sections import NAMES, SECTIONS
 
 SECTION_ALIASES = {alias: section.name for section in SECTIONS

@@ -19,9 +19,9 @@ from inspector.commands.common import (
     root_from_args,
     write_output,
 )
+from inspector.compare.snapshot import build_snapshot, default_name, snapshot_bytes
 from inspector.model import known
 from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
-from inspector.snapshot import build_snapshot, default_name, snapshot_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:

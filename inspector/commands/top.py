@@ -8,7 +8,6 @@ import shutil
 import sys
 import time
 
-from inspector.check import split_ignored
 from inspector.commands import top_replay
 from inspector.commands.common import (
     CliError,
@@ -21,13 +20,14 @@ from inspector.commands.common import (
     root_from_args,
 )
 from inspector.config import ConfigError, LiveThresholds, load_config
-from inspector.documents import stamped
 from inspector.health.live.session import LiveSession
 from inspector.live import since_boot
 from inspector.live.sampler import READ_TIMEOUT, Rates
 from inspector.live.text import format_block, format_single
 from inspector.live.worker import SamplerProcess
 from inspector.model import to_jsonable
+from inspector.outputs.check import split_ignored
+from inspector.outputs.documents import stamped
 
 INTERVAL = Duration(maximum=86400)
 

@@ -7,11 +7,11 @@ import argparse
 import sys
 
 from inspector.commands.common import CliError, eprint, path_argument, print_json
-from inspector.documents import stamped
-from inspector.history import HistoryDB, HistoryError
 from inspector.model import to_jsonable
-from inspector.sample_store import SampleReader
-from inspector.time_points import FORMS, BadTime, describe, parse_point
+from inspector.outputs.documents import stamped
+from inspector.record.history import HistoryDB, HistoryError
+from inspector.record.store import SampleReader
+from inspector.record.time_points import FORMS, BadTime, describe, parse_point
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 from inspector.discover.block_sizes import PartitionTables
 from inspector.discover.block_stacks import complete_stacks
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot, Unavailable
 
 SECTOR_BYTES = 512  # /sys/block/*/size is always in 512-byte sectors, whatever the block size
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from inspector.discover.dmsetup_text import parse_tree
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 if TYPE_CHECKING:   # the block collector imports this module: its device type for hints only
     from inspector.discover.block import BlockDevice

@@ -20,8 +20,8 @@ from inspector.discover.dmsetup_text import (
     parse_info_columns,
     parse_lsblk_rows,
 )
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 if TYPE_CHECKING:   # block imports this module: its device type for hints only
     from inspector.discover.block import BlockDevice

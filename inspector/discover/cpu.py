@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 CPU_SYS = "sys/devices/system/cpu"
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
@@ -233,9 +233,25 @@ def _loadavg(root: HostRoot) -> tuple[list[float] | Unknown, int | Unknown, int 
     return [float(m.group(i)) for i in (1, 2, 3)], int(m.group(4)), int(m.group(5))
 
 
+_LOAD = re.compile(r"load averages?:\s*(.*)$", re.IGNORECASE)
+_DECIMAL = re.compile(r"\d+[.,]\d+")
+
+
+def parse_uptime_load(text: str) -> list[float] | None:
+    """The 1, 5 and 15 minute load averages of `uptime`'s line (" 19:48:41 up 8 min,  0 user,
+    load average: 2.54, 1.73, 0.81"); a decimal comma (a locale's uptime) is read too. None
+    when the line has no three averages."""
+    for line in text.splitlines():
+        m = _LOAD.search(line)
+        if m:
+            values = _DECIMAL.findall(m.group(1))
+            if len(values) >= 3:
+                return [float(v.replace(",", ".")) for v in values[:3]]
+    return None
+
+
 def _uptime_load(root: HostRoot, missing: Unknown) -> tuple[list[float] | Unknown, str | None]:
     """A tree without /proc/loadavg (a sosreport): the load averages of `uptime`'s output."""
-    from inspector.sos.translate import parse_uptime_load
     result = root.run(["uptime"])
     load = parse_uptime_load(result.stdout) if result.error is None else None
     if load is None:

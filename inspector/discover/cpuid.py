@@ -32,8 +32,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from inspector.host import HostRoot
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot
 
 HV_BASE = 0x40000000
 HV_LAST = 0x4000FF00

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from inspector.discover.block import QueueLimits
 from inspector.discover.dmsetup_text import dm_info
-from inspector.host import HostRoot
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot
 
 
 @dataclass

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from inspector.host import CommandResult, HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import CommandResult, HostRoot
 
 COMMAND_TIMEOUT = 5.0   # seconds per vendor/SMART command (the default)
 

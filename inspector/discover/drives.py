@@ -21,8 +21,8 @@ from typing import Any
 from inspector.discover import fio_status, hio, nvme_health, smart
 from inspector.discover.drive_cmd import COMMAND_TIMEOUT
 from inspector.discover.drive_state import TrendStore
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 FIO_MODULES = ("iomemory_vsl", "iomemory_vsl4", "fio")
 _VIRTUAL = {"vd": "virtio_blk", "xvd": "Xen blkfront"}

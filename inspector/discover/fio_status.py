@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 from inspector.discover.drive_cmd import ParseError, failure, garbage, parse_number
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 MISSING = Unknown("not in fio-status output")
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from inspector.discover.drive_cmd import ParseError, failure, garbage, parse_int, parse_number
 from inspector.discover.drive_state import Trend, TrendStore
-from inspector.host import HostRoot
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot
 
 MISSING = Unknown("not in hio_info output")
 

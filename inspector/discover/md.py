@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from inspector.host import HostRoot
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot
 
 # ----------------------------------------------------------------------------- /proc/mdstat
 # "broken" (kernels 5.14+): running, but a member it cannot do without has failed (MD_BROKEN)

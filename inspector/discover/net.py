@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from inspector.discover.net_offloads import Offload, ethtool_offloads, read_feature_bits
 from inspector.discover.net_sysctl import NetSysctl, collect_sysctls
 from inspector.discover.nic_commands import NicCommands, absent
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 IFF_UP = 0x1
 ARPHRD_LOOPBACK = 772

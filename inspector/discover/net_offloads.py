@@ -25,8 +25,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 FACT_KIND = "ethtool_features"
 ROW_FIELDS = ("name", "available", "requested", "active", "never_changed")

@@ -12,8 +12,8 @@ import re
 
 from inspector.discover.ethtool_text import duplex, key_values, speed_mbps
 from inspector.discover.ip_link import Link, parse_ip_link
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 # the forms sos and people save, most detailed first (sos 4.x: -s -d; sos 3.x: -s, or none)
 IP_LINK_COMMANDS = (["ip", "-s", "-d", "link"], ["ip", "-d", "link"], ["ip", "-s", "link"],

@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass, field
 
 from inspector.discover.drive_cmd import ParseError, failure, garbage
-from inspector.host import HostRoot
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot
 
 # bit -> meaning (NVMe base spec, SMART log byte 0)
 CRITICAL_WARNING_BITS = {

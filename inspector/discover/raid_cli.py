@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.discover.drive_cmd import failure
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 TOOLS = ("storcli64", "storcli", "perccli64", "perccli")
 # storcli's state abbreviations (its legend), in words

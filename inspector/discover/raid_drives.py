@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from inspector.discover import drives, raid_cli, smart
 from inspector.discover.drive_cmd import failure
 from inspector.discover.raid_cli import DISK_STATES, RaidCliReport
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 if TYPE_CHECKING:
     from inspector.discover.block import BlockDevice

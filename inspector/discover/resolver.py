@@ -22,8 +22,8 @@ from inspector.discover.resolver_delay import (
     first_server_loss,
     server_wait,
 )
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot, Unavailable
 
 RESOLV_CONF = "etc/resolv.conf"
 RESOLVED_UPLINK = "run/systemd/resolve/resolv.conf"

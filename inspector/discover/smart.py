@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 
 from inspector.discover.drive_cmd import ParseError, failure, garbage, parse_int
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 EXIT_BITS = {
     0: "command line did not parse",

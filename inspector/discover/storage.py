@@ -12,8 +12,8 @@ from typing import Any
 from inspector.discover import block, dm, md, raid_drives
 from inspector.discover.drive_cmd import COMMAND_TIMEOUT
 from inspector.discover.md import Mdstat  # the `md` field below hides the module in the class
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 
 @dataclass

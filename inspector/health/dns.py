@@ -31,7 +31,7 @@ from inspector.discover.resolver_delay import DelayEstimate
 from inspector.model import Finding, Level, Report, Unknown
 
 if TYPE_CHECKING:
-    from inspector.probes.dns_failover import DnsProbeResult
+    from inspector.probes.dns.failover import DnsProbeResult
 
 FAILOVER_WARN_S = 2.0
 # Codes the probe used before the vocabulary was one (`probe dns --json` of earlier versions):
@@ -170,7 +170,7 @@ def _use_vc(options: list[str], blackholed_s) -> Finding:
 def probe_rules(result: DnsProbeResult) -> list[Finding]:
     """Findings from what the DNS probe measured: each server's last round, earlier rounds'
     failures, and the predicted cost of losing a server (its what-ifs)."""
-    from inspector.probes.dns_query import FAILED_KINDS
+    from inspector.probes.dns.query import FAILED_KINDS
     out: list[Finding] = []
     for i, r in enumerate(result.servers):
         if r.kind in ("timeout", "refused", "unreachable"):

@@ -54,7 +54,6 @@ LiveFindings and `findings` the plain Findings to list with discovery's.
 """
 from __future__ import annotations
 
-from inspector.host import HostRoot
 from inspector.live.cpustat import CpuCounters, CpuPercent, CpuRates, LoadAvg
 from inspector.live.diskstats import (
     DiskCounters,
@@ -66,6 +65,7 @@ from inspector.live.diskstats import (
 from inspector.live.netstats import NicCounters, NicRates, StallDetector
 from inspector.live.procs import DStateProc, ProcIoRate
 from inspector.live.sampler import Counters, LiveSampler, Rates, rates, since_boot
+from inspector.roots.host import HostRoot
 
 __all__ = ["LiveSampler", "Counters", "Rates", "rates", "since_boot", "capture_sample",
            "DiskCounters", "DiskInfo", "DiskRates", "DiskstatsParseError", "parse_diskstats",

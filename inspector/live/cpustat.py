@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 

@@ -11,7 +11,7 @@ each call runs in its own daemon thread and is waited for at most `timeout` seco
 whose previous call is still blocked is not called again (no pile of stuck threads) and shows
 as unknown "statvfs timed out after N s" until that call returns. The list of mounts
 (/proc/self/mountinfo, which lxcfs-style FUSE servers can sit on too) is read the same way
-(inspector.bounded.Reads): a sweep takes at most twice `timeout`.
+(inspector.roots.bounded.Reads): a sweep takes at most twice `timeout`.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-from inspector.bounded import Reads
 from inspector.discover.block import Mount, parse_mountinfo
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.bounded import Reads
+from inspector.roots.host import HostRoot
 
 SKIP_TYPES = frozenset({"squashfs", "iso9660", "udf", "overlay", "tmpfs", "devtmpfs", "ramfs"})
 NETWORK_TYPES = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "9p",

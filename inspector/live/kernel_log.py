@@ -12,8 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 KMSG_LIMIT = 1 << 20          # bytes read from the log per look
 _KILLED = re.compile(r"(?:Out of memory|Memory cgroup out of memory): Killed process "

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 _PROGRESS = re.compile(
     r"(?P<action>resync|recovery|reshape|check|repair)\s*=\s*[\d.]+%\s*"

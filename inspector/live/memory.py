@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 FIELDS = {"MemTotal": "total_kib", "MemFree": "free_kib", "MemAvailable": "available_kib",
           "Buffers": "buffers_kib", "Cached": "cached_kib", "SwapTotal": "swap_total_kib",

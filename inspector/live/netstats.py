@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from inspector.host import HostRoot, Unavailable
 from inspector.live.diskstats import counter_delta
 from inspector.model import Finding, Level, Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 COUNTERS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_errors", "tx_errors",
             "rx_dropped", "tx_dropped")

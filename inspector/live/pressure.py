@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 RESOURCES = ("cpu", "memory", "io")
 

@@ -18,10 +18,10 @@ import enum
 import os
 from dataclasses import dataclass
 
-from inspector.host import HostRoot, Unavailable
 from inspector.live.procs import STAT_LIMIT, DStateProc, ProcStat
 from inspector.model import Unknown
 from inspector.redact import redact_cmdline
+from inspector.roots.host import HostRoot, Unavailable
 
 PF_KTHREAD = 0x00200000
 STATUS_LIMIT = 8192

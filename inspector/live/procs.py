@@ -16,9 +16,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from inspector.host import HostRoot, Unavailable
 from inspector.live.waits import read_stack, wait_point
 from inspector.model import Finding, Level, Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 STAT_LIMIT = 4096
 TOP_IO = 5

@@ -4,7 +4,7 @@ receiving, command lines and user names already read) live in the sampler, so ke
 view (inspector.live.worker.SamplerProcess keeps it in a child process).
 
 Each source (/proc/diskstats, /proc/stat, /sys/class/net ...) is read in a worker thread under
-one deadline per sample (`read_timeout`; see inspector.bounded.Reads: in turn in one thread, a
+one deadline per sample (`read_timeout`; see inspector.roots.bounded.Reads: in turn in one thread, a
 thread each once one is slow): a source that does not answer (a hung lxcfs serving
 /proc/diskstats in a container) is Unknown("timed out ...") in that sample and listed in
 `Counters.timed_out`; the others are kept. A hung source is not read again until its read
@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from inspector.bounded import Read, Reads
-from inspector.host import HostRoot, Unavailable
 from inspector.live.cpustat import CpuCounters, CpuRates, LoadAvg, cpu_rates, read_cpu, read_loadavg
 from inspector.live.diskstats import (
     DiskChanges,
@@ -74,6 +72,8 @@ from inspector.live.vmstat import (
 )
 from inspector.live.waits import device_of, open_paths
 from inspector.model import Finding, Unknown, known
+from inspector.roots.bounded import Read, Reads
+from inspector.roots.host import HostRoot, Unavailable
 
 _SKIP = {"json_skip": True}
 READ_TIMEOUT = 1.0       # seconds per sample for all sources together
@@ -139,7 +139,7 @@ class Rates:
     since_boot: bool = False                     # averages since boot from one snapshot
     wall_known: bool = True                      # see Counters.wall_known
     timed_out: dict[str, str] = field(default_factory=dict)   # see Counters.timed_out
-    # an interval read back from a recording (inspector.sample_store): the host's UTC offset
+    # an interval read back from a recording (inspector.record.store): the host's UTC offset
     # then, so its time prints as the host's clock read; None for live rates
     tz_offset_s: int | None = None
     memory: MemoryUse | Unknown | None = None

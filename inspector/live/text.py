@@ -127,7 +127,7 @@ def _stamp(r: Rates) -> str:
         return "time not recorded"
     if r.tz_offset_s is None:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall))
-    from inspector.history_table import utc_offset
+    from inspector.durations import utc_offset
     return (time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.wall + r.tz_offset_s))
             + f" {utc_offset(r.tz_offset_s)} recorded")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from inspector.host import HostRoot, Unavailable
 from inspector.live.diskstats import counter_delta
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024 if hasattr(os, "sysconf") else 4
 VMSTAT_FIELDS = ("pgmajfault", "pswpin", "pswpout", "oom_kill", "nr_dirty", "nr_writeback")

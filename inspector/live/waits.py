@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 STACK_LIMIT = 8192
 MAX_FDS = 512                # open files looked at per task (a database has thousands)

@@ -2,7 +2,7 @@
 `record --samples` and the TUI.
 
 LiveSampler bounds each source by a deadline, but a read that never returns leaves its thread
-in the kernel, and a process with such a thread cannot finish exiting (see inspector.bounded):
+in the kernel, and a process with such a thread cannot finish exiting (see inspector.roots.bounded):
 `top` on a host whose /proc/diskstats hangs would print its blocks and then never end, and the
 TUI could not quit. Here the sampler and its threads live in a forked child; the parent gets
 each `Counters` through a socket and exits whenever it likes.
@@ -17,10 +17,10 @@ import threading
 import time
 from typing import Any
 
-from inspector.bounded import TimedOut, Worker, WorkerFailed
-from inspector.host import HostRoot
 from inspector.live.sampler import READ_TIMEOUT, Counters, LiveSampler
 from inspector.model import Unknown
+from inspector.roots.bounded import TimedOut, Worker, WorkerFailed
+from inspector.roots.host import HostRoot
 
 # beyond the sampler's own deadline: pickling the counters of a thousand processes takes a
 # few milliseconds, a child paged out on a loaded host can take longer to wake
@@ -45,7 +45,7 @@ class SamplerProcess:
         return Worker(lambda _request: sampler.sample())
 
     def counters(self) -> Counters:
-        """The child's sample; inspector.bounded.TimedOut or WorkerFailed when it does not
+        """The child's sample; inspector.roots.bounded.TimedOut or WorkerFailed when it does not
         answer in time (the TUI says so)."""
         with self._lock:
             if self._closed:

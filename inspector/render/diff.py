@@ -10,8 +10,8 @@ import textwrap
 
 from rich.text import Text
 
-from inspector.diff import Change, DiffResult
-from inspector.diff_text import change_text, display_path, format_value
+from inspector.compare.diff import Change, DiffResult
+from inspector.compare.diff_text import change_text, display_path, format_value
 
 __all__ = ["change_lines", "format_value", "render_diff"]
 

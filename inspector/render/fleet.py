@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inspector.compare.fleet import HostDiff, HostRow
 from inspector.escapes import visible
-from inspector.fleet import HostDiff, HostRow
 
 LEVEL_SHOWN = {"crit": "CRIT", "unknown": "UNKNOWN", "warn": "WARN", "ok": "ok"}
 

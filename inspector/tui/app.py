@@ -29,17 +29,17 @@ from textual.command import Hit, Hits, Provider
 from textual.message import Message
 from textual.timer import Timer
 
-from inspector.bounded import TimedOut, WorkerFailed, run_bounded
 from inspector.collect import DEFAULT_TIMEOUT
-from inspector.host import HostRoot
 from inspector.model import Report
+from inspector.roots.bounded import TimedOut, WorkerFailed, run_bounded
+from inspector.roots.host import HostRoot
 from inspector.sections import load
 from inspector.tui import live as live_source
 from inspector.tui.base import InspectorScreen
 from inspector.tui.discovery import PATIENCE, DiscoveryProcess
 from inspector.tui.messages import LiveSampled, ProbeFinished, ProbeProgress, ReportCollected
 from inspector.tui.modes import MODES
-from inspector.tui.probe_runs import KIND_TITLES, KINDS, ProbeManager
+from inspector.tui.probes.runs import KIND_TITLES, KINDS, ProbeManager
 from inspector.tui.trends import Trends
 
 DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
@@ -344,7 +344,7 @@ class InspectorApp(App):
         # the probes screen may not be composed yet (first visit): it applies the pending
         # prefill when it mounts or resumes
         self.pending_probe_form = (kind, target)
-        from inspector.tui.screen_probes import ProbesScreen
+        from inspector.tui.probes.screen import ProbesScreen
         if self.current_mode == "probes" and isinstance(self.screen, ProbesScreen):
             self.screen.apply_pending()   # already there: no resume event will apply it
         else:
@@ -412,7 +412,7 @@ class InspectorApp(App):
     def open_history(self) -> None:
         from inspector.tui.screen_history import HistoryScreen
         if self.history_db is None:
-            from inspector.history import default_db_path
+            from inspector.record.history import default_db_path
             self.history_db = default_db_path()
         if not isinstance(self.screen, HistoryScreen):
             self.push_screen(HistoryScreen(self.history_db))

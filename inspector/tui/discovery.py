@@ -3,7 +3,7 @@ deadline, naming the ones that do not answer.
 
 Like `inspector report` (collect.build_report_forked) the reads happen in a child, so a section
 stuck in the kernel never keeps the TUI from exiting (inspector.tui.forked). Unlike it, the
-child lives for the session and remembers what hangs (inspector.bounded.Reads): a section
+child lives for the session and remembers what hangs (inspector.roots.bounded.Reads): a section
 whose read from an earlier refresh has not returned is not started again (one stuck thread
 per hung section, not one more every refresh) and reads Unknown("timed out: no answer for
 N s") until it returns.
@@ -18,10 +18,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from inspector.bounded import Reads
 from inspector.collect import _finish_report, host_identity
-from inspector.host import HostRoot
 from inspector.model import HostIdentity, Report, Unknown, known
+from inspector.roots.bounded import Reads
+from inspector.roots.host import HostRoot
 from inspector.sections import BY_NAME, NAMES
 from inspector.tui.forked import ForkedService
 
@@ -32,7 +32,7 @@ FOREVER = 365 * 86400.0   # host_identity's own bound: Reads bounds it, without 
 
 
 class DiscoveryProcess:
-    """`collect(patience, interim)` -> Report, from the child; raises inspector.bounded's
+    """`collect(patience, interim)` -> Report, from the child; raises inspector.roots.bounded's
     TimedOut or WorkerFailed when the child itself does not answer (then a new one is
     forked for the next collection)."""
 

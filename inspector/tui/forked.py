@@ -2,8 +2,8 @@
 
 A thread stuck in a read the kernel never answers (a FUSE mount whose server hangs, a hard NFS
 mount) keeps its whole process from finishing its exit, and the interpreter joins the event
-loop's worker threads before it even tries (see inspector.bounded). The TUI's discovery and
-live sampling therefore read the host in children (inspector.bounded.Worker), each kept for
+loop's worker threads before it even tries (see inspector.roots.bounded). The TUI's discovery and
+live sampling therefore read the host in children (inspector.roots.bounded.Worker), each kept for
 the session; the UI process only waits on a socket, always with a deadline, from daemon
 threads.
 """
@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from inspector.bounded import Worker, WorkerFailed
+from inspector.roots.bounded import Worker, WorkerFailed
 
 REAP_WAIT_S = 0.1
 
 
 def ask_forked(func: Callable[[], Any], timeout: float) -> Any:
-    """inspector.bounded.run_forked for a one-off read of the UI (a form's check, a history
+    """inspector.roots.bounded.run_forked for a one-off read of the UI (a form's check, a history
     query): `func()` in a child under `timeout`, TimedOut or WorkerFailed otherwise. A child
     that answered exits as its socket closes and is reaped here at once, so the UI's process
     does not keep a zombie until its next fork."""
@@ -41,7 +41,7 @@ def _reap(pid: int, wait: float) -> None:
         try:
             if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() >= give_up:
                 return
-        except ChildProcessError:      # reaped already (inspector.bounded.reap)
+        except ChildProcessError:      # reaped already (inspector.roots.bounded.reap)
             return
         time.sleep(0.002)
 
@@ -63,7 +63,7 @@ class ForkedService:
         self._worker: Worker | None = Worker(make_serve())
 
     def call(self, request: Any, timeout: float) -> Any:
-        """The child's answer; inspector.bounded.TimedOut or WorkerFailed otherwise."""
+        """The child's answer; inspector.roots.bounded.TimedOut or WorkerFailed otherwise."""
         with self._lock:
             if self._closed:
                 raise WorkerFailed("closed")

@@ -21,12 +21,12 @@ from typing import Any
 
 from inspector.config import ConfigError, LiveThresholds, load_config
 from inspector.health.live.session import LiveSession
-from inspector.host import HostRoot
 from inspector.live.findings import LiveFinding
 from inspector.live.processes import ProcessRate
 from inspector.live.sampler import READ_TIMEOUT, Counters, Rates
 from inspector.live.worker import SamplerProcess
 from inspector.model import Finding, Level, Unknown
+from inspector.roots.host import HostRoot
 
 
 @dataclass
@@ -149,7 +149,7 @@ class LiveFeed:
 
 class LiveProcess(LiveFeed):
     """The session's live sampler in a child process (inspector.live.worker.SamplerProcess)
-    and the live rules. `sample()` raises inspector.bounded.TimedOut / WorkerFailed when the
+    and the live rules. `sample()` raises inspector.roots.bounded.TimedOut / WorkerFailed when the
     child does not answer within the sampler's deadline and a grace (a new child then takes
     over, priming again)."""
     bounded = True      # the app calls sample() as it is: no thread of its own around it

@@ -18,5 +18,5 @@ class Mode:
 MODES: tuple[Mode, ...] = (
     Mode("overview", "Overview", "inspector.tui.screen_overview:OverviewScreen"),
     *(Mode(s.name, s.screen.title, s.screen.ref) for s in SECTIONS if s.screen is not None),
-    Mode("probes", "Probes", "inspector.tui.screen_probes:ProbesScreen"),
+    Mode("probes", "Probes", "inspector.tui.probes.screen:ProbesScreen"),
 )

@@ -135,7 +135,7 @@ def recorded_app(root, at: str, *, history_db: str | None, **options) -> Recorde
     """The app on the timeline of `history_db` (default: the recorder's) at `at`;
     TimelineError (one line, its exit status) for a database that cannot be read or holds no
     samples."""
-    from inspector.history import default_db_path
+    from inspector.record.history import default_db_path
     path = history_db or default_db_path()
     timeline = RecordedTimeline.open(path, at)
     return RecordedApp(root, timeline, history_db=path, **options)

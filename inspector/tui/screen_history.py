@@ -6,7 +6,7 @@ Reached from the Probes screen with `h`. The left list holds every recorded prob
 (kind:target and its run count); the charts show the highlighted one, one point per recorded
 run, oldest left; `t` turns them into the hour-of-day table, then the per-day one, then back
 (the table `inspector history --by hour|day` prints). The database is read by a forked child
-(inspector.bounded), waited for by a daemon thread with a deadline: a large file or a busy
+(inspector.roots.bounded), waited for by a daemon thread with a deadline: a large file or a busy
 recorder never blocks the keys, and a database on a mount that never answers says so after
 READ_TIMEOUT_S instead of leaving a thread stuck in the kernel, which would keep the TUI from
 exiting.
@@ -29,7 +29,7 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from inspector.escapes import visible
-from inspector.history_table import render_buckets
+from inspector.record.history_table import render_buckets
 from inspector.tui.forked import ask_forked
 from inspector.widgets.chart import LiveChart
 
@@ -58,7 +58,7 @@ def history_points(rows: list[dict]) -> tuple[list[HistoryPoint], str]:
     """Chart points from HistoryDB.runs() rows, and the name of the primary series: "p50"
     when every run stored one (recorded runs keep their full summary), else "avg" (an
     imported ioping log has a mean, no median)."""
-    from inspector.history import MIB, run_bytes_per_s
+    from inspector.record.history import MIB, run_bytes_per_s
     points, medians = [], 0
     for row in rows:
         p50_us = None
@@ -89,8 +89,8 @@ def read_history(db_path: str, what: str, args: tuple = (),
                  timeout: float = READ_TIMEOUT_S) -> Any:
     """HistoryDB(db_path).targets() ("targets") or .runs(*args) ("runs"), read in a forked
     child under `timeout`; HistoryUnreadable otherwise."""
-    from inspector.bounded import TimedOut, WorkerFailed
-    from inspector.history import HistoryDB, HistoryError  # imported here, not in the child
+    from inspector.record.history import HistoryDB, HistoryError  # imported here, not in the child
+    from inspector.roots.bounded import TimedOut, WorkerFailed
 
     def in_child() -> tuple:
         try:
@@ -232,7 +232,7 @@ class HistoryScreen(Screen):
 
     def _show_view(self) -> None:
         """The charts, or the hour-of-day / per-day table of the highlighted spec's runs."""
-        from inspector.history import aggregate
+        from inspector.record.history import aggregate
         charts = self.view == "charts"
         has_throughput = any(p.mib_s is not None for p in self.points)
         self.query_one("#history-latency", LiveChart).display = charts

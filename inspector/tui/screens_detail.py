@@ -356,7 +356,7 @@ class DnsScreen(SectionScreen):
         if not runs:
             line.update(Text("probe  no DNS probe run yet (p starts one)", style="grey62"))
             return
-        from inspector.tui.probe_figures import STATE_STYLES
+        from inspector.tui.probes.figures import STATE_STYLES
         run = runs[-1]
         text = Text(f"probe  #{run.run_id} ", style="bold")
         text.append(str(run.state), style=STATE_STYLES.get(run.state, "bold"))

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:   # types only: the app imports the screens, which import this
-    from inspector.host import HostRoot
     from inspector.model import Report
     from inspector.probes.request import ProbeRequest
+    from inspector.roots.host import HostRoot
     from inspector.tui.live import LiveView
-    from inspector.tui.probe_runs import ProbeManager
+    from inspector.tui.probes.runs import ProbeManager
     from inspector.tui.trends import Trends
 
 

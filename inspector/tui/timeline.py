@@ -15,10 +15,10 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from inspector.history import HistoryDB, HistoryError
 from inspector.model import Finding, Level, Unknown, finding_from_json
-from inspector.sample_store import SampleReader
-from inspector.time_points import describe, parse_point
+from inspector.record.history import HistoryDB, HistoryError
+from inspector.record.store import SampleReader
+from inspector.record.time_points import describe, parse_point
 from inspector.tui.live import LiveView, normalise
 from inspector.tui.trends import CAPACITY, Trends
 

@@ -13,13 +13,13 @@ their docstrings; this prints what those choices save, instead of figures frozen
   one-pass percentiles, and the buckets of a one-value histogram: hdrh's recorded-values
   iterator against LatencyRecorder.buckets (probes/latency.py);
 - an interval's figures (IntervalPart.of) in Python against the C loop's part() per value
-  (probes/io_stats.py, probes/_ioloop.c);
+  (probes/io/stats.py, probes/io/_ioloop.c);
 - one fold of a full 2^18 raw buffer (record_batch) and its share of a worker's time at 15k
-  requests per second (IoConfig.raw_limit, probes/io_latency.py);
+  requests per second (IoConfig.raw_limit, probes/io/latency.py);
 - request offsets per offset: the power-of-two lane mask, the general draw and rng.choices
-  (_Worker._offsets, probes/io_latency.py);
+  (_Worker._offsets, probes/io/latency.py);
 - memory: a finished run's histogram kept by the TUI as Buckets against a list of tuples
-  (inspector/tui/probe_adapters.py), and one full series of the TUI's trends (inspector/tui/
+  (inspector/tui/probes/adapters.py), and one full series of the TUI's trends (inspector/tui/
   trends.py);
 in fresh interpreters:
 - the RSS uvloop adds to an asyncio loop (probes/driver.py);
@@ -66,9 +66,9 @@ def latencies(n: int) -> array:
 
 
 def run() -> list[str]:
-    from inspector.probes.io_stats import record_batch
+    from inspector.probes.io.stats import record_batch
     from inspector.probes.latency import PERCENTILES, LatencyRecorder
-    from inspector.probes.mc_latency import record_array
+    from inspector.probes.memcached.latency import record_array
 
     values = latencies(N)
     as_list = values.tolist()
@@ -117,8 +117,8 @@ RATE = 15_000                 # requests per second of one worker on a fast NVMe
 
 def interval_costs(values: array) -> list[str]:
     """What a worker spends on its latencies outside the timed window, per value."""
-    from inspector.probes.io_latency import LATENCY_SLOTS, _ioloop
-    from inspector.probes.io_stats import IntervalPart, record_batch
+    from inspector.probes.io.latency import LATENCY_SLOTS, _ioloop
+    from inspector.probes.io.stats import IntervalPart, record_batch
     from inspector.probes.latency import LatencyRecorder
 
     chunks = [values[i:i + LATENCY_SLOTS] for i in range(0, len(values), LATENCY_SLOTS)]
@@ -130,7 +130,7 @@ def interval_costs(values: array) -> list[str]:
     lines = [row(f"IntervalPart.of, Python, {LATENCY_SLOTS} at a time:",
                  f"{python:8.0f} ns per value")]
     if _ioloop is None:
-        lines.append(row("IntervalPart.of, C:", "not built (probes/_ioloop.c)"))
+        lines.append(row("IntervalPart.of, C:", "not built (probes/io/_ioloop.c)"))
     else:
         native = per_value(lambda: parts(_ioloop.part), len(values))
         lines.append(row("IntervalPart.of, C (_ioloop.part):",
@@ -145,8 +145,8 @@ def interval_costs(values: array) -> list[str]:
 
 
 def offset_costs() -> list[str]:
-    from inspector.probes.io_latency import IoConfig, _Stop, _Worker
-    from inspector.probes.io_target import IoTarget
+    from inspector.probes.io.latency import IoConfig, _Stop, _Worker
+    from inspector.probes.io.target import IoTarget
 
     def worker(working_set: int) -> _Worker:     # never started: only its offsets are drawn
         target = IoTarget("bench", "file", -1, working_set, direct=False, writable=False,
@@ -177,7 +177,7 @@ def held(build: Callable[[], object]) -> tuple[int, object]:
 
 
 def memory_costs(recorder) -> list[str]:
-    from inspector.tui.probe_adapters import Buckets
+    from inspector.tui.probes.adapters import Buckets
     from inspector.tui.trends import CAPACITY, Trends
 
     pairs = recorder.buckets()

@@ -4,7 +4,7 @@ On a generated root of 1,000 multipath maps over 2,000 SCSI paths (tests/fixture
 storage_roots.py, the root of tests/perf/test_storage_perf.py), CPU time of storage discovery,
 the best of BENCH_RUNS (3) runs each, alternating:
 
-- every file read as shipped (inspector/confined.py: an O_PATH handle, its type checked, then
+- every file read as shipped (inspector/roots/confined.py: an O_PATH handle, its type checked, then
   reopened through /proc/self/fd) against one plain open of the file for reading, to show
   what the second open costs;
 - the drive health checks of a capture run one after the other (as shipped: inspector/
@@ -25,9 +25,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from inspector import confined
 from inspector.discover import drives, storage
-from inspector.host import HostRoot
+from inspector.roots import confined
+from inspector.roots.host import HostRoot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import storage_roots  # noqa: E402  (the fixture generator)

@@ -26,7 +26,7 @@ request then costs ~1 us, so what each tool adds per request (wall time per requ
 mean timed latency) shows plainly, without the disk's drift. BENCH_CACHED_COUNT sets its
 request count (200000).
 
-A fourth prints what the C loop (probes/_ioloop.c) saves over the probe's Python loop: both
+A fourth prints what the C loop (probes/io/_ioloop.c) saves over the probe's Python loop: both
 loops and ioping -C read the same page-cached file in turn, and each one's wall time per
 request is printed (BENCH_LOOP_COUNT requests a run, 100000).
 
@@ -240,8 +240,8 @@ LOOP_COUNT = int(os.environ.get("BENCH_LOOP_COUNT", 100000))
 # one run of the probe's own loop, C or Python, in a child under the same priority as ioping
 LOOP_RUN = """
 import asyncio, json, sys
-from inspector.probes.io_latency import IoConfig, IoLatencyProbe
-from inspector.probes.io_target import open_target
+from inspector.probes.io.latency import IoConfig, IoLatencyProbe
+from inspector.probes.io.target import open_target
 path, count, loop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 with open_target(path, direct=False, setup_timeout=None) as target:   # buffered: --cached
     r = asyncio.run(IoLatencyProbe(target, IoConfig(count=count, native=loop == "c"))
@@ -292,8 +292,8 @@ def bench_workers() -> list[dict]:
     """MAX_JOBS workers, then twice as many, for a 1 s run on a cached file: the time from
     the run's start to the workers' common start signal (threads created and started), and
     each worker's timed requests."""
-    from inspector.probes.io_latency import MAX_JOBS, IoConfig, IoLatencyProbe
-    from inspector.probes.io_target import open_target
+    from inspector.probes.io.latency import MAX_JOBS, IoConfig, IoLatencyProbe
+    from inspector.probes.io.target import open_target
     out = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as d:
         path = make_file(d)

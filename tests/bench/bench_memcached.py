@@ -11,7 +11,7 @@ against one memcached; prints each pair's ops/s and the median ratio (goal >= 1.
 time a 3,000-connection ramp step takes to open and run. memcslap's keys are 20-60 B and its
 values 50-5000 B with N distinct keys: the probe's defaults are the same.
 
-Then the probe's own choices (probes/mc_workers.py, probes/memcached.py), on the same server:
+Then the probe's own choices (probes/memcached/workers.py, probes/memcached/probe.py), on the same server:
 the same load with --workers 1 and --workers 2 in turn (BENCH_MC_WORKER_N requests per
 connection, 5000), each run's ops/s and CPU per op (the load processes included), and the
 peak RSS of each load process; and the memory a Workload holds per key (memcslap's sizes).
@@ -129,7 +129,7 @@ def run_with_workers(port: int, n: int, workers: int) -> dict:
     while p.poll() is None:
         try:
             for child in parent.children():
-                if "inspector.probes.mc_workers" in " ".join(child.cmdline()):
+                if "inspector.probes.memcached.workers" in " ".join(child.cmdline()):
                     peak[child.pid] = max(peak.get(child.pid, 0), child.memory_info().rss)
         except psutil.Error:         # a load process that has just ended
             pass
@@ -171,8 +171,8 @@ def bench_workers(n: int, rounds: int) -> dict:
 
 def bench_workload_memory(keys: int = 100_000) -> float:
     """Bytes a Workload holds per key (keys and pre-encoded requests), memcslap's sizes."""
-    from inspector.probes.mc_workload import SizeRange, Workload
-    from inspector.probes.memcached import MAX_KEY_COUNT
+    from inspector.probes.memcached.probe import MAX_KEY_COUNT
+    from inspector.probes.memcached.workload import SizeRange, Workload
     tracemalloc.start()
     try:
         workload = Workload(keys, SizeRange(20, 60), SizeRange(50, 5000))

@@ -28,9 +28,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent / "recording")]
 
-from inspector.history import HistoryDB  # noqa: E402
 from inspector.live import rates  # noqa: E402
-from inspector.sample_store import SampleWriter, used_bytes  # noqa: E402
+from inspector.record.history import HistoryDB  # noqa: E402
+from inspector.record.store import SampleWriter, used_bytes  # noqa: E402
 from synthetic import START, SyntheticHost  # noqa: E402
 
 STEP = 10.0

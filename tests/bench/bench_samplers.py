@@ -24,9 +24,9 @@ import subprocess
 import sys
 import time
 
-from inspector.host import HostRoot
 from inspector.live import LiveSampler, rates
 from inspector.live.text import format_block
+from inspector.roots.host import HostRoot
 
 REFERENCE = {
     "iostat -x -d": ["iostat", "-x", "-d", "1"],

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from conftest import fixture_root, replace_section, run_cli
-from inspector.bounded import TimedOut, WithFds, Worker, WorkerFailed, run_forked
-from inspector.host import HostRoot
 from inspector.live import sampler as sampler_module
 from inspector.live.sampler import LiveSampler
 from inspector.model import Unknown, known
+from inspector.roots.bounded import TimedOut, WithFds, Worker, WorkerFailed, run_forked
+from inspector.roots.host import HostRoot
 
 
 @pytest.mark.serial

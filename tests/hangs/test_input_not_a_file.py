@@ -9,7 +9,7 @@ import os
 import pytest
 
 from conftest import run_bin
-from inspector.input_files import InputError, read_input
+from inspector.roots.input_files import InputError, read_input
 
 
 @pytest.mark.parametrize("kind, make", [
@@ -52,7 +52,7 @@ def test_a_snapshot_whose_reads_stall_is_given_up(tmp_path):
     NFS server): `diff` slept in the kernel for good, deaf to Ctrl-C. A child reads it now,
     and diff gives up once it has made no progress for READ_STALL_S."""
     from conftest import inspector_bin, require_root
-    from inspector.input_files import READ_STALL_S
+    from inspector.roots.input_files import READ_STALL_S
     from stall_mount import run_stalled
     require_root()
     mnt = tmp_path / "mnt"

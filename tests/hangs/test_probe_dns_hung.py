@@ -15,7 +15,7 @@ import pytest
 from conftest import inspector_bin, require_root, run_bin
 from hung_mount import run_hung
 from inspector.probes.base import ProbeError
-from inspector.probes.dns_run import RESOLVE_TIMEOUT, read_resolv_conf_bounded
+from inspector.probes.dns.run import RESOLVE_TIMEOUT, read_resolv_conf_bounded
 
 
 @pytest.mark.parametrize("make, says", [
@@ -64,7 +64,7 @@ def test_a_resolv_conf_that_never_answers(tmp_path):
 
 FORM_CHECK = """
 import sys, time
-from inspector.tui.probe_runs import check_target, form_request
+from inspector.tui.probes.runs import check_target, form_request
 start = time.monotonic()
 problem = check_target(form_request("dns", sys.argv[1], "5", "", False))
 print(f"{time.monotonic() - start:.1f}", problem)

@@ -75,7 +75,7 @@ def test_memcached_workers_die_with_their_probe(memcached):
         while len(workers) < 2:
             assert time.monotonic() < deadline, "the workers did not start"
             workers = [c for c in psutil.Process(probe.pid).children()
-                       if "inspector.probes.mc_workers" in " ".join(c.cmdline())]
+                       if "inspector.probes.memcached.workers" in " ".join(c.cmdline())]
             time.sleep(0.05)
         assert all(os.getsid(w.pid) == w.pid for w in workers)   # sessions of their own
         probe.kill()                   # no chance to end its workers itself

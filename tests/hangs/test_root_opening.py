@@ -1,5 +1,5 @@
 """A non-live root is opened by a forked child, which passes the tree's fd back over SCM_RIGHTS
-(inspector.host._open_tree): the tree must keep every guarantee of one opened in place. Reads
+(inspector.roots.host._open_tree): the tree must keep every guarantee of one opened in place. Reads
 stay confined, a forked reader that reopens the tree by path still refuses a different
 directory put in its place, the sidecar's facts arrive, and no descriptor is left behind."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import os
 
 import pytest
 
-from inspector.bounded import run_forked
-from inspector.capture import CaptureError, open_root
-from inspector.host import HostRoot, Unavailable
+from inspector.captures.capture import CaptureError, open_root
 from inspector.model import Unknown
+from inspector.roots.bounded import run_forked
+from inspector.roots.host import HostRoot, Unavailable
 
 
 @pytest.fixture

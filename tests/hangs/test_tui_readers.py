@@ -12,12 +12,12 @@ import time
 import pytest
 
 from conftest import fixture_root, replace_section
-from inspector.bounded import TimedOut
-from inspector.host import HostRoot
 from inspector.live import filesystems as filesystems_module
 from inspector.live import sampler as sampler_module
 from inspector.live.sampler import LiveSampler
 from inspector.model import Unknown, known
+from inspector.roots.bounded import TimedOut
+from inspector.roots.host import HostRoot
 from inspector.tui import live as live_module
 from inspector.tui.discovery import DiscoveryProcess
 

@@ -14,8 +14,8 @@ import pytest
 from inspector.discover import drives, fio_status, hio, nvme_health, smart
 from inspector.discover.drive_state import TrendStore
 from inspector.health.drives import device_findings
-from inspector.host import HostRoot
 from inspector.model import Level, Unknown
+from inspector.roots.host import HostRoot
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SAMPLES = FIXTURES / "samples"

@@ -4,7 +4,7 @@ import subprocess
 import time
 
 from conftest import inspector_bin
-from inspector.ioping_log import parse_ioping_log
+from inspector.record.ioping_log import parse_ioping_log
 
 
 def test_a_log_of_probe_io_runs_imports_like_one_of_ioping(tmp_path):

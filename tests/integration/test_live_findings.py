@@ -19,8 +19,8 @@ import pytest
 
 from inspector.config import LiveThresholds
 from inspector.health.live.session import LiveSession
-from inspector.host import HostRoot
 from inspector.live.worker import SamplerProcess
+from inspector.roots.host import HostRoot
 
 STEP = 0.5
 

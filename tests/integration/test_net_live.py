@@ -9,9 +9,9 @@ import textwrap
 import pytest
 
 from conftest import require_root
-from inspector.capture import open_root, write_capture
+from inspector.captures.capture import open_root, write_capture
 from inspector.discover import net
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 # alone, after the parallel part of `make test`: compares live NIC counters with the tools' reading of the same moment
 pytestmark = pytest.mark.serial
@@ -83,7 +83,7 @@ NETNS_SCRIPT = textwrap.dedent("""
     import json, subprocess, sys
     sys.path.insert(0, {repo!r})
     from inspector.discover import net
-    from inspector.host import HostRoot
+    from inspector.roots.host import HostRoot
     sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
     sh("ip", "link", "add", "va", "type", "veth", "peer", "name", "vb")
     sh("ip", "link", "set", "va", "up")
@@ -147,9 +147,9 @@ def test_feature_bits_equal_pyroute2(live):
 SCRIPT = textwrap.dedent("""
     import json, subprocess, sys, tempfile, os
     sys.path.insert(0, {repo!r})
-    from inspector.capture import open_root, write_capture
+    from inspector.captures.capture import open_root, write_capture
     from inspector.collect import build_report
-    from inspector.host import HostRoot
+    from inspector.roots.host import HostRoot
     sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
     sh("ip", "link", "add", "va", "type", "veth", "peer", "name", "vb")   # vb stays down
     sh("ip", "link", "set", "va", "up")

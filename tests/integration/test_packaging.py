@@ -76,4 +76,4 @@ def test_sdist_carries_the_c_loop_source(tmp_path):
     sdist = build("--sdist", tmp_path, "live_inspector-*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    assert "probes/_ioloop.c" in names and "pyproject.toml" in names
+    assert "probes/io/_ioloop.c" in names and "pyproject.toml" in names

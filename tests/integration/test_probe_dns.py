@@ -16,8 +16,8 @@ from conftest import TESTS, inspector_bin, require_root, run_cli, signal_after
 from dns_responders import Responder, closed_port
 from inspector.discover.resolver_conf import parse_resolv_conf
 from inspector.health.dns import probe_rules
-from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeSettings
-from inspector.probes.dns_query import parse_server, query_server
+from inspector.probes.dns.failover import DnsFailoverProbe, DnsProbeSettings
+from inspector.probes.dns.query import parse_server, query_server
 
 # mode -> (expected kind, bound on how long the query may take, seconds)
 CASES = {
@@ -345,7 +345,7 @@ def test_a_server_that_failed_in_an_earlier_round_is_a_finding():
 
     from inspector.discover.resolver_conf import parse_resolv_conf
     from inspector.health.dns import probe_rules
-    from inspector.probes.dns_failover import DnsFailoverProbe, DnsProbeSettings
+    from inspector.probes.dns.failover import DnsFailoverProbe, DnsProbeSettings
     flappy, steady = Responder("127.0.0.1", 0, "silent"), Responder("127.0.0.1", 0, "ok")
     try:
         probe = DnsFailoverProbe(DnsProbeSettings(

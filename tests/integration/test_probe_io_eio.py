@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from conftest import inspector_bin, require_root
-from inspector.probes.io_latency import IoConfig, IoLatencyProbe
-from inspector.probes.io_target import open_target
+from inspector.probes.io.latency import IoConfig, IoLatencyProbe
+from inspector.probes.io.target import open_target
 from test_top_dstate import MiniFuse
 
 FAILED = re.compile(r"read failed at offset (\d+) \(request (\d+)\): EIO Input/output error")

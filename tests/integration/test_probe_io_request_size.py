@@ -8,8 +8,8 @@ from contextlib import contextmanager
 import pytest
 
 from conftest import require_root, run_cli
-from inspector.host import HostRoot
-from inspector.probes.io_align import device_geometry
+from inspector.probes.io.align import device_geometry
+from inspector.roots.host import HostRoot
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ import time
 import pytest
 
 import inspector.probe_runs as probe_runs
-import inspector.probes.memcached as mc_module
-from inspector.probes.mc_stats import read_stats
-from inspector.probes.mc_workload import SizeRange
-from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
+import inspector.probes.memcached.probe as mc_module
+from inspector.probes.memcached.probe import MemcachedLoad, MemcachedProbe
+from inspector.probes.memcached.stats import read_stats
+from inspector.probes.memcached.workload import SizeRange
 from memcached_server import free_port
 
 # alone, after the parallel part of `make test`: its runs are bounded in wall time, and the
@@ -328,7 +328,7 @@ def test_latency_backlog_is_recorded_during_the_run_when_large(memcached, monkey
 # partial figures; server stats that cannot be read say why.
 def test_a_failing_run_always_wakes_its_consumer(monkeypatch, memcached):
     """An unexpected error inside the run ends the iteration with the reason (no hang)."""
-    import inspector.probes.memcached as mc
+    import inspector.probes.memcached.probe as mc
     server = memcached()
 
     async def broken(*_a, **_k):
@@ -406,8 +406,8 @@ def test_stats_of_a_killed_server_is_unavailable(memcached):
 
 # The preload of a get test (and of the ramp) stops at once and keeps to the deadline.
 def _big_get_load(server, **kw):
-    from inspector.probes.mc_workload import SizeRange
-    from inspector.probes.memcached import MemcachedLoad
+    from inspector.probes.memcached.probe import MemcachedLoad
+    from inspector.probes.memcached.workload import SizeRange
     return MemcachedLoad(host=server.host, port=server.port, concurrency=2, test="get",
                          duration_s=5, key_count=300_000, key_size=SizeRange(20, 20),
                          value_size=SizeRange(4000, 4000), **kw)
@@ -421,7 +421,7 @@ def test_stop_during_the_preload_ends_it_at_once(memcached):
 
     import uvloop
 
-    from inspector.probes.memcached import MemcachedProbe
+    from inspector.probes.memcached.probe import MemcachedProbe
     server = memcached("-m", "32")
     probe = MemcachedProbe(_big_get_load(server))
     stopped_at = []
@@ -450,7 +450,7 @@ def test_the_preload_keeps_to_the_deadline(memcached):
 
     import uvloop
 
-    from inspector.probes.memcached import MemcachedProbe
+    from inspector.probes.memcached.probe import MemcachedProbe
     server = memcached("-m", "32")
     probe = MemcachedProbe(_big_get_load(server, deadline_s=0.6))
 
@@ -472,8 +472,8 @@ def test_ramp_preload_keeps_to_the_deadline(memcached):
 
     import uvloop
 
-    from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
-    from inspector.probes.mc_workload import SizeRange
+    from inspector.probes.memcached.ramp import MemcachedRamp, RampConfig
+    from inspector.probes.memcached.workload import SizeRange
     server = memcached("-m", "32")
     cfg = RampConfig(server.host, server.port, start=2, max_connections=4, step_s=0.2,
                      test="get", key_count=300_000, key_size=SizeRange(20, 20),
@@ -492,8 +492,8 @@ def test_building_the_keys_keeps_to_the_deadline(memcached):
 
     import uvloop
 
-    from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
-    from inspector.probes.memcached import MAX_KEY_COUNT, MemcachedLoad, MemcachedProbe
+    from inspector.probes.memcached.probe import MAX_KEY_COUNT, MemcachedLoad, MemcachedProbe
+    from inspector.probes.memcached.ramp import MemcachedRamp, RampConfig
     server = memcached()
     sizes = dict(key_size=SizeRange(250, 250), value_size=SizeRange(10, 10))
 

@@ -17,10 +17,10 @@ import pytest
 import uvloop
 
 from conftest import inspector_bin, run_bin, run_cli
-from inspector.probes.mc_ramp import MemcachedRamp, RampConfig
-from inspector.probes.mc_stats import read_stats
-from inspector.probes.mc_workload import SizeRange
-from inspector.probes.memcached import MemcachedLoad, MemcachedProbe
+from inspector.probes.memcached.probe import MemcachedLoad, MemcachedProbe
+from inspector.probes.memcached.ramp import MemcachedRamp, RampConfig
+from inspector.probes.memcached.stats import read_stats
+from inspector.probes.memcached.workload import SizeRange
 from memcached_server import free_port
 
 SMALL = ["--key-size", "10-30", "--value-size", "10-300"]

@@ -5,7 +5,7 @@ import subprocess
 import time
 
 from conftest import fixture_root, inspector_bin, run_cli
-from inspector.history import HistoryDB, ProbeRun
+from inspector.record.history import HistoryDB, ProbeRun
 
 
 def test_killed_recorder_leaves_a_readable_database(tmp_path):

@@ -149,7 +149,7 @@ def test_a_section_lost_at_capture_time_is_not_collected_on_replay(tmp_path, mon
     collected (as the live report did), not show the files read before the hang as the
     whole story."""
     import inspector.collect as collect
-    from inspector.capture import open_root
+    from inspector.captures.capture import open_root
     from inspector.commands.capture import capture_live
     from inspector.model import Unknown
     real = collect.collect_section

@@ -15,7 +15,7 @@ from conftest import require_root
 from inspector.discover import resolver
 from inspector.discover.resolver_conf import parse_resolv_conf
 from inspector.discover.resolver_delay import all_servers_down, first_server_loss
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 REPO = str(Path(inspector.__file__).resolve().parent.parent)
 

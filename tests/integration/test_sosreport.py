@@ -206,7 +206,7 @@ def test_what_sos_did_not_collect_is_not_in_this_sosreport(sos_run):
 
 
 def test_sos_facts_in_the_sidecar_shape(sos_run):
-    from inspector.sosreport import sos_facts
+    from inspector.captures.sosreport import sos_facts
     facts = sos_facts(str(sos_run.directory))
     assert facts["uname"]["uname"]["nodename"] == socket.gethostname()
     assert facts["uname"]["uname"]["release"] == os.uname().release
@@ -298,7 +298,7 @@ def test_ip_link_output_reads_as_sysfs():
 def test_ethtool_k_output_gives_back_the_kernel_rows():
     from inspector.discover.ethtool_text import feature_rows
     from inspector.discover.net_offloads import ethtool_offloads, read_feature_bits
-    from inspector.host import HostRoot
+    from inspector.roots.host import HostRoot
     for name in os.listdir("/sys/class/net"):
         text = sh("ethtool", "-k", name)
         lines = [o.ethtool_line() for o in ethtool_offloads(feature_rows(text))]

@@ -77,7 +77,7 @@ def test_identity_agrees_with_uname_and_date():
     ("", None),
 ])
 def test_uptime_forms(line, load):
-    from inspector.captures.sos.translate import parse_uptime_load
+    from inspector.discover.cpu import parse_uptime_load
     assert parse_uptime_load(line) == load
 
 

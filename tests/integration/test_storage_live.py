@@ -9,7 +9,7 @@ import pytest
 
 from conftest import require_root, run_bin
 from inspector.discover import storage
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 # alone, after the parallel part of `make test`: lsblk lists every disk of the host: other workers' loop devices come and go
 pytestmark = pytest.mark.serial

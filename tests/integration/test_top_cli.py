@@ -13,9 +13,9 @@ import time
 import pytest
 
 from conftest import fixture_root, inspector_bin, require_root, run_bin, run_cli
-from inspector.capture import write_capture
-from inspector.host import HostRoot
+from inspector.captures.capture import write_capture
 from inspector.live import capture_sample
+from inspector.roots.host import HostRoot
 
 # alone, after the parallel part of `make test`: compares the host's live disk rates with fio's and iostat's
 pytestmark = pytest.mark.serial

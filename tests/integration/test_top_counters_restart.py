@@ -9,9 +9,9 @@ import subprocess
 import time
 
 from conftest import require_root
-from inspector.host import HostRoot
 from inspector.live import LiveSampler, rates
 from inspector.live.diskstats import disk_rates, parse_diskstats
+from inspector.roots.host import HostRoot
 
 
 def line(name, maj, mnr, rd, rsec, wr, wsec, io_ms):

@@ -21,9 +21,9 @@ import time
 import pytest
 
 from conftest import require_root, run_bin
-from inspector.host import HostRoot
 from inspector.live import LiveSampler
 from inspector.live.procs import dstate_findings
+from inspector.roots.host import HostRoot
 
 # alone, after the parallel part of `make test`: lists the host's D-state tasks: only this test's may be there
 pytestmark = pytest.mark.serial

@@ -24,7 +24,7 @@ CHILD = textwrap.dedent(r"""
     sh("ip", "link", "add", "st0", "type", "veth", "peer", "name", "st1")
     sh("ip", "link", "set", "st0", "up")
     sh("ip", "link", "set", "st1", "up")
-    from inspector.host import HostRoot
+    from inspector.roots.host import HostRoot
     from inspector.live import LiveSampler
     socks = {}
     for name in ("st0", "st1"):

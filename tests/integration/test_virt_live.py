@@ -9,10 +9,10 @@ import shutil
 import subprocess
 
 from conftest import run_bin
-from inspector.capture import open_root, write_capture
+from inspector.captures.capture import open_root, write_capture
 from inspector.discover import virt
-from inspector.host import HostRoot
 from inspector.model import to_jsonable
+from inspector.roots.host import HostRoot
 
 
 def other_tool(argv: list[str]) -> str:

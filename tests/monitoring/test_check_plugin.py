@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from conftest import fixture_root, replace_section, run_cli
-from inspector.check import NagiosRange, ThresholdError, parse_thresholds
+from inspector.outputs.check import NagiosRange, ThresholdError, parse_thresholds
 
 
 @pytest.mark.parametrize("text, start, end, inside", [
@@ -255,7 +255,7 @@ def test_a_hung_collector_still_answers_before_check_nrpe_gives_up(monkeypatch):
 
 def test_an_internal_error_is_unknown_not_warning(monkeypatch):
     """An uncaught exception exits 1, which Nagios reads as WARNING."""
-    import inspector.check as check  # the plugin logic moved out of commands/ (issue 16)
+    import inspector.outputs.check as check  # the plugin logic moved out of commands/ (issue 16)
 
     def broken(doc):
         raise KeyError("sections")

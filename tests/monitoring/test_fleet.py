@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import fixture_root, run_cli
-from inspector.fleet import read_fleet
+from inspector.compare.fleet import read_fleet
 
 # host name -> fixture root its snapshot is taken from
 HOSTS = {"flash-01": "flash-mixed", "md-01": "storage-raid1-recovering",

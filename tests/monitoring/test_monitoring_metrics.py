@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import fixture_root, run_cli
-from inspector.metrics import DEPRECATED_NAMES, METRICS
+from inspector.outputs.metrics import DEPRECATED_NAMES, METRICS
 from monitoring_files import (
     DASHBOARD,
     NODE_METRICS,

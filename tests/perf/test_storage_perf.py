@@ -19,7 +19,7 @@ import pytest
 
 from conftest import FIXTURES
 from inspector.discover import storage
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 sys.path.insert(0, str(FIXTURES))
 import storage_roots  # noqa: E402  (the fixture generator, importable from tests/fixtures)

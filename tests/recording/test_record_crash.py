@@ -58,9 +58,9 @@ def test_kill_9_at_random_moments_keeps_every_committed_interval(tmp_path):
 MID_WRITE = """
 import os, signal, sys
 sys.path[:0] = [{tests!r}]
-from inspector.history import HistoryDB
+from inspector.record.history import HistoryDB
 from inspector.live import rates
-from inspector.sample_store import SampleWriter
+from inspector.record.store import SampleWriter
 from synthetic import SyntheticHost
 db = HistoryDB({db!r})
 host = SyntheticHost(disks=20, nics=8)

@@ -12,10 +12,10 @@ import statistics
 import pytest
 
 from conftest import run_cli
-from inspector.history import HistoryDB
 from inspector.live import rates
-from inspector.sample_store import SampleWriter
-from inspector.time_points import BadTime, parse_point
+from inspector.record.history import HistoryDB
+from inspector.record.store import SampleWriter
+from inspector.record.time_points import BadTime, parse_point
 from synthetic import START, SyntheticHost
 
 JST = 9 * 3600

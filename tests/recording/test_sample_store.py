@@ -9,14 +9,14 @@ import sqlite3
 
 import pytest
 
-from inspector.history import HistoryDB, HistoryWriteError
 from inspector.live import rates
 from inspector.live.diskstats import DiskCounters
 from inspector.live.netstats import NicCounters
 from inspector.live.procs import DStateProc
 from inspector.live.text import format_block
 from inspector.model import Unknown, to_jsonable
-from inspector.sample_store import SampleReader, SampleWriter, used_bytes
+from inspector.record.history import HistoryDB, HistoryWriteError
+from inspector.record.store import SampleReader, SampleWriter, used_bytes
 from synthetic import START, SyntheticHost, stall_finding
 
 STEP = 10.0

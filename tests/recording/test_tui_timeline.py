@@ -12,10 +12,10 @@ from textual.widgets import DataTable, Static
 
 from conftest import fixture_root, run_cli
 from inspector.collect import build_report
-from inspector.history import HistoryDB, ProbeRun
-from inspector.host import HostRoot
 from inspector.live import rates
-from inspector.sample_store import SampleWriter
+from inspector.record.history import HistoryDB, ProbeRun
+from inspector.record.store import SampleWriter
+from inspector.roots.host import HostRoot
 from inspector.tui.recorded_app import RecordedApp
 from inspector.tui.timeline import RecordedTimeline, TimelineError
 from inspector.widgets import units

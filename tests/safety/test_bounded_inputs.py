@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import FIXTURES, own_peak_rss_snippet, run_cli
-from inspector.snapshot import MAX_SNAPSHOT_BYTES
+from inspector.compare.snapshot import MAX_SNAPSHOT_BYTES
 from safety_helpers import one_line
 
 SNAPSHOT = {
@@ -147,8 +147,8 @@ def test_a_snapshot_we_write_is_one_we_read(tmp_path):
     """allow_nan=False on writing: a NaN in a probe's figures becomes null, not a file that
     diff refuses."""
     from inspector.collect import build_report
-    from inspector.host import HostRoot
-    from inspector.snapshot import build_snapshot, read_snapshot, write_snapshot
+    from inspector.compare.snapshot import build_snapshot, read_snapshot, write_snapshot
+    from inspector.roots.host import HostRoot
     report = build_report(HostRoot(str(FIXTURES / "roots" / "xen-pv-guest")))
     probes = [{"spec": "io:/x", "kind": "io", "target": "/x", "error": None,
                "summary": {"p99_us": float("nan"), "avg_us": float("inf")}}]

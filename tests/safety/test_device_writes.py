@@ -11,7 +11,7 @@ import stat
 import pytest
 
 from conftest import FIXTURES, fixture_root, run_cli
-from inspector.history import HistoryDB, HistoryError
+from inspector.record.history import HistoryDB, HistoryError
 from safety_helpers import assert_char_device, ext4_loop_fixture, one_line, private_null_fixture  # noqa: F401  (the ext4_loop and private_null fixtures)
 
 ROOT = str(fixture_root("xen-pv-guest"))

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, fixture_root, run_cli
-from inspector import history
-from inspector.history import HistoryDB, HistoryError, NoHistory
+from inspector.record import history
+from inspector.record.history import HistoryDB, HistoryError, NoHistory
 from safety_helpers import fingerprint, one_line
 
 ROOT = str(fixture_root("xen-pv-guest"))

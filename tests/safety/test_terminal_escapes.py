@@ -138,8 +138,8 @@ def test_control_characters_in_host_strings_are_shown_not_sent(tmp_path):
 
 def test_printable_leaves_clean_reports_untouched():
     from inspector.collect import build_report
-    from inspector.host import HostRoot
     from inspector.model import to_jsonable
     from inspector.render.findings import printable
+    from inspector.roots.host import HostRoot
     report = build_report(HostRoot(str(fixture_root("flash-mixed"))))
     assert to_jsonable(printable(report)) == to_jsonable(report)

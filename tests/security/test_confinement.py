@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import inspector.confined as confined
+import inspector.roots.confined as confined
 from conftest import require_root
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 MARKER = "ZQXJ-outside-7e1f-JXQZ"
 REPO = Path(__file__).resolve().parents[2]
@@ -186,8 +186,8 @@ def test_a_device_node_behind_a_link_is_refused(mode, tree, loop_device):
 
 OPENS_OF_A_DEVICE = """
 import ctypes, os, sys
-import inspector.confined as confined
-from inspector.host import HostRoot
+import inspector.roots.confined as confined
+from inspector.roots.host import HostRoot
 if sys.argv[3] == "walk":
     confined._openat2.available = False
 tree, node = sys.argv[1], sys.argv[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root, run_bin
-from inspector.host import SIDECAR_NAME, HostRoot
-from inspector.safe_extract import extract
+from inspector.roots.host import SIDECAR_NAME, HostRoot
+from inspector.roots.safe_extract import extract
 
 MARKER = "ZQXJ7E1FOUTSIDEJXQZ"
 FRAGMENTS = (MARKER, MARKER[:8], MARKER[-8:], "OUTSIDE")

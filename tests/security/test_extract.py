@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import inspector_bin, run_bin, signal_after
-from inspector.safe_extract import ExtractError, Limits, _member_parts, extract
+from inspector.roots.safe_extract import ExtractError, Limits, _member_parts, extract
 
 CAPTURE_TIME = 60
 
@@ -378,7 +378,7 @@ def test_a_signal_during_a_slow_extraction_leaves_no_tree(tmp_path, private_tmp,
 
 HOLD_A_CAPTURE = """
 import sys, time
-from inspector.capture import open_root
+from inspector.captures.capture import open_root
 root = open_root(sys.argv[1])
 print(root.path, flush=True)
 time.sleep(60)

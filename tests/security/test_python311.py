@@ -23,7 +23,7 @@ def debian_python(code: str, *args: str) -> subprocess.CompletedProcess:
     if not os.access(DEBIAN_PYTHON, os.X_OK):
         pytest.fail(f"{DEBIAN_PYTHON} is missing: install Debian's python3 (apt-get install "
                     "python3); this test runs the capture reader on it")
-    # only inspector.host, .capture, .model and what they import must load: no venv
+    # only inspector.roots.host, .capture, .model and what they import must load: no venv
     code = f"import sys; sys.path.insert(0, {str(REPO)!r})\n" + code
     return subprocess.run([DEBIAN_PYTHON, "-I", "-c", code, *args], capture_output=True,
                           text=True, timeout=120)
@@ -37,7 +37,7 @@ def test_the_interpreter_is_the_one_without_the_filter():
 
 OPEN_CAPTURE = """
 import json, sys
-from inspector.capture import open_root
+from inspector.captures.capture import open_root
 root = open_root(sys.argv[1])
 print(json.dumps({"hostname": root.try_line("proc/sys/kernel/hostname"),
                   "uname": root.uname(), "stat": root.read_text("proc/stat")[:3],
@@ -63,14 +63,14 @@ def test_cve_2025_4517_tarball_on_debian_python(tmp_path):
     dest.mkdir(parents=True)
     (outside / "victim").write_text("original\n")
     archive = cve_2025_4517(tmp_path / "cve.tar", dest, 20)
-    out = debian_python("import sys\nfrom inspector.safe_extract import extract\n"
+    out = debian_python("import sys\nfrom inspector.roots.safe_extract import extract\n"
                         "print(extract(sys.argv[1], sys.argv[2]).skipped)", str(archive), str(dest))
     assert out.returncode == 0, out.stderr
     assert "hardlink" in out.stdout
     assert sorted(os.listdir(outside)) == ["dest", "victim"]
     assert (outside / "victim").read_text() == "original\n"
     archive = cve_2025_4517(tmp_path / "cve-long.tar", dest, cve_component_len(dest))
-    out = debian_python("import sys\nfrom inspector.capture import open_root\n"
+    out = debian_python("import sys\nfrom inspector.captures.capture import open_root\n"
                         "open_root(sys.argv[1])", str(archive))
     assert "unsafe member name" in out.stderr and "over 1024 bytes" in out.stderr
     assert sorted(os.listdir(outside)) == ["dest", "victim"]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import run_bin
-from inspector.capture import open_root, write_capture
-from inspector.host import HostRoot
+from inspector.captures.capture import open_root, write_capture
 from inspector.redact import redact_cmdline
+from inspector.roots.host import HostRoot
 
 
 @pytest.mark.parametrize("line, expected, keys", [

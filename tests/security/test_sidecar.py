@@ -10,8 +10,8 @@ import time
 import pytest
 
 from conftest import inspector_bin, run_bin
-from inspector.host import MAX_SIDECAR_BYTES, HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import MAX_SIDECAR_BYTES, HostRoot, Unavailable
 
 SIDECAR = "inspector-sidecar.json"
 

@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from conftest import FIXTURES, fixture_root
 from frozen import FrozenSampler, frozen_history, view_from_report
 from inspector.collect import build_report
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from inspector.tui.screen_help import HelpScreen, TextScreen
 from test_pilot import capture_app, wait_for

@@ -1,10 +1,10 @@
 """The Probes screen's history chart (issue 9): recorded runs of a probe spec over time, read
-from the same database `inspector record` writes (filled here through inspector.history)."""
+from the same database `inspector record` writes (filled here through inspector.record.history)."""
 from __future__ import annotations
 
 from textual.widgets import OptionList, Static
 
-from inspector.history import HistoryDB, ProbeRun
+from inspector.record.history import HistoryDB, ProbeRun
 from inspector.tui.screen_history import HistoryScreen, history_points
 from inspector.widgets.chart import LiveChart
 from test_pilot import capture_app, wait_for

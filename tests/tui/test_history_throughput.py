@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 from textual.widgets import OptionList, Static
 
-from inspector.history import HistoryDB, ProbeRun
+from inspector.record.history import HistoryDB, ProbeRun
 from inspector.tui.screen_history import HistoryScreen, history_points
 from inspector.widgets.chart import LiveChart
 from test_pilot import capture_app, wait_for

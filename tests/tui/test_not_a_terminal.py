@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from conftest import fixture_root, inspector_bin
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 
 ROOT = str(fixture_root("flash-mixed"))

@@ -16,13 +16,13 @@ from textual.widgets import DataTable, Input, Static
 
 from conftest import fixture_root
 from inspector.collect import build_report
-from inspector.host import HostRoot
 from inspector.model import Finding, HostIdentity, Level, Report
+from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from inspector.tui.modelview import detail_table, fmt_value
-from inspector.tui.probe_runs import ProbeRequest
+from inspector.tui.probes.runs import ProbeRequest
+from inspector.tui.probes.screen import RunPanel
 from inspector.tui.screen_help import ConfirmScreen, HelpScreen
-from inspector.tui.screen_probes import RunPanel
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.histogram import LatencyHistogram
 from inspector.widgets.probe_chart import LatencyChart, RateChart, RunChart
@@ -339,7 +339,7 @@ NO_C_LOOP = """
 import importlib.abc, sys
 class NoCLoop(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name == "inspector.probes._ioloop":
+        if name == "inspector.probes.io._ioloop":
             raise ImportError("no C loop in this install")
 sys.meta_path.insert(0, NoCLoop())
 """

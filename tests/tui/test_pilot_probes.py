@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from dns_responders import Responder
 from inspector.probes.base import ProbeKind
-from inspector.tui.probe_runs import ProbeRequest
+from inspector.tui.probes.runs import ProbeRequest
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.histogram import LatencyHistogram
 from inspector.widgets.probe_chart import LatencyChart

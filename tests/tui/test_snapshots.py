@@ -12,7 +12,7 @@ import pytest
 from conftest import fixture_root
 from frozen import FrozenSampler, frozen_history
 from inspector.collect import build_report
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 
 _REPORTS: dict = {}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from inspector.config import LiveThresholds
 from inspector.health.live.session import LiveSession, Step
-from inspector.host import HostRoot
 from inspector.live.sampler import LiveSampler
+from inspector.roots.host import HostRoot
 
 T0 = 1_780_000_000.0
 

@@ -15,8 +15,8 @@ from inspector.discover.block import (
     parse_swaps,
     swap_device_name,
 )
-from inspector.host import HostRoot
 from inspector.model import Unknown, to_jsonable
+from inspector.roots.host import HostRoot
 
 
 def test_scheduler():
@@ -137,7 +137,7 @@ def test_a_slave_cycle_does_not_hang_the_tree(tmp_path):
 
 def test_capture_records_what_storage_reads(tmp_path):
     """A recording root writes exactly what the collector read; the copy reports the same."""
-    from inspector.capture import open_root, write_capture
+    from inspector.captures.capture import open_root, write_capture
     src = HostRoot(str(fixture_root("storage-crypt-md")), record=True)
     before = to_jsonable(storage.collect(src))
     out = tmp_path / "cap.tar.gz"

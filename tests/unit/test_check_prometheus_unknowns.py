@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import inspector.collect as collect
 from conftest import fixture_root, run_cli
-from inspector.metrics import section_up
+from inspector.outputs.metrics import section_up
 
 
 def _families(text: str) -> dict:

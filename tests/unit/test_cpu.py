@@ -9,9 +9,9 @@ from rich.console import Console
 from conftest import fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import cpu
-from inspector.host import HostRoot
 from inspector.model import Unknown
 from inspector.render.cpu import render
+from inspector.roots.host import HostRoot
 
 
 def collect(name: str) -> cpu.CpuSection:

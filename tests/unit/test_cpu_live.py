@@ -7,7 +7,7 @@ import psutil
 import pytest
 
 from inspector.discover import cpu
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 
 def test_live_cpu_section():

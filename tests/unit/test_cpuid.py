@@ -6,8 +6,8 @@ import struct
 import pytest
 
 from inspector.discover import cpuid
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 
 def regs_for(sig: str, max_leaf: int) -> list[int]:

@@ -65,6 +65,6 @@ def test_sampler_turns_garbage_file_into_unknown(tmp_path_factory, blob):
     root_dir = tmp_path_factory.mktemp("garbage")
     (root_dir / "proc").mkdir()
     (root_dir / "proc" / "diskstats").write_bytes(blob)
-    from inspector.host import HostRoot
+    from inspector.roots.host import HostRoot
     snap = LiveSampler(HostRoot(str(root_dir))).sample()   # must not raise
     assert isinstance(snap.disks, dict) or "diskstats" in snap.disks.reason

@@ -5,7 +5,7 @@ long windows, SYN retries, the figures measured with glibc 2.36 in a network nam
 import pytest
 
 from inspector.discover.resolver_conf import parse_resolv_conf
-from inspector.probes.dns_predict import (
+from inspector.probes.dns.predict import (
     EMPTY,
     LAME,
     SERVFAIL,

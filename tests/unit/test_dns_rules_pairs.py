@@ -3,9 +3,9 @@ AAAA reply is lame or SERVFAIL (send_dg), so the advice must not say it skips th
 from __future__ import annotations
 
 from inspector.health.dns import probe_rules
-from inspector.probes.dns_failover import DnsProbeResult
-from inspector.probes.dns_predict import Prediction
-from inspector.probes.dns_query import ServerResult, TypeResult
+from inspector.probes.dns.failover import DnsProbeResult
+from inspector.probes.dns.predict import Prediction
+from inspector.probes.dns.query import ServerResult, TypeResult
 
 
 def _server(aaaa: TypeResult) -> ServerResult:

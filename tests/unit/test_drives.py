@@ -15,15 +15,15 @@ from inspector.discover.hio import HioHealth
 from inspector.discover.nvme_health import NvmeHealth
 from inspector.discover.smart import SmartHealth
 from inspector.health import drives as rules_mod
-from inspector.host import HostRoot
 from inspector.model import HostIdentity, Level, Report, Unknown
 from inspector.render.drives import render_health
+from inspector.roots.host import HostRoot
 
 FLASH_MIXED = Path(__file__).parents[1] / "fixtures/roots/flash-mixed"
 
 
 def collect_fixture():
-    from inspector.host import HostRoot
+    from inspector.roots.host import HostRoot
     root = HostRoot(str(FLASH_MIXED))
     return drives.collect(root, root.listdir("sys/block"))
 

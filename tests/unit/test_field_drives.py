@@ -15,8 +15,8 @@ from conftest import FIXTURES, run_cli
 from inspector.collect import build_report
 from inspector.discover import smart
 from inspector.health.drives import device_findings
-from inspector.host import HostRoot
 from inspector.model import Level, Unknown
+from inspector.roots.host import HostRoot
 
 sys.path.insert(0, str(FIXTURES))
 import field_roots  # noqa: E402  (the fixture placer, importable from tests/fixtures)

@@ -12,8 +12,8 @@ import pytest
 from conftest import FIXTURES, fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover.md import parse_mdstat
-from inspector.host import HostRoot
 from inspector.model import Level
+from inspector.roots.host import HostRoot
 
 FIELD = FIXTURES / "field"
 MDSTAT = FIXTURES / "mdstat"

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, run_cli
+from inspector.captures.sosreport import open_sosreport
 from inspector.discover import storage
 from inspector.discover.dmsetup_text import (
     dmsetup_table_lower,
@@ -20,7 +21,6 @@ from inspector.discover.dmsetup_text import (
     parse_info_columns,
     parse_lsblk_rows,
 )
-from inspector.sosreport import open_sosreport
 
 sys.path.insert(0, str(FIXTURES))
 import field_roots  # noqa: E402  (the fixture placer, importable from tests/fixtures)

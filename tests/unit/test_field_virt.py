@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
+from inspector.captures.sosreport import open_sosreport
 from inspector.discover import virt
-from inspector.host import HostRoot
-from inspector.sosreport import open_sosreport
+from inspector.roots.host import HostRoot
 
 FIELD = FIXTURES / "field"
 

@@ -12,8 +12,8 @@ from inspector.discover import drive_state, hio
 from inspector.discover.drive_cmd import ParseError
 from inspector.discover.drive_state import Trend, TrendStore, next_trend, rose
 from inspector.health.drives import hio_findings
-from inspector.host import HostRoot
 from inspector.model import Level, Unknown
+from inspector.roots.host import HostRoot
 
 SAMPLE = (Path(__file__).parents[1] / "fixtures/samples/hio_info/es3000-healthy.txt").read_text()
 

@@ -4,7 +4,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 from conftest import run_cli
-from inspector.history import HistoryDB, ProbeRun
+from inspector.record.history import HistoryDB, ProbeRun
 
 
 def _ioping_block(when: datetime, zone: str, avg_us: int) -> list[str]:

@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot, Unavailable
 
 
 def make_tree(tmp_path):
@@ -86,7 +86,7 @@ def test_corrupt_sidecar_is_a_clear_error(tmp_path):
 def test_recorded_readlink_through_a_link_is_stored_at_its_real_path(tmp_path):
     import tarfile
 
-    from inspector.capture import write_capture
+    from inspector.captures.capture import write_capture
     make_tree(tmp_path)
     (tmp_path / "sys/devices/virtual/block/dm-0/subsystem_target").mkdir()
     os.symlink("subsystem_target", tmp_path / "sys/devices/virtual/block/dm-0/subsystem")

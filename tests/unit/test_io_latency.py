@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.probes.io_latency import (
+from inspector.probes.io.latency import (
     MIXED,
     WRITE,
     IoConfig,
@@ -22,8 +22,8 @@ from inspector.probes.io_latency import (
     ramp_jobs,
     summarize_ramp,
 )
-from inspector.probes.io_stats import nearest_rank
-from inspector.probes.io_target import TargetError, open_target
+from inspector.probes.io.stats import nearest_rank
+from inspector.probes.io.target import TargetError, open_target
 
 # the C request loop (the default) and the Python one (no compiler at install time)
 both_loops = pytest.mark.parametrize("native", [True, False], ids=["c_loop", "python_loop"])

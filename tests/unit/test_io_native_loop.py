@@ -1,4 +1,4 @@
-"""The IO probe's C request loop (probes/_ioloop.c): built and used by default, its contract
+"""The IO probe's C request loop (probes/io/_ioloop.c): built and used by default, its contract
 (offsets, latency slots, stop time, failures, bounds), its interval figures (equal to the
 Python ones), and what it is for: another busy Python thread of the process (the TUI's) must
 not show as IO latency."""
@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import inspector_bin
-from inspector.probes import io_latency
-from inspector.probes.io_latency import IoConfig, IoLatencyProbe
-from inspector.probes.io_stats import IntervalPart
-from inspector.probes.io_target import open_target
+from inspector.probes.io import latency as io_latency
+from inspector.probes.io.latency import IoConfig, IoLatencyProbe
+from inspector.probes.io.stats import IntervalPart
+from inspector.probes.io.target import open_target
 
 # alone, after the parallel part of `make test`: measures CPU busy time against wall time
 pytestmark = pytest.mark.serial
@@ -34,7 +34,7 @@ _ioloop = io_latency._ioloop
 
 def test_the_c_loop_is_built_and_times_runs_by_default(data_file):
     # a build without it would pass every other test on the Python loop: fail here instead
-    assert io_latency._ioloop is not None, "probes/_ioloop.c was not built (no compiler?)"
+    assert io_latency._ioloop is not None, "probes/io/_ioloop.c was not built (no compiler?)"
     with open_target(data_file) as target:
         res = asyncio.run(IoLatencyProbe(target, IoConfig(count=50)).run_to_end())
         assert res.loop == "c" and res.summary_json()["loop"] == "c"
@@ -205,7 +205,7 @@ def test_another_thread_holding_the_gil_does_not_show_as_io_latency(data_file):
 
 def test_the_cli_says_when_the_python_loop_times_the_run(data_file):
     """Installed without a compiler, the probe still runs, on the Python loop, and says so."""
-    hide = ("import sys; sys.modules['inspector.probes._ioloop'] = None; "
+    hide = ("import sys; sys.modules['inspector.probes.io._ioloop'] = None; "
             "from inspector.cli import main; sys.exit(main(sys.argv[1:]))")
     human = subprocess.run([sys.executable, "-c", hide, "probe", "io", data_file, "-c", "20"],
                            capture_output=True, text=True, timeout=60)

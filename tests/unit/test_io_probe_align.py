@@ -2,9 +2,9 @@
 through a HostRoot (fixture tree here: a disk with 4 KiB logical blocks and its partition)."""
 import os
 
-from inspector.host import HostRoot
 from inspector.model import Unknown
-from inspector.probes.io_align import device_geometry, required_multiple
+from inspector.probes.io.align import device_geometry, required_multiple
+from inspector.roots.host import HostRoot
 
 
 def make_tree(root):

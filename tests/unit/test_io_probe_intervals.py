@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from inspector.probes.io_latency import IoConfig, IoLatencyProbe
-from inspector.probes.io_stats import MID_SAMPLE, BatchStats, IntervalPart, nearest_rank
-from inspector.probes.io_target import open_target
+from inspector.probes.io.latency import IoConfig, IoLatencyProbe
+from inspector.probes.io.stats import MID_SAMPLE, BatchStats, IntervalPart, nearest_rank
+from inspector.probes.io.target import open_target
 
 # alone, after the parallel part of `make test`: measures interval lengths to the tens of milliseconds
 pytestmark = pytest.mark.serial

@@ -10,9 +10,9 @@ import threading
 from hdrh.histogram import HdrHistogram
 
 from conftest import run_cli
-from inspector.probes.io_latency import IoConfig, IoLatencyProbe
-from inspector.probes.io_stats import nearest_rank
-from inspector.probes.io_target import open_target
+from inspector.probes.io.latency import IoConfig, IoLatencyProbe
+from inspector.probes.io.stats import nearest_rank
+from inspector.probes.io.target import open_target
 from inspector.probes.latency import HIGHEST_NS, LOWEST_NS, SIGNIFICANT_DIGITS
 
 
@@ -113,7 +113,7 @@ def test_raw_limit_folds_latencies_mid_run(data_file, monkeypatch):
     """The TUI's raw limit (IoConfig.raw_limit) bounds the raw latencies a worker holds: they
     are folded into the histogram mid-run instead of growing 8 bytes a request (32 MB by
     default), and the statistics still count every request."""
-    import inspector.probes.io_latency as io_latency
+    import inspector.probes.io.latency as io_latency
     folds = []
     real = io_latency.record_batch
 

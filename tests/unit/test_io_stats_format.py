@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.probes.io_format import fmt_int, fmt_size, fmt_time, parse_seconds, parse_size
-from inspector.probes.io_stats import BatchStats, IntervalPart, nearest_rank, record_batch
+from inspector.probes.io.format import fmt_int, fmt_size, fmt_time, parse_seconds, parse_size
+from inspector.probes.io.stats import BatchStats, IntervalPart, nearest_rank, record_batch
 from inspector.probes.latency import LatencyRecorder
 
 

@@ -1,4 +1,4 @@
-"""Date lines of logs (inspector.log_dates): what real `date` prints in glibc's locales (compiled
+"""Date lines of logs (inspector.record.log_dates): what real `date` prints in glibc's locales (compiled
 here with localedef) reads back to the exact instant and UTC offset, across DST changes; the
 locale table equals glibc's data; zones: numeric, unambiguous, ambiguous (refused, then named
 with --tz), unknown; C, -R, -Is, --rfc-3339, +%s, '#' prefixes; property-based round trips."""
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.locale_dates import LOCALES
-from inspector.log_dates import DateError, ZoneRules, parse_date_line
+from inspector.record.locale_dates import LOCALES
+from inspector.record.log_dates import DateError, ZoneRules, parse_date_line
 from locale_data import TEST_LOCALES, date_lines, expand, lc_time
 
 # 08:00:01 and 20:00:01 JST, a summer afternoon, and both sides of Europe's and the US's

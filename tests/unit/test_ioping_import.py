@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, inspector_bin, run_cli
-from inspector.history import HistoryDB, aggregate
-from inspector.ioping_log import parse_ioping_log
-from inspector.log_dates import ZoneRules
+from inspector.record.history import HistoryDB, aggregate
+from inspector.record.ioping_log import parse_ioping_log
+from inspector.record.log_dates import ZoneRules
 from locale_data import date_lines
 
 SAMPLES = FIXTURES / "samples/ioping"

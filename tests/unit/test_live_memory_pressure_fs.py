@@ -6,11 +6,11 @@ import os
 import threading
 import time
 
-from inspector.host import HostRoot
 from inspector.live.filesystems import FilesystemSampler, wanted
 from inspector.live.memory import parse_meminfo
 from inspector.live.pressure import parse_pressure, read_pressure
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 
 def test_meminfo_used_is_total_minus_available_and_old_kernels_estimate_it():

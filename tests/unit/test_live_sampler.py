@@ -12,10 +12,10 @@ import tracemalloc
 import pytest
 
 from conftest import fixture_root
-from inspector.capture import open_root, write_capture
-from inspector.host import HostRoot
+from inspector.captures.capture import open_root, write_capture
 from inspector.live import LiveSampler, capture_sample, rates, since_boot
 from inspector.model import Unknown, known, to_jsonable
+from inspector.roots.host import HostRoot
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ from inspector.discover import storage
 from inspector.discover.md import array_from_mdstat, is_container, missing_slots, parse_mdstat
 from inspector.health.md_mdstat import mdstat_redundancy as redundancy
 from inspector.health.storage import md_findings
-from inspector.host import HostRoot
 from inspector.model import Level, known
 from inspector.render.storage import render
+from inspector.roots.host import HostRoot
 from inspector.schema import report_schema
 
 MDSTAT = FIXTURES / "mdstat"

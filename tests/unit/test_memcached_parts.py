@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.probes.latency import LatencyRecorder
-from inspector.probes.mc_engine import Engine, LoadConnection
-from inspector.probes.mc_latency import record_array, sorted_percentiles
-from inspector.probes.mc_ramp import RampStep, find_knee, ramp_steps
-from inspector.probes.mc_stats import ServerStats, compare
-from inspector.probes.mc_target import parse_address as parse_server
-from inspector.probes.mc_workload import SizeRange, Workload, make_key
-from inspector.probes.memcached import MemcachedLoad, ProbeError
+from inspector.probes.memcached.engine import Engine, LoadConnection
+from inspector.probes.memcached.latency import record_array, sorted_percentiles
+from inspector.probes.memcached.probe import MemcachedLoad, ProbeError
+from inspector.probes.memcached.ramp import RampStep, find_knee, ramp_steps
+from inspector.probes.memcached.stats import ServerStats, compare
+from inspector.probes.memcached.target import parse_address as parse_server
+from inspector.probes.memcached.workload import SizeRange, Workload, make_key
 
 
 # --- keys and values ---------------------------------------------------------------------------
@@ -44,7 +44,7 @@ def test_key_of_250_bytes_and_too_small_keys():
 
 
 def test_large_workloads_join_set_requests_per_send(monkeypatch):
-    import inspector.probes.mc_workload as w
+    import inspector.probes.memcached.workload as w
     monkeypatch.setattr(w, "PREENCODE_BUDGET", 1000)
     wl = Workload(50, SizeRange(10, 10), SizeRange(100, 100))
     assert wl.set_requests is None

@@ -8,8 +8,8 @@ from conftest import fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import net
 from inspector.discover.net_offloads import find_offload
-from inspector.host import HostRoot
 from inspector.model import Level, Unknown
+from inspector.roots.host import HostRoot
 
 
 def collect(name: str) -> net.NetSection:

@@ -17,10 +17,10 @@ from inspector.discover import nvme_health
 from inspector.discover.drive_cmd import ParseError
 from inspector.discover.nvme_health import NvmeHealth, decode_critical_warning
 from inspector.health.drives import nvme_findings
-from inspector.host import HostRoot
-from inspector.metrics import collect_metrics
 from inspector.model import Level, Unknown, to_jsonable
+from inspector.outputs.metrics import collect_metrics
 from inspector.render import render_report
+from inspector.roots.host import HostRoot
 
 SAMPLES = Path(__file__).parents[1] / "fixtures/samples/nvme"
 CLI = (SAMPLES / "nvme-cli-smart-log-healthy.json").read_text()

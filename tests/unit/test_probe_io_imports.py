@@ -6,8 +6,8 @@ import sys
 
 from inspector.probes.latency import LatencyRecorder
 
-HEAVY = ("asyncio", "hdrh", "inspector.probes.io_latency", "inspector.probes.io_target",
-         "inspector.probes.io_stats", "inspector.host")
+HEAVY = ("asyncio", "hdrh", "inspector.probes.io.latency", "inspector.probes.io.target",
+         "inspector.probes.io.stats", "inspector.roots.host")
 
 
 def test_importing_probe_io_loads_no_probe_machinery():
@@ -16,8 +16,8 @@ def test_importing_probe_io_loads_no_probe_machinery():
             f"print(' '.join(n for n in {HEAVY!r} if n in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=30).stdout.split()
-    # inspector.host comes with commands.common (CliError); the rest must stay unloaded
-    assert [n for n in out if n != "inspector.host"] == [], out
+    # inspector.roots.host comes with commands.common (CliError); the rest must stay unloaded
+    assert [n for n in out if n != "inspector.roots.host"] == [], out
 
 
 def test_histogram_buckets_match_hdrh_recorded_iterator():

@@ -14,12 +14,12 @@ from conftest import fixture_root
 from dns_responders import Responder
 from inspector.cli import build_parser
 from inspector.health.dns import LEGACY_CODES, canonical_code, probe_rules
-from inspector.host import HostRoot
 from inspector.probes.base import Interval, ProbeError, ProbeKind, RunStatus, RunSummary
-from inspector.probes.dns_run import DnsRun, DnsRunConfig, parse_dns_target, resolve
+from inspector.probes.dns.run import DnsRun, DnsRunConfig, parse_dns_target, resolve
 from inspector.probes.driver import ProbeDriver
 from inspector.probes.request import ProbeRequest, config_for, open_probe, parse_spec
-from inspector.tui.probe_runs import form_request
+from inspector.roots.host import HostRoot
+from inspector.tui.probes.runs import form_request
 
 
 def cli_config(*argv: str):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from inspector.diff import _EXACT_RANK_MAX, latency_significance, rank_test_p
+from inspector.compare.diff import _EXACT_RANK_MAX, latency_significance, rank_test_p
 
 
 def exact_permutation_p(before: list[float], after: list[float]) -> float:

@@ -5,7 +5,7 @@ import shutil
 
 from conftest import fixture_root
 from inspector.collect import build_report
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 
 def corrupt_copy(tmp_path, name: str, files: dict[str, str]) -> HostRoot:

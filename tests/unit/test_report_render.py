@@ -9,8 +9,8 @@ from rich.console import Console
 
 from conftest import fixture_root
 from inspector.collect import build_report
-from inspector.host import HostRoot
 from inspector.render import render_report
+from inspector.roots.host import HostRoot
 
 
 def report_text(root: str, width: int = 80, sections: list[str] | None = None) -> str:

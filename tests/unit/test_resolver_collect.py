@@ -6,8 +6,8 @@ import os
 from conftest import fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import resolver
-from inspector.host import HostRoot
 from inspector.model import Unknown
+from inspector.roots.host import HostRoot
 
 
 def collect(name: str) -> resolver.ResolverSection:

@@ -260,10 +260,10 @@ def _subcommand(parser: argparse.ArgumentParser, *names: str) -> argparse.Argume
 
 
 def test_every_stamped_document_has_a_schema():
-    """Each kind of inspector.documents (and each document's version) is in a --schema, and
+    """Each kind of inspector.outputs.documents (and each document's version) is in a --schema, and
     every document with a --schema is behind a command's --schema option."""
     from inspector.cli import build_parser
-    from inspector.documents import VERSIONS
+    from inspector.outputs.documents import VERSIONS
 
     def stamps(node) -> set[tuple]:
         if isinstance(node, list):

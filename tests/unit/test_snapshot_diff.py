@@ -6,8 +6,8 @@ import json
 import pytest
 
 from conftest import run_cli
-from inspector.diff import diff_snapshots, latency_significance
-from inspector.snapshot import SnapshotError, read_snapshot, write_snapshot
+from inspector.compare.diff import diff_snapshots, latency_significance
+from inspector.compare.snapshot import SnapshotError, read_snapshot, write_snapshot
 
 BASE = {
     "kind": "inspector-snapshot", "snapshot_version": 1, "schema_version": 1, "created_at": 1.0,

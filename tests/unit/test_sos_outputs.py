@@ -6,6 +6,9 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inspector.captures.sos.clock import _parse_date_utc, _timedatectl_offset
+from inspector.captures.sos.commands import mangle
+from inspector.captures.sos.translate import parse_environment, parse_udev_db, parse_uname_a
 from inspector.discover.dmsetup_text import parse_info_columns, parse_tree
 from inspector.discover.ethtool_text import (
     LegacyFormat,
@@ -16,9 +19,6 @@ from inspector.discover.ethtool_text import (
 )
 from inspector.discover.ip_link import parse_ip_link
 from inspector.discover.net_offloads import ethtool_offloads
-from inspector.sos.clock import _parse_date_utc, _timedatectl_offset
-from inspector.sos.commands import mangle
-from inspector.sos.translate import parse_environment, parse_udev_db, parse_uname_a
 
 
 def test_mangle_names_files_as_sos_does():
@@ -211,8 +211,8 @@ def test_timedatectl_zone_offset():
 
 
 def test_missing_json_command_names_the_text_output_sos_kept(tmp_path):
-    from inspector.host import HostRoot
-    from inspector.sos.commands import CommandIndex
+    from inspector.captures.sos.commands import CommandIndex
+    from inspector.roots.host import HostRoot
     (tmp_path / "sos_commands" / "ata").mkdir(parents=True)
     (tmp_path / "sos_commands" / "ata" / "smartctl_-a_.dev.sda").write_text("SMART overall: PASSED\n")
     (tmp_path / "sos_commands" / "nvme").mkdir()

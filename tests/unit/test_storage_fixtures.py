@@ -8,8 +8,8 @@ import pytest
 from conftest import ROOTS, fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import storage
-from inspector.host import HostRoot
 from inspector.model import Level, to_jsonable
+from inspector.roots.host import HostRoot
 
 STORAGE_ROOTS = sorted(p.name for p in ROOTS.iterdir() if p.name.startswith("storage-")) + [
     "xen-pv-guest", "xenserver-hvm", "kvm-virtio-guest", "nvme-bare-metal", "flash-mixed"]

@@ -8,8 +8,8 @@ from inspector.discover.dm import DmDevice
 from inspector.discover.md import MdArray, MdMember, array_from_mdstat, parse_mdstat
 from inspector.discover.storage import StorageSection
 from inspector.health.storage import block_findings, dm_findings, md_findings, rules
-from inspector.host import HostRoot
 from inspector.model import HostIdentity, Level, Report, Unknown
+from inspector.roots.host import HostRoot
 
 
 def array(**kw) -> MdArray:

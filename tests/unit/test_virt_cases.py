@@ -11,8 +11,8 @@ from conftest import fixture_root, run_cli
 from inspector.discover import virt
 from inspector.discover.virt import IGNORED, SUSPECT
 from inspector.health import virt as virt_rules
-from inspector.host import HostRoot
 from inspector.model import Report
+from inspector.roots.host import HostRoot
 
 NONE = ("none", None)
 VM_NONE = [("none", None, None)]

@@ -10,8 +10,8 @@ from inspector.discover import virt
 from inspector.discover.virt import IGNORED, INFO, MEDIUM, STRONG, WEAK
 from inspector.discover.virt.firmware import parse_bios_information
 from inspector.health import virt as virt_rules
-from inspector.host import HostRoot
 from inspector.model import Report
+from inspector.roots.host import HostRoot
 
 
 def collect(name_or_path) -> virt.VirtSection:

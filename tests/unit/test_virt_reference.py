@@ -12,7 +12,7 @@ import pytest
 
 from conftest import fixture_root
 from inspector.discover import virt
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 from virt_reference import (
     prepare_for_virt_what,
     run_virt_what,

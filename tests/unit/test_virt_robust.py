@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from conftest import fixture_root
 from inspector.discover import virt
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 FILES = ["proc/cpuinfo", "proc/self/cgroup", "proc/self/mountinfo", "sys/hypervisor/type",
          "sys/hypervisor/guest_type", "sys/hypervisor/properties/features", "proc/xen/capabilities",

@@ -38,8 +38,8 @@ from inspector.discover.virt.reported import Reported, gather_reported
 from inspector.discover.virt.roles import hyperv_root, kvm_host
 from inspector.discover.virt.signals import gather
 from inspector.discover.virt.vm import confidential, vm_layers
-from inspector.host import HostRoot
 from inspector.model import known
+from inspector.roots.host import HostRoot
 
 __all__ = ["AZURE_ASSET_TAG", "IGNORED", "INFO", "INIT_PID_NS_INODE", "MEDIUM", "STRONG",
            "SUSPECT", "WEAK", "Confidence", "CpuidSummary", "Evidence", "HostRole", "Layer",

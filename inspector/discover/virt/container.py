@@ -27,8 +27,8 @@ from inspector.discover.virt.model import (
     Weight,
 )
 from inspector.discover.virt.signals import line
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot, Unavailable
 
 _CGROUP_PATTERNS = [  # (regex on a cgroup path, verdict, flavor)
     (re.compile(r"/kubepods"), "kubernetes", None),

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from inspector.host import HostRoot, Unavailable
 from inspector.model import known
+from inspector.roots.host import HostRoot, Unavailable
 
 DMI_FIELDS = ("sys_vendor", "product_name", "product_version", "board_vendor", "bios_vendor",
               "bios_version", "chassis_asset_tag", "chassis_vendor")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from inspector.discover.virt.model import MEDIUM, Evidence
-from inspector.host import HostRoot
+from inspector.roots.host import HostRoot
 
 # systemd-detect-virt --list: its container and VM identifiers, in Inspector's verdict names
 SYSTEMD_CONTAINERS = {"lxc": "lxc", "lxc-libvirt": "lxc", "docker": "docker", "podman": "podman",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from inspector.discover.virt.model import STRONG, Evidence, HostRole
 from inspector.discover.virt.signals import Signals
-from inspector.host import HostRoot
 from inspector.model import known
+from inspector.roots.host import HostRoot
 
 
 def kvm_host(root: HostRoot, sig: Signals, in_vm: bool) -> HostRole | None:

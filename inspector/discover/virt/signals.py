@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from inspector.discover import cpuid as cpuid_mod
 from inspector.discover.cpuid import CpuidView
 from inspector.discover.virt.firmware import Firmware, read_firmware
-from inspector.host import HostRoot, Unavailable
 from inspector.model import Unknown, known
+from inspector.roots.host import HostRoot, Unavailable
 
 # /proc/cpuinfo fields kept (first occurrence): x86 vendor and model, POWER platform and
 # model/machine ("IBM pSeries (emulated by qemu)" under KVM or TCG), s390 vendor "IBM/S390"

@@ -1,0 +1,1 @@
+"""Reading a sosreport as a host root: its command outputs as facts (see inspector.captures.sosreport)."""

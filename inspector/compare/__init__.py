@@ -1,0 +1,1 @@
+"""Before and after: saved snapshots, their diff, and fleets of them."""

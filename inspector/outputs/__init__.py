@@ -1,0 +1,2 @@
+"""Machine-readable outputs: the Nagios check, Prometheus export and metrics, the JSON schema
+and documents."""

@@ -1,0 +1,1 @@
+"""Recording: the SQLite sample store, the recorder, history tables, ioping log import."""

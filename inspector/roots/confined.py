@@ -1,0 +1,411 @@
+"""A directory tree read as if chrooted into it: the reading side of `--root DIR`.
+
+A tree given to `--root` comes from someone else (a capture, a sosreport, a container's rootfs,
+a mounted disk image). Its symlinks must never lead a read to the analyst's own files, so every
+path is resolved *inside* the tree, as chroot(2) would (the layout is `lsblk --sysroot`'s, which
+follows links out of it): absolute targets start again at the tree's top, `..` stops there.
+
+The kernel does this race-free with openat2(2) and RESOLVE_IN_ROOT (Linux 5.6+), called through
+ctypes; RESOLVE_NO_MAGICLINKS also refuses /proc/PID/fd-style links if the tree holds a live
+procfs. Where openat2 is missing (older kernels, seccomp filters answering ENOSYS or EPERM) the
+same semantics come from a walk one component at a time on directory fds: each component opened
+with O_NOFOLLOW relative to its parent's fd, links read with readlinkat and their targets walked
+the same way, so a link swapped in during the walk is read as a link, never followed.
+
+Only regular files are read and only directories listed; anything else is refused with what it
+is ("a FIFO, not a file"). Opening some device nodes has effects (a watchdog starts counting, a
+tape rewinds), so where a device could be reached it is refused before it is opened: its type
+is checked on an O_PATH handle, and the file is then reopened from that same handle through
+/proc/self/fd, so what was checked is what is read. Every read takes that way, whatever
+filesystem the file is on: `tar xf` run as root re-creates the device nodes of a hostile
+archive (a sosreport unpacked by a support engineer), so "made in the tree by root" is no
+guarantee. The check and second open are a noticeable share of discovery on large trees
+(tests/bench/bench_discovery.py prints it for 1,000 multipath maps, which tests/perf must
+discover within 0.5 s of CPU). A listing's open never reaches a device: O_DIRECTORY is refused
+before a device's open runs.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+import threading
+
+RESOLVE_NO_XDEV = 0x01
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_IN_ROOT = 0x10
+_IN_ROOT = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS
+_IN_ROOT_SAME_MOUNT = _IN_ROOT | RESOLVE_NO_XDEV
+# The same number on every architecture since the syscall tables were unified (5.1), but alpha.
+SYS_OPENAT2 = 437
+MAX_LINK_HOPS = 40          # the kernel's own limit (MAXSYMLINKS)
+MAX_DEPTH = 128             # directory fds one walk holds open (sysfs nests about 20 deep)
+
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+_PATH_FLAGS = os.O_PATH | os.O_CLOEXEC
+_DIR_NOFOLLOW = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class Refused(OSError):
+    """Something other than what was asked for sits at the path (a FIFO, a device ...);
+    `strerror` says what, for the reader's 'unknown (...)'."""
+
+    def __init__(self, what: str):
+        super().__init__(errno.EINVAL, what)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
+                ("resolve", ctypes.c_uint64)]
+
+
+class _Openat2:
+    """openat2(2) through libc's syscall(); `available` is decided once per process."""
+
+    def __init__(self) -> None:
+        self.available: bool | None = None
+        self._lock = threading.Lock()
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            self._syscall = libc.syscall
+        except (OSError, AttributeError):
+            self.available = False
+            return
+        self._syscall.restype = ctypes.c_long
+        self._syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p,
+                                  ctypes.c_size_t]
+        self._hows: dict[tuple[int, int], tuple[_OpenHow, object]] = {}
+        self._size = ctypes.sizeof(_OpenHow)
+
+    def _how(self, flags: int, resolve: int):
+        how = self._hows.get((flags, resolve))
+        if how is None:
+            struct = _OpenHow(flags, 0, resolve)
+            how = self._hows[flags, resolve] = (struct, ctypes.byref(struct))
+        return how[1]
+
+    def __call__(self, dirfd: int, path: bytes, flags: int, resolve: int = _IN_ROOT) -> int:
+        how = self._how(flags, resolve)
+        for _ in range(8):   # EAGAIN: a rename or mount raced the lookup; the kernel asks to retry
+            fd = self._syscall(SYS_OPENAT2, dirfd, path, how, self._size)
+            if fd >= 0:
+                return fd
+            err = ctypes.get_errno()
+            if err not in (errno.EAGAIN, errno.EINTR):
+                raise OSError(err, os.strerror(err))
+        raise OSError(errno.EAGAIN, "the tree kept changing during the lookup")
+
+    def probe(self, dirfd: int) -> bool:
+        """True when the kernel (and any seccomp filter) lets openat2 through."""
+        with self._lock:
+            if self.available is None:
+                try:
+                    os.close(self(dirfd, b".", _PATH_FLAGS | os.O_DIRECTORY))
+                    self.available = True
+                except OSError as exc:
+                    # ENOSYS: before 5.6; EPERM: a container's seccomp profile. Anything else
+                    # is a problem with this tree, not with openat2.
+                    self.available = exc.errno not in (errno.ENOSYS, errno.EPERM)
+            return self.available
+
+
+_openat2 = _Openat2()
+
+
+def _parts(rel: str) -> list[str]:
+    return [p for p in rel.split("/") if p and p != "."]
+
+
+class ConfinedTree:
+    """Reads inside the directory `path` with chroot semantics. Methods take paths relative
+    to the top of the tree and raise OSError (Refused for what is not a file)."""
+
+    def __init__(self, path: str, *, use_openat2: bool | None = None,
+                 top: tuple[int, tuple[int, int]] | None = None):
+        """`top`: the tree's top opened elsewhere, as (its O_PATH fd, (st_dev, st_ino) read
+        from that fd), which the tree then owns: a bounded child opened it and passed it over
+        (inspector.roots.host), so that this process makes no call that could wait on the tree's
+        filesystem. A forked reader reopening the tree by path checks it against that identity."""
+        self.path = os.path.abspath(path)
+        self._lock = threading.Lock()
+        self._open_fds(None if top is None else top[0])
+        if top is None:
+            st = os.fstat(self._root_fd)
+            self._identity = (st.st_dev, st.st_ino)
+        else:
+            self._identity = top[1]
+        if use_openat2 is None:
+            use_openat2 = _openat2.probe(self._root_fd)
+        self.uses_openat2 = use_openat2
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        """(st_dev, st_ino) of the tree's top as it was opened."""
+        return self._identity
+
+    def _open_fds(self, root_fd: int | None = None) -> None:
+        self._root_fd = (os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                         if root_fd is None else root_fd)
+        self._reopen_dir: int | None = None
+        try:   # /proc/self/fd of this process, to reopen a checked O_PATH handle for reading
+            self._reopen_dir = os.open("/proc/self/fd", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            pass
+        self._pid = os.getpid()
+        self._local = threading.local()   # per-thread caches of parent directory fds
+
+    @property
+    def root_fd(self) -> int:
+        """The tree's fd in this process. A forked child (the bounded readers of
+        inspector.roots.bounded) may have closed the parent's fds and reused their numbers for
+        other files: it opens the tree again, and makes sure it is the same directory."""
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._open_fds()    # the old numbers are not ours to close any more
+                    top = os.fstat(self._root_fd)
+                    if (top.st_dev, top.st_ino) != self._identity:
+                        os.close(self._root_fd)
+                        self._root_fd = -1
+                        raise OSError(errno.ESTALE, f"{self.path} is no longer the tree opened")
+        return self._root_fd
+
+    def close(self) -> None:
+        if getattr(self, "_pid", None) != os.getpid():
+            return                      # a forked child: these numbers are the parent's
+        for fd in (self._root_fd, self._reopen_dir):
+            if fd is not None and fd >= 0:
+                os.close(fd)
+        self._root_fd, self._reopen_dir = -1, None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+    # ----------------------------------------------------------------- resolution
+    def open_path(self, rel: str, flags: int = _PATH_FLAGS) -> int:
+        """An fd for `rel` opened with `flags`, every link on the way resolved inside the tree
+        (the last one too)."""
+        if self.uses_openat2:
+            return _openat2(self.root_fd, os.fsencode(rel.lstrip("/")) or b".", flags)
+        return self._walk(rel, flags)
+
+    def _walk(self, rel: str, flags: int) -> int:
+        """openat2's RESOLVE_IN_ROOT in user space: `stack` holds the fds of the directories
+        from the top of the tree to where the walk is, so `..` goes back to the directory the
+        walk came from and never above the top."""
+        stack = [os.dup(self.root_fd)]
+        parts = _parts(rel)
+        parts.reverse()          # popped from the end: the next component is parts[-1]
+        hops = 0
+        try:
+            while parts:
+                name = parts.pop()
+                if name == "..":
+                    if len(stack) > 1:
+                        os.close(stack.pop())
+                    continue
+                if len(stack) > MAX_DEPTH:
+                    raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+                try:
+                    stack.append(os.open(name, _DIR_NOFOLLOW, dir_fd=stack[-1]))
+                    continue
+                except OSError as exc:
+                    if exc.errno != errno.ENOTDIR:
+                        raise
+                target = _link_target(name, stack[-1])
+                if target is None:               # neither a directory nor a link
+                    if parts:
+                        raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+                    try:
+                        return os.open(name, flags | os.O_NOFOLLOW, dir_fd=stack[-1])
+                    except OSError as exc:
+                        if exc.errno != errno.ELOOP:
+                            raise
+                    parts.append(name)           # it became a link since: look again
+                else:
+                    if target.startswith("/"):   # absolute: from the top of the tree
+                        while len(stack) > 1:
+                            os.close(stack.pop())
+                    parts.extend(reversed(_parts(target)))
+                hops += 1
+                if hops > MAX_LINK_HOPS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+            return os.open(".", flags, dir_fd=stack[-1])
+        finally:
+            for fd in stack:
+                os.close(fd)
+
+    def _parent(self, rel: str) -> tuple[int, str]:
+        """(fd of the resolved parent directory, last component) for the calls that must not
+        follow the last link: readlink, lexists. The last component is "." for the top."""
+        parts = _parts(rel)
+        if not parts or parts[-1] == "..":   # a directory: '..' of the top is the top
+            return self.open_path(rel, _PATH_FLAGS | os.O_DIRECTORY), "."
+        return (self.open_path("/".join(parts[:-1]), _PATH_FLAGS | os.O_DIRECTORY), parts[-1])
+
+    # ----------------------------------------------------------------- reads
+    def open_checked(self, rel: str) -> int:
+        """An fd to read the regular file `rel`, opened only after its type was checked on an
+        O_PATH handle, from that handle."""
+        handle = self.open_path(rel, _PATH_FLAGS)
+        try:
+            mode = os.fstat(handle).st_mode
+            if not stat.S_ISREG(mode):
+                raise _not_a_file(mode)
+            if self._reopen_dir is not None and self._pid == os.getpid():
+                return os.open(str(handle), _READ_FLAGS, dir_fd=self._reopen_dir)
+            # no /proc: open again by name and make sure it is the file that was checked
+            fd = self.open_path(rel, _READ_FLAGS)
+            before, after = os.fstat(handle), os.fstat(fd)
+            if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
+                os.close(fd)
+                raise OSError(errno.EAGAIN, "the file changed while it was opened")
+            return fd
+        finally:
+            os.close(handle)
+
+    def open_file(self, rel: str) -> int:
+        """An fd to read the regular file `rel`, its type checked before it is opened.
+
+        Discovery of a large tree makes tens of thousands of these calls, mostly for files of
+        a few directories in turn (sys/block/X/queue/*): the parent directory's O_PATH fd is
+        kept in a small per-thread cache, and the last component is opened from it with
+        O_NOFOLLOW (a plain openat, cheaper than openat2 through ctypes: bench_discovery.py
+        prints both). A last component that is a link, '.' or '..' takes the full
+        resolution."""
+        root_fd = self.root_fd   # first: a forked child reopens the tree (and the /proc dir)
+        if not (self.uses_openat2 and self._reopen_dir is not None):
+            return self.open_checked(rel)
+        parent, _, name = rel.strip("/").rpartition("/")
+        handle = -1
+        if name not in ("", ".", ".."):
+            parent_fd = self._parent_fds().get(root_fd, parent)
+            handle = os.open(name, _PATH_FLAGS | os.O_NOFOLLOW, dir_fd=parent_fd)
+            mode = os.fstat(handle).st_mode
+            if stat.S_ISLNK(mode):
+                os.close(handle)
+                handle = -1
+        if handle < 0:
+            handle = _openat2(root_fd, os.fsencode(rel) or b".", _PATH_FLAGS)
+            mode = os.fstat(handle).st_mode
+        try:
+            if not stat.S_ISREG(mode):
+                raise _not_a_file(mode)
+            return os.open(str(handle), _READ_FLAGS, dir_fd=self._reopen_dir)
+        finally:
+            os.close(handle)
+
+    def _parent_fds(self) -> _DirCache:
+        cache = getattr(self._local, "dirs", None)
+        if cache is None or cache.pid != os.getpid():
+            cache = self._local.dirs = _DirCache()
+        return cache
+
+    def read(self, rel: str, limit: int) -> bytes:
+        fd = self.open_file(rel)
+        try:
+            return os.read(fd, limit)
+        finally:
+            os.close(fd)
+
+    def scandir(self, rel: str) -> list[tuple[str, bool, bool]]:
+        """(name, is_link, is_dir_not_following) of each entry, unsorted."""
+        fd = self.open_path(rel, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            with os.scandir(fd) as it:
+                return [(e.name, *_entry_kind(e)) for e in it]
+        finally:
+            os.close(fd)
+
+    def readlink(self, rel: str) -> str:
+        parent, name = self._parent(rel)
+        try:
+            return os.readlink(name, dir_fd=parent)
+        finally:
+            os.close(parent)
+
+    def lstat(self, rel: str) -> os.stat_result:
+        parent, name = self._parent(rel)
+        try:
+            return os.stat(name, dir_fd=parent, follow_symlinks=False)
+        finally:
+            os.close(parent)
+
+    def lexists(self, rel: str) -> bool:
+        try:
+            self.lstat(rel)
+            return True
+        except OSError:
+            return False
+
+    def is_dir(self, rel: str) -> bool:
+        try:
+            fd = self.open_path(rel, _PATH_FLAGS)
+        except OSError:
+            return False
+        try:
+            return stat.S_ISDIR(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+
+
+class _DirCache:
+    """A thread's last few parent directories, resolved inside the tree (O_PATH fds). Only
+    the owning thread uses and closes them, so no fd is closed under another's read. A cached
+    fd keeps meaning the directory that was resolved inside the tree: what is opened from it
+    is opened without following a link."""
+    SIZE = 8
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._fds: dict[str, int] = {}
+
+    def get(self, root_fd: int, parent: str) -> int:
+        fd = self._fds.pop(parent, None)
+        if fd is None:
+            fd = _openat2(root_fd, os.fsencode(parent) or b".", _PATH_FLAGS | os.O_DIRECTORY)
+            if len(self._fds) >= self.SIZE:      # drop the least recently used
+                os.close(self._fds.pop(next(iter(self._fds))))
+        self._fds[parent] = fd                   # most recently used last
+        return fd
+
+    def __del__(self) -> None:
+        if self.pid == os.getpid():
+            for fd in self._fds.values():
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def _link_target(name: str, dir_fd: int) -> str | None:
+    """The target of the link `name` in `dir_fd`, None when it is not a link."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            return None
+        raise
+
+
+def _entry_kind(entry: os.DirEntry) -> tuple[bool, bool]:
+    try:
+        return entry.is_symlink(), entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False, False
+
+
+def _not_a_file(mode: int) -> OSError:
+    if stat.S_ISDIR(mode):
+        return OSError(errno.EISDIR, os.strerror(errno.EISDIR))
+    if stat.S_ISFIFO(mode):
+        return Refused("a FIFO, not a file")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return Refused("a device node, not a file")
+    if stat.S_ISSOCK(mode):
+        return Refused("a socket, not a file")
+    return Refused("not a regular file")

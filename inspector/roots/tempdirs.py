@@ -1,0 +1,103 @@
+"""Private temporary trees (an unpacked capture) that never outlive the process.
+
+They are removed at exit, and also when SIGTERM or SIGHUP ends the process: Python dies of those
+signals without running atexit, which left a full unpacked tree in /tmp after every `timeout`,
+`kill` or closed SSH session. The handler is installed only where the signal still has its
+default action (a command or the TUI that handles it exits normally, and atexit runs); it
+removes the trees and dies of the same signal, so the exit status is what it would have been.
+A forked child (inspector.roots.bounded's readers) never removes its parent's trees.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+
+_trees: dict[str, int] = {}       # path -> the process that made it, the one to remove it
+_writers: dict[str, int] = {}     # path -> the child process filling it (written_by)
+STOP_WAIT_S = 1.0
+_lock = threading.RLock()          # the signal handler may run while the main thread holds it
+_at_exit = _on_signals = False
+
+
+def make(prefix: str) -> str:
+    """A new private (0700) directory, removed however the process ends."""
+    _install()
+    path = tempfile.mkdtemp(prefix=prefix)
+    with _lock:
+        _trees[path] = os.getpid()
+    return path
+
+
+def written_by(path: str, pid: int | None) -> None:
+    """`pid` (a child process) is filling `path`: it is stopped before the tree is removed,
+    or it would go on creating files in it while it goes. None: it is done."""
+    with _lock:
+        if pid is None:
+            _writers.pop(path, None)
+        else:
+            _writers[path] = pid
+
+
+def remove(path: str) -> None:
+    with _lock:
+        _trees.pop(path, None)
+        writer = _writers.pop(path, None)
+    _remove_tree(path, writer)
+
+
+def remove_all() -> None:
+    me = os.getpid()
+    with _lock:
+        paths = [path for path, owner in _trees.items() if owner == me]
+        for path in paths:
+            del _trees[path]
+        writers = {path: _writers.pop(path, None) for path in paths}
+    for path in paths:
+        _remove_tree(path, writers[path])
+
+
+def _remove_tree(path: str, writer: int | None) -> None:
+    if writer is not None:
+        _stop(writer)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _stop(pid: int) -> None:
+    """Kill a child and wait (briefly) for it to be gone. One asleep in a read the kernel never
+    answers cannot die yet, but it writes nothing either."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return
+    give_up = time.monotonic() + STOP_WAIT_S
+    while time.monotonic() < give_up:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:        # reaped elsewhere (inspector.roots.bounded.reap)
+            return
+        time.sleep(0.01)
+
+
+def _on_signal(signum: int, _frame) -> None:
+    remove_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install() -> None:
+    global _at_exit, _on_signals
+    if not _at_exit:
+        _at_exit = True
+        atexit.register(remove_all)
+    if _on_signals or threading.current_thread() is not threading.main_thread():
+        return      # handlers can only be set from the main thread; atexit still runs
+    _on_signals = True
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _on_signal)

@@ -1,1 +1,0 @@
-"""Reading a sosreport as a host root: its command outputs as facts (see inspector.sosreport)."""

@@ -1,0 +1,1 @@
+"""The DNS failover probe: queries each nameserver as glibc would and predicts failover delays."""

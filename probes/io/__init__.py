@@ -1,0 +1,1 @@
+"""The IO latency probe (ioping-class): target, request loop, statistics, formatting."""

@@ -1,0 +1,1 @@
+"""The memcached load probe (memslap-class): engine, workers, workload, ramp, server stats."""
