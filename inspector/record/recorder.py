@@ -17,12 +17,15 @@ import threading
 import time
 from collections.abc import Callable
 
-from inspector.record.history import HistoryDB, HistoryError, HistoryWriteError, local_offset
-from inspector.roots.host import HostRoot
+from inspector.config import ConfigError, LiveThresholds, load_config
+from inspector.health.live.engine import LiveRules
+from inspector.health.live.session import recorded_findings
 from inspector.live import rates
 from inspector.live.sampler import READ_TIMEOUT
 from inspector.live.worker import SamplerProcess
+from inspector.record.history import HistoryDB, HistoryError, HistoryWriteError, local_offset
 from inspector.record.store import SampleWriter
+from inspector.roots.host import HostRoot
 
 PRUNE_EVERY = 60.0      # seconds between age/size checks (each is a few index lookups)
 
@@ -60,6 +63,7 @@ class SampleRecorder(threading.Thread):
 
     def _loop(self, db: HistoryDB, sampler) -> None:
         writer = SampleWriter(db.conn)
+        rules = LiveRules(self._thresholds())
         prev = sampler.sample()
         start = time.monotonic()
         slot = 0
@@ -73,6 +77,8 @@ class SampleRecorder(threading.Thread):
             cur = sampler.sample()
             before, prev = prev, cur
             interval = rates(before, cur)
+            # the live findings go in with the interval: a replay shows when each began/ended
+            interval.findings += recorded_findings(rules.update(interval), interval.wall)
             try:
                 with db.writing("interval not stored"):
                     writer.append(before, cur, interval, local_offset(interval.wall))
@@ -91,6 +97,13 @@ class SampleRecorder(threading.Thread):
             if time.monotonic() >= next_prune:
                 next_prune = time.monotonic() + PRUNE_EVERY
                 self._prune(db)
+
+    def _thresholds(self) -> LiveThresholds:
+        try:
+            return load_config().live
+        except ConfigError as exc:
+            self.log(f"{_now()} warning: {exc}; the live rules use their defaults")
+            return LiveThresholds()
 
     def _prune(self, db: HistoryDB) -> None:
         try:

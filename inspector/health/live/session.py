@@ -2,12 +2,14 @@
 at a time. The one loop `inspector top`, `check --live`, the recorder and the TUI share."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from inspector.config import LiveThresholds
 from inspector.health.live.engine import LiveFinding, LiveRules
 from inspector.live.sampler import Counters, Rates, rates
+from inspector.model import Finding
 
 
 @dataclass
@@ -53,3 +55,17 @@ def hypervisor_of(virt: object) -> str | None:
         if getattr(layer, "kind", None) == "vm" and getattr(layer, "present", False):
             return str(layer.label())
     return None
+
+
+def recorded_findings(found: list[LiveFinding], wall: float) -> list[Finding]:
+    """What a recording keeps of one interval's live findings: each active one with the
+    time it began in its message, and each that ended in this interval as OK, "ended ...".
+    (A replay shows them as `top` showed them; the intervals they appear in say when.)"""
+    out = []
+    for lf in found:
+        if lf.active:
+            began = time.strftime("%H:%M:%S", time.localtime(lf.since))
+            out.append(replace(lf.finding, message=f"{lf.finding.message} (since {began})"))
+        elif lf.ended == wall:
+            out.append(lf.as_finding())
+    return out
