@@ -93,7 +93,7 @@ class LineWriter:
 
 
 def run(request: ProbeRequest, writer: LineWriter) -> int:
-    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
+    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver, raise_on_signals
     from inspector.probes.request import open_probe
     probe: Any = None
     driver = None
@@ -102,12 +102,16 @@ def run(request: ProbeRequest, writer: LineWriter) -> int:
     def on_interval(interval) -> None:
         writer.put({"type": "interval", "sent": time.monotonic(), "interval": interval.to_json()})
 
+    stopped = None
     try:
         probe = open_probe(request)
-        probe.prepare()
+        with raise_on_signals(STOP_SIGNALS):    # a stop during the set-up ends its children
+            probe.prepare()
         writer.put({"type": "started", "pid": os.getpid(),
                     "notes": list(getattr(probe, "notes", []) or [])})
         driver = ProbeDriver(probe, on_interval, signals=STOP_SIGNALS).run()
+    except KeyboardInterrupt as exc:            # StoppedBySignal, before the run began
+        stopped = getattr(exc, "signum", signal.SIGINT)
     except ProbeError as exc:
         writer.put({"type": "error", "message": str(exc)})
         status = 2
@@ -117,7 +121,7 @@ def run(request: ProbeRequest, writer: LineWriter) -> int:
     result = probe.result if probe is not None else None
     if result is not None:
         writer.put({"type": "summary", "summary": result.summary().to_json()})
-    writer.put({"type": "end", "signal": driver.signum if driver is not None else None})
+    writer.put({"type": "end", "signal": driver.signum if driver is not None else stopped})
     return status
 
 

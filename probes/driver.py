@@ -110,6 +110,32 @@ def stop_signals(callback: Callable[[int], None],
             signal.signal(signum, handler)
 
 
+def _raise_stopped(signum: int, _frame) -> None:
+    note_stop_signal(signum)
+    raise StoppedBySignal(signum)
+
+
+@contextmanager
+def raise_on_signals(signals: Iterable[int] = STOP_SIGNALS) -> Iterator[None]:
+    """While a probe does what cannot stop gracefully (its set-up: a test file written, a
+    resolver read, in forked children): a stop signal raises StoppedBySignal there, as Ctrl-C
+    raises KeyboardInterrupt, so the children are killed on the way out (inspector.roots.bounded)
+    instead of going on after a process that died of the signal. An ignored signal stays
+    ignored; outside the main thread, nothing changes."""
+    previous = {}
+    try:
+        for signum in signals:
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, _raise_stopped)
+    except ValueError:          # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 class ProbeDriver:
     """Drives one probe to its end; `stop()` may be called from any thread."""
 
@@ -131,11 +157,14 @@ class ProbeDriver:
         return self._stop_requested
 
     def run(self) -> ProbeDriver:
-        """prepare() (ProbeError on a bad target), every interval to on_interval, close()."""
+        """prepare() (ProbeError on a bad target), every interval to on_interval, close().
+        The stop signals stop the measuring gracefully; before and after it, they raise
+        (raise_on_signals) and end the run the same way."""
         try:
-            self.probe.prepare()
-            with asyncio.Runner(loop_factory=loop_factory(self.probe)) as runner:
-                runner.run(self._drive())
+            with raise_on_signals(self.signals):
+                self.probe.prepare()
+                with asyncio.Runner(loop_factory=loop_factory(self.probe)) as runner:
+                    runner.run(self._drive())
         except KeyboardInterrupt as exc:   # Ctrl-C (or StoppedBySignal) before the handlers
             # were in place, or a second one
             signum: int = getattr(exc, "signum", signal.SIGINT)
