@@ -157,13 +157,14 @@ def naming(marker: str, but: int) -> list[psutil.Process]:
     return found
 
 
-def wait_for_load(proc: subprocess.Popen, activity, err: Path) -> None:
+def wait_for_load(proc: subprocess.Popen, activity, err: Path, set_up: bool = False) -> None:
+    """Until the probe measures, or (`set_up`) until the target sees its first IO."""
     deadline = time.monotonic() + LOAD_TIMEOUT_S
-    measuring = getattr(activity, "measuring", activity.count)
+    measuring = activity.count if set_up else getattr(activity, "measuring", activity.count)
     before = measuring()
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"the command ended first: {err.read_text()}"
-        time.sleep(0.2)
+        time.sleep(0.001 if set_up else 0.2)
         if measuring() > before:
             return
     pytest.fail(f"no load on the target after {LOAD_TIMEOUT_S} s: {err.read_text()}")
@@ -177,10 +178,12 @@ def as_from_a_terminal() -> None:
 
 
 def stop_and_check(argv: list[str], activity, signum: int, tmp_path: Path,
-                   wrapper: list[str] = (), children: bool = True) -> tuple[int, str]:
+                   wrapper: list[str] = (), children: bool = True,
+                   set_up: bool = False) -> tuple[int, str]:
     """Start the command, wait for its load, signal it; assert that it ends in time, that no
     probe process outlives it, and that the target then sees nothing. Its status and stderr.
-    `children`: the load comes from child processes (not `probe dns`: its own threads)."""
+    `children`: the load comes from child processes (not `probe dns`: its own threads);
+    `set_up`: the signal comes at the target's first IO (the IO probe writing its file)."""
     err = tmp_path / "stderr"
     with open(err, "w") as err_file:
         proc = subprocess.Popen([*wrapper, inspector_bin(), *argv], stdin=subprocess.DEVNULL,
@@ -188,7 +191,7 @@ def stop_and_check(argv: list[str], activity, signum: int, tmp_path: Path,
                                 preexec_fn=as_from_a_terminal)
     probes: list[psutil.Process] = []
     try:
-        wait_for_load(proc, activity, err)
+        wait_for_load(proc, activity, err, set_up)
         probes = psutil.Process(proc.pid).children(recursive=True)
         assert probes or not children, "no probe process to watch"
         sent = time.monotonic()
@@ -274,6 +277,19 @@ def test_export_probe_ends_with_the_command(tmp_path, memcached, kind, signum):
                                  tmp_path, wrapper)
     check_status(status, err, signum)
     assert not out.exists()
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_a_signal_during_the_io_set_up_leaves_no_writer(tmp_path, signum):
+    """The IO probe first writes its 64 MiB test file, in a child of the run's process: the
+    signal at its first write must end that child too."""
+    spec, activity, _ = io_target(tmp_path)
+    status, err = stop_and_check(["snapshot", "-o", str(tmp_path / "s.json"), "--probe", spec,
+                                  "--probe-seconds", PROBE_SECONDS], activity, signum,
+                                 tmp_path, set_up=True)
+    check_status(status, err, signum)
 
 
 # ---------------------------------------------------------------------- record
