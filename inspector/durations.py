@@ -10,8 +10,14 @@ import re
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "": 1.0,
                    "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hour": 3600.0,
                    "d": 86400.0, "day": 86400.0, "w": 604800.0}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(e[+-]?\d+)?\s*([a-z]*)\s*", re.IGNORECASE)
-_INTEGER = re.compile(r"\s*[+-]?\d+\s*")
+# re.ASCII: \d alone also matches Arabic-Indic, fullwidth and other Unicode digits, which int()
+# and float() then accept, as they accept "1_000"; a number on our command line is ASCII
+# digits only, as strtol() reads them.
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(e[+-]?\d+)?\s*([a-z]*)\s*",
+                       re.IGNORECASE | re.ASCII)
+_INTEGER = re.compile(r"\s*[+-]?\d+\s*", re.ASCII)
+_DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?\s*",
+                      re.IGNORECASE | re.ASCII)
 DURATION_EXAMPLES = "250ms, 5s, 5m, 1h, 30d"
 
 
@@ -31,6 +37,12 @@ def _shown(text: str) -> str:
 
 def _number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else f"{value:g}"
+
+
+def is_plain_number(text: str) -> bool:
+    """Whether `text` is a decimal number in ASCII digits (sign, point, exponent allowed): not
+    '１', '٣', '1_000', 'nan' or 'inf', all of which float() would take."""
+    return _DECIMAL.fullmatch(text) is not None
 
 
 def _not_finite(text: str) -> bool:

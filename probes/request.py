@@ -59,13 +59,31 @@ def parse_spec(text: str, duration: float = 3.0) -> ProbeRequest:
     if kind == ProbeKind.DNS:
         return ProbeRequest(ProbeKind.DNS, "", duration, name=rest or None, spec=text)
     if kind == ProbeKind.MEMCACHED:
-        from inspector.probes.memcached.target import parse_address
         try:
-            parse_address(rest)
+            memcached_address(rest)
         except ProbeError as exc:
-            raise ProbeError(f"--probe {text}: {exc} (memcached:127.0.0.1:11211)") from None
+            raise ProbeError(f"--probe {text}: {exc} (memcached:127.0.0.1:11211, "
+                             "memcached:[::1]:11211)") from None
         return ProbeRequest(ProbeKind.MEMCACHED, rest, duration, spec=text)
     raise ProbeError(f"--probe {text}: unknown probe (use {SPEC_HELP})")
+
+
+def memcached_address(text: str) -> tuple[str, int]:
+    """parse_address, stricter where it reads too much: an unbracketed 'H:P:EXTRA' is taken
+    there for an IPv6 address and fails only at run time, and int() takes a port written in
+    Unicode digits ('١١٢١١') or with '_'. ProbeError for either."""
+    from inspector.probes.memcached.target import is_numeric, parse_address
+    host, port = parse_address(text)
+    if ":" in host and not is_numeric(host):
+        raise ProbeError(f"bad server address {text!r} (an IPv6 address with a port is "
+                         "[ADDR]:PORT)")
+    stripped = text.strip()
+    after_host = stripped[stripped.find("]") + 1:] if stripped.startswith("[") else \
+        stripped if stripped.count(":") == 1 else ""
+    port_text = after_host.partition(":")[2]
+    if port_text and not (port_text.isascii() and port_text.isdigit()):
+        raise ProbeError(f"bad port in {text!r}")
+    return host, port
 
 
 def config_for(request: ProbeRequest) -> IoRunConfig | McRunConfig | DnsRunConfig:

@@ -27,6 +27,8 @@ class ByteSize:
         from inspector.probes.io.format import parse_size
         shown = repr(text if len(text) <= 32 else text[:29] + "...")
         try:
+            if not text.isascii() or "_" in text:     # '１G', '1_000': int() takes them
+                raise ValueError(text)
             value = parse_size(text)
         except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"{shown} is not a size (examples: 512M, 2G)") \

@@ -19,6 +19,7 @@ from inspector.durations import (  # noqa: F401  (the commands' number types, re
     _number_text,
     _shown,
     format_duration,
+    is_plain_number,
 )
 from inspector.roots.host import OPEN_TIMEOUT, HostRoot
 
@@ -107,11 +108,12 @@ class Bounded:
             value = int(text) if len(digits) <= 30 else \
                 (-1 if text.strip().startswith("-") else 1) * 10 ** 30
         else:
-            try:
-                value = float(text)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
-            if not math.isfinite(value):
+            if _not_finite(text):
+                raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number")
+            if not is_plain_number(text):
+                raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number")
+            value = float(text)
+            if not math.isfinite(value):      # 1e400
                 raise argparse.ArgumentTypeError(f"{_shown(text)} must be a finite number")
         if value < self.minimum or (value == self.minimum and self.above):
             if self.minimum == 0:

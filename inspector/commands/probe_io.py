@@ -45,6 +45,7 @@ if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only 
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)
 DEADLINE = Duration(maximum=86400)
 PAUSE = Duration(maximum=3600, zero=True)
+JOBS = Bounded(1, 256, integer=True)        # probes.io.latency.MAX_JOBS: one thread each
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -71,7 +72,8 @@ def register(kinds: argparse._SubParsersAction) -> None:
     p.add_argument("--cached", action="store_true",
                    help="buffered IO through the page cache (default: O_DIRECT)")
     p.add_argument("-L", "--sequential", action="store_true", help="sequential offsets")
-    p.add_argument("-j", "--jobs", type=int, default=1, help="concurrent workers (default 1)")
+    p.add_argument("-j", "--jobs", type=JOBS, default=1,
+                   help=f"concurrent workers (default 1; {JOBS.bounds})")
     p.add_argument("--ramp", action="store_true",
                    help="run 1, 2, 4 ... JOBS workers for -w each; report IOPS, p99, the knee")
     p.add_argument("-q", "--quiet", action="store_true", help="only the final statistics")
@@ -84,6 +86,8 @@ def _signed_size(text: str) -> int:
     """parse_size, but "-4k" reads as -4096 so that it is refused as negative, not garbled."""
     from inspector.probes.io.format import parse_size
     stripped = text.strip()
+    if not stripped.isascii() or "_" in stripped:     # '４k', '1_000': float() takes them
+        raise ValueError(f"invalid size {text!r} (examples: 4k, 64m, 1g)")
     if stripped.startswith("-"):
         return -parse_size(stripped[1:])
     return parse_size(stripped)

@@ -29,7 +29,7 @@ from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
 from inspector.probes.memcached.probe import MAX_KEY_COUNT, ProbeSummary, error_label, error_text
 from inspector.probes.memcached.ramp import RampSummary, ramp_steps
 from inspector.probes.memcached.run import DEADLINE_S, DEADLINE_SLACK_S, McRun, McRunConfig
-from inspector.probes.memcached.target import DEFAULT_PORT, parse_address
+from inspector.probes.memcached.target import DEFAULT_PORT
 from inspector.probes.memcached.workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
 
 CONNECTIONS = Bounded(1, 1 << 30, integer=True)   # fs.nr_open's ceiling; RLIMIT_NOFILE is checked later
@@ -126,6 +126,10 @@ def confirm_flush(host: str, port: int, yes: bool) -> None:
 
 
 def _sizes(args) -> tuple[SizeRange, SizeRange]:
+    for option, given in (("--key-size", args.key_size), ("--value-size", args.value_size)):
+        if isinstance(given, str) and (not given.isascii() or "_" in given):
+            raise CliError(f"{option} {given!r}: not a size or a range in ASCII digits "
+                           "(examples: 20, 20-60)")
     try:
         return (SizeRange.parse(args.key_size, "--key-size", 1, MAX_KEY_BYTES),
                 SizeRange.parse(args.value_size, "--value-size", 0, MAX_VALUE_BYTES))
@@ -134,8 +138,9 @@ def _sizes(args) -> tuple[SizeRange, SizeRange]:
 
 
 def config_from_args(args: argparse.Namespace) -> McRunConfig:
+    from inspector.probes.request import memcached_address
     try:
-        host, port = parse_address(args.server)
+        host, port = memcached_address(args.server)
     except ProbeError as exc:
         raise CliError(str(exc)) from None
     key_size, value_size = _sizes(args)
