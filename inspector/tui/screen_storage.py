@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Input, Static
 
 from inspector.model import Report
 from inspector.tui.base import InspectorScreen
+from inspector.tui.fields import EditField
 from inspector.tui.modelview import get, section_state
 from inspector.tui.storage_rows import DeviceRow, device_detail, storage_rows
 from inspector.widgets import units
@@ -49,8 +50,9 @@ class StorageScreen(InspectorScreen):
                         id="storage.clear_filter")]
 
     def compose_body(self) -> ComposeResult:
-        yield Input(placeholder="filter devices: name, type, mount, health (esc clears)",
-                    id="tree-filter")
+        yield EditField(placeholder="filter devices: name, type, mount, health (Enter keeps, "
+                                    "Esc clears)", id="tree-filter", edit_on_focus=True,
+                        escape_clears=True)
         yield DataTable(id="device-table", cursor_type="row", zebra_stripes=False)
         yield Static(id="storage-note", classes="line")
         with VerticalScroll(id="device-pane"):
@@ -292,9 +294,9 @@ class StorageScreen(InspectorScreen):
 
     # ------------------------------------------------------------------ actions
     def action_filter(self) -> None:
-        box = self.query_one("#tree-filter", Input)
+        box = self.query_one("#tree-filter", EditField)
         box.display = True
-        box.focus()
+        box.start_editing()
 
     def action_toggle_empty(self) -> None:
         self._show_empty = not self._show_empty
@@ -308,6 +310,15 @@ class StorageScreen(InspectorScreen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "tree-filter":
             self.query_one("#device-table", DataTable).focus()
+
+    def on_edit_field_editing_changed(self, event: EditField.EditingChanged) -> None:
+        # the edit ended: Enter keeps the filter, Esc (which emptied it) drops it; the keys go
+        # back to the table either way
+        if event.field.id == "tree-filter" and not event.editing and event.field.has_focus:
+            if event.field.value:
+                self.query_one("#device-table", DataTable).focus()
+            else:
+                self.action_clear_filter()
 
     def action_clear_filter(self) -> None:
         box = self.query_one("#tree-filter", Input)
