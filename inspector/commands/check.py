@@ -20,6 +20,7 @@ from inspector.commands.common import (
 )
 from inspector.commands.report import parse_sections
 from inspector.config import ConfigError, LiveThresholds, load_config
+from inspector.health.live.session import hypervisor_of, sample_for
 from inspector.live.findings import LiveFinding
 from inspector.outputs.check import (
     THRESHOLD_METRICS,
@@ -135,13 +136,13 @@ def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict,
     samples = 0
     if args.live:
         budget = args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN
-        live, samples = _sample_live(root, min(args.live, max(0.0, budget - 1.0)), thresholds)
+        live, samples = sample_for(root, min(args.live, max(0.0, budget - 1.0)), thresholds,
+                                   LIVE_INTERVAL)
     left = args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN
     collectors = max(0.05, round(left - CHILD_MARGIN, 1))
     report = build_report_forked(root, sections, timeout=collectors,
                                  grace=max(0.05, left - collectors))
     if live is not None:
-        from inspector.health.live.session import hypervisor_of
         layer = hypervisor_of(report.section("virt"))
         if layer:   # the steal finding names the layer discovery found
             for lf in live:
@@ -156,25 +157,3 @@ def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict,
         print(line)
     return result.status
 
-
-def _sample_live(root, seconds: float, thresholds: LiveThresholds
-                 ) -> tuple[list[LiveFinding], int]:
-    """Every live finding seen while sampling for `seconds` (active, then ended), and how
-    many samples the rules saw."""
-    from inspector.health.live.session import LiveSession
-    from inspector.live.worker import SamplerProcess
-    if not root.live:
-        return [], 0
-    with SamplerProcess(root, read_timeout=0.8) as sampler:
-        session = LiveSession(sampler.sample, thresholds)
-        start = time.monotonic()
-        session.step()
-        samples = 0
-        findings: list[LiveFinding] = []
-        while time.monotonic() - start < seconds:
-            delay = start + (samples + 1) * LIVE_INTERVAL - time.monotonic()
-            if delay > 0:
-                time.sleep(min(delay, max(0.0, start + seconds - time.monotonic())))
-            findings = session.step().findings
-            samples += 1
-    return findings, samples

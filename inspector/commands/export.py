@@ -12,6 +12,7 @@ from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     PROBE_SECONDS,
     CliError,
+    Duration,
     add_root_argument,
     check_output,
     eprint,
@@ -45,7 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "memcached:HOST:PORT, repeatable)")
     p.add_argument("--probe-seconds", type=PROBE_SECONDS, default=3.0, metavar="DURATION",
                    help=f"time bound of each probe run (default 3s, {PROBE_SECONDS.bounds})")
+    p.add_argument("--live", type=LIVE_SECONDS, default=0.0, metavar="DURATION",
+                   help="with --prometheus: sample the host this long first and write one "
+                        "inspector_live_finding gauge per active live finding "
+                        f"({LIVE_SECONDS.bounds})")
     p.set_defaults(func=run)
+
+
+LIVE_SECONDS = Duration(maximum=600)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,15 +63,18 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if specs and not args.prometheus:
         raise CliError("--probe goes with --prometheus (a snapshot keeps probe runs as JSON)")
+    if args.live and not args.prometheus:
+        raise CliError("--live goes with --prometheus")
     to_file = args.output not in (None, "-")
     if to_file:
         check_output(args.output)     # refused before a 15 s collection, not after
     root = root_from_args(args)
     if specs and not root.live:
         raise CliError("--probe needs the live host; it cannot run against --root")
+    live = _live_samples(root, args.live) if args.live else []
     report = build_report_forked(root, timeout=args.timeout)
     if args.prometheus:
-        text = prometheus_text(report, run_probes(specs, args.probe_seconds))
+        text = prometheus_text(report, run_probes(specs, args.probe_seconds) + live)
     else:
         text = json.dumps(report_document(report), indent=2) + "\n"
     if not to_file:
@@ -73,6 +84,17 @@ def run(args: argparse.Namespace) -> int:
         eprint(f"note: node_exporter's textfile collector only reads *.prom files ({args.output})")
     write_output(args.output, text.encode())
     return 0
+
+
+def _live_samples(root, seconds: float) -> list[Sample]:
+    from inspector.config import ConfigError, load_config
+    from inspector.health.live.session import sample_for
+    from inspector.outputs.live_metrics import live_finding_samples
+    try:
+        thresholds = load_config().live
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    return live_finding_samples(sample_for(root, seconds, thresholds)[0])
 
 
 def run_probes(specs: list, seconds: float) -> list[Sample]:
@@ -90,8 +112,10 @@ def check_textfile(path: str) -> None:
     check_output(path, "--textfile")
 
 
-def write_textfile(path: str, report, runs: list[dict], started: float) -> None:
-    """The report's metrics and these probe runs' into `path`, atomically (node_exporter never
-    reads half a file); `record --textfile` writes one per sample. CliError when it fails."""
-    text = prometheus_text(report, probe_metrics(runs, started))
+def write_textfile(path: str, report, runs: list[dict], started: float,
+                   extra: list[Sample] | None = None) -> None:
+    """The report's metrics, these probe runs' and `extra` (the live findings) into `path`,
+    atomically (node_exporter never reads half a file); `record --textfile` writes one per
+    sample. CliError when it fails."""
+    text = prometheus_text(report, probe_metrics(runs, started) + list(extra or []))
     write_output(path, text.encode(), "--textfile")

@@ -162,8 +162,10 @@ def run(args: argparse.Namespace) -> int:
                        + (f" (failed: {', '.join(failed)})" if failed else ""))
             if args.textfile is not None:
                 from inspector.commands.export import write_textfile
+                from inspector.outputs.live_metrics import live_finding_samples
                 try:
-                    write_textfile(args.textfile, report, results, start)
+                    write_textfile(args.textfile, report, results, start, live_finding_samples(
+                        recorder.live) if recorder is not None else [])
                 except CliError as exc:
                     textfile_failures += 1
                     eprint(f"{stamp} textfile not written: {exc}")

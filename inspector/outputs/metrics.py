@@ -37,6 +37,8 @@ class Sample:
 _CURRENT: list[MetricDef] = [
     MetricDef("build_info", "Inspector version that wrote the metrics (info metric, value 1)"),
     MetricDef("findings", "Number of findings by level"),
+    MetricDef("live_finding", "A live finding active now (value 1), by code, subject and "
+                              "level (record --samples --textfile, export --live)"),
     MetricDef("health_status", "Overall status as `inspector check` (no thresholds, nothing "
                                "ignored): 0 ok, 1 warn, 2 crit, 3 unknown (nothing worse than "
                                "warn found, and a section was not collected, or only unknown "

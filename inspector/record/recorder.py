@@ -21,6 +21,7 @@ from inspector.config import ConfigError, LiveThresholds, load_config
 from inspector.health.live.engine import LiveRules
 from inspector.health.live.session import recorded_findings
 from inspector.live import rates
+from inspector.live.findings import LiveFinding
 from inspector.live.sampler import READ_TIMEOUT
 from inspector.live.worker import SamplerProcess
 from inspector.record.history import HistoryDB, HistoryError, HistoryWriteError, local_offset
@@ -41,6 +42,7 @@ class SampleRecorder(threading.Thread):
         self.stored = 0          # intervals committed
         self.lost = 0            # intervals that could not be written
         self.failure: str | None = None    # why the recorder could not run at all
+        self.live: list[LiveFinding] = []  # the live findings of the last interval (textfile)
 
     def run(self) -> None:
         try:
@@ -78,7 +80,9 @@ class SampleRecorder(threading.Thread):
             before, prev = prev, cur
             interval = rates(before, cur)
             # the live findings go in with the interval: a replay shows when each began/ended
-            interval.findings += recorded_findings(rules.update(interval), interval.wall)
+            found = rules.update(interval)
+            self.live = [lf for lf in found if lf.active]
+            interval.findings += recorded_findings(found, interval.wall)
             try:
                 with db.writing("interval not stored"):
                     writer.append(before, cur, interval, local_offset(interval.wall))

@@ -56,3 +56,11 @@ def test_the_binary_says_so_in_one_line(tmp_path):
                            env=env, timeout=60)
     assert check.returncode == 3 and check.stdout.startswith("INSPECTOR UNKNOWN - ")
     assert "unknown key 'util'" in check.stdout
+
+
+def test_the_readme_lists_every_key_with_its_default():
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for table, key, value in defaults_table():
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        assert f"{key} = {shown}" in readme, (table, key)

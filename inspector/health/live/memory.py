@@ -69,12 +69,11 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
             code="live.mem.swapin"))
     faults = window.mean(lambda s: _vm(s, "pgmajfault_s"))
     if faults is not None and faults >= m.majfault_s:
-        faulting = culprits(window.process_means(lambda p: p.majflt_s), "/s")
+        who = culprits(window.process_means(lambda p: p.majflt_s), "/s")
         out.append(Finding(
             Level.WARN, "memory",
-            f"{faults:.0f} major page faults/s" + (f"; from {', '.join(faulting)}"
-                                                   if faulting else ""),
-            evidence=[f"pgmajfault {faults:.0f}/s over {window.covered():.0f} s"] + faulting,
+            f"{faults:.0f} major page faults/s" + (f"; from {', '.join(who)}" if who else ""),
+            evidence=[f"pgmajfault {faults:.0f}/s over {window.covered():.0f} s"] + who,
             advice="Pages are read back from disk as they are touched: the page cache or "
                    "memory is too small for the working set.", code="live.mem.majfault"))
     out += _dirty(window, t)

@@ -10,6 +10,7 @@ from inspector.config import LiveThresholds
 from inspector.health.live.engine import LiveFinding, LiveRules
 from inspector.live.sampler import Counters, Rates, rates
 from inspector.model import Finding
+from inspector.roots.host import HostRoot
 
 
 @dataclass
@@ -69,3 +70,26 @@ def recorded_findings(found: list[LiveFinding], wall: float) -> list[Finding]:
         elif lf.ended == wall:
             out.append(lf.as_finding())
     return out
+
+
+def sample_for(root: HostRoot, seconds: float, thresholds: LiveThresholds | None = None,
+               interval: float = 1.0) -> tuple[list[LiveFinding], int]:
+    """Sample the live host for `seconds` (`interval` apart) through the sampler's child:
+    every live finding seen (active, then ended) and how many samples the rules saw. Nothing
+    on a capture (no live data)."""
+    from inspector.live.worker import SamplerProcess
+    if not root.live:
+        return [], 0
+    with SamplerProcess(root, read_timeout=min(0.8, interval)) as sampler:
+        session = LiveSession(sampler.sample, thresholds)
+        start = time.monotonic()
+        session.step()
+        samples = 0
+        findings: list[LiveFinding] = []
+        while time.monotonic() - start < seconds:
+            delay = start + (samples + 1) * interval - time.monotonic()
+            if delay > 0:
+                time.sleep(min(delay, max(0.0, start + seconds - time.monotonic())))
+            findings = session.step().findings
+            samples += 1
+    return findings, samples
