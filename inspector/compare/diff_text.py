@@ -14,6 +14,9 @@ SUMMARY_FIELDS = ("level", "message", "type", "kind", "family", "size_bytes", "m
                   "mtu", "state", "operstate", "verdict", "array_state", "degraded", "value",
                   "avg_us", "p99_us")
 MAX_LIST_ITEMS = 8
+# A value or path longer than this is shown cut, with its length: a 10 MB hostname wrapped
+# whole cost minutes and thousands of lines; `diff --json` keeps every character.
+MAX_SHOWN_CHARS = 400
 
 
 def _iec(n: float) -> str:
@@ -60,7 +63,7 @@ def format_value(value: Any, key: str = "") -> str:
             return f"{_number(value)}%"
         return _number(value)
     if isinstance(value, str):
-        return value or '""'
+        return shown_text(value) if value else '""'
     if isinstance(value, list):
         if not value:
             return "none"
@@ -74,6 +77,33 @@ def format_value(value: Any, key: str = "") -> str:
             return f"unknown ({value['unknown']})"
         return _record(value)
     return str(value)
+
+
+def shown_text(text: str, start: int = 0) -> str:
+    """`text` whole when short; else MAX_SHOWN_CHARS of it from `start`, marked as cut and
+    with its length (so two cut values are never shown as one)."""
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    where = f", from character {start + 1}" if start else ""
+    end = start + MAX_SHOWN_CHARS
+    return (("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+            + f" ({len(text)} characters{where}; diff --json has all)")
+
+
+def first_difference(a: str, b: str) -> int:
+    """The index of the first character where `a` and `b` differ (the shorter one's length
+    when one begins the other): by halving with slice comparisons, O(n log n) in C instead
+    of a Python loop over ten million characters."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:         # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _list_item(value: Any) -> str:
@@ -111,8 +141,12 @@ def change_text(change: Change) -> str:
         f = change.after if change.after is not None else change.before
         return "" if change.note else format_value(f, key)
     before, after = format_value(change.before, key), format_value(change.after, key)
-    if before == after and change.before != change.after:   # rounding hid the difference
-        before, after = str(change.before), str(change.after)
+    if before == after and change.before != change.after:   # rounding or a cut hid it
+        if isinstance(change.before, str) and isinstance(change.after, str):
+            start = max(0, first_difference(change.before, change.after) - 40)
+            before, after = shown_text(change.before, start), shown_text(change.after, start)
+        else:
+            before, after = shown_text(str(change.before)), shown_text(str(change.after))
     if change.kind == "added" or (change.before is None and change.after is not None):
         return f"now: {after}"
     if change.kind == "removed" or (change.after is None and change.before is not None):
@@ -121,4 +155,5 @@ def change_text(change: Change) -> str:
 
 
 def display_path(change: Change) -> str:
-    return f"finding {change.path}" if change.category == "findings" else change.path
+    path = shown_text(change.path)         # an identity can be as long as a value
+    return f"finding {path}" if change.category == "findings" else path
