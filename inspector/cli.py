@@ -19,6 +19,7 @@ from inspector.commands.common import (
     add_root_argument,
     exit_epilog,
 )
+from inspector.commands.console_encoding import replace_unencodable
 
 COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "history",
             "check", "export", "fleet", "tui", "completion", "files"]
@@ -107,6 +108,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
 def main(argv: list[str] | None = None) -> int:
     # Die quietly when piped into `head`; the TUI installs its own handlers.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    replace_unencodable()     # print in any locale's charset (ja_JP.eucJP, ISO-8859-1 ...)
     argv = sys.argv[1:] if argv is None else list(argv)
     try:   # Ctrl-C while the command's modules import: no traceback either
         parser = build_parser(argv)
