@@ -82,7 +82,7 @@ class FilesystemThresholds:
     crit_full_within_s: float = 3600.0      # critical
     min_growth_bytes_s: float = 4096.0      # slower growth is noise
     growth_span_s: float = 60.0             # growth measured this long before a warning ...
-    crit_growth_span_s: float = 8.0         # ... and before a critical (full within the hour)
+    crit_growth_span_s: float = 4.0         # ... and before a critical (full within the hour)
 
 
 @dataclass(frozen=True)

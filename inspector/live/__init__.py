@@ -19,7 +19,7 @@ LiveFindings and `findings` the plain Findings to list with discovery's.
 - `Counters` (sampler.py): every counter at one moment: disks (/proc/diskstats), topology
   (md/dm members, partitions), nics, cpu (/proc/stat), load, memory (/proc/meminfo),
   pressure (PSI), vmstat (pgmajfault, pswpin/out, oom_kill, nr_dirty, nr_writeback), softnet
-  (/proc/net/softnet_stat), md (resync progress), filesystems (statvfs every 2 s, bounded),
+  (/proc/net/softnet_stat), md (resync progress), filesystems (statvfs every second, bounded),
   procs (every process: inspector.live.processes), dstate (tasks in D with their wait point
   and device), oom_victims (read from the kernel log only when oom_kill rose). Any part may be
   `Unknown(reason)`; a source that did not answer in time is named in `timed_out`.

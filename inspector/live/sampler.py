@@ -77,7 +77,7 @@ from inspector.roots.host import HostRoot, Unavailable
 
 _SKIP = {"json_skip": True}
 READ_TIMEOUT = 1.0       # seconds per sample for all sources together
-FILESYSTEMS_EVERY = 2.0  # seconds between statvfs sweeps
+FILESYSTEMS_EVERY = 1.0  # seconds between statvfs sweeps (each statvfs is bounded)
 # what each source reads, as the user sees it (a hung one is named in `timed_out`)
 SOURCES = {"diskstats": "/proc/diskstats", "topology": "/sys/block", "nics": "/sys/class/net",
            "cpu": "/proc/stat", "processes": "/proc/[pid]", "uptime": "/proc/uptime",
@@ -118,6 +118,9 @@ class Counters:
     filesystems_wall: float | None = None               # when that sweep ran
     oom_victims: list[OomVictim] | Unknown | None = None   # kills logged since the last sample
     names: Names = field(default_factory=dict, metadata=_SKIP)
+    # when the process walk in `procs` began (a walk that finished late is used by the next
+    # sample: its rates are over the walks' own times); None: as `mono`
+    procs_mono: float | None = field(default=None, metadata=_SKIP)
 
 
 @dataclass
@@ -210,7 +213,6 @@ class LiveSampler:
             "cpu": lambda: read_cpu(root),
             "diskstats": lambda: read_diskstats(root),
             "nics": lambda: read_nics(root),
-            "processes": lambda: self._processes(mono, wall),
             "uptime": lambda: read_uptime(root),
             "load": lambda: read_loadavg(root),
             "memory": lambda: read_memory(root),
@@ -218,6 +220,11 @@ class LiveSampler:
             "vmstat": lambda: read_vmstat(root),
             "softnet": lambda: read_softnet(root),
         })
+        # the process walk is the costliest read and the one a saturated host slows most: in
+        # a thread of its own, and a walk that finished after its sample's deadline is used
+        # by the next sample (with the time it began: its rates stay right)
+        reads["processes"] = self._reads.start(
+            "processes", lambda: self._processes(mono, wall), reuse_late=True)
         self._reads.settle(reads, deadline)
         timeouts: dict[str, str] = {}
         got = {name: self._outcome(name, read, deadline, timeouts)
@@ -243,8 +250,9 @@ class LiveSampler:
         findings = self.stall.update(nics, mono, wall) if known(nics) else []
         procs = got["processes"]
         names: Names = {}
+        procs_mono: float | None = None
         if known(procs):
-            procs, dstate, proc_io, names = procs
+            procs, dstate, proc_io, names, procs_mono = procs
             if known(dstate):
                 findings += dstate_findings(dstate)
                 self._locate_dstate(dstate, disks)
@@ -259,7 +267,7 @@ class LiveSampler:
                         vmstat=vmstat, softnet=got["softnet"], md=md,
                         filesystems=self._fs_last, filesystems_wall=self._fs_wall,
                         oom_victims=self._new_oom_victims(vmstat, deadline, timeouts),
-                        names=names)
+                        names=names, procs_mono=procs_mono)
 
     def _processes(self, mono: float, wall: float) -> tuple | Unknown:
         """(stats, D-state tasks, IO counters, names) or the Unknown of the /proc listing."""
@@ -277,6 +285,8 @@ class LiveSampler:
         # IO thread of a database shows, without a thread walk on every quiet sample. (Read
         # in turn, /proc/stat is done by now; when it hangs, no walk.)
         cpu = self._reads.peek("cpu")
+        if not known(cpu):
+            cpu = read_cpu(root)
         blocked = known(cpu) and bool(cpu.procs_blocked)
         threads = read_blocked_threads(root, procs) if blocked else []
         dstate = self.dstate.update(root, procs, mono, wall, threads)
@@ -293,7 +303,7 @@ class LiveSampler:
         names = self.names
         out = {pid: (names.user(st.uid), names.cmdline(st)) for pid, st in procs.items()}
         names.forget_except(procs)
-        return procs, dstate, proc_io, out
+        return procs, dstate, proc_io, out, mono
 
     def _locate_dstate(self, dstate: list[DStateProc], disks: object) -> None:
         """The device each D task does IO on, by its open files (a few readlinks per task)."""
@@ -412,12 +422,15 @@ def _rates(prev: Counters, cur: Counters, interval: float, top: int) -> Rates:
         cpu = _unknown_of(cur.cpu, prev.cpu)
     io: list[ProcIoRate] | Unknown
     if known(prev.proc_io) and known(cur.proc_io) and known(cur.procs) and known(prev.procs):
-        io = top_io(prev.proc_io, cur.proc_io, prev.procs, cur.procs, interval, top)
+        io = top_io(prev.proc_io, cur.proc_io, prev.procs, cur.procs,
+                    _procs_span(prev, cur, interval), top)
     else:
         io = _unknown_of(cur.proc_io, prev.proc_io, cur.procs, prev.procs)
     processes: list[ProcessRate] | Unknown
     if known(prev.procs) and known(cur.procs):
-        processes = process_rates(prev.procs, cur.procs, interval, cur.dstate, cur.names)
+        span = _procs_span(prev, cur, interval)
+        processes = (process_rates(prev.procs, cur.procs, span, cur.dstate, cur.names)
+                     if span > 0 else Unknown("the same process walk as the last sample"))
     else:
         processes = _unknown_of(cur.procs, prev.procs)
     return Rates(interval=interval, wall=cur.wall, disks=disks, disk_changes=changes, nics=nics,
@@ -432,6 +445,13 @@ def _rates(prev: Counters, cur: Counters, interval: float, top: int) -> Rates:
                  fs_devices=fs_devices(cur.filesystems, cur.disks), oom_victims=cur.oom_victims,
                  top_processes=top_processes(processes) if isinstance(processes, list)
                  else processes, processes=processes)
+
+
+def _procs_span(prev: Counters, cur: Counters, interval: float) -> float:
+    """Seconds between the two samples' process walks (a late walk keeps its own time)."""
+    if prev.procs_mono is None or cur.procs_mono is None:
+        return interval
+    return cur.procs_mono - prev.procs_mono
 
 
 def fs_devices(filesystems: object, disks: object) -> dict[str, str]:
