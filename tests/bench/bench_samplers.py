@@ -7,7 +7,8 @@
    difference of their CPU time (user+sys of the child) divided by K2-K1 is its marginal CPU
    per report (median of three such pairs), so process start-up is not counted against them. Ours is process CPU time per
    tick, median and best over many ticks. Printed: each figure and the ratio ours / theirs.
-2. Memory over a long run: LiveSampler at 10 Hz for --minutes (default 10), RSS and the number
+2. Processes: CPU per sample with about 1000 processes (sleepers started up to that count).
+3. Memory over a long run: LiveSampler at 10 Hz for --minutes (default 10), RSS and the number
    of live objects printed each minute; the run fails if RSS grows by more than 2 MiB after the
    first minute.
 
@@ -118,12 +119,39 @@ def bench_memory(minutes: float) -> bool:
     return growth <= 2048
 
 
+def bench_processes(target: int = 1000, ticks: int = 20) -> None:
+    """CPU per sample (the whole sample and its rates: processes table, users, command lines)
+    with about `target` processes: sleepers are started up to that count."""
+    have = sum(1 for e in os.listdir("/proc") if e.isdigit())
+    sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(max(0, target - have))]
+    try:
+        n = sum(1 for e in os.listdir("/proc") if e.isdigit())
+        sampler = LiveSampler(HostRoot("/"))
+        prev = sampler.sample()
+        costs = []
+        for _ in range(ticks):
+            t0 = time.process_time()
+            cur = sampler.sample()
+            rates(prev, cur)
+            costs.append(time.process_time() - t0)
+            prev = cur
+        print(f"processes: {n} processes, {statistics.median(costs) * 1e3:.1f} ms CPU per "
+              f"sample and rates (best {min(costs) * 1e3:.1f} ms): "
+              f"{statistics.median(costs) * 100:.1f}% of a core at 1 Hz")
+    finally:
+        for p in sleepers:
+            p.kill()
+        for p in sleepers:
+            p.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--skip-long", action="store_true")
     args = ap.parse_args()
     bench_cost()
+    bench_processes()
     if args.skip_long:
         return 0
     print(f"long run: {args.minutes:g} min at 10 Hz")
