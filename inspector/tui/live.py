@@ -21,6 +21,7 @@ from typing import Any
 
 from inspector.config import ConfigError, LiveThresholds, load_config
 from inspector.health.live.session import LiveSession
+from inspector.live.cpustat import CpuRates
 from inspector.live.findings import LiveFinding
 from inspector.live.processes import ProcessRate
 from inspector.live.sampler import READ_TIMEOUT, Counters, Rates
@@ -187,15 +188,15 @@ def _num(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def normalise(raw: Any) -> LiveView | None:
-    """inspector.live.Rates to a LiveView."""
+def normalise(raw: Rates | LiveView | None) -> LiveView | None:
+    """The live sample (inspector.live.Rates, live or read back from a recording) to a
+    LiveView."""
     if raw is None or isinstance(raw, LiveView):
         return raw
-    view = LiveView(interval=float(getattr(raw, "interval", 0.0) or 0.0),
-                    findings=list(getattr(raw, "findings", []) or []))
-    disks = getattr(raw, "disks", None)
-    if isinstance(disks, list):
-        for d in disks:
+    view = LiveView(interval=float(raw.interval or 0.0), findings=list(raw.findings),
+                    sample=raw)
+    if isinstance(raw.disks, list):
+        for d in raw.disks:
             r_s, w_s = _num(d.r_s) or 0.0, _num(d.w_s) or 0.0
             ops = r_s + w_s
             await_ms = ((r_s * (_num(d.r_await) or 0.0) + w_s * (_num(d.w_await) or 0.0)) / ops
@@ -205,12 +206,11 @@ def normalise(raw: Any) -> LiveView | None:
                                        parent=d.parent, members=list(d.members),
                                        busy_members=list(d.busy_members), alias=d.alias))
     else:
-        view.disks_error = str(disks)
-        view.notes.append(f"disks: {disks}")
-    stalled = {f.subject for f in view.findings if getattr(f, "code", "") == "net.stall"}
-    nics = getattr(raw, "nics", None)
-    if isinstance(nics, list):
-        for n in nics:
+        view.disks_error = str(raw.disks)
+        view.notes.append(f"disks: {raw.disks}")
+    stalled = {f.subject for f in view.findings if f.code == "net.stall"}
+    if isinstance(raw.nics, list):
+        for n in raw.nics:
             errors = sum(v for v in (_num(n.rx_errors_s), _num(n.tx_errors_s)) if v is not None)
             drops = sum(v for v in (_num(n.rx_dropped_s), _num(n.tx_dropped_s)) if v is not None)
             view.nics.append(NicRate(n.name, _num(n.rx_bytes_s), _num(n.tx_bytes_s), errors,
@@ -218,26 +218,25 @@ def normalise(raw: Any) -> LiveView | None:
                                      n.operstate if isinstance(n.operstate, str) else None,
                                      n.carrier if isinstance(n.carrier, bool) else None))
     else:
-        view.nics_error = str(nics)
-    cpu = getattr(raw, "cpu", None)
-    overall = getattr(cpu, "overall", None)
-    if overall is not None:
+        view.nics_error = str(raw.nics)
+    cpu = raw.cpu
+    if isinstance(cpu, CpuRates):
+        overall = cpu.overall
         view.iowait, view.steal = _num(overall.iowait), _num(overall.steal)
         view.busy = 100.0 - (_num(overall.idle) or 0.0) - (view.iowait or 0.0)
         view.cpu = CpuView(user=overall.user + overall.nice,
                            system=overall.system + overall.irq + overall.softirq,
                            iowait=overall.iowait, steal=overall.steal, idle=overall.idle,
-                           cpus=len(getattr(cpu, "per_cpu", []) or []))
-    elif cpu is not None:
-        view.cpu = cpu if isinstance(cpu, Unknown) else Unknown(str(cpu))
-    view.load = getattr(raw, "load", None)
-    view.top_io = getattr(raw, "top_io", None)
-    view.dstate = getattr(raw, "dstate", None)
-    view.memory = getattr(raw, "memory", None)
-    view.pressure = getattr(raw, "pressure", None)
-    view.filesystems = getattr(raw, "filesystems", None)
-    view.processes = getattr(raw, "processes", None)
-    view.sample = raw if isinstance(raw, Rates) else None
-    view.timed_out = dict(getattr(raw, "timed_out", {}) or {})
-    view.root_device = (getattr(raw, "fs_devices", None) or {}).get("/")
+                           cpus=len(cpu.per_cpu))
+    else:
+        view.cpu = cpu
+    view.load = raw.load
+    view.top_io = raw.top_io
+    view.dstate = raw.dstate
+    view.memory = raw.memory
+    view.pressure = raw.pressure
+    view.filesystems = raw.filesystems
+    view.processes = raw.processes
+    view.timed_out = dict(raw.timed_out)
+    view.root_device = raw.fs_devices.get("/")
     return view
