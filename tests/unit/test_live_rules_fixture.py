@@ -224,3 +224,44 @@ def test_dstate_tasks_grouped_by_device_with_wait_point_and_longest_wait(host):
 def os_symlink(link, target):
     import os
     os.symlink(target, link)
+
+
+def test_iowait_names_the_device_the_d_tasks_wait_on(host):
+    host.add_disk("loop9", major=7, minor=9)
+    host.write("proc/600/stat", "600 (dd) D 1 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 5000 "
+               "1000 10 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+    (host.path / "proc/600/fd").mkdir(parents=True)
+    os_symlink(host.path / "proc/600/fd/3", "/dev/loop9")
+    session = host.session()
+    host.step(session)
+    step = run(host, session, 4, lambda h: h.cpu_spend(user=5, iowait=45))
+    iowait = codes(step)[("live.cpu.iowait", "cpu")]
+    assert "45% of CPU time waiting for IO" in iowait.finding.message
+    assert "behind it loop9 (1 task in D on it)" in iowait.finding.message
+
+
+def test_filesystem_fill_inodes_and_time_to_full(host):
+    from inspector.health.live.engine import LiveRules
+    from inspector.live.filesystems import FsUse
+    session = host.session()
+    host.step(session)
+    base = host.step(session).sample
+    rules = LiveRules()
+    gib = 1 << 30
+    found = []
+    for i in range(8):      # /data: 96 % full and 1 GiB a second more; /var: inodes at 97 %
+        data = FsUse("/data", "xfs", "/dev/vdb", "252:16", 100 * gib, (90 + i) * gib,
+                     (10 - i) * gib, 12.0)
+        var = FsUse("/var", "ext4", "/dev/vda2", "252:2", 10 * gib, gib, 9 * gib, 97.0)
+        sample = dataclasses.replace(base, wall=T0 + 10 + i, filesystems=[data, var],
+                                     filesystems_wall=T0 + 10 + i,
+                                     fs_devices={"/data": "vdb", "/var": "vda"})
+        found = {(lf.finding.code, lf.finding.subject): lf for lf in rules.update(sample)
+                 if lf.active}
+    fill = found[("live.fs.fill", "/data")].finding
+    assert fill.level.name == "CRIT" and "/data 97% full" in fill.message and "(vdb, xfs)" in fill.message
+    ttf = found[("live.fs.time_to_full", "/data")].finding
+    assert ttf.level.name == "CRIT" and "/data full in 3 s at the current rate (1.0 GiB/s" in ttf.message
+    inodes = found[("live.fs.inodes", "/var")].finding
+    assert inodes.level.name == "CRIT" and "97% of inodes used" in inodes.message
+    assert ("live.fs.fill", "/var") not in found
