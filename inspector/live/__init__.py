@@ -12,9 +12,14 @@ API::
     step.findings                        # [LiveFinding]: active first, then ended ones
     sampler.close()
 
-In the TUI, inspector.tui.live.LiveProcess wraps exactly this and hands the screens a
-LiveView whose `sample` is the Rates, `processes` every process, `live_findings` the
-LiveFindings and `findings` the plain Findings to list with discovery's.
+In the TUI, inspector.tui.live.LiveProcess (from make_sampler(root), thresholds from
+inspector.toml) wraps exactly this and hands the screens a LiveView whose `sample` is the
+Rates, `processes` every process (re-sort with processes.sort_processes), `live_findings`
+the LiveFindings (active first, then ended, each with `since`/`ended`) and `findings` the
+plain Findings to list with discovery's (the live ones with "since HH:MM:SS" as evidence,
+the ended ones as OK "ended ...", a bad config file as UNKNOWN `config.invalid`). When a
+report arrives, `sampler.set_hypervisor(hypervisor_of(report.section("virt")))`
+(inspector.health.live.session) lets the steal finding name the layer.
 
 - `Counters` (sampler.py): every counter at one moment: disks (/proc/diskstats), topology
   (md/dm members, partitions), nics, cpu (/proc/stat), load, memory (/proc/meminfo),
