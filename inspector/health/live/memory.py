@@ -26,12 +26,9 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
     mem = pressure.get("memory") if isinstance(pressure, dict) else None
     some = _worse(getattr(mem, "some_avg10", None), stall_share(window, "memory"))
     full = _worse(getattr(mem, "full_avg10", None), stall_share(window, "memory", "full"))
-    # who stalls: the processes taking major faults, else the largest
-    faulting = window.process_means(lambda p: p.majflt_s)
-    hogs = (culprits(faulting, " major faults/s") if faulting else
-            culprits(window.process_means(lambda p: float(p.mem_kib)), " KiB", fmt="{:.0f}"))
     if some is not None:
         if some >= m.psi_some_pct or (full is not None and full >= m.psi_full_pct):
+            faulting, hogs = _stallers(window)
             crit = full is not None and full >= m.psi_full_pct
             out.append(Finding(
                 Level.CRIT if crit else Level.WARN, "memory",
@@ -49,6 +46,7 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
         total = getattr(last.memory, "total_kib", 0)
         avail = getattr(last.memory, "available_kib", None)
         if total and avail is not None and 100.0 * avail / total < m.available_pct:
+            hogs = _stallers(window)[1]
             out.append(Finding(
                 Level.WARN, "memory",
                 f"memory nearly exhausted: {mib(avail)} available of {mib(total)} (no PSI "
@@ -78,6 +76,15 @@ def rules(window: Window, t: LiveThresholds, ctx: Context) -> list[Finding]:
                    "memory is too small for the working set.", code="live.mem.majfault"))
     out += _dirty(window, t)
     return out
+
+
+def _stallers(window: Window) -> tuple[bool, list[str]]:
+    """Who stalls: the processes taking major faults (True), else the largest (False)."""
+    faulting = window.process_means(lambda p: p.majflt_s)
+    if faulting:
+        return True, culprits(faulting, " major faults/s")
+    return False, culprits(window.process_means(lambda p: float(p.mem_kib)), " KiB",
+                           fmt="{:.0f}")
 
 
 def _worse(a: float | None, b: float | None) -> float | None:
