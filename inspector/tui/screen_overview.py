@@ -1,9 +1,11 @@
-"""Overview: what is wrong, then what the host is doing, on one screen at any size.
+"""Overview: what is wrong, then what the host is doing, at any size.
 
-Findings first (worst first, one line each, OK ones folded; Enter shows evidence and advice),
-the virtualization and resolver verdicts one line each, then the live panels (CPU, memory,
-load and pressure, filesystems, disks, NICs, processes) painted by inspector.tui.dashboard
-into one canvas that refreshes once per live sample.
+Findings first (live ones as they begin and end, then the rest worst first, one line each, OK
+ones folded; Enter shows evidence and advice), the virtualization and resolver verdicts one
+line each, then the live panels (CPU, memory, load and pressure, filesystems, disks, NICs,
+processes) painted by inspector.tui.dashboard for the rows in view into one canvas that
+refreshes once per live sample. When even the panels' smallest forms do not fit, the whole
+body scrolls (PageDown, End, the mouse wheel).
 """
 from __future__ import annotations
 
@@ -11,16 +13,19 @@ from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from inspector.model import Finding, Level, Report, known
+from inspector.model import Finding, Report, known
 from inspector.tui import dashboard
 from inspector.tui.base import InspectorScreen
+from inspector.tui.findings_rows import FindingRow, finding_rows
+from inspector.tui.flow_canvas import FlowCanvas
 from inspector.tui.modelview import badge
+from inspector.tui.process_lines import tasks_text
 from inspector.tui.screen_help import TextScreen
 from inspector.tui.summaries import dns_line, virt_evidence, virt_line
-from inspector.widgets.canvas import TextCanvas
 
 SHORT_BELOW = 30     # rows: fewer findings rows, no identity line
 
@@ -46,17 +51,27 @@ class OverviewScreen(InspectorScreen):
                 Binding("d", "app.switch_mode('storage')", "Disks", show=False,
                         id="overview.disks"),
                 Binding("n", "app.switch_mode('net')", "NICs", show=False, id="overview.nics"),
-                Binding("t", "processes", "Tasks", id="overview.tasks")]
+                Binding("t", "processes", "Tasks", id="overview.tasks"),
+                # the body scrolls whatever has the focus (the findings list keeps ↑ ↓)
+                Binding("pagedown", "scroll('page_down')", "Scroll", show=False,
+                        priority=True, id="overview.page_down"),
+                Binding("pageup", "scroll('page_up')", "Scroll up", show=False, priority=True,
+                        id="overview.page_up"),
+                Binding("end", "scroll('end')", "Last panel", show=False, priority=True,
+                        id="overview.end"),
+                Binding("home", "scroll('home')", "First line", show=False, priority=True,
+                        id="overview.home")]
 
     def compose_body(self) -> ComposeResult:
-        yield Static(id="identity", classes="line")
-        yield Static(id="virtline", classes="line")
-        yield Static(id="dnsline", classes="line")
-        table = FindingsTable(id="findings", cursor_type="row", zebra_stripes=False)
-        table.add_columns("level", "subject", "finding")
-        yield table
-        yield Static(id="findings-more", classes="line")
-        yield TextCanvas(self._paint, id="dashboard")
+        with VerticalScroll(id="overview-body", can_focus=False):
+            yield Static(id="identity", classes="line")
+            yield Static(id="virtline", classes="line")
+            yield Static(id="dnsline", classes="line")
+            table = FindingsTable(id="findings", cursor_type="row", zebra_stripes=False)
+            table.add_columns("level", "subject", "finding")
+            yield table
+            yield Static(id="findings-more", classes="line")
+            yield FlowCanvas(self._paint, id="dashboard")
 
     def on_mount(self) -> None:
         self._findings: list[Finding | None] = []   # per table row; None: the OK fold row
@@ -68,6 +83,7 @@ class OverviewScreen(InspectorScreen):
     def show_report(self, report: Report | None) -> None:
         self.set_class((self.size.height or self.app.size.height) < SHORT_BELOW, "-short")
         identity = Text(no_wrap=True, overflow="ellipsis")
+        width = self.size.width or self.app.size.width
         error = self.inspector.collect_error
         if report is None:
             waiting = error or "collecting..."
@@ -75,93 +91,93 @@ class OverviewScreen(InspectorScreen):
             self.query_one("#identity", Static).update(identity)
             self.query_one("#virtline", Static).update(Text(f"virt  {waiting}", style="grey62"))
             self.query_one("#dnsline", Static).update(Text(f"dns   {waiting}", style="grey62"))
-            self._fill_findings([])
-            self._repaint()
-            return
-        h = report.host
+        else:
+            h = report.host
 
-        def show(value: object) -> str:  # the reason is one keypress away in the report
-            return str(value) if known(value) else "?"
-        identity.append("host  ", style="bold")
-        identity.append(show(h.hostname), style="bold cyan")
-        identity.append(f"  kernel {show(h.kernel)}  {show(h.machine)}")
-        self.query_one("#identity", Static).update(identity)
-        self.query_one("#virtline", Static).update(virt_line(report.section("virt")))
-        self.query_one("#dnsline", Static).update(dns_line(report.section("dns")))
-        self._fill_findings(self._merged(report))
+            def show(value: object) -> str:  # the reason is one keypress away in the report
+                return str(value) if known(value) else "?"
+            identity.append("host  ", style="bold")
+            identity.append(show(h.hostname), style="bold cyan")
+            identity.append(f"  kernel {show(h.kernel)}  {show(h.machine)}")
+            self.query_one("#identity", Static).update(identity)
+            self.query_one("#virtline", Static).update(virt_line(report.section("virt")))
+            self.query_one("#dnsline", Static).update(dns_line(report.section("dns"),
+                                                               width - 2))
+        self._fill_findings()
         self._repaint()
-
-    def _merged(self, report: Report | None) -> list[Finding]:
-        """Discovery findings plus the live ones (NIC stall, processes stuck in D state)."""
-        findings = list(report.findings) if report else []
-        sample = self.inspector.live_sample
-        live = list(getattr(sample, "findings", []) or [])
-        if live:
-            from inspector.health import sort_findings
-            findings = sort_findings(findings + live)
-        return findings
 
     # ------------------------------------------------------------------ live
     def show_live(self, sample, error) -> None:
         self._repaint()
-        report = self.inspector.report
-        if report is not None:
-            self._fill_findings(self._merged(report))  # no-op unless the findings changed
+        self._fill_findings()      # no-op unless the findings changed
 
     def _repaint(self) -> None:
         if self.query("#dashboard"):
-            self.query_one("#dashboard", TextCanvas).repaint()
+            self.query_one("#dashboard", FlowCanvas).repaint()
 
-    def _paint(self, width: int, height: int) -> list[Text]:
+    def _paint(self, width: int, rows: int) -> list[Text]:
         state = self.inspector
         # a failed or timed-out sample: every panel says so rather than show stale figures
         view = None if state.live_error else state.live_sample
         ctx = dashboard.Ctx(view=view, trends=state.trends, report=state.report,
                             reason=None if view is not None else self.live_reason())
-        return dashboard.paint(ctx, width, height)
+        return dashboard.paint(ctx, width, rows)
+
+    def _fit_dashboard(self) -> None:
+        """The panels are laid out for the rows left in view under the findings."""
+        if not self.query("#dashboard"):
+            return
+        body = self.query_one("#overview-body", VerticalScroll)
+        canvas = self.query_one("#dashboard", FlowCanvas)
+        canvas.set_rows_in_view(body.scrollable_content_region.height - canvas.virtual_region.y)
 
     # ------------------------------------------------------------------ findings
-    def _fill_findings(self, findings: list[Finding]) -> None:
+    def _fill_findings(self) -> None:
+        state = self.inspector
+        report = state.report
         # whether a report is in belongs to the key: an empty list before the first report
         # ("collecting...") and after it ("no findings") are not the same table
-        done = self.inspector.report is not None
+        done = report is not None
+        view = None if state.live_error else state.live_sample
+        rows, folded = finding_rows(list(report.findings) if report else [], view, self._show_ok)
         width = self.size.width or self.app.size.width
-        key = (done, self._show_ok, width, self.inspector.collect_error,
-               tuple((f.level, f.subject, f.message) for f in findings))
+        key = (done, self._show_ok, width, state.collect_error, folded,
+               tuple((r.subject, r.message, str(r.badge)) for r in rows))
         if key == self._findings_key:
             return  # unchanged: do not rebuild the table every refresh
         self._findings_key = key
-        shown = [f for f in findings if self._show_ok or f.level != Level.OK]
-        folded = len(findings) - len(shown)
-        self._findings = list(shown) + ([None] if folded else [])
+        self._findings = [r.finding for r in rows] + ([None] if folded else [])
         table = self.query_one("#findings", DataTable)
         table.clear()
         self.call_after_refresh(self._show_more)
-        if not findings:
-            error = self.inspector.collect_error
+        if not rows and not folded:
+            error = state.collect_error
             waiting = error or "collecting..."
             empty = (Text(" OK ", style="bold black on green") if done else "", "",
                      "no findings: nothing wrong detected" if done else
                      Text(waiting, style="yellow" if error else "grey62"))
             self._set_widths(table, [empty])
             table.add_row(*empty)
+            self.call_after_refresh(self._fit_dashboard)
             return
-        subject_w = min(16, max(len(f.subject) for f in findings))
+        subject_w = min(16, max((len(r.subject) for r in rows), default=8))
         # level badge (9) + subject + cell padding: the message gets the rest, cut with "…" so
         # the table never needs a horizontal scrollbar (Enter shows the whole finding)
         message_w = max(20, width - 9 - subject_w - 8)
-        rows: list[tuple[Text, Text, str | Text]] = []
-        for f in shown:
-            subject = f.subject if len(f.subject) <= subject_w else f.subject[:subject_w - 1] + "…"
-            message = f.message if len(f.message) <= message_w else f.message[:message_w - 1] + "…"
-            rows.append((badge(f.level), Text(subject, style="bold"), message))
+        cells: list[tuple[Text, Text, str | Text]] = []
+        for r in rows:
+            subject = r.subject if len(r.subject) <= subject_w else r.subject[:subject_w - 1] + "…"
+            message = r.message if len(r.message) <= message_w else r.message[:message_w - 1] + "…"
+            style = "grey62" if r.dim else ""
+            cells.append((r.badge, Text(subject, style=style or "bold"), Text(message, style=style)))
         if folded:
-            rows.append((Text(f" {folded} OK ", style="green"), Text(""),
-                         Text(f"{folded} OK finding{'s' if folded > 1 else ''} folded: "
-                              f"o shows {'them' if folded > 1 else 'it'}", style="grey62")))
-        self._set_widths(table, rows)
-        for i, row in enumerate(rows):
+            cells.append((Text(f" {folded} OK ", style="green"), Text(""),
+                          Text(f"{folded} OK finding{'s' if folded > 1 else ''} folded: "
+                               f"o shows {'them' if folded > 1 else 'it'}", style="grey62")))
+        self._set_widths(table, cells)
+        for i, row in enumerate(cells):
             table.add_row(*row, key=str(i))
+        self.call_after_refresh(self._fit_dashboard)
 
     @staticmethod
     def _set_widths(table: DataTable, rows: list[tuple]) -> None:
@@ -186,34 +202,42 @@ class OverviewScreen(InspectorScreen):
             if more.display:
                 more.display = False
                 self.call_after_refresh(self._show_more)  # the table grew by a row
+                self.call_after_refresh(self._fit_dashboard)
             return
         text = Text(no_wrap=True, overflow="ellipsis", style="bold yellow")
         if below > 0:
             text.append(f" +{below} more finding{'s' if below > 1 else ''} below")
         if above > 0:
             text.append(f"{' ·' if below > 0 else ''} {above} above")
-        text.append("  (↓/PgDn scroll, Enter details)", style="grey62")
+        text.append("  (↑ ↓ move, Enter details)", style="grey62")
         more.update(text)
         if not more.display:
             more.display = True
             self.call_after_refresh(self._show_more)  # the table lost a row: count again
+            self.call_after_refresh(self._fit_dashboard)
 
     def on_resize(self) -> None:
         self._findings_key = None   # messages are cut to the width: cut them again
         super().on_resize()
         self.call_after_refresh(self._show_more)
+        self.call_after_refresh(self._fit_dashboard)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.call_after_refresh(self._show_more)
 
     def on_findings_table_resized(self, event: FindingsTable.Resized) -> None:
         self.call_after_refresh(self._show_more)
+        self.call_after_refresh(self._fit_dashboard)
 
     # ------------------------------------------------------------------ actions
+    def action_scroll(self, where: str) -> None:
+        body = self.query_one("#overview-body", VerticalScroll)
+        {"page_down": body.scroll_page_down, "page_up": body.scroll_page_up,
+         "end": body.scroll_end, "home": body.scroll_home}[where](animate=False)
+
     def action_toggle_ok(self) -> None:
         self._show_ok = not self._show_ok
-        report = self.inspector.report
-        self._fill_findings(self._merged(report) if report else [])
+        self._fill_findings()
 
     def action_evidence(self) -> None:
         report = self.inspector.report
@@ -225,16 +249,15 @@ class OverviewScreen(InspectorScreen):
         self.app.push_screen(TextScreen("Virtualization evidence", body))
 
     def action_processes(self) -> None:
-        """Every top-IO process and every D-state task of the last sample, not just the
+        """Every process doing IO and every D-state task of the last sample, not just the
         rows that fit the panel."""
         view = self.inspector.live_sample
         body: Text | Group
         if view is None:
             body = Text(self.live_reason() or "no live sample yet", style="yellow")
         else:
-            body = Group(*dashboard._top_io(view.top_io, 1000), Text(""),
-                         *dashboard._dstate(view.dstate, 1000))
-        self.app.push_screen(TextScreen("Tasks: top IO and D state", body))
+            body = Group(*tasks_text(view))
+        self.app.push_screen(TextScreen("Tasks: IO and D state", body))
 
     def action_finding(self) -> None:
         table = self.query_one("#findings", DataTable)
@@ -256,3 +279,6 @@ class OverviewScreen(InspectorScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_finding()      # a click on a row
+
+
+__all__ = ["OverviewScreen", "FindingsTable", "FindingRow"]

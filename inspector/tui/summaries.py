@@ -99,9 +99,18 @@ def rate(bps: float | None) -> str:
     return f"{bps:.0f} B/s"
 
 
-def dns_line(section: Any) -> Text:
+def dns_line(section: Any, width: int = 200) -> Text:
     """The resolver verdict in one line: the servers glibc uses and what losing the first
-    one costs each lookup (the failover delay)."""
+    one costs each lookup (the failover delay). Within `width` the figures and their units
+    stay whole: the words around them get shorter first."""
+    for terse in (False, True):
+        text = _dns_line(section, terse)
+        if text.cell_len <= width:
+            return text
+    return text
+
+
+def _dns_line(section: Any, terse: bool) -> Text:
     text = Text("dns   ", style="bold")
     state = section_state(section, "resolver")
     if state:
@@ -112,18 +121,21 @@ def dns_line(section: Any) -> Text:
         text.append("systemd-resolved stub", style="bold cyan")
         if isinstance(ups, list):
             text.append(f" → {', '.join(ups) or 'no upstream'}")
-        text.append("  (it fails over between its upstreams)", style="grey62")
+        if not terse:
+            text.append("  (it fails over between its upstreams)", style="grey62")
         return text
     text.append(", ".join(servers) or "no nameserver", style="bold cyan")
-    text.append(f"  ({len(servers)} used)", style="grey62")
+    if not terse:
+        text.append(f"  ({len(servers)} used)", style="grey62")
     first = get(section, "first_server_loss")
     seconds = get(first, "seconds", default=None)
     if first is not None and hasattr(first, "explanation"):
-        text.append("  first server lost: ", style="grey62")
+        text.append("  1st lost: " if terse else "  first server lost: ", style="grey62")
         if seconds is None:
             text.append("lookups hang", style="bold red")
         elif get(first, "fails", default=False):
-            text.append(f"every lookup fails after {seconds:g} s", style="bold red")
+            text.append(f"{'lookups fail' if terse else 'every lookup fails'} after {seconds:g} s",
+                        style="bold red")
         else:
             text.append(f"+{seconds:g} s per lookup",
                         style="bold red" if seconds > 2 else "green")

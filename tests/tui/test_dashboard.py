@@ -1,5 +1,6 @@
 """The Overview's live panels (inspector.tui.dashboard), painted without a terminal: which
-disks and NICs show, in what order, in which units, and that every size keeps its essentials."""
+disks and NICs show, in what order, in which units; that every size has every panel and no
+panel rows of nothing; that the panels fit the rows in view when their smallest forms do."""
 from __future__ import annotations
 
 import pytest
@@ -8,11 +9,14 @@ from inspector.live.cpustat import LoadAvg
 from inspector.live.filesystems import FsUse
 from inspector.live.memory import MemoryUse
 from inspector.live.pressure import Pressure
+from inspector.live.processes import ProcessRate
+from inspector.live.procs import DStateProc
 from inspector.model import Unknown
 from inspector.tui import dashboard
 from inspector.tui.live import CpuView, DiskRate, LiveView, NicRate
 from inspector.tui.trends import Trends
 from inspector.widgets import units
+from screen_panels import panels
 
 
 def disk(name, util=0.0, r=0.0, w=0.0, await_ms=0.0, kind="disk", parent=None, members=()):
@@ -31,9 +35,16 @@ def view(disks=(), nics=(), root=None, **kw) -> LiveView:
     v.filesystems = [FsUse("/", "ext4", "/dev/vda1", "254:1", 100 << 30, 96 << 30, 4 << 30),
                      FsUse("/mnt/nfs", "nfs4", "srv:/x", "0:50", *[Unknown("statvfs timed out after 1 s")] * 3)]
     v.top_io, v.dstate = [], []
+    v.processes = [process(pid) for pid in range(1, 120)]
     for k, val in kw.items():
         setattr(v, k, val)
     return v
+
+
+def process(pid, cpu=0.0, rss=1000, io=0.0, dstate=0.0, comm="sleeper",
+            cmdline="/usr/bin/sleeper --every 5s") -> ProcessRate:
+    return ProcessRate(pid, comm, "root", "D" if dstate else "S", cpu, rss + pid, None, io, 0.0,
+                       0.0, dstate, 1, cmdline)
 
 
 def paint(v, width, height, reason=None) -> str:
@@ -42,7 +53,6 @@ def paint(v, width, height, reason=None) -> str:
         for _ in range(5):
             trends.push(v)
     lines = dashboard.paint(dashboard.Ctx(v, trends, reason), width, height)
-    assert len(lines) <= height
     assert all(line.cell_len <= width for line in lines), [line.cell_len for line in lines]
     return "\n".join(line.plain for line in lines)
 
@@ -104,18 +114,53 @@ def test_memory_pressure_filesystems_and_a_timed_out_mount():
     assert "/mnt/nfs" in text and "statvfs timed out after 1 s" in text
 
 
-@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40), (200, 50), (60, 20)])
-def test_every_size_keeps_the_essentials(size):
-    v = view([disk("vda", util=3.0)], [NicRate("eth0", 1e3, 1e3, operstate="up")])
-    text = paint(v, *size, )
-    for must in ("CPU", "iow", "Disks", "vda", "Network", "eth0"):
+def busy_view() -> LiveView:
+    v = view([disk("vda", util=3.0), disk("sda", util=50.0, r=300)],
+             [NicRate("eth0", 1e3, 1e3, operstate="up")])
+    v.processes = [process(1, cpu=99.0, comm="busy", cmdline="/usr/bin/python3 -c loop"),
+                   process(2, rss=9 << 20, comm="java", cmdline="/opt/jdk/bin/java -jar big.jar"),
+                   process(3, io=12e6, comm="dd", cmdline="dd if=/dev/zero of=/x"),
+                   *[process(pid) for pid in range(4, 300)]]
+    v.dstate = [DStateProc(3, 3, "dd", "io_schedule", 12.0, 0.0)]
+    return v
+
+
+@pytest.mark.parametrize("size", [(80, 14), (80, 24), (100, 30), (120, 40), (200, 50),
+                                  (300, 80), (60, 20)])
+def test_every_size_has_every_panel_and_none_shows_rows_of_nothing(size):
+    """Panels present by title, the CPU figures, the disks and NICs, the top CPU, memory and
+    IO process each on a line and the D-state count; a panel at most two empty rows."""
+    text = paint(busy_view(), *size)
+    found = {p.title: p for p in panels(text)}
+    assert set(found) == set(dashboard.TITLES), (sorted(found), text)
+    for must in ("iow", "vda", "sda", "eth0", "python3 -c loop", "java -jar", "dd if=",
+                 "1 in D state, longest 12 s (dd)"):
         assert must in text, (must, text)
+    for panel in found.values():
+        assert panel.blank_rows <= 2, (panel.title, panel.rows, text)
 
 
-def test_wide_layout_fills_every_row_with_a_frame():
-    text = paint(view([disk("vda")], [NicRate("eth0", 0, 0, operstate="up")]), 200, 40)
-    lines = text.splitlines()
-    assert len(lines) == 40 and all(line.strip() for line in lines)
+@pytest.mark.parametrize("size", [(80, 17), (100, 20), (120, 30), (200, 45)])
+def test_the_panels_fit_the_rows_in_view_when_their_smallest_forms_do(size):
+    """One line of PSI, of filesystem fill, of each top process: the 80x24 Overview keeps
+    every panel on its first screen; bigger screens are filled exactly."""
+    lines = paint(busy_view(), *size).splitlines()
+    assert len(lines) <= size[1], (len(lines), "\n".join(lines))
+
+
+@pytest.mark.parametrize("size", [(200, 50), (300, 80), (100, 60)])
+def test_at_large_sizes_the_lists_get_the_rows(size):
+    """The charts take what their data needs (a CPU state at zero one row); the disks show
+    every member and the processes fill the rest of the rows in view."""
+    v = busy_view()
+    v.disks += [disk(f"sd{c}", kind="disk") for c in "bcdefgh"]
+    lines = paint(v, *size).splitlines()
+    assert len(lines) == size[1]
+    text = "\n".join(lines)
+    for name in ("sdb", "sdh"):
+        assert name in text
+    procs = next(p for p in panels(text) if p.title == "Processes")
+    assert len(procs.rows) >= size[1] // 3, len(procs.rows)
 
 
 def test_without_live_data_each_panel_says_why():
@@ -128,7 +173,7 @@ def test_without_live_data_each_panel_says_why():
 def test_unknown_parts_show_their_reason():
     v = view(pressure=Unknown("no PSI in this kernel"), memory=Unknown("permission denied"),
              filesystems=Unknown("capture: no filesystem fill"),
-             top_io=Unknown("needs root"), disks_error="unknown (timed out after 2 s)")
+             processes=Unknown("needs root"), disks_error="unknown (timed out after 2 s)")
     text = paint(v, 200, 50)
     for reason in ("no PSI in this kernel", "permission denied", "no filesystem fill",
                    "needs root", "timed out after 2 s"):
