@@ -20,6 +20,7 @@ from inspector.commands.common import (
     exit_epilog,
 )
 from inspector.commands.console_encoding import replace_unencodable
+from inspector.commands.ssh import add_ssh_arguments
 
 COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "history",
             "check", "export", "fleet", "tui", "completion", "files"]
@@ -60,6 +61,7 @@ def build_parser(argv: list[str] | None = None) -> OneLineErrorParser:
         epilog=EPILOG)
     parser.add_argument("-V", "--version", action="version", version=f"inspector {__version__}")
     add_root_argument(parser, top_level=True)
+    add_ssh_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     needed = _commands_needed(argv)
     for name in needed:
@@ -71,6 +73,8 @@ def build_parser(argv: list[str] | None = None) -> OneLineErrorParser:
 
 # the TUI's options that take a value, accepted with no command (`inspector --probe io:/srv`)
 TUI_VALUE_OPTIONS = ("--probe", "--probe-seconds", "--refresh", "--live-interval", "--db")
+# global options that take a value: they stay in front of an implied `tui`
+GLOBAL_VALUE_OPTIONS = ("--root", "--ssh", "--ssh-option")
 
 
 def _commands_needed(argv: list[str] | None) -> list[str]:
@@ -78,9 +82,9 @@ def _commands_needed(argv: list[str] | None) -> list[str]:
         return COMMANDS
     words = iter(argv)
     for word in words:
-        if word in ("--root", *TUI_VALUE_OPTIONS):
+        if word in (*GLOBAL_VALUE_OPTIONS, *TUI_VALUE_OPTIONS):
             next(words, None)
-        elif word.startswith(tuple(f"{o}=" for o in ("--root", *TUI_VALUE_OPTIONS))):
+        elif word.startswith(tuple(f"{o}=" for o in (*GLOBAL_VALUE_OPTIONS, *TUI_VALUE_OPTIONS))):
             continue
         elif word in COMMANDS:
             return [word]
@@ -94,6 +98,20 @@ def _tui_options_without_command(argv: list[str]) -> bool:
     return _commands_needed(argv) == ["tui"] and "tui" not in argv and any(
         w in TUI_VALUE_OPTIONS or w.startswith(tuple(f"{o}=" for o in TUI_VALUE_OPTIONS))
         for w in argv)
+
+
+def _with_tui(argv: list[str]) -> list[str]:
+    """argv with the implied `tui` command after --ssh and --ssh-option (the TUI's parser does
+    not know them) and before the rest."""
+    front: list[str] = []
+    rest = list(argv)
+    while rest and (rest[0] in ("--ssh", "--ssh-option")
+                    or rest[0].startswith(("--ssh=", "--ssh-option="))):
+        word = rest.pop(0)
+        front.append(word)
+        if "=" not in word and rest:
+            front.append(rest.pop(0))
+    return [*front, "tui", *rest]
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
@@ -113,14 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     try:   # Ctrl-C while the command's modules import: no traceback either
         parser = build_parser(argv)
         if _tui_options_without_command(argv):
-            args = parser.parse_args(["tui", *argv])
+            args = parser.parse_args(_with_tui(argv))
         else:
             args = parser.parse_args(argv)
             if not args.command:
-                args = parser.parse_args(["tui", *argv])
+                args = parser.parse_args(_with_tui(argv))
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
     try:
+        if getattr(args, "ssh", None):
+            from inspector.commands.ssh import run_over_ssh
+            return run_over_ssh(args)
         return int(args.func(args) or 0)
     except CliError as exc:
         print(f"inspector: {exc}", file=sys.stderr)

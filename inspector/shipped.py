@@ -15,6 +15,8 @@ SHIPPED = {
                                  "each a .service and a .timer"),
     "monitoring": ("monitoring", "Prometheus alert rules, their promtool tests, Grafana "
                                  "dashboard"),
+    "capture.sh": ("share/capture.sh", "capture with only a POSIX shell on the host: "
+                                       "ssh HOST sh -s < capture.sh > HOST.tar.gz"),
 }
 
 

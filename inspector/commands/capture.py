@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import time
 
 from inspector.atomic_write import OutputError
 from inspector.captures.capture import write_capture
 from inspector.collect import build_report
+from inspector.commands import ssh as ssh_arguments
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     CliError,
+    Duration,
     check_output,
     eprint,
     exit_epilog,
@@ -29,8 +32,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a regular file or a new path (default: inspector-HOST-TIME.tar.gz); "
                         "written atomically, mode 0600 when new")
     p.add_argument("--timeout", type=COLLECTOR_TIMEOUT, default=15.0, metavar="DURATION",
-                   help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds})")
+                   help=f"per-collector timeout (default 15s, {COLLECTOR_TIMEOUT.bounds}); "
+                        "with --ssh, each tool's on the host (at most 10s)")
+    p.add_argument("--ssh", metavar="[USER@]HOST", default=argparse.SUPPRESS,
+                   type=ssh_arguments._destination,
+                   help="capture HOST over the system ssh, with only a POSIX shell there "
+                        "(what `inspector files capture.sh` runs); also "
+                        "ssh://[USER@]HOST[:PORT]")
+    p.add_argument("--ssh-option", metavar="OPTION", action="append", default=argparse.SUPPRESS,
+                   type=ssh_arguments._option,
+                   help="an ssh -o option (repeatable); host key checking stays on")
+    p.add_argument("--deadline", type=SSH_DEADLINE, default=None, metavar="DURATION",
+                   help=f"with --ssh: give the host up after this long, keeping what arrived "
+                        f"whole (default 3m, {SSH_DEADLINE.bounds})")
     p.set_defaults(func=run)
+
+
+SSH_DEADLINE = Duration(maximum=3600)
 
 
 # the capture's child process answers within its collectors' timeout plus this: one bounded
@@ -86,6 +104,8 @@ def _capture(out_path: str, timeout: float) -> dict:
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "root", None) not in (None, "/"):
         raise CliError("capture reads the live host; --root makes no sense here")
+    if getattr(args, "ssh", None):
+        return _run_over_ssh(args)
     out = args.output or time.strftime(f"inspector-{socket.gethostname()}-%Y%m%dT%H%M%S.tar.gz")
     check_output(out)        # a device, a directory or a FIFO: refused before the capture runs
     try:
@@ -100,4 +120,43 @@ def run(args: argparse.Namespace) -> int:
         eprint(f"warning: {name} not collected ({reason}): the capture lacks it; a hung read "
                "is worth a look (D-state processes, kernel log) before a retry with a longer "
                "--timeout")
+    return 0
+
+
+def _run_over_ssh(args: argparse.Namespace) -> int:
+    """capture.sh run on the host over ssh; the tar.gz it prints, once it has opened as a
+    capture here (safe extraction: a hostile stream is refused, not written to -o), is written
+    to -o atomically."""
+    from inspector.atomic_write import atomic_output
+    from inspector.captures.capture import CaptureError
+    from inspector.remote.capture import DEADLINE_S, TOOL_TIMEOUT_S, capture, open_capture
+    from inspector.remote.ssh import SshError, host_label
+    from inspector.roots import tempdirs
+    out = args.output or time.strftime(f"inspector-{host_label(args.ssh)}-%Y%m%dT%H%M%S.tar.gz")
+    check_output(out)
+    try:
+        remote = capture(ssh_arguments.target_from_args(args),
+                         tool_timeout=min(TOOL_TIMEOUT_S, args.timeout),
+                         deadline=args.deadline or DEADLINE_S)
+        root = open_capture(remote)
+    except SshError as exc:
+        raise CliError(str(exc)) from None
+    except CaptureError as exc:
+        raise CliError(f"ssh {args.ssh}: what came back is not a readable capture: "
+                       f"{str(exc).partition(': ')[2] or exc}") from None
+    tempdirs.remove(root.path)
+    try:
+        with open(remote.path, "rb") as src, atomic_output(out, private=True) as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+    except OutputError as exc:
+        raise CliError(f"-o {exc}") from None
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+    eprint(f"wrote {out}: {os.path.getsize(out)} bytes from {args.ssh} in "
+           f"{remote.outcome.seconds:.1f} s")
+    if remote.partial:
+        eprint(f"warning: {remote.partial}: the capture holds what arrived whole "
+               f"({remote.salvaged.members if remote.salvaged else 0} entries); its sections "
+               "say what is missing")
     return 0

@@ -66,6 +66,9 @@ def root_from_args(args: argparse.Namespace, record: bool = False,
                    timeout: float | None = None) -> HostRoot:
     """The --root of `args`, opened within `timeout` seconds (by default the command's
     --timeout, 1 to 5 s: a tree that has not answered by then is on a hung mount)."""
+    opened = getattr(args, "opened_root", None)   # --ssh: the host's capture, opened already
+    if opened is not None:
+        return opened
     if timeout is None:
         given = getattr(args, "timeout", None)
         timeout = (min(OPEN_TIMEOUT, max(1.0, given)) if isinstance(given, (int, float))

@@ -99,6 +99,8 @@ class FilesystemSampler:
     def sample(self) -> list[FsUse] | Unknown:
         if not self.root.live:
             return Unknown("capture: no filesystem fill (statvfs is not recorded)")
+        if self.root.remote:
+            return Unknown(f"over ssh: no filesystem fill (statvfs runs on {self.root.remote})")
         mounts = self.mounts()
         if isinstance(mounts, Unknown):
             return mounts

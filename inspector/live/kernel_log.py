@@ -52,7 +52,7 @@ def parse_kmsg(text: str) -> list[OomVictim]:
 
 def read_oom_victims(root: HostRoot) -> list[OomVictim] | Unknown:
     """Every OOM kill the kernel log still holds, oldest first."""
-    if not root.live:
+    if not root.live or root.remote:     # a capture's copy; over ssh: not streamed
         try:
             return parse_kmsg(root.read_text("dev/kmsg", KMSG_LIMIT))
         except Unavailable as exc:

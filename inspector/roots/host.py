@@ -133,6 +133,10 @@ class _Recording:
 class HostRoot:
     """Read access to a host tree plus its facts. `HostRoot("/")` is the live machine."""
 
+    # a live host read over ssh (inspector.remote.streamed_root): its files are not this
+    # machine's, so nothing reads this machine directly for it (statvfs, /dev/kmsg)
+    remote: str | None = None
+
     def __init__(self, path: str = "/", *, record: bool = False, label: str | None = None,
                  fact_source: Callable[[str, str], Any] | None = None,
                  timeout: float = OPEN_TIMEOUT):
