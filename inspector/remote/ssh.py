@@ -7,6 +7,7 @@ to the host on stdin (`sh -s`), so nothing is written there.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import select
@@ -16,7 +17,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from inspector.parent_death import end_with_parent
+from inspector.parent_death import PR_SET_PDEATHSIG
 
 SSH_ENV = "INSPECTOR_SSH"          # the ssh client to run (default: ssh on PATH)
 REMOTE_SHELL = "sh -s"             # what the host runs: its POSIX shell reading the script
@@ -119,17 +120,33 @@ class Outcome:
         return lines[-1][:300] if lines else ""
 
 
+def _prctl():
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()      # looked up here: the forked child only calls it (fleets fork from threads)
+
+
+def _end_with_parent() -> None:
+    """In ssh's child before exec: SIGTERM when the thread that started it ends (the thread
+    waits for ssh, so: when this process ends, however it ends)."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 def start(target: Target, script: bytes, keep_stdin: bool = False) -> subprocess.Popen:
     """ssh running `script` on the host; stdin stays open when `keep_stdin` (the live loop
     reads its requests there), else it is closed after the script."""
-    parent = os.getpid()
     try:
         proc = subprocess.Popen(
             target.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
             # ssh ends with this process however it ends (its session is its own, so the
             # terminal's signals do not reach it first)
-            preexec_fn=lambda: end_with_parent(parent, signal.SIGTERM))
+            preexec_fn=_end_with_parent)
     except OSError as exc:
         raise SshError(f"cannot start ssh: {exc.strerror or exc}") from None
     assert proc.stdin is not None
