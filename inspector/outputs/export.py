@@ -26,19 +26,32 @@ def _fmt(value: float) -> str:
     return repr(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
 
 
+def _family(name: str) -> str:
+    """The metric a sample belongs to: a summary's _sum and _count are lines of its family."""
+    for suffix in SUMMARY_SUFFIXES:
+        base = name.removesuffix(suffix)
+        if base != name and (meta := METRICS.get(base)) and meta.type == "summary":
+            return base
+    return name
+
+
+SUMMARY_SUFFIXES = ("_sum", "_count")
+
+
 def prometheus_text(report: Report | dict, extra: list[Sample] | None = None) -> str:
     samples = collect_metrics(report) + list(extra or [])
-    by_name: dict[str, list[Sample]] = {}
+    by_family: dict[str, list[Sample]] = {}
     for s in samples:
-        by_name.setdefault(s.name, []).append(s)
+        by_family.setdefault(_family(s.name), []).append(s)
     lines: list[str] = []
-    for name in sorted(by_name):
-        meta = METRICS.get(name)
-        full = PREFIX + name
-        lines.append(f"# HELP {full} {meta.help if meta else name}")
-        lines.append(f"# TYPE {full} {meta.type if meta else 'gauge'}")
+    for family in sorted(by_family):
+        meta = METRICS.get(family)
+        lines.append(f"# HELP {PREFIX}{family} {meta.help if meta else family}")
+        lines.append(f"# TYPE {PREFIX}{family} {meta.type if meta else 'gauge'}")
         seen = set()
-        for s in by_name[name]:
+        # quantiles first, then _sum, then _count (the order the format shows a summary in)
+        for s in sorted(by_family[family], key=lambda s: len(s.name)):
+            full = PREFIX + s.name
             labels = ",".join(f'{k}="{_escape(str(v))}"' for k, v in sorted(s.labels.items()))
             key = (full, labels)
             if key in seen:   # duplicate series are invalid in the exposition format

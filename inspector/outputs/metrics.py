@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector import __version__
+from inspector.discover.drives import kind_of
 from inspector.model import Report, to_jsonable
 
 
@@ -62,7 +63,11 @@ _CURRENT: list[MetricDef] = [
     MetricDef("drive_health_level", "Drive/flash health: 0 ok, 1 warn, 2 crit, 3 unknown "
                                     "(the health tool failed, timed out or is missing); "
                                     "virtual disks (virtio, Xen) have no health and no series; "
-                                    "kind: fio, hio, nvme, smart (SATA/SAS)"),
+                                    "kind: fio, hio, nvme, smart (SATA/SAS), from the device "
+                                    "name when the tool failed, so the series stays one"),
+    MetricDef("drive_info", "A drive or flash card and which one to pull: model, serial, "
+                            "firmware (smartctl_exporter's smartctl_device; the tool's answer, "
+                            "else sysfs; empty when neither says) (info metric, value 1)"),
     MetricDef("drive_temperature_celsius", "Drive or flash card temperature"),
     MetricDef("drive_media_errors_total", "NVMe media and data integrity errors", type="counter",
               unit="c"),
@@ -81,13 +86,23 @@ _CURRENT: list[MetricDef] = [
     MetricDef("nvme_endurance_used_ratio", "NVMe rated endurance used (0..1, above 1 past the "
                                            "rating)"),
     MetricDef("nic_info", "A NIC and what it is: kind (physical, virtual, bridge, bond, vlan, "
-                          "loopback ...) and driver (info metric, value 1)"),
+                          "loopback ...) and driver (info metric, value 1). NIC series are "
+                          "labelled device, as node_exporter's node_network_*; their nic label "
+                          "is DEPRECATED (the same value), removed in the next release"),
     MetricDef("nic_up", "1 when the NIC is operationally up"),
     MetricDef("nic_admin_up", "1 when the NIC is administratively up (IFF_UP)"),
     MetricDef("nic_carrier", "1 when the NIC has carrier (link); no series when it is "
                              "administratively down"),
     MetricDef("nic_mtu_bytes", "MTU of a NIC", unit="B"),
-    MetricDef("nic_errors_total", "NIC error counters since boot", type="counter", unit="c"),
+    MetricDef("nic_receive_errors_total", "Receive errors since boot (rx_errors)",
+              type="counter", unit="c"),
+    MetricDef("nic_transmit_errors_total", "Transmit errors since boot (tx_errors)",
+              type="counter", unit="c"),
+    MetricDef("nic_receive_drops_total", "Received packets dropped since boot (rx_dropped: "
+                                         "no buffer, filtered; not errors)", type="counter",
+              unit="c"),
+    MetricDef("nic_transmit_drops_total", "Packets dropped on transmit since boot (tx_dropped)",
+              type="counter", unit="c"),
     MetricDef("nic_receive_packets_total", "Packets received since boot", type="counter",
               unit="c"),
     MetricDef("nic_transmit_packets_total", "Packets transmitted since boot", type="counter",
@@ -114,8 +129,10 @@ _CURRENT: list[MetricDef] = [
     MetricDef("probe_ops_per_second", "Requests per second in the last probe run"),
     MetricDef("probe_throughput_bytes_per_second", "Bytes per second in the last IO probe run",
               unit="B"),
-    # a summary without _sum and _count: its quantiles are the last run's, not cumulative
-    MetricDef("probe_latency_seconds", "Request latency quantiles of the last probe run",
+    # the last run's summary: its _count and _sum start from 0 with each run, so they give the
+    # run's mean (_sum / _count), not a rate()
+    MetricDef("probe_latency_seconds", "Request latency of the last probe run: quantiles, "
+                                       "_sum and _count of that run alone",
               type="summary", unit="s"),
     MetricDef("probe_latency_mean_seconds", "Mean request latency of the last probe run",
               unit="s"),
@@ -143,12 +160,20 @@ DEPRECATED_NAMES: dict[str, tuple[str, float, str]] = {
 # collector_seconds is deprecated too, but not a plain rename: its collector="health" and
 # collector="total" series (which made sum() count everything twice) became their own metrics.
 _COLLECTOR_SECONDS = "collector_seconds"
+# nic_errors_total{counter} counted drops as errors: its counters became their own metrics
+_NIC_ERRORS = "nic_errors_total"
+NIC_COUNTERS = {"rx_errors": "nic_receive_errors_total", "tx_errors": "nic_transmit_errors_total",
+                "rx_dropped": "nic_receive_drops_total", "tx_dropped": "nic_transmit_drops_total"}
 _DEPRECATED = "DEPRECATED, removed in the next release: use inspector_"
 _DEPRECATED_DEFS = [
     MetricDef(_COLLECTOR_SECONDS, f"{_DEPRECATED}collector_duration_seconds (sections), "
                                   "inspector_rules_duration_seconds and "
                                   "inspector_report_duration_seconds. Time each collector took, "
                                   "health and total included", unit="s"),
+    MetricDef(_NIC_ERRORS, f"{_DEPRECATED}nic_receive_errors_total, "
+                           "inspector_nic_transmit_errors_total, inspector_nic_receive_drops_total "
+                           "and inspector_nic_transmit_drops_total. NIC errors and drops since "
+                           "boot, by counter", type="counter", unit="c"),
     *(MetricDef(old, f"{_DEPRECATED}{new}. {text}")
       for old, (new, _factor, text) in DEPRECATED_NAMES.items()),
 ]
@@ -321,11 +346,40 @@ def _storage(s: Any) -> Iterator[Sample]:
         # a health tool that failed or timed out is the case an alert must see: value 3
         level_value = LEVEL_VALUE.get(level.lower(), UNKNOWN_LEVEL) if isinstance(level, str) \
             else UNKNOWN_LEVEL
-        yield Sample("drive_health_level", level_value,
-                     {"device": name, "kind": str(health.get("kind") or "")})
+        yield Sample("drive_health_level", level_value, {"device": name, "kind": _kind(name, health)})
+        device = _get(devices, name) if isinstance(devices, dict) else None
+        yield Sample("drive_info", 1, {"device": name, **_identity(health, device)})
         for field_name, (metric, scale) in DRIVE_GAUGES.items():
             if (value := _num(health.get(field_name))) is not None:
                 yield Sample(metric, _scaled(value, scale), {"device": name})
+
+
+def _kind(name: str, health: dict) -> str:
+    """The health block's kind; when the tool failed (no block), the kind the device name says:
+    a drive whose level goes from 2 to 3 keeps its series, and an alert on it its labels."""
+    kind = health.get("kind")
+    if isinstance(kind, str) and kind:
+        return kind
+    if name.startswith("fct"):
+        return "fio"                     # a Fusion-io controller without a block device
+    guessed = kind_of(name)
+    return guessed if guessed in ("fio", "hio", "nvme", "smart") else ""
+
+
+# label -> the fields that say it, in the health block first, then in the block device (sysfs)
+IDENTITY = {"model": (("model", "product"), ("model",)),
+            "serial": (("serial",), ("serial",)),
+            "firmware": (("firmware", "controller_firmware"), ())}
+
+
+def _identity(health: dict, device: Any) -> dict[str, str]:
+    out = {}
+    for label, (health_fields, device_fields) in IDENTITY.items():
+        values = [health.get(f) for f in health_fields]
+        if isinstance(device, dict):
+            values += [device.get(f) for f in device_fields]
+        out[label] = next((v.strip() for v in values if isinstance(v, str) and v.strip()), "")
+    return out
 
 
 def _md_syncing(md: dict) -> bool:
@@ -367,7 +421,8 @@ def _net(s: Any) -> Iterator[Sample]:
     for nic in s.get("nics") or []:
         if not isinstance(nic, dict) or not isinstance(nic.get("name"), str):
             continue
-        labels = {"nic": nic["name"]}
+        # device: node_exporter's label, for joins with node_network_*; nic: deprecated
+        labels = {"device": nic["name"], "nic": nic["name"]}
         driver = nic.get("driver")
         yield Sample("nic_info", 1, {**labels, "kind": str(nic.get("kind") or ""),
                                      "driver": driver if isinstance(driver, str) else ""})
@@ -378,9 +433,10 @@ def _net(s: Any) -> Iterator[Sample]:
                 yield Sample(metric, 1 if nic[key] else 0, labels)
         if (mtu := _num(nic.get("mtu"))) is not None:
             yield Sample("nic_mtu_bytes", mtu, labels)
-        for key in ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped"):
+        for key, metric in NIC_COUNTERS.items():
             if (value := _num(_get(nic, "statistics", key))) is not None:
-                yield Sample("nic_errors_total", value, {**labels, "counter": key})
+                yield Sample(metric, value, labels)
+                yield Sample(_NIC_ERRORS, value, {**labels, "counter": key})
         for key, metric in NIC_PACKETS.items():
             if (value := _num(_get(nic, "statistics", key))) is not None:
                 yield Sample(metric, value, labels)
@@ -465,6 +521,11 @@ def probe_metrics(runs: Iterable[dict], started_at: float) -> list[Sample]:
             if (us := _num(summary.get(key))) is not None:
                 out.append(Sample("probe_latency_seconds", _scaled(us, MICRO),
                                   {**labels, "quantile": quantile}))
+        requests, mean_us = _num(summary.get("requests")), _num(summary.get("avg_us"))
+        if requests is not None and mean_us is not None:     # the run's own sum and count
+            out.append(Sample("probe_latency_seconds_sum", _scaled(mean_us * requests, MICRO),
+                              labels))
+            out.append(Sample("probe_latency_seconds_count", requests, labels))
         for key, metric in LATENCY_FIGURES.items():
             if (us := _num(summary.get(key))) is not None:
                 out.append(Sample(metric, _scaled(us, MICRO), labels))

@@ -17,8 +17,10 @@ MONITORING = Path(inspector.__file__).resolve().parent / "monitoring"
 RULES = MONITORING / "inspector-alerts.yml"
 RULE_TESTS = MONITORING / "inspector-alerts.test.yml"
 DASHBOARD = MONITORING / "inspector-dashboard.json"
-# node_exporter's own series the rules and the dashboard may use beside Inspector's
-NODE_METRICS = {"node_textfile_mtime_seconds"}
+# node_exporter's own series the rules and the dashboard may use beside Inspector's: the
+# textfile's age and parse errors, the CPU counters (steal as a rate)
+NODE_METRICS = {"node_textfile_mtime_seconds", "node_textfile_scrape_error",
+                "node_cpu_seconds_total"}
 METRIC_NAME = re.compile(r"\b(?:inspector|node)_[a-z0-9_]+\b")
 
 

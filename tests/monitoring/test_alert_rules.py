@@ -7,6 +7,8 @@ import json
 import re
 import shutil
 
+import pytest
+
 from inspector.health.cpu import STEAL_WARN_PERCENT
 from inspector.health.dns import FAILOVER_WARN_S
 from inspector.health.drives import FIO_PBW_WARN_PCT, NVME_WEAR_WARN_PCT
@@ -16,7 +18,9 @@ from monitoring_files import RULE_TESTS, RULES, export_text, input_series, promt
 def test_rules_are_valid():
     res = promtool("check", "rules", str(RULES))
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f"SUCCESS: {len(rule_exprs())} rules found" in res.stdout, res.stdout
+    records = RULES.read_text().count("- record: ")
+    assert records == 1      # the probe latency thresholds
+    assert f"SUCCESS: {len(rule_exprs()) + records} rules found" in res.stdout, res.stdout
 
 
 def test_rule_unit_tests_pass():
@@ -42,10 +46,74 @@ def test_every_alert_fires_in_a_unit_test():
     assert set(rule_exprs()) == fired
 
 
+def _without(text: str, alert: str) -> str:
+    """The rules file without one alert rule (from its `- alert:` line to the next rule)."""
+    start = text.index(f"      - alert: {alert}\n")
+    end = text.find("      - alert: ", start + 1)
+    return text[:start] + (text[end:] if end != -1 else "")
+
+
+def _unit_tests_with(rules: str, tmp_path) -> str:
+    """promtool's complaints when the unit tests run against `rules` ("" when they pass)."""
+    shutil.copy(RULE_TESTS, tmp_path)
+    (tmp_path / RULES.name).write_text(rules)
+    res = promtool("test", "rules", RULE_TESTS.name, cwd=tmp_path)
+    return "" if res.returncode == 0 else res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_each_alert_is_needed_by_its_unit_tests(tmp_path):
+    """Without any one rule the unit tests fail, naming it: the textfile missing or unreadable,
+    the escalation of a lost drive, the growth alerts ... each has a test that fails without
+    it (as the tests of issue 28 failed on the rules before it)."""
+    rules = RULES.read_text()
+    for alert in rule_exprs():
+        assert f"alertname: {alert}," in _unit_tests_with(_without(rules, alert), tmp_path), alert
+
+
+def test_the_hold_and_keep_durations_are_tested(tmp_path):
+    """A critical drive stays firing an hour after its tool hangs (keep_firing_for), and md,
+    drive and NVMe-spare criticals wait 5 minutes (for:): dropping either fails a unit test."""
+    rules = RULES.read_text()
+    kept = rules.replace("        keep_firing_for: 1h\n", "")
+    assert kept != rules
+    assert "alertname: InspectorDriveHealthCritical, time: 1h18m" in _unit_tests_with(kept, tmp_path)
+    for alert in ("InspectorMdDegraded", "InspectorDriveHealthCritical", "InspectorNvmeSpareLow"):
+        start = rules.index(f"- alert: {alert}\n")
+        hold = rules.index("        for: 5m\n", start)
+        assert hold < rules.find("- alert: ", start + 1)
+        hasty = rules[:hold] + rules[hold + len("        for: 5m\n"):]
+        assert f"alertname: {alert}, time: 4m" in _unit_tests_with(hasty, tmp_path), alert
+
+
+def test_every_alert_links_its_runbook_in_the_readme():
+    """runbook_url: a README section (GitHub's anchor of its heading), under the base URL a
+    site sets once as the external label inspector_runbooks."""
+    readme = (RULES.parents[2] / "README.md").read_text()
+    anchors = {_github_anchor(line.lstrip("#").strip())
+               for line in readme.splitlines() if re.match(r"#{2,4} ", line)}
+    rules = RULES.read_text()
+    blocks = rules.split("      - alert: ")[1:]
+    assert len(blocks) == len(rule_exprs())
+    for block in blocks:
+        match = re.search(r"runbook_url: '\{\{ or \$externalLabels.inspector_runbooks "
+                          r"\"README.md\" \}\}#([a-z0-9-]+)'", block)
+        assert match, block.splitlines()[0]
+        assert match.group(1) in anchors, (block.splitlines()[0], match.group(1))
+
+
+def _github_anchor(heading: str) -> str:
+    """GitHub's id for a heading: lower case, punctuation but - and _ dropped, spaces to -."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
 def test_thresholds_are_the_health_rules():
     """An alert and `inspector check` on the same host agree."""
     exprs = rule_exprs()
-    assert exprs["InspectorCpuStealHigh"] == f"inspector_cpu_steal_ratio > {STEAL_WARN_PERCENT / 100:g}"
+    steal = exprs["InspectorCpuStealHigh"]          # the rate now, the since-boot share else
+    assert steal.count(f" > {STEAL_WARN_PERCENT / 100:g}") == 2, steal
+    assert 'rate(node_cpu_seconds_total{mode="steal"}[5m])' in steal
+    assert f"inspector_cpu_steal_ratio > {STEAL_WARN_PERCENT / 100:g}" in steal
     assert exprs["InspectorDnsFirstServerLoss"] == \
         f"inspector_resolver_first_server_loss_seconds > {FAILOVER_WARN_S:g}"
     assert exprs["InspectorFlashRatedPbwLow"] == \
@@ -99,7 +167,7 @@ def test_fixture_exports_fire_the_alerts_their_findings_explain(tmp_path):
         "interval": "1m", "input_series": series,
         "promql_expr_test": [{
             "expr": 'count by (alertname, instance, subject) (label_join(ALERTS{alertstate='
-                    '"firing"}, "subject", "", "device", "nic", "section"))',
+                    '"firing"}, "subject", "", "device", "section"))',
             "eval_time": f"{minutes}m", "exp_samples": expected}]}]}
     path = tmp_path / "fixtures.test.yml"
     path.write_text(json.dumps(test))       # YAML is a superset of JSON

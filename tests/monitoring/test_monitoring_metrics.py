@@ -149,6 +149,47 @@ def _value(fams: dict, name: str, labels: dict, suffix: str = "") -> float:
     return values[0]
 
 
+def test_nic_series_are_labelled_device_and_drops_are_not_errors(exports):
+    """node_exporter's label (joins with node_network_*), one counter per meaning: the
+    net-errors root's eno1 has 12 receive errors and 25000 drops, not 25012 'errors'."""
+    fams = _families(exports["net-errors"])
+    eno1 = {"device": "eno1"}
+    assert _value(fams, "inspector_nic_receive_errors", eno1, "_total") == 12
+    assert _value(fams, "inspector_nic_receive_drops", eno1, "_total") == 25000
+    assert _value(fams, "inspector_nic_transmit_errors", eno1, "_total") == 0
+    assert _value(fams, "inspector_nic_transmit_drops", eno1, "_total") == 0
+    for name, fam in fams.items():
+        if name.startswith("inspector_nic_"):
+            assert all(s.labels["device"] == s.labels["nic"] for s in fam.samples), name
+    deprecated = fams["inspector_nic_errors"]     # the parser names counters without _total
+    assert deprecated.documentation.startswith("DEPRECATED")
+    assert {s.labels["counter"] for s in deprecated.samples} == \
+        {"rx_errors", "tx_errors", "rx_dropped", "tx_dropped"}
+
+
+def test_drive_info_says_which_drive_to_pull(exports):
+    fams = _families(exports["flash-mixed"])
+    info = {s.labels["device"]: s.labels for s in fams["inspector_drive_info"].samples}
+    assert info["sda"] == {"device": "sda", "model": "ST4000NM0035-1V4107", "serial": "ZC1A2B3C",
+                           "firmware": "TN03"}
+    assert info["nvme0n1"]["serial"] == "S439NA0M500123"
+    assert info["fioa"]["model"] == "F00-001-1T20-CS-0001"       # fio-status' product
+    levels = {s.labels["device"] for s in fams["inspector_drive_health_level"].samples}
+    assert set(info) == levels          # every drive with a level, the unreadable one too
+    assert all(s.value == 1 for s in fams["inspector_drive_info"].samples)
+
+
+def test_a_drive_whose_tool_failed_keeps_its_kind(exports):
+    """Its level goes to 3 on the same series: an alert on it keeps its labels (kind included)
+    instead of resolving and starting another."""
+    for root, device, kind in (("flash-mixed", "hiob", "hio"),            # hio_info timed out
+                               ("storage-raid1-faulty", "sda", "smart")):  # smartctl not recorded
+        health = _families(exports[root])["inspector_drive_health_level"]
+        labels = [s.labels for s in health.samples if s.labels["device"] == device]
+        values = [s.value for s in health.samples if s.labels["device"] == device]
+        assert labels == [{"device": device, "kind": kind}] and values == [3], (root, labels)
+
+
 def test_old_names_are_written_for_one_release_marked_deprecated(exports):
     text = exports["flash-mixed"]
     helps = {line.split()[2]: line for line in text.splitlines() if line.startswith("# HELP ")}
@@ -174,9 +215,17 @@ def test_probe_series(probe_export):
     fams = _families(probe_export)
     latency = fams["inspector_probe_latency_seconds"]
     assert latency.type == "summary"
-    io = {s.labels["quantile"]: s.value for s in latency.samples if s.labels["kind"] == "io"}
+    io = {s.labels["quantile"]: s.value for s in latency.samples
+          if s.labels["kind"] == "io" and s.name == "inspector_probe_latency_seconds"}
     assert set(io) == {"0.5", "0.9", "0.99", "0.999"}
     assert 0 < io["0.5"] <= io["0.9"] <= io["0.99"] <= io["0.999"] < 1
+    # the run's own _count and _sum: its requests, and its mean times them
+    io_labels = {"kind": "io"}
+    count = _value(fams, "inspector_probe_latency_seconds", io_labels, "_count")
+    assert count == _value(fams, "inspector_probe_requests", io_labels) > 10
+    mean = _value(fams, "inspector_probe_latency_mean_seconds", io_labels)
+    assert _value(fams, "inspector_probe_latency_seconds", io_labels, "_sum") == \
+        pytest.approx(mean * count, rel=1e-6)
     success = {s.labels["probe"]: s.value for s in fams["inspector_probe_success"].samples}
     assert set(success) == {p for p in success if p.startswith("io:")} | {"dns"}
     ops = [s.value for s in fams["inspector_probe_ops_per_second"].samples

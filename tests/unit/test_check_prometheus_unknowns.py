@@ -32,7 +32,8 @@ def test_unknown_drive_health_is_3_and_documented():
     levels = _values(health, "device")
     assert levels["hiob"] == 3            # hio_info timed out: unknown, still a series
     assert levels["hioa"] == 2 and levels["nvme0n1"] == 0
-    assert {s.labels["kind"] for s in health.samples if s.labels["device"] == "hiob"} == {""}
+    # its kind from its name: the series (and an alert on it) keeps its labels (issue 28)
+    assert {s.labels["kind"] for s in health.samples if s.labels["device"] == "hiob"} == {"hio"}
 
 
 def test_section_up_needs_the_primary_input(tmp_path):
