@@ -89,6 +89,12 @@ def _open(args: argparse.Namespace, create: bool) -> HistoryDB:
     return db
 
 
+def _report_damage(db: HistoryDB) -> None:
+    """One line for what reading skipped or mended in a malformed database."""
+    if db.damage:
+        eprint(f"warning: {visible(db.damage.line(db.path))}")
+
+
 def _missing(db: HistoryDB) -> str:
     return (f" (no history database at {db.path} yet: `inspector record` creates it)"
             if db.missing else "")
@@ -128,6 +134,7 @@ def run_import(args: argparse.Namespace) -> int:
 def run_checks(args: argparse.Namespace) -> int:
     with _open(args, create=False) as db:
         checks = db.checks()
+    _report_damage(db)
     buckets = aggregate_checks(checks, args.by)
     missing = _missing(db)
     if args.json:
@@ -178,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         groups = [(p, t) for p, t, _ in db.targets() if (probe is None or p == probe)
                   and (target is None or t == target)]
         runs = {f"{p}:{t}": db.runs(p, t) for p, t in groups}
+    _report_damage(db)
     tables = {name: aggregate(rows, args.by) for name, rows in runs.items()}
     offsets = {name: sorted({r["tz_offset_s"] or 0 for r in rows}) for name, rows in runs.items()}
     if args.json:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspector.commands.common import CliError
+from inspector.commands.common import CliError, eprint
 from inspector.escapes import visible
 from inspector.outputs.documents import stamped
+from inspector.record.store import SampleReader
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,9 +22,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_samples(args: argparse.Namespace, db) -> int:
+    import sqlite3
+
     from inspector.model import to_jsonable
     from inspector.record.sample_history import sample_tables
-    tables = sample_tables(db.conn, args.by, disks=args.disk)
+    try:
+        tables = sample_tables(db.conn, args.by, disks=args.disk)
+    except sqlite3.DatabaseError as exc:     # a damaged page under the tables' queries
+        raise CliError(f"{db.path}: damaged: recorded samples unreadable ({exc}); "
+                       f"`sqlite3 {db.path} .recover` salvages what is left") from None
+    SampleReader(db.conn, db.damage).span()      # counts the intervals the tables left out
+    if db.damage:
+        eprint(f"warning: {visible(db.damage.line(db.path))}")
     if args.disk:
         unknown = [d for d in args.disk if d not in tables.disks]
         if unknown and tables.cpu:
@@ -54,5 +64,4 @@ def run_samples(args: argparse.Namespace, db) -> int:
 
 
 def recorded_intervals(db) -> int:
-    from inspector.record.store import SampleReader
     return SampleReader(db.conn).span().intervals

@@ -40,7 +40,7 @@ def open_samples(path: str) -> tuple[HistoryDB, SampleReader]:
         raise CliError(str(exc)) from None
     if db.note:
         eprint(f"note: {db.path}: {db.note}")
-    return db, SampleReader(db.conn)
+    return db, SampleReader(db.conn, db.damage)
 
 
 def run_replay(args: argparse.Namespace, width: int | None) -> int:
@@ -51,6 +51,7 @@ def run_replay(args: argparse.Namespace, width: int | None) -> int:
     with db:
         span = reader.span()
         if not span.intervals or span.first_ts is None or span.last_ts is None:
+            _warn_damaged(reader, args.db)
             raise CliError(f"{args.db}: no recorded samples (`inspector record --samples` "
                            "records them)", status=1)
         try:
@@ -71,12 +72,20 @@ def run_replay(args: argparse.Namespace, width: int | None) -> int:
                 sys.stdout.write(format_block(r, show_idle=args.all, width=width))
             printed += 1
         sys.stdout.flush()
+        _warn_damaged(reader, args.db)
         if not printed:
             first = describe(span.first_ts, reader.offset_near(span.first_ts))
             last = describe(span.last_ts, reader.offset_near(span.last_ts))
             raise CliError(f"no recorded interval in that period (recorded from {first} to "
                            f"{last})", status=1)
     return 0
+
+
+def _warn_damaged(reader: SampleReader, path: str) -> None:
+    """One line for what a malformed recording made the replay skip (inspector.record.damage)."""
+    if reader.damage:
+        from inspector.escapes import visible
+        eprint(f"warning: {visible(reader.damage.line(path))}")
 
 
 def _point(text: str | None, reader: SampleReader, latest: float | None) -> float | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from inspector.output_paths import Place, file_kind
 from inspector.record import store as sample_store
+from inspector.record.damage import Damage, finite, valid_time
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -130,6 +131,7 @@ class HistoryDB:
         self.read_only = not create
         self.note = ""        # said to the reader when opened read-only
         self.missing = False  # see empty()
+        self.damage = Damage()  # what reading found malformed (rows skipped or mended)
         # set once a connection is open (close() copes with none yet)
         self.conn: sqlite3.Connection
         place = _vet_path(path, create, make_dirs)
@@ -151,7 +153,10 @@ class HistoryDB:
                 # a foreign database is refused before anything could write to it
                 self._read_only_connection(real, fd, wal=header[18:20] == b"\x02\x02")
                 if create:
-                    self.conn.close()
+                    try:
+                        self._refuse_if_damaged()
+                    finally:
+                        self.conn.close()
             if create:
                 self._writable_connection(real, fd)
         except sqlite3.DatabaseError as exc:
@@ -184,6 +189,7 @@ class HistoryDB:
         """What reading a database that does not exist yet gives: no runs, no checks."""
         db = cls.__new__(cls)
         db.path, db.read_only, db.note, db.missing = path, True, "", True
+        db.damage = Damage()
         db.conn = _empty_history()
         return db
 
@@ -258,9 +264,33 @@ class HistoryDB:
             return
         raise failure or sqlite3.DatabaseError("cannot open")
 
+    def _refuse_if_damaged(self) -> None:
+        """SQLite's quick_check (every page and b-tree, ~0.2 s per 150 MB cached) before the
+        first write: a write into a damaged database can spread the damage over pages that
+        were still readable. HistoryError in one line; readers still read what they can."""
+        try:
+            problems = [line for (text,) in self.conn.execute("PRAGMA quick_check(20)")
+                        for line in str(text).splitlines() if not line.startswith("***")]
+        except sqlite3.DatabaseError as exc:
+            problems = [str(exc)]
+        if problems and problems != ["ok"]:
+            more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+            raise HistoryError(f"{self.path}: damaged, not written: {problems[0][:160]}{more}; "
+                               f"`inspector history --db {self.path}` reads what it can, "
+                               f"`sqlite3 {self.path} .recover` salvages it")
+
     def _check_version(self) -> None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None and self.read_only:
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'") \
+                .fetchone()
+        except sqlite3.DatabaseError as exc:
+            if not self.read_only:
+                raise
+            self.damage.add(f"schema version unreadable ({exc})")      # read the rest
+            return
+        if self.read_only and (row is None or not str(row[0]).isdigit()):
+            if row is not None:
+                self.damage.add(f"schema version {str(row[0])[:20]!r} is not a number")
             return
         if row is None:
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
@@ -400,9 +430,13 @@ class HistoryDB:
             raise HistoryWriteError(f"{self.path}: {what}: {exc}") from None
 
     # ------------------------------------------------------------------ reads
+    # Every read keeps what it can: a row whose time is not a time is skipped, a figure that
+    # is not a number reads as unknown (None), findings that are not JSON as none, and rows
+    # past a damaged page are lost while those before it are kept; `damage` says what.
     def targets(self) -> list[tuple[str, str, int]]:
-        return list(self.conn.execute(
-            "SELECT probe, target, COUNT(*) FROM probe_runs GROUP BY probe, target ORDER BY probe, target"))
+        rows = self._rows("SELECT probe, target, COUNT(*) FROM probe_runs GROUP BY probe, "
+                          "target ORDER BY probe, target", [], "probe targets")
+        return [(str(probe), str(target), count) for probe, target, count in rows]
 
     def runs(self, probe: str | None = None, target: str | None = None) -> list[dict]:
         sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM probe_runs WHERE 1=1"
@@ -414,13 +448,67 @@ class HistoryDB:
             sql += " AND target = ?"
             args.append(target)
         sql += " ORDER BY ts"
-        return [dict(zip(_RUN_COLUMNS, row)) for row in self.conn.execute(sql, args)]
+        out = []
+        for row in self._rows(sql, args, "probe runs"):
+            run = dict(zip(_RUN_COLUMNS, row))
+            if not valid_time(run["ts"], run["tz_offset_s"]):
+                self.damage.add("probe runs with a malformed time skipped")
+                continue
+            run["tz_offset_s"] = int(run["tz_offset_s"])
+            for column in _RUN_NUMBERS:
+                if run[column] is not None and not finite(run[column]):
+                    run[column] = None
+                    self.damage.add("probe run figures that are not numbers read as unknown")
+            for column in ("host", "probe", "target", "source", "error"):
+                if run[column] is not None and not isinstance(run[column], str):
+                    run[column] = str(run[column])
+            out.append(run)
+        return out
 
     def checks(self) -> list[dict]:
-        return [{"ts": ts, "tz_offset_s": tz, "host": host, "worst": worst,
-                 "findings": json.loads(f)}
-                for ts, tz, host, worst, f in self.conn.execute(
-                    "SELECT ts, tz_offset_s, host, worst, findings FROM checks ORDER BY ts")]
+        out = []
+        for ts, tz, host, worst, text in self._rows(
+                "SELECT ts, tz_offset_s, host, worst, findings FROM checks ORDER BY ts", [],
+                "checks"):
+            if not valid_time(ts, tz):
+                self.damage.add("checks with a malformed time skipped")
+                continue
+            if worst not in CHECK_LEVELS:
+                self.damage.add("checks with no known worst level read as unknown")
+                worst = "unknown"
+            findings = _findings(text)
+            if findings is None:
+                self.damage.add("checks whose findings are not a JSON list read as none")
+                findings = []
+            out.append({"ts": ts, "tz_offset_s": int(tz),
+                        "host": host if host is None or isinstance(host, str) else str(host),
+                        "worst": worst, "findings": findings})
+        return out
+
+    def _rows(self, sql: str, args: list, what: str) -> list[tuple]:
+        """The rows of a query, up to a damaged page (then the ones read before it)."""
+        rows: list[tuple] = []
+        try:
+            for row in self.conn.execute(sql, args):
+                rows.append(row)
+        except sqlite3.DatabaseError as exc:
+            self.damage.add(f"{what} past a damaged page not read ({exc})")
+        return rows
+
+
+_RUN_NUMBERS = ("requests", "duration_s", "ops_per_s", "bytes_per_s", "lat_min_us",
+                "lat_avg_us", "lat_max_us", "lat_mdev_us", "lat_p99_us")
+
+
+def _findings(text: object) -> list[dict] | None:
+    """A check's findings: a JSON list of objects (others dropped), None if not one."""
+    if not isinstance(text, (str, bytes)):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return [f for f in value if isinstance(f, dict)] if isinstance(value, list) else None
 
 
 def _uri(path: str) -> str:

@@ -13,7 +13,7 @@ import math
 import sqlite3
 from dataclasses import dataclass, field
 
-from inspector.record.store import has_samples
+from inspector.record.store import WELL_FORMED, has_samples
 
 _HOUR = "CAST((CAST(i.ts AS INTEGER) + i.tz_offset_s) % 86400 / 3600 AS INTEGER)"
 _DAY = "date(CAST(i.ts AS INTEGER) + i.tz_offset_s, 'unixepoch')"
@@ -72,8 +72,8 @@ def sample_tables(conn: sqlite3.Connection, by: str = "hour", disks: list[str] |
     if not has_samples(conn):
         return out
     key = _HOUR if by == "hour" else _DAY
-    out.offsets = [o for (o,) in conn.execute(
-        "SELECT DISTINCT tz_offset_s FROM sample_intervals ORDER BY 1")]
+    out.offsets = [int(o) for (o,) in conn.execute(
+        f"SELECT DISTINCT tz_offset_s FROM sample_intervals WHERE {WELL_FORMED} ORDER BY 1")]
     total = " + ".join(f"i.cpu_{s}" for s in ("user", "nice", "system", "idle", "iowait",
                                                "irq", "softirq", "steal"))
     iowait = f"(100.0 * i.cpu_iowait / ({total}))"
@@ -81,7 +81,7 @@ def sample_tables(conn: sqlite3.Connection, by: str = "hour", disks: list[str] |
     busy = f"(100.0 - 100.0 * (i.cpu_idle + i.cpu_iowait) / ({total}))"
     figures = ", ".join(f"SUM({x}), SUM({x} * {x}), MAX({x})" for x in (iowait, steal, busy))
     for row in conn.execute(f"SELECT {key} AS k, COUNT(*), {figures} FROM sample_intervals i "
-                            f"WHERE i.cpu_user IS NOT NULL AND ({total}) > 0 "
+                            f"WHERE i.cpu_user IS NOT NULL AND ({total}) > 0 AND {WELL_FORMED} "
                             "GROUP BY k ORDER BY k"):
         k, n = row[0], row[1]
         out.cpu.append(CpuBucket(_key(k, by), n, _figure(n, *row[2:5]), _figure(n, *row[5:8]),
@@ -114,11 +114,13 @@ def _disk_tables(conn: sqlite3.Connection, key: str, by: str, out: SampleTables,
     # intervals each device was there: counted per device set, then per device
     members: dict[int, list[int]] = {}
     for set_id, text in conn.execute("SELECT id, members FROM sample_devsets"):
-        members[set_id] = [int(t[1:]) for t in text.split() if t[:1] == "d" and t[1:].isdigit()
+        members[set_id] = [int(t[1:]) for t in str(text).split()
+                           if t[:1] == "d" and t[1:].isascii() and t[1:].isdigit()
                            and int(t[1:]) in names]
     present: dict[tuple[str, str], int] = {}
     for k, devset, n in conn.execute(f"SELECT {key} AS k, i.devset, COUNT(*) FROM "
-                                     "sample_intervals i GROUP BY k, i.devset"):
+                                     f"sample_intervals i WHERE {WELL_FORMED} "
+                                     "GROUP BY k, i.devset"):
         for dev_id in members.get(devset, []):
             slot = (names[dev_id], _key(k, by))
             present[slot] = present.get(slot, 0) + n
@@ -133,7 +135,7 @@ def _disk_tables(conn: sqlite3.Connection, key: str, by: str, out: SampleTables,
             f"SUM({iops}), SUM({iops} * {iops}), MAX({iops}), COUNT({wait}), SUM({wait}), "
             f"SUM({wait} * {wait}), MAX({wait}) "
             "FROM sample_disks d JOIN sample_intervals i ON i.id = d.interval_id "
-            f"WHERE d.device_id IN ({ids}) GROUP BY k, d.device_id"):
+            f"WHERE d.device_id IN ({ids}) AND {WELL_FORMED} GROUP BY k, d.device_id"):
         slot = (names[row[1]], _key(row[0], by))
         acc = sums.setdefault(slot, [0.0] * 10)
         for j, v in enumerate(row[2:]):

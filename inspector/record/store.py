@@ -50,6 +50,7 @@ from inspector.live.netstats import NicCounters, NicRates, nic_rates
 from inspector.live.procs import DStateProc, ProcIoRate
 from inspector.live.sampler import Counters, Rates
 from inspector.model import Finding, Level, Unknown, known
+from inspector.record.damage import OFFSET_RANGE, TS_RANGE, Damage, finite
 
 # /proc/diskstats columns after the name (DiskCounters' fields), in order; in_flight is the
 # one gauge (stored as read, not as an increase)
@@ -122,6 +123,13 @@ _CHILD_TABLES = ("sample_disks", "sample_nics", "sample_procs", "sample_findings
 _INTERVAL_COLUMNS = ("ts", "tz_offset_s", "span_us", "devset", *_CPU_COLUMNS, "ncpu", "ctxt",
                      "intr", "procs_running", "procs_blocked", "load1", "load5", "load15",
                      "runnable", "threads", "note")
+# An interval whose time, offset or length is not one is left out of every read (a malformed
+# database: text or 1e300 there ended `top --db` in a TypeError or an OverflowError)
+WELL_FORMED = (f"typeof(ts) IN ('integer', 'real') AND ts BETWEEN {TS_RANGE[0]} AND "
+                f"{TS_RANGE[1]} AND typeof(tz_offset_s) IN ('integer', 'real') AND "
+                f"tz_offset_s BETWEEN {OFFSET_RANGE[0]} AND {OFFSET_RANGE[1]} AND "
+                "typeof(span_us) IN ('integer', 'real') AND span_us > 0")
+_BAD_ROW = ()       # a child row with a value that is not a number: its device is left out
 
 
 def has_samples(conn: sqlite3.Connection) -> bool:
@@ -372,9 +380,11 @@ class SampleReader:
 
     CHUNK = 512       # intervals read per query when streaming a range
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: sqlite3.Connection, damage: Damage | None = None):
         self.conn = conn
         self.available = has_samples(conn)
+        # what a malformed database made us skip (shared with its HistoryDB's, when given)
+        self.damage = damage if damage is not None else Damage()
         self._devices: dict[int, _Device] = {}
         self._devsets: dict[int, list[tuple]] = {}
         self._notes: dict[int, dict] = {}
@@ -382,20 +392,31 @@ class SampleReader:
     def span(self) -> Span:
         if not self.available:
             return Span(0, None, None)
-        count, first, last = self.conn.execute(
-            "SELECT COUNT(*), MIN(ts), MAX(ts) FROM sample_intervals").fetchone()
-        offsets = [o for (o,) in self.conn.execute(
-            "SELECT DISTINCT tz_offset_s FROM sample_intervals ORDER BY 1")]
+        try:
+            count, first, last = self.conn.execute(
+                "SELECT COUNT(*), MIN(ts), MAX(ts) FROM sample_intervals "
+                f"WHERE {WELL_FORMED}").fetchone()
+            offsets = [int(o) for (o,) in self.conn.execute(
+                f"SELECT DISTINCT tz_offset_s FROM sample_intervals WHERE {WELL_FORMED} "
+                "ORDER BY 1")]
+            malformed = self.conn.execute(
+                f"SELECT COUNT(*) FROM sample_intervals WHERE NOT ({WELL_FORMED})").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            self.damage.add(f"sample intervals unreadable ({exc})")
+            return Span(0, None, None)
+        if malformed:
+            self.damage.add("sample intervals with a malformed time or length skipped",
+                            malformed)
         return Span(count, first, last, offsets)
 
     def offset_near(self, ts: float) -> int:
         """The recorded host's UTC offset at the interval nearest `ts` (this machine's own
         when nothing is recorded)."""
         if self.available:
-            for sql in ("SELECT tz_offset_s FROM sample_intervals WHERE ts <= ? "
-                        "ORDER BY ts DESC LIMIT 1",
-                        "SELECT tz_offset_s FROM sample_intervals WHERE ts > ? "
-                        "ORDER BY ts LIMIT 1"):
+            for sql in (f"SELECT tz_offset_s FROM sample_intervals WHERE ts <= ? AND "
+                        f"{WELL_FORMED} ORDER BY ts DESC LIMIT 1",
+                        f"SELECT tz_offset_s FROM sample_intervals WHERE ts > ? AND "
+                        f"{WELL_FORMED} ORDER BY ts LIMIT 1"):
                 row = self.conn.execute(sql, (ts,)).fetchone()
                 if row is not None:
                     return int(row[0])
@@ -405,7 +426,8 @@ class SampleReader:
         """(id, end time) of every interval in time order: what a timeline moves through."""
         if not self.available:
             return []
-        return list(self.conn.execute("SELECT id, ts FROM sample_intervals ORDER BY ts, id"))
+        return list(self.conn.execute(f"SELECT id, ts FROM sample_intervals WHERE {WELL_FORMED} "
+                                      "ORDER BY ts, id"))
 
     def between(self, start: float | None = None, end: float | None = None,
                 limit: int | None = None) -> Iterator[RecordedRates]:
@@ -417,7 +439,7 @@ class SampleReader:
         while limit is None or done < limit:
             size = self.CHUNK if limit is None else min(self.CHUNK, limit - done)
             sql = (f"SELECT id, {', '.join(_INTERVAL_COLUMNS)} FROM sample_intervals "
-                   "WHERE (ts > ? OR (ts = ? AND id > ?))")
+                   f"WHERE (ts > ? OR (ts = ? AND id > ?)) AND {WELL_FORMED}")
             args: list = [after[0], after[0], after[1]]
             if start is not None:
                 sql += " AND ts >= ?"
@@ -425,7 +447,12 @@ class SampleReader:
             if end is not None:
                 sql += " AND ts <= ?"
                 args.append(end)
-            rows = self.conn.execute(sql + " ORDER BY ts, id LIMIT ?", (*args, size)).fetchall()
+            try:
+                rows = self.conn.execute(sql + " ORDER BY ts, id LIMIT ?",
+                                         (*args, size)).fetchall()
+            except sqlite3.DatabaseError as exc:       # a damaged page: what came before stays
+                self.damage.add(f"sample intervals past a damaged page not read ({exc})")
+                return
             if not rows:
                 return
             yield from self._decode(rows)
@@ -442,7 +469,7 @@ class SampleReader:
             part = ids[start:start + 500]
             for row in self.conn.execute(
                     f"SELECT id, {', '.join(_INTERVAL_COLUMNS)} FROM sample_intervals "
-                    f"WHERE id IN ({', '.join('?' * len(part))})", part):
+                    f"WHERE id IN ({', '.join('?' * len(part))}) AND {WELL_FORMED}", part):
                 found[row[0]] = row
         rows = [found[i] for i in ids if i in found]
         decoded = {r.interval_id: r for r in self._decode(sorted(rows))}
@@ -456,17 +483,44 @@ class SampleReader:
         nics = self._children("sample_nics", low, high, wanted)
         procs = self._children("sample_procs", low, high, wanted)
         findings = self._children("sample_findings", low, high, wanted)
-        return [self._interval(row, disks.get(row[0], {}), nics.get(row[0], {}),
-                               procs.get(row[0], {}), findings.get(row[0], {}))
-                for row in rows]
+        out = []
+        for row in rows:
+            try:
+                out.append(self._interval(row, disks.get(row[0], {}), nics.get(row[0], {}),
+                                          procs.get(row[0], {}), findings.get(row[0], {})))
+            except (TypeError, ValueError, OverflowError, ZeroDivisionError, KeyError,
+                    AttributeError):      # a value of the wrong kind the checks let through
+                self.damage.add("sample intervals with malformed values skipped")
+        return out
 
     def _children(self, table: str, low: int, high: int, wanted: set[int]) -> dict:
         out: dict[int, dict] = {}
-        for row in self.conn.execute(f"SELECT * FROM {table} WHERE interval_id BETWEEN ? AND ?",
-                                     (low, high)):
-            if row[0] in wanted:
-                out.setdefault(row[0], {})[row[1]] = row[2:]
+        try:
+            for row in self.conn.execute(f"SELECT * FROM {table} WHERE interval_id BETWEEN ? "
+                                         "AND ?", (low, high)):
+                if row[0] in wanted:
+                    out.setdefault(row[0], {})[row[1]] = self._checked(table, row[2:])
+        except sqlite3.DatabaseError as exc:
+            self.damage.add(f"{table} rows past a damaged page not read ({exc})")
         return out
+
+    def _checked(self, table: str, values: tuple) -> tuple:
+        """A child row whose numbers are numbers (else _BAD_ROW: its device or process is
+        left out of the interval, and counted)."""
+        if table in ("sample_disks", "sample_nics"):
+            numbers = values
+        elif table == "sample_procs":       # kind, pid, tgid, comm, wchan, rd, wr, s, since
+            numbers = (values[1], values[2], *values[5:])
+            since = values[8]
+            if finite(since) and not TS_RANGE[0] <= since <= TS_RANGE[1]:   # shown as a time
+                self.damage.add(f"{table} rows with a time out of range left out")
+                return _BAD_ROW
+        else:
+            return tuple(v if v is None or isinstance(v, str) else str(v) for v in values)
+        if all(v is None or finite(v) for v in numbers):
+            return values
+        self.damage.add(f"{table} rows with a value that is not a number left out")
+        return _BAD_ROW
 
     def _device(self, device_id: int) -> _Device:
         dev = self._devices.get(device_id)
@@ -521,6 +575,11 @@ class SampleReader:
     def _interval(self, row: tuple, disk_rows: dict, nic_rows: dict, proc_rows: dict,
                   finding_rows: dict) -> RecordedRates:
         values = dict(zip(("id", *_INTERVAL_COLUMNS), row))
+        for column in _INTERVAL_COLUMNS[3:]:     # figures past ts, offset and span
+            if values[column] is not None and not finite(values[column]):
+                values[column] = None
+                self.damage.add("sample figures that are not numbers read as unknown")
+        values["tz_offset_s"] = int(values["tz_offset_s"])
         span = values["span_us"] / 1e6
         notes = self._notes_of(values["note"])
         unknown = notes.get("unknown", {})
@@ -532,6 +591,8 @@ class SampleReader:
         disks: list[DiskRates] | Unknown = missing("disks", [])
         nics: list[NicRates] | Unknown = missing("nics", [])
         for member in self._members(values["devset"]):
+            if _BAD_ROW in (disk_rows.get(member[1]), nic_rows.get(member[1])):
+                continue
             dev = self._device(member[1])
             if member[0] == "d" and isinstance(disks, list):
                 disks.append(_disk_rates(dev, disk_rows.get(member[1]), span))
@@ -551,6 +612,8 @@ class SampleReader:
         top_io: list[ProcIoRate] | Unknown = missing("top_io", [])
         dstate: list[DStateProc] | Unknown = missing("dstate", [])
         for seq in sorted(proc_rows):
+            if proc_rows[seq] == _BAD_ROW:
+                continue
             kind, pid, tgid, comm, wchan, rd, wr, seconds, since = proc_rows[seq]
             if kind == "io" and isinstance(top_io, list):
                 top_io.append(ProcIoRate(pid, comm, (rd or 0) / span if span else 0.0,
