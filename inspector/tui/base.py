@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 # the tab labels, longest first: every label must fit (80 columns is the smallest target), so
 # the host name and the brand give way before a tab does
 TAB_STYLES = ({"virt": "Virt", "net": "Network"},
-              {"virt": "Virt", "net": "Net", "overview": "Overview"},
+              {"virt": "Virt", "net": "Net", "overview": "Overview", "processes": "Procs"},
               {"overview": "Over", "storage": "Stor", "virt": "Virt", "net": "Net",
-               "probes": "Prob"})
+               "probes": "Prob", "processes": "Proc"})
 
 
 def tab_bar(current: str, host: str, width: int = 200) -> Text:

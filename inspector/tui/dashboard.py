@@ -149,7 +149,7 @@ def _paint_wide(ctx: Ctx, width: int, rows: int) -> list[Text]:
             disks_rows = disk_tops
         else:
             mem_rows = 2
-    cpu_wanted = cpu_rows_wanted(ctx)
+    cpu_wanted = cpu_rows_wanted(ctx, li)
     procs_share = max(procs_min, rows // 3 + 2)
     band = max(right_h(), left_min(), min(cpu_wanted + 2 + disks_rows + 2, rows - procs_share))
     cpu_h = band - (disks_rows + 2)
@@ -169,8 +169,8 @@ def _paint_wide(ctx: Ctx, width: int, rows: int) -> list[Text]:
 
 
 def _procs_note(ctx: Ctx) -> str:
-    note = dstate_note(ctx)
-    return f"{note} · 7 all" if note else "7 all"
+    note = dstate_note(ctx.view)
+    return f"{note} · 7 Processes" if note else "7 Processes"
 
 
 # ----------------------------------------------------------------------------- one column
@@ -186,7 +186,7 @@ def _paint_column(ctx: Ctx, width: int, rows: int) -> list[Text]:
     procs_share = max(PROCESS_MIN_ROWS, rows // 3)
     for key, natural in (("mem", MEMORY_ROWS), ("fs", filesystems_wanted(ctx)),
                          ("disks", disk_all), ("procs", procs_share),
-                         ("cpu", cpu_rows_wanted(ctx))):
+                         ("cpu", cpu_rows_wanted(ctx, width))):
         grow = natural - size[key]
         if 0 < grow <= spare:
             size[key] = natural

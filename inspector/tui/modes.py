@@ -1,5 +1,5 @@
-"""The TUI's modes, its top-level screens in tab order (keys 1..6): the overview, the screen of
-each section that has one (inspector.sections), the probes. Data only: the tab bar reads it
+"""The TUI's modes, its top-level screens in tab order (keys 1..7): the overview, the screen of
+each section that has one (inspector.sections), the probes, the processes. Data only: the tab bar reads it
 without importing a screen, and the app loads each screen class from its "module:Class"."""
 from __future__ import annotations
 
@@ -19,4 +19,5 @@ MODES: tuple[Mode, ...] = (
     Mode("overview", "Overview", "inspector.tui.screen_overview:OverviewScreen"),
     *(Mode(s.name, s.screen.title, s.screen.ref) for s in SECTIONS if s.screen is not None),
     Mode("probes", "Probes", "inspector.tui.probes.screen:ProbesScreen"),
+    Mode("processes", "Processes", "inspector.tui.screen_processes:ProcessesScreen"),
 )

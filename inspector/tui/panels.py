@@ -25,6 +25,7 @@ SPARK = "cyan"
 HIDDEN_IDLE_KINDS = ("loop", "zram", "rom")
 BUSY_UTIL = 5.0         # %util from which a disk counts as busy (sorted first)
 CPU_ROWS_MAX = 4        # chart rows per CPU state with something to show
+CPU_LABEL_W = 10
 
 
 @dataclass
@@ -107,12 +108,15 @@ def _cpu_style(key: str, now: float) -> str:
     return ""
 
 
-def cpu_rows_wanted(ctx: Ctx) -> int:
-    """The rows the CPU chart's data needs: a state that never rose above zero in the window
-    gets its one row (its figure), the others CPU_ROWS_MAX, plus the figures line."""
+def cpu_rows_wanted(ctx: Ctx, width: int) -> int:
+    """The rows the CPU chart's data needs at `width`: a state that stayed at zero over the
+    samples in view gets its one row (its figure), the others CPU_ROWS_MAX, plus the figures
+    line."""
+    chart_w = max(0, width - CPU_LABEL_W)
     rows = 1
     for key, _ in CPU_SERIES:
-        rows += CPU_ROWS_MAX if _peak(ctx.trends.get(f"cpu.{key}")) > 0 else 1
+        shown = list(ctx.trends.get(f"cpu.{key}"))[-chart_w:] if chart_w else []
+        rows += CPU_ROWS_MAX if _peak(shown) > 0 else 1
     return rows
 
 
@@ -144,17 +148,20 @@ def cpu_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
             return [figures]
         busy = _busy_series(ctx.trends)
         return [figures, line(("busy      ", DIM), spark_cell(busy, max(0, width - 10), 100.0))]
-    label_w = 10
+    label_w = CPU_LABEL_W
     chart_w = max(0, width - label_w)
     # one row per state, the rest shared by the states that have something to draw
-    live = [key for key, _ in CPU_SERIES if _peak(ctx.trends.get(f"cpu.{key}")) > 0]
+    # what the chart shows: the newest chart_w samples
+    shown = {key: list(ctx.trends.get(f"cpu.{key}"))[-chart_w:] if chart_w else []
+             for key, _ in CPU_SERIES}
+    live = [key for key, _ in CPU_SERIES if _peak(shown[key]) > 0]
     spare = rows - 1 - len(CPU_SERIES)
     extra_rows = {key: 0 for key, _ in CPU_SERIES}
-    for i in range(min(spare, len(live) * (CPU_ROWS_MAX - 1))):
+    for i in range(spare if live else 0):     # every row given is drawn on
         extra_rows[live[i % len(live)]] += 1
     out = [extra]
     for key, short in CPU_SERIES:
-        values = ctx.trends.get(f"cpu.{key}")
+        values = shown[key]
         # scaled to the window's peak: the peak's column reaches the top row, so no row of
         # the chart is empty (a fixed 0-100 % left a small figure's rows blank)
         top = max(_peak(values), 0.1)

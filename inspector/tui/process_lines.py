@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
+from inspector.escapes import visible
 from inspector.live.processes import ProcessRate, SortKey, sort_processes
 from inspector.model import Unknown
 from inspector.tui.panels import DIM, Ctx, cut, fit, level_style, line, reason_line
@@ -56,16 +57,15 @@ def processes_of(ctx: Ctx) -> list[ProcessRate] | Unknown | None:
     return None if view is None else view.processes
 
 
-def dstate_note(ctx: Ctx) -> str:
-    """The D-state count for the panel's title: "2 in D state, longest 12 s (dd)"."""
-    view = ctx.view
-    dstate = view.dstate if view is not None else None
+def dstate_note(view: Any) -> str:
+    """The D-state count for a title: "2 in D state, longest 12 s (dd)"."""
+    dstate = getattr(view, "dstate", None)
     if not isinstance(dstate, list):
         return ""
     if not dstate:
         return "none in D state"
     longest = max(dstate, key=lambda d: d.seconds)
-    return f"{len(dstate)} in D state, longest {longest.seconds:.0f} s ({longest.comm})"
+    return f"{len(dstate)} in D state, longest {longest.seconds:.0f} s ({one_line(longest.comm)})"
 
 
 def processes_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
@@ -134,17 +134,24 @@ def _entry(p: ProcessRate, figure: str, key: SortKey, width: int) -> Text:
         style = level_style(p.cpu_pct, 80, 100)
     elif key is SortKey.DSTATE:
         style = level_style(p.dstate_s, 5, 30)
-    text = line((f"{figure:>9} ", style), f"{p.pid:>7} ", (f"{cut(p.user, 8):<8} ", DIM))
+    text = line((f"{figure:>9} ", style), f"{p.pid:>7} ",
+                (f"{cut(one_line(p.user), 8):<8} ", DIM))
     text.append(cut(short_command(p), max(0, width - text.cell_len)))
     return text
+
+
+def one_line(text: str) -> str:
+    """Host text for one terminal line: controls escaped (inspector.escapes), a newline in an
+    argument shown as \\n."""
+    return visible(text).replace("\n", "\\n").replace("\t", " ")
 
 
 def short_command(p: ProcessRate) -> str:
     """The command line with its program's directory left out (`python3 -m x`, not
     `/usr/lib/python3.11/bin/python3 -m x`): the name and the arguments tell processes apart."""
-    command = p.cmdline
+    command = one_line(p.cmdline)
     if not command or command.startswith("["):
-        return command or p.comm
+        return command or one_line(p.comm)
     program, _, args = command.partition(" ")
     if "/" in program and not program.endswith("/"):
         program = program.rsplit("/", 1)[1]
@@ -184,8 +191,8 @@ def tasks_text(view: Any) -> list[Text]:
     elif not dstate:
         out.append(line((NOTHING[SortKey.DSTATE], DIM)))
     for d in sorted(dstate if isinstance(dstate, list) else [], key=lambda d: -d.seconds):
-        wait = d.wait or (d.wchan if isinstance(d.wchan, str) else "?")
-        out.append(line(f"{d.pid:>13} ", (f"{d.comm[:16]:<16}", "bold"),
+        wait = one_line(d.wait or (d.wchan if isinstance(d.wchan, str) else "?"))
+        out.append(line(f"{d.pid:>13} ", (f"{one_line(d.comm)[:16]:<16}", "bold"),
                         (f" {d.seconds:4.0f} s", level_style(d.seconds, 5, 30)), f"  {wait}",
                         (f"  ({d.device})" if d.device else "", DIM)))
     return out

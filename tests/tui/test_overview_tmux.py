@@ -1,0 +1,94 @@
+"""The real binary in tmux at 80x24, 100x30, 200x50 and 300x80: the Overview shows every
+panel (by its title) with no panel showing more than two rows of nothing, and at 80x24
+PageDown and End reach the last panel. The Processes screen (7) lists a busy loop started
+here at the top of its CPU list, and its sort keys reorder it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from inspector.tui.dashboard import TITLES
+from screen_panels import panels
+
+LAST = TITLES[-1]
+
+
+def seen_panels(tmux, screens: int = 6) -> dict[str, list]:
+    """Every panel met from the top of the Overview down to its end (PageDown)."""
+    found: dict[str, list] = {}
+    tmux.keys("Home")
+    time.sleep(0.3)
+    for _ in range(screens):
+        screen = tmux.screen()
+        for panel in panels(screen):
+            found.setdefault(panel.title, []).append((panel, screen))
+        tmux.keys("PageDown")
+        time.sleep(0.4)
+    return found
+
+
+def live_overview(tmux, width: int, height: int) -> str:
+    tmux.start("", width, height)
+    return tmux.wait(lambda s: "1 Over" in s and "discovered" in s and "every 1 s" in s
+                     and LAST in s or ("1 Over" in s and "every 1 s" in s and height < 30),
+                     "the overview with its live panels", timeout=40)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (200, 50), (300, 80)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_every_panel_present_and_none_with_rows_of_nothing(tmux, size):
+    width, height = size
+    live_overview(tmux, width, height)
+    time.sleep(2.5)     # a few samples: the charts have a history
+    found = seen_panels(tmux)
+    assert set(TITLES) <= set(found), (sorted(found), found)
+    for title, sightings in found.items():
+        for panel, screen in sightings:
+            assert panel.blank_rows <= 2, (title, panel.rows, screen)
+
+
+def test_pagedown_and_end_reach_the_last_panel_at_80x24(tmux):
+    first = live_overview(tmux, 80, 24)
+    assert "─ CPU" in first
+    end = tmux.wait(lambda s: "─ Processes" in s, "the processes panel after End", timeout=2) \
+        if "─ Processes" in first and "io " in first else None
+    tmux.keys("End")
+    end = tmux.wait(lambda s: "─ Processes" in s and "mem " in s and "io " in s,
+                    "the processes panel, whole, after End")
+    assert "⏎" in end.splitlines()[-1] or "q Quit" in end      # the footer stays
+    tmux.keys("Home")
+    top = tmux.wait(lambda s: "level" in s and "subject" in s, "the findings again after Home")
+    assert "1 Over" in top.splitlines()[0]                        # the tabs never scroll
+    tmux.keys("PageDown")
+    tmux.wait(lambda s: "─ Processes" in s and "io " in s, "the last panel after PageDown")
+
+
+def test_the_processes_screen_shows_a_busy_loop_first(tmux):
+    loop = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: pass",
+                             "inspector-busy-loop"])
+    try:
+        tmux.start("", 160, 40)
+        tmux.wait(lambda s: "1 Over" in s, "the overview")
+        tmux.keys("7")
+        screen = tmux.wait(lambda s: "sorted by CPU" in s and "inspector-busy-loop" in s,
+                           "the busy loop in the processes list", timeout=20)
+
+        def first_row(s: str) -> str:
+            lines = s.splitlines()
+            head = next(i for i, line in enumerate(lines) if " pid " in f" {line} "
+                        and "command" in line)
+            return lines[head + 1]
+        tmux.wait(lambda s: str(loop.pid) in first_row(s), "the busy loop on the first row",
+                  timeout=10)
+        tmux.keys("m")
+        tmux.wait(lambda s: "sorted by memory" in s, "the memory order")
+        tmux.keys("c")
+        screen = tmux.wait(lambda s: "sorted by CPU" in s and str(loop.pid) in first_row(s),
+                           "the CPU order again, the loop first")
+        assert "python" in first_row(screen)
+    finally:
+        loop.kill()
+        loop.wait()
