@@ -193,7 +193,7 @@ def read_processes(root: HostRoot, pids: list[int], *, with_io: bool = True,
                 io = None
             if io is not None:
                 st.read_bytes, st.write_bytes = io
-    if status_cache is not None and len(cache) > 2 * len(out) + 64:
+    if status_cache is not None and len(cache) > len(out):
         for stale in [k for k in cache if k[0] not in out or out[k[0]].starttime != k[1]]:
             del cache[stale]
     return out, denied
@@ -229,8 +229,8 @@ class ProcessNames:
         return redact_cmdline(" ".join(_quoted(w) for w in words))[0]
 
     def forget_except(self, alive: dict[int, ProcStat]) -> None:
-        """Drop what belongs to processes that are gone (bounded memory)."""
-        if len(self._cmdlines) > 2 * len(alive) + 64:
+        """Drop what belongs to processes that are gone: memory follows the process count."""
+        if len(self._cmdlines) > len(alive):
             self._cmdlines = {k: v for k, v in self._cmdlines.items()
                               if (st := alive.get(k[0])) is not None and st.starttime == k[1]}
 

@@ -148,8 +148,11 @@ def test_one_sample_of_everything_costs_under_5_ms():
 
 
 def test_memory_stays_flat_over_many_samples():
-    """Traced memory after 30 samples and after 90 must be the same: only the latest snapshot
-    and rates stay alive (a leak of even one dict per sample shows as >100 KB here)."""
+    """Traced memory after 30 samples and after 90 must be the same but for what the sampler
+    keeps per live process (its command line, user and status figures, so a sample reads
+    only what is new): the latest snapshot and rates stay alive, and what belonged to
+    processes that exited is dropped (a leak of even one dict per sample shows as >100 KB
+    here; other work on this machine starts and ends processes meanwhile)."""
     sampler = LiveSampler(HostRoot("/"))
     tracemalloc.start()
     try:
@@ -161,13 +164,18 @@ def test_memory_stays_flat_over_many_samples():
             if i == 29:
                 gc.collect()
                 base = tracemalloc.take_snapshot()
+                base_procs = len(cur.procs)
         gc.collect()
         after = tracemalloc.take_snapshot()
     finally:
         tracemalloc.stop()
     growth = sum(s.size_diff for s in after.compare_to(base, "filename"))
-    print(f"traced memory growth from sample 30 to sample 90: {growth} bytes")
-    assert growth < 16 * 1024, after.compare_to(base, "lineno")[:5]
+    more = max(0, len(prev.procs) - base_procs)
+    print(f"traced memory growth from sample 30 to sample 90: {growth} bytes, {more} more "
+          "processes")
+    # 48 KiB: the per-process tables' hash tables keep their largest size while processes
+    # come and go (17 KiB seen at load 30); a leak of one small dict per sample is 60+ KiB
+    assert growth < 48 * 1024 + 1024 * more, after.compare_to(base, "lineno")[:5]
 
 
 def test_threads_are_walked_only_while_tasks_are_blocked(busy_root):
