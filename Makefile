@@ -9,12 +9,13 @@ PIP    := $(VENV)/bin/pip
 # python3.11 (3.11.2, no tarfile filter) runs the extraction tests on the oldest Python we admit;
 # sosreport makes real sosreports for the --root tests; e2fsprogs checks loop filesystems;
 # systemd-analyze rates the shipped units' hardening and man renders the man page;
+# openssh-server and busybox: the --ssh tests' real sshd and their hosts with no Python;
 # prometheus brings promtool (the shipped alert rules' unit tests) and node_exporter reads our
 # textfile for real (their services are not left running: the tests start what they need).
-SYSTEM_PACKAGES := gcc python3.11 locales systemd man-db sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools
+SYSTEM_PACKAGES := gcc python3.11 locales systemd man-db sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools openssh-server openssh-client busybox
 # glibc's locale sources: the ioping-log tests compile the locales whose `date` lines they read
 SYSTEM_FILES := /usr/share/i18n/locales/ja_JP
-SYSTEM_COMMANDS := gcc /usr/bin/python3.11 systemd-analyze man sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl
+SYSTEM_COMMANDS := gcc /usr/bin/python3.11 systemd-analyze man sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl /usr/sbin/sshd ssh busybox
 
 .PHONY: run test venv test-deps system-deps bench clean
 
@@ -49,7 +50,7 @@ system-deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "not root: cannot apt-get install $(SYSTEM_PACKAGES)" >&2; exit 1; fi; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(SYSTEM_PACKAGES); \
 	  if command -v systemctl >/dev/null 2>&1; then \
-	    systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true; fi; \
+	    systemctl disable --now prometheus prometheus-node-exporter ssh >/dev/null 2>&1 || true; fi; \
 	fi
 
 # Most tests wait (timeouts they prove, real servers, tmux frames), so the suite runs on

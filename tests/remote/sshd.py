@@ -70,10 +70,10 @@ class Chroot:
                 target = path / lib.lstrip("/")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(os.path.realpath(lib), target)
-        for name in ("usr/bin", "usr/sbin", "sbin"):
+        for name, target in (("usr/bin", "../bin"), ("usr/sbin", "../bin"), ("sbin", "bin")):
             (path / name).parent.mkdir(parents=True, exist_ok=True)
             if not (path / name).exists():
-                (path / name).symlink_to("/bin")
+                (path / name).symlink_to(target)
         dev = path / "dev"
         dev.mkdir()
         os.mknod(dev / "null", 0o666 | 0o020000, os.makedev(1, 3))
@@ -85,6 +85,13 @@ class Chroot:
             subprocess.run(["mount", "-o", "remount,bind,ro", target], check=True)
             made.mounts.append(target)
         return made
+
+    def has_python(self) -> bool:
+        """Whether any python is reachable inside the root (asked there, by its own shell)."""
+        found = subprocess.run(["chroot", str(self.path), "/bin/sh", "-c",
+                                "command -v python3 || command -v python || ls /usr/lib | "
+                                "grep -i python"], capture_output=True, text=True)
+        return bool(found.stdout.strip())
 
     def remove(self) -> None:
         for target in reversed(self.mounts):
@@ -144,8 +151,9 @@ class SshServer:
             lines.append(f"ForceCommand {force}")
         config.write_text("\n".join(lines) + "\n")
         log = workdir / "sshd.log"
-        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
-                                stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+        with open(log, "wb") as log_file:
+            proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)],
+                                    stdout=subprocess.DEVNULL, stderr=log_file)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
