@@ -1,10 +1,9 @@
-"""Short bounded probe runs for snapshots and the recorder, through the probe layer.
+"""Short bounded probe runs for snapshots, export and the recorder, through the probe layer.
 
 Spec strings (`--probe SPEC`): `io:PATH`, `dns` (or `dns:NAME`), `memcached:HOST[:PORT]`, made
-into the same ProbeRequest as the TUI's form (inspector.probes.request). A run returns
-{"spec", "kind", "target", "summary": {...}, "error"} where the summary is RunSummary.figures():
-requests, ops_per_s, bytes_per_s, min/avg/max/mdev_us, p50/p90/p99/p99.9_us and per-interval
-values (`intervals`) that diff uses for its significance rule. A failed run keeps its error and
+into the same ProbeRequest as the TUI's form (inspector.probes.request). A run gives a typed
+ProbeOutcome (inspector.probes.outcome): its summary, intervals and error; `to_json()` is what
+snapshots, the history database and the metrics keep. A failed run keeps its error and
 whatever partial figures it had; it never raises.
 
 A forked run (run_probe_forked, the one way snapshot, export and record start probe load) never
@@ -28,15 +27,10 @@ from dataclasses import replace
 from typing import Any
 
 from inspector.parent_death import end_with_parent
-from inspector.probes.base import ProbeError as ProbeSpecError
-from inspector.probes.request import ProbeRequest, parse_spec
+from inspector.probes.outcome import ProbeOutcome, run_probe
+from inspector.probes.request import GRACE_S, ProbeRequest
 from inspector.roots.bounded import TimedOut, Worker, WorkerFailed, reap
 
-__all__ = ["ProbeSpecError", "parse_probe_spec", "run_probe", "run_probe_forked"]
-
-# A short probe run (snapshot, record) ends by its seconds plus this (set-up included: the
-# IO probe writes and syncs its 64 MiB test file first) or is reported timed out.
-PROBE_GRACE = 3.0
 # From a stop signal to SIGKILL of a run that has not ended (a run stops in well under a
 # second: the IO engine's STOP_GRACE, memcached's close), then how long its end is waited for.
 STOP_WAIT_S = 2.0
@@ -48,47 +42,19 @@ COMMAND_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIG
 RUN_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
-def parse_probe_spec(text: str) -> ProbeRequest:
-    """`io:PATH`, `dns`, `dns:NAME` or `memcached:HOST[:PORT]`; ProbeSpecError otherwise."""
-    return parse_spec(text)
-
-
-def run_probe(request: ProbeRequest, seconds: float | None = None,
-              signals: tuple[int, ...] = ()) -> dict:
-    """Run `request` (for `seconds`, when given) to its end, or until one of `signals` stops it
-    (partial figures kept); never raises."""
-    from inspector.probes.driver import ProbeDriver
-    from inspector.probes.request import open_probe
-    if seconds is not None:
-        request = replace(request, duration=seconds)
-    result = _result(request)
-    probe = None
-    try:
-        probe = open_probe(request)
-        ProbeDriver(probe, signals=signals).run()
-    except ProbeSpecError as exc:
-        result["error"] = str(exc)
-    except Exception as exc:  # a probe bug is reported in the snapshot, never fatal
-        result["error"] = f"{type(exc).__name__}: {exc}"
-    run = probe.result if probe is not None else None
-    if run is not None:
-        summary = run.summary()
-        result["summary"] = summary.figures()
-        result["error"] = result["error"] or summary.error
-    return result
-
-
-def run_probe_forked(spec: ProbeRequest, seconds: float) -> dict:
-    """run_probe in a child: a probe whose target hangs (an IO probe on a FUSE mount that
-    never answers) is a failed run "timed out after N s", and the command goes on with the
-    rest of its sample. A stop signal ends the run first, then reaches the command (see the
-    module's docstring); once the command is stopping, no run starts."""
+def run_probe_forked(request: ProbeRequest, seconds: float) -> ProbeOutcome:
+    """run_probe for `seconds` in a child: a probe whose target hangs (an IO probe on a FUSE
+    mount that never answers) is a failed run "timed out after N s" (its seconds plus the
+    probe layer's GRACE_S, set-up included), and the command goes on with the rest of its
+    sample. A stop signal ends the run first, then reaches the command (see the module's
+    docstring); once the command is stopping, no run starts."""
     from inspector.probes.driver import stop_requested
+    request = replace(request, duration=seconds)
     if (stopped := stop_requested()) is not None:
-        return _result(spec, f"not run: the command was stopped by {_name(stopped)}")
+        return ProbeOutcome(request, error=f"not run: the command was stopped by {_name(stopped)}")
     parent = os.getpid()
 
-    def in_child(_request: Any) -> dict:
+    def in_child(_request: Any) -> ProbeOutcome:
         # the run and every process it forks (the IO probe's set-up writing its test file,
         # its engine, the DNS probe's reader) in one group, ended as one; until the probe
         # measures (its driver stops it gracefully then) a stop or the command's death ends
@@ -98,41 +64,35 @@ def run_probe_forked(spec: ProbeRequest, seconds: float) -> dict:
             signal.signal(signum, _end_group)
         end_with_parent(parent, signal.SIGTERM)
         try:
-            return run_probe(spec, seconds, signals=RUN_STOP_SIGNALS)
+            return run_probe(request, signals=RUN_STOP_SIGNALS)
         finally:                             # the run is over: its answer must get out
             for signum in RUN_STOP_SIGNALS:
                 signal.signal(signum, signal.SIG_IGN)
 
     with _StopOnSignal() as stopper:
         if stopper.signum is not None:
-            result = _result(spec)
+            outcome = ProbeOutcome(request)
         else:
             worker = Worker(in_child)
             stopper.watch(worker.pid)
             try:
-                result = worker.call(None, seconds + PROBE_GRACE)
+                outcome = worker.call(None, seconds + GRACE_S)
             except (TimedOut, WorkerFailed) as exc:
-                result = _result(spec, str(exc))
+                outcome = ProbeOutcome(request, error=str(exc))
             finally:
                 stopper.release()
                 worker.close()
                 stopper.wait_gone()
     if stopper.signum is not None:
         stopped_by = f"stopped by {_name(stopper.signum)}"
-        result["error"] = (f"{stopped_by}: {result['error']}" if result.get("error")
-                           else f"{stopped_by} (partial figures)")
+        outcome.error = (f"{stopped_by}: {outcome.error}" if outcome.error
+                         else f"{stopped_by} (partial figures)")
         stopper.hand_on()           # the command's own handler: may raise (exit 128 + N)
-    return result
+    return outcome
 
 
 def _end_group(_signum: int, _frame: object) -> None:
     os.killpg(0, signal.SIGKILL)
-
-
-def _result(request: ProbeRequest, error: str | None = None) -> dict:
-    # what the run is filed under (history, diff): the spec's text after "kind:"
-    return {"spec": request.text, "kind": str(request.kind),
-            "target": request.text.partition(":")[2], "summary": {}, "error": error}
 
 
 def _name(signum: int) -> str:

@@ -40,8 +40,9 @@ class ProbeKind(StrEnum):
     DNS = "dns"
 
 
-KIND_TITLES = {ProbeKind.IO: "IO latency", ProbeKind.MEMCACHED: "memcached",
-               ProbeKind.DNS: "DNS"}
+# the kinds' concurrency bounds (probes.request.KINDS; the `probe` commands' options)
+MAX_IO_JOBS = 256           # IO workers are threads of one process: more cannot all run at once
+MAX_CONNECTIONS = 1 << 30   # fs.nr_open's ceiling; RLIMIT_NOFILE is checked before a run
 
 
 class RunStatus(StrEnum):

@@ -33,10 +33,9 @@ import sys
 import threading
 import time
 from dataclasses import asdict
-from typing import Any
 
 from inspector.parent_death import PARENT_ARG, end_with_parent
-from inspector.probes.base import ProbeError
+from inspector.probes.base import Interval, Probe, ProbeError
 from inspector.probes.request import ProbeRequest
 
 MODULE = "inspector.probes.child"
@@ -93,36 +92,33 @@ class LineWriter:
 
 
 def run(request: ProbeRequest, writer: LineWriter) -> int:
-    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver, raise_on_signals
-    from inspector.probes.request import open_probe
-    probe: Any = None
-    driver = None
-    status = 0
+    """The CLI's run (probes.outcome.run_probe), its stream on `writer`; 2 when the run could
+    not start or broke, else 0."""
+    from inspector.probes.driver import STOP_SIGNALS
+    from inspector.probes.outcome import run_probe
 
-    def on_interval(interval) -> None:
-        writer.put({"type": "interval", "sent": time.monotonic(), "interval": interval.to_json()})
-
-    stopped = None
-    try:
-        probe = open_probe(request)
-        with raise_on_signals(STOP_SIGNALS):    # a stop during the set-up ends its children
-            probe.prepare()
+    def started(probe: Probe) -> None:
         writer.put({"type": "started", "pid": os.getpid(),
                     "notes": list(getattr(probe, "notes", []) or [])})
-        driver = ProbeDriver(probe, on_interval, signals=STOP_SIGNALS).run()
+
+    def on_interval(interval: Interval) -> None:
+        writer.put({"type": "interval", "sent": time.monotonic(), "interval": interval.to_json()})
+
+    signum: int | None = None
+    try:
+        outcome = run_probe(request, signals=STOP_SIGNALS, keep_intervals=False,
+                            on_prepared=started, on_interval=on_interval)
     except KeyboardInterrupt as exc:            # StoppedBySignal, before the run began
-        stopped = getattr(exc, "signum", signal.SIGINT)
-    except ProbeError as exc:
-        writer.put({"type": "error", "message": str(exc)})
-        status = 2
-    except Exception as exc:    # a bug of the probe: one line in the run's panel
-        writer.put({"type": "error", "message": f"the probe failed: {exc or 'no reason given'}"})
-        status = 2
-    result = probe.result if probe is not None else None
-    if result is not None:
-        writer.put({"type": "summary", "summary": result.summary().to_json()})
-    writer.put({"type": "end", "signal": driver.signum if driver is not None else stopped})
-    return status
+        signum = getattr(exc, "signum", signal.SIGINT)
+        writer.put({"type": "end", "signal": signum})
+        return 0
+    summary = outcome.summary
+    if outcome.error and (summary is None or outcome.error != summary.error):
+        writer.put({"type": "error", "message": outcome.error})     # not the run's own
+    if summary is not None:
+        writer.put({"type": "summary", "summary": summary.to_json()})
+    writer.put({"type": "end", "signal": outcome.signum})
+    return 2 if outcome.summary is None and outcome.error else 0
 
 
 def main(argv: list[str] | None = None) -> int:

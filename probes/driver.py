@@ -11,7 +11,7 @@ wait on threads and sockets, and uvloop would add RSS for nothing: tests/bench/b
 prints how much).
 
 Stopping is always graceful first: probe.stop() ends the run with its partial figures kept;
-a probe still running STOP_GRACE_S later is cancelled. SIGINT, SIGTERM, SIGHUP and SIGQUIT stop
+a probe still running GRACE_S (probes.request) later is cancelled. SIGINT, SIGTERM, SIGHUP and SIGQUIT stop
 it that way where the caller asks for signals (the CLI: `timeout 5 inspector probe ...` still
 prints its figures); the probe's `deadline` (seconds) stops it that way too. A stop signal is
 also remembered for the process (stop_requested): a command stopping starts no new probe run.
@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from inspector.probes.base import Interval, Probe
+from inspector.probes.request import GRACE_S
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-STOP_GRACE_S = 5.0
 
 _stop_signal: int | None = None      # the first stop signal this process got
 
@@ -95,7 +95,7 @@ def stop_signals(callback: Callable[[int], None],
     """The same stop signals for a program without an event loop (the recorder). A signal
     someone chose to ignore stays ignored: `nohup inspector record &` must outlive the SSH
     session that started it (and `cmd &` in sh ignores SIGINT)."""
-    def on_signal(signum: int, _frame) -> None:
+    def on_signal(signum: int, _frame: object) -> None:
         note_stop_signal(signum)
         callback(signum)
 
@@ -110,7 +110,7 @@ def stop_signals(callback: Callable[[int], None],
             signal.signal(signum, handler)
 
 
-def _raise_stopped(signum: int, _frame) -> None:
+def _raise_stopped(signum: int, _frame: object) -> None:
     note_stop_signal(signum)
     raise StoppedBySignal(signum)
 
@@ -140,11 +140,13 @@ class ProbeDriver:
     """Drives one probe to its end; `stop()` may be called from any thread."""
 
     def __init__(self, probe: Probe, on_interval: Callable[[Interval], None] | None = None, *,
-                 signals: Iterable[int] = (), grace: float = STOP_GRACE_S):
+                 signals: Iterable[int] = (), grace: float = GRACE_S,
+                 on_prepared: Callable[[], None] | None = None):
         self.probe = probe
         self.on_interval = on_interval
         self.signals = tuple(signals)
         self.grace = grace
+        self.on_prepared = on_prepared      # told once the target is open, before measuring
         self.signum: int | None = None      # the stop signal that ended the run
         self.expired = False                # the hard deadline ended it
         self._stop_requested = False
@@ -163,6 +165,8 @@ class ProbeDriver:
         try:
             with raise_on_signals(self.signals):
                 self.probe.prepare()
+                if self.on_prepared is not None:
+                    self.on_prepared()
                 with asyncio.Runner(loop_factory=loop_factory(self.probe)) as runner:
                     runner.run(self._drive())
         except KeyboardInterrupt as exc:   # Ctrl-C (or StoppedBySignal) before the handlers

@@ -1,18 +1,29 @@
-"""A probe request: what to probe and for how long, the same from every front end.
+"""A probe request: what to probe and for how long, the same from every front end, its limits,
+and the table of probe kinds.
 
-`--probe SPEC` (snapshot, record), the TUI's form and its `--probe` all make a ProbeRequest;
-config_for() turns it into the kind's config (IoRunConfig, McRunConfig, DnsRunConfig), the
-same dataclass the `probe io|memcached|dns` command fills from its options, so one request
-gives one probe wherever it starts.
+`--probe SPEC` (snapshot, record, export, the TUI), the TUI's form and `inspector --probe` make
+a ProbeRequest; `validate()` holds every limit a request has, so the command line and the form
+refuse the same things with the same words. config_for() turns it into the kind's config
+(IoRunConfig, McRunConfig, DnsRunConfig), the same dataclass the `probe io|memcached|dns`
+command fills from its options, so one request gives one probe wherever it starts.
+
+KINDS is the one table of what differs between kinds (titles, what a target is, what the
+concurrency counts, its bounds, what `write` does, how a spec and a request become a config):
+a front end that needs one of those asks the table, never `if kind == ...`.
 
 Spec strings: `io:PATH`, `dns` (or `dns:NAME`), `memcached:HOST[:PORT]`.
+
+This module stays light (no asyncio, no hdrh): the CLI imports it to register its options; the
+kinds' modules are imported when a request becomes a config.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
-from inspector.probes.base import ProbeError, ProbeKind
+from inspector.probes.base import MAX_CONNECTIONS, MAX_IO_JOBS, ProbeError, ProbeKind
 
 if TYPE_CHECKING:
     from inspector.probes.base import Probe
@@ -20,9 +31,13 @@ if TYPE_CHECKING:
     from inspector.probes.io.run import IoRunConfig
     from inspector.probes.memcached.run import McRunConfig
 
-# workers (io) or connections (memcached) when the request does not say: a short check, not
-# a load test (`probe memcached` alone opens 32)
-DEFAULT_CONCURRENCY = {ProbeKind.IO: 1, ProbeKind.MEMCACHED: 4, ProbeKind.DNS: 1}
+    RunConfig: TypeAlias = IoRunConfig | McRunConfig | DnsRunConfig
+
+# How long a run may go on past its time bound, or past a stop, before it is cut: the driver
+# cancels it (probes.driver), a forked run is reported timed out (inspector.probe_runs), the
+# TUI kills its process. The one grace period of the probe layer.
+GRACE_S = 5.0
+MAX_DURATION_S = 86400.0        # a day: the longest run any front end asks for
 SPEC_HELP = "io:PATH | dns[:NAME] | memcached:HOST[:PORT]"
 
 
@@ -41,79 +56,206 @@ class ProbeRequest:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", ProbeKind(self.kind))
         if not self.concurrency:
-            object.__setattr__(self, "concurrency", DEFAULT_CONCURRENCY[self.kind])
+            object.__setattr__(self, "concurrency", KINDS[self.kind].default_concurrency)
+
+    @property
+    def info(self) -> KindInfo:
+        return KINDS[self.kind]
 
     @property
     def text(self) -> str:
-        """As a spec: how runs of this request are named in snapshots and history."""
+        """As a spec: how runs of this request are named in snapshots, history and metrics."""
         return self.spec or f"{self.kind}:{self.target}"
 
+    @property
+    def filed_under(self) -> str:
+        """The target a run of this request is filed under in history and diff: the spec's text
+        after `kind:` (`dns:example.com` -> example.com), whatever became of the run."""
+        return self.text.partition(":")[2]
 
-def parse_spec(text: str, duration: float = 3.0) -> ProbeRequest:
-    """`io:PATH`, `dns`, `dns:NAME` or `memcached:HOST[:PORT]`; ProbeError otherwise."""
-    kind, _, rest = text.partition(":")
-    if kind == ProbeKind.IO:
-        if not rest:
-            raise ProbeError(f"--probe {text}: io needs a path (io:PATH)")
-        return ProbeRequest(ProbeKind.IO, rest, duration, spec=text)
-    if kind == ProbeKind.DNS:
-        return ProbeRequest(ProbeKind.DNS, "", duration, name=rest or None, spec=text)
-    if kind == ProbeKind.MEMCACHED:
-        try:
-            memcached_address(rest)
-        except ProbeError as exc:
-            raise ProbeError(f"--probe {text}: {exc} (memcached:127.0.0.1:11211, "
-                             "memcached:[::1]:11211)") from None
-        return ProbeRequest(ProbeKind.MEMCACHED, rest, duration, spec=text)
-    raise ProbeError(f"--probe {text}: unknown probe (use {SPEC_HELP})")
+    def validate(self) -> None:
+        """Every limit of a request, for every front end: ProbeError with one line naming the
+        value and its bounds. Reads nothing of the host but a DNS target named as a file
+        (a bounded stat: parse_dns_target)."""
+        info = self.info
+        if not 0 < self.duration <= MAX_DURATION_S:
+            raise ProbeError(f"seconds must be within 0..{MAX_DURATION_S:g} (got {self.duration:g})")
+        if self.count is not None and self.count < 1:
+            raise ProbeError(f"the count must be at least 1 (got {self.count})")
+        if info.concurrency is not None and not 1 <= self.concurrency <= info.max_concurrency:
+            raise ProbeError(f"{info.concurrency} must be within 1..{info.max_concurrency} "
+                             f"(got {self.concurrency})")
+        if self.write and info.write is None:
+            raise ProbeError(f"the {info.title} probe does not write")
+        if info.needs_target and not self.target.strip():
+            raise ProbeError(f"the {info.title} probe needs a target: {info.target_help}")
+        config_for(self)
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """What one probe kind is, for every front end."""
+    title: str                  # "IO latency"
+    spec: str                   # its --probe form
+    target_help: str            # what a target is (the form's hint, messages)
+    default_target: str         # the form's first value
+    needs_target: bool
+    concurrency: str | None     # what `concurrency` counts ("workers"); None: not used
+    default_concurrency: int    # a short check, not a load test (`probe memcached` opens 32)
+    max_concurrency: int
+    write: str | None           # what `write` makes of a run; None: the kind does not write
+    load: Callable[[ProbeRequest], str]                 # the load a request puts, in words
+    spec_target: Callable[[str, str], tuple[str, str | None]]   # spec's rest -> target, name
+    config: Callable[[ProbeRequest], RunConfig]
+    probe: Callable[[RunConfig], Probe]
+
+
+# --- io ------------------------------------------------------------------------------------
+def _io_spec(text: str, rest: str) -> tuple[str, str | None]:
+    if not rest:
+        raise ProbeError(f"--probe {text}: io needs a path (io:PATH)")
+    return rest, None
+
+
+def _io_config(request: ProbeRequest) -> IoRunConfig:
+    from inspector.probes.base import IoMode
+    from inspector.probes.io.run import IoRunConfig
+    return IoRunConfig(target=request.target, mode=IoMode.WRITE if request.write else IoMode.READ,
+                       count=request.count, deadline=request.duration, jobs=request.concurrency)
+
+
+def _io_probe(config: RunConfig) -> Probe:
+    from inspector.probes.io.run import IoRun, IoRunConfig
+    assert isinstance(config, IoRunConfig)
+    return IoRun(config)
+
+
+def _io_load(request: ProbeRequest) -> str:
+    return f"{'WRITE' if request.write else 'read'}, {_count(request.concurrency, 'worker')}"
+
+
+# --- memcached -----------------------------------------------------------------------------
+def _mc_spec(text: str, rest: str) -> tuple[str, str | None]:
+    try:
+        memcached_address(rest)
+    except ProbeError as exc:
+        raise ProbeError(f"--probe {text}: {exc} (memcached:127.0.0.1:11211, "
+                         "memcached:[::1]:11211)") from None
+    return rest, None
+
+
+def _mc_config(request: ProbeRequest) -> McRunConfig:
+    from inspector.probes.base import McTest
+    from inspector.probes.memcached.run import McRunConfig
+    host, port = memcached_address(request.target)
+    count, connections = request.count, request.concurrency
+    return McRunConfig(host=host, port=port, concurrency=connections,
+                       execute_number=math.ceil(count / connections) if count else None,
+                       duration=None if count else request.duration,
+                       test=McTest.SET if request.write else McTest.GET,
+                       read_only=not request.write)
+
+
+def _mc_probe(config: RunConfig) -> Probe:
+    from inspector.probes.memcached.run import McRun, McRunConfig
+    assert isinstance(config, McRunConfig)
+    return McRun(config)
+
+
+def _mc_load(request: ProbeRequest) -> str:
+    return (f"{'set' if request.write else 'read-only get'} test, "
+            f"{_count(request.concurrency, 'connection')}")
 
 
 def memcached_address(text: str) -> tuple[str, int]:
     """parse_address, stricter where it reads too much: an unbracketed 'H:P:EXTRA' is taken
     there for an IPv6 address and fails only at run time, and int() takes a port written in
-    Unicode digits ('١١٢١١') or with '_'. ProbeError for either."""
+    Unicode digits ('١١٢١١') or with '_'; a path or a space is no address. ProbeError."""
     from inspector.probes.memcached.target import is_numeric, parse_address
+    if "/" in text or any(c.isspace() for c in text.strip()):
+        raise ProbeError(f"{text}: not a memcached address (HOST:PORT, e.g. 127.0.0.1:11211)",
+                         target=True)
     host, port = parse_address(text)
     if ":" in host and not is_numeric(host):
         raise ProbeError(f"bad server address {text!r} (an IPv6 address with a port is "
-                         "[ADDR]:PORT)")
+                         "[ADDR]:PORT)", target=True)
     stripped = text.strip()
     after_host = stripped[stripped.find("]") + 1:] if stripped.startswith("[") else \
         stripped if stripped.count(":") == 1 else ""
     port_text = after_host.partition(":")[2]
     if port_text and not (port_text.isascii() and port_text.isdigit()):
-        raise ProbeError(f"bad port in {text!r}")
+        raise ProbeError(f"bad port in {text!r}", target=True)
     return host, port
 
 
-def config_for(request: ProbeRequest) -> IoRunConfig | McRunConfig | DnsRunConfig:
+# --- dns -----------------------------------------------------------------------------------
+def _dns_spec(text: str, rest: str) -> tuple[str, str | None]:
+    return "", rest or None
+
+
+def _dns_config(request: ProbeRequest) -> DnsRunConfig:
+    from inspector.probes.dns.run import ROUND_INTERVAL_S, DnsRunConfig, parse_dns_target
+    resolv_conf, servers = parse_dns_target(request.target)
+    rounds = request.count or max(1, int(request.duration // ROUND_INTERVAL_S))
+    return DnsRunConfig(name=request.name, servers=servers, resolv_conf=resolv_conf,
+                        rounds=rounds, interval=ROUND_INTERVAL_S, deadline=request.duration)
+
+
+def _dns_probe(config: RunConfig) -> Probe:
+    from inspector.probes.dns.run import DnsRun, DnsRunConfig
+    assert isinstance(config, DnsRunConfig)
+    return DnsRun(config)
+
+
+def _dns_load(request: ProbeRequest) -> str:
+    return f"looking up {request.name}" if request.name else "one lookup a second"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+KINDS: dict[ProbeKind, KindInfo] = {
+    ProbeKind.IO: KindInfo(
+        "IO latency", "io:PATH", "a file, directory or block device (write: a directory)",
+        "/tmp", True, "workers", 1, MAX_IO_JOBS, "writes a private temporary file",
+        _io_load, _io_spec, _io_config, _io_probe),
+    ProbeKind.MEMCACHED: KindInfo(
+        "memcached", "memcached:HOST[:PORT]", "HOST:PORT", "127.0.0.1:11211", True,
+        "connections", 4, MAX_CONNECTIONS, "a set test: stores keys, which may evict real data",
+        _mc_load, _mc_spec, _mc_config, _mc_probe),
+    ProbeKind.DNS: KindInfo(
+        "DNS", "dns[:NAME]", "a resolv.conf, or ADDR[:PORT],...", "/etc/resolv.conf", False,
+        None, 1, 1, None, _dns_load, _dns_spec, _dns_config, _dns_probe),
+}
+
+
+def parse_spec(text: str, duration: float = 3.0) -> ProbeRequest:
+    """`io:PATH`, `dns`, `dns:NAME` or `memcached:HOST[:PORT]`, validated; ProbeError
+    otherwise (one line that starts with the spec)."""
+    kind, _, rest = text.partition(":")
+    if kind not in KINDS:
+        raise ProbeError(f"--probe {text}: unknown probe (use {SPEC_HELP})")
+    target, name = KINDS[ProbeKind(kind)].spec_target(text, rest)
+    request = ProbeRequest(ProbeKind(kind), target, duration, name=name, spec=text)
+    try:
+        request.validate()
+    except ProbeError as exc:
+        if str(exc).startswith("--probe "):
+            raise
+        raise ProbeError(f"--probe {text}: {exc}", target=exc.target) from None
+    return request
+
+
+def config_for(request: ProbeRequest) -> RunConfig:
     """The kind's config for this request (validated: ProbeError)."""
-    config: IoRunConfig | McRunConfig | DnsRunConfig
-    if request.kind == ProbeKind.IO:
-        from inspector.probes.io.run import IoRunConfig
-        config = IoRunConfig.from_request(request)
-    elif request.kind == ProbeKind.MEMCACHED:
-        from inspector.probes.memcached.run import McRunConfig
-        config = McRunConfig.from_request(request)
-    else:
-        from inspector.probes.dns.run import DnsRunConfig
-        config = DnsRunConfig.from_request(request)
+    config = KINDS[request.kind].config(request)
     config.validate()
     return config
 
 
-def make_probe(config: IoRunConfig | McRunConfig | DnsRunConfig) -> Probe:
-    if config.kind == ProbeKind.IO:
-        from inspector.probes.io.run import IoRun, IoRunConfig
-        assert isinstance(config, IoRunConfig)
-        return IoRun(config)
-    if config.kind == ProbeKind.MEMCACHED:
-        from inspector.probes.memcached.run import McRun, McRunConfig
-        assert isinstance(config, McRunConfig)
-        return McRun(config)
-    from inspector.probes.dns.run import DnsRun, DnsRunConfig
-    assert isinstance(config, DnsRunConfig)
-    return DnsRun(config)
+def make_probe(config: RunConfig) -> Probe:
+    return KINDS[config.kind].probe(config)
 
 
 def open_probe(request: ProbeRequest) -> Probe:

@@ -24,7 +24,9 @@ from inspector.commands.common import (
 from inspector.outputs.documents import report_document
 from inspector.outputs.export import prometheus_text
 from inspector.outputs.metrics import Sample, probe_metrics
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
+from inspector.probe_runs import run_probe_forked
+from inspector.probes.base import ProbeError
+from inspector.probes.request import parse_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,8 +60,8 @@ LIVE_SECONDS = Duration(maximum=600)
 
 def run(args: argparse.Namespace) -> int:
     try:
-        specs = [parse_probe_spec(s) for s in args.probe]
-    except ProbeSpecError as exc:
+        specs = [parse_spec(s) for s in args.probe]
+    except ProbeError as exc:
         raise CliError(str(exc)) from None
     if specs and not args.prometheus:
         raise CliError("--probe goes with --prometheus (a snapshot keeps probe runs as JSON)")
@@ -103,7 +105,7 @@ def run_probes(specs: list, seconds: float) -> list[Sample]:
     for spec in specs:
         eprint(f"probing {spec.text} for up to {seconds:g} s ...")
         started = time.time()
-        samples += probe_metrics([run_probe_forked(spec, seconds)], started)
+        samples += probe_metrics([run_probe_forked(spec, seconds).to_json()], started)
     return samples
 
 

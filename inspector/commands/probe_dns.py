@@ -84,10 +84,12 @@ def run(args: argparse.Namespace) -> int:
     from inspector.health.dns import CONFIG_CODES, probe_rules
     from inspector.probes.base import ProbeError
     from inspector.probes.dns.run import DnsRun
-    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
+    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver, raise_on_signals
     try:
         probe = DnsRun(config_from_args(args), root_from_args(args))
-        probe.prepare()
+        # a stop while the resolver configuration is read (in a child) ends that child too
+        with raise_on_signals(STOP_SIGNALS):
+            probe.prepare()
     except ProbeError as exc:
         raise CliError(str(exc)) from None
 

@@ -36,6 +36,7 @@ from inspector.commands.common import (
     print_json,
 )
 from inspector.outputs.documents import stamped
+from inspector.probes.base import MAX_IO_JOBS
 
 if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run
     from inspector.probes.base import Interval
@@ -45,7 +46,7 @@ if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only 
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)
 DEADLINE = Duration(maximum=86400)
 PAUSE = Duration(maximum=3600, zero=True)
-JOBS = Bounded(1, 256, integer=True)        # probes.io.latency.MAX_JOBS: one thread each
+JOBS = Bounded(1, MAX_IO_JOBS, integer=True)    # one thread each
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -116,14 +117,16 @@ def config_from_args(args: argparse.Namespace) -> IoRunConfig:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.probes.base import ProbeError
-    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
+    from inspector.probes.driver import STOP_SIGNALS, ProbeDriver, raise_on_signals
     from inspector.probes.io.run import IoRun
     if getattr(args, "root", None):
         raise CliError("probe io measures this host; it cannot run on --root")
     config = config_from_args(args)
     try:
         probe = IoRun(config)
-        probe.prepare()
+        # a stop while the test file is written ends its writer, then the command (128 + N)
+        with raise_on_signals(STOP_SIGNALS):
+            probe.prepare()
     except ProbeError as exc:
         raise CliError(str(exc)) from None
     assert probe.target is not None

@@ -24,15 +24,15 @@ from inspector.commands.common import (
 )
 from inspector.model import to_jsonable
 from inspector.outputs.documents import stamped
-from inspector.probes.base import Interval, McInterval, McTest, ProbeError
-from inspector.probes.driver import STOP_SIGNALS, ProbeDriver
+from inspector.probes.base import MAX_CONNECTIONS, Interval, McInterval, McTest, ProbeError
+from inspector.probes.driver import STOP_SIGNALS, ProbeDriver, raise_on_signals
 from inspector.probes.memcached.probe import MAX_KEY_COUNT, ProbeSummary, error_label, error_text
 from inspector.probes.memcached.ramp import RampSummary, ramp_steps
 from inspector.probes.memcached.run import DEADLINE_S, DEADLINE_SLACK_S, McRun, McRunConfig
 from inspector.probes.memcached.target import DEFAULT_PORT
 from inspector.probes.memcached.workload import MAX_KEY_BYTES, MAX_VALUE_BYTES, SizeRange
 
-CONNECTIONS = Bounded(1, 1 << 30, integer=True)   # fs.nr_open's ceiling; RLIMIT_NOFILE is checked later
+CONNECTIONS = Bounded(1, MAX_CONNECTIONS, integer=True)   # RLIMIT_NOFILE is checked later
 REQUESTS = Bounded(1, MAX_COUNT, integer=True)
 RUN_TIME = Duration(maximum=86400)
 WAIT = Duration(maximum=3600)
@@ -163,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         confirm_flush(config.host, config.port, args.yes)
     try:
         probe = McRun(config)
-        probe.prepare()         # the file-descriptor limit: nothing has started yet
+        with raise_on_signals(STOP_SIGNALS):
+            probe.prepare()     # the file-descriptor limit: nothing has started yet
     except ProbeError as exc:
         raise CliError(str(exc)) from None
     if config.ramp:

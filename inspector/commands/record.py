@@ -28,8 +28,11 @@ from inspector.commands.common import (
     root_from_args,
 )
 from inspector.model import known
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
+from inspector.probe_runs import run_probe_forked
+from inspector.probes.base import ProbeError
 from inspector.probes.driver import stop_signals
+from inspector.probes.outcome import ProbeOutcome
+from inspector.probes.request import parse_spec
 from inspector.record.history import (
     HistoryDB,
     HistoryError,
@@ -89,21 +92,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def probe_row(result: dict, ts: float, host: str | None) -> ProbeRun:
-    s = result.get("summary") or {}
-    return ProbeRun(ts=ts, tz_offset_s=local_offset(ts), host=host, probe=result["kind"],
-                    target=result["target"] or "-", source="record", requests=s.get("requests"),
+def probe_row(outcome: ProbeOutcome, ts: float, host: str | None) -> ProbeRun:
+    """A run as the history database keeps it, filed under its request's target."""
+    doc = outcome.to_json()
+    s = doc["summary"]
+    return ProbeRun(ts=ts, tz_offset_s=local_offset(ts), host=host, probe=doc["kind"],
+                    target=outcome.target or "-", source="record", requests=s.get("requests"),
                     duration_s=s.get("duration_s"), ops_per_s=s.get("ops_per_s"),
                     bytes_per_s=s.get("bytes_per_s"), lat_min_us=s.get("min_us"),
                     lat_avg_us=s.get("avg_us"), lat_max_us=s.get("max_us"),
                     lat_mdev_us=s.get("mdev_us"), lat_p99_us=s.get("p99_us"),
-                    error=result.get("error"), detail=result)
+                    error=outcome.error, detail=doc)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        specs = [parse_probe_spec(s) for s in args.probe]
-    except ProbeSpecError as exc:
+        specs = [parse_spec(s) for s in args.probe]
+    except ProbeError as exc:
         raise CliError(str(exc)) from None
     root = root_from_args(args)
     if specs and not root.live:
@@ -144,27 +149,28 @@ def run(args: argparse.Namespace) -> int:
             # reads and probes in a child: bounded
             report = build_report_forked(root, timeout=args.timeout)
             host = report.host.hostname if known(report.host.hostname) else None
-            results = [run_probe_forked(spec, args.probe_seconds) for spec in specs]
+            outcomes = [run_probe_forked(spec, args.probe_seconds) for spec in specs]
             findings = [{"level": f.level.label, "subject": f.subject, "code": f.code,
                          "message": f.message} for f in report.findings]
             samples += 1
             stamp = time.strftime('%Y-%m-%d %H:%M:%S')
             try:   # a full disk loses this sample, not the recorder: the next one may fit
-                db.record_sample([probe_row(r, start, host) for r in results],
+                db.record_sample([probe_row(o, start, host) for o in outcomes],
                                  (start, report.worst().label, findings, host))
             except HistoryWriteError as exc:
                 skipped += 1
                 eprint(f"{stamp} sample {samples} skipped: {exc}")
             else:
-                failed = [r["spec"] for r in results if r.get("error")]
+                failed = [o.request.text for o in outcomes if o.error]
                 eprint(f"{stamp} sample {samples}: worst {report.worst().label}, "
-                       f"{len(results)} probes"
+                       f"{len(outcomes)} probes"
                        + (f" (failed: {', '.join(failed)})" if failed else ""))
             if args.textfile is not None:
                 from inspector.commands.export import write_textfile
                 from inspector.outputs.live_metrics import live_finding_samples
                 try:
-                    write_textfile(args.textfile, report, results, start, live_finding_samples(
+                    write_textfile(args.textfile, report, [o.to_json() for o in outcomes],
+                                   start, live_finding_samples(
                         recorder.live) if recorder is not None else [])
                 except CliError as exc:
                     textfile_failures += 1

@@ -21,7 +21,9 @@ from inspector.commands.common import (
 )
 from inspector.compare.snapshot import build_snapshot, default_name, snapshot_bytes
 from inspector.model import known
-from inspector.probe_runs import ProbeSpecError, parse_probe_spec, run_probe_forked
+from inspector.probe_runs import run_probe_forked
+from inspector.probes.base import ProbeError
+from inspector.probes.request import parse_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,8 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        specs = [parse_probe_spec(s) for s in args.probe]
-    except ProbeSpecError as exc:
+        specs = [parse_spec(s) for s in args.probe]
+    except ProbeError as exc:
         raise CliError(str(exc)) from None
     # a device, a FIFO, another user's link in /tmp, `newdir/`: refused now, not after the
     # probes; an existing directory gets the default name
@@ -56,17 +58,17 @@ def run(args: argparse.Namespace) -> int:
     if specs and not root.live:
         raise CliError("--probe needs the live host; it cannot run against --root")
     report = build_report_forked(root, timeout=args.timeout)
-    probes = []
+    outcomes = []
     for spec in specs:
         eprint(f"probing {spec.text} for up to {args.probe_seconds:g} s ...")
-        probes.append(run_probe_forked(spec, args.probe_seconds))
+        outcomes.append(run_probe_forked(spec, args.probe_seconds))
     hostname = report.host.hostname if known(report.host.hostname) else None
     out = args.output or default_name(hostname)
     if into_directory:
         out = os.path.join(out, default_name(hostname))
-    write_output(out, snapshot_bytes(build_snapshot(report, probes)))
-    failed = [p for p in probes if p.get("error")]
-    eprint(f"wrote {out}: {len(report.findings)} findings, {len(probes)} probe runs"
+    write_output(out, snapshot_bytes(build_snapshot(report, [o.to_json() for o in outcomes])))
+    failed = [o for o in outcomes if o.error]
+    eprint(f"wrote {out}: {len(report.findings)} findings, {len(outcomes)} probe runs"
            + (f" ({len(failed)} failed)" if failed else ""))
     print(out)
     return 0

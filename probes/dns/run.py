@@ -39,7 +39,6 @@ from inspector.probes.dns.query import FAILED_KINDS, parse_server
 from inspector.probes.latency import LatencyRecorder
 
 if TYPE_CHECKING:
-    from inspector.probes.request import ProbeRequest
     from inspector.roots.host import HostRoot
 
 ROUND_INTERVAL_S = 1.0      # a request's rounds, one a second within its duration
@@ -84,13 +83,6 @@ class DnsRunConfig:
     tcp_timeout: float = 3.0            # bound on the TCP retry after truncation (glibc: none)
     deadline: float | None = None       # the run is stopped after this many seconds
     measure_getaddrinfo: bool = False   # also time the real getaddrinfo (this host's config)
-
-    @classmethod
-    def from_request(cls, request: ProbeRequest) -> DnsRunConfig:
-        resolv_conf, servers = parse_dns_target(request.target)
-        rounds = request.count or max(1, int(request.duration // ROUND_INTERVAL_S))
-        return cls(name=request.name, servers=servers, resolv_conf=resolv_conf, rounds=rounds,
-                   interval=ROUND_INTERVAL_S, deadline=request.duration)
 
     def validate(self) -> None:
         if not 1 <= self.rounds <= MAX_ROUNDS:

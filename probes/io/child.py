@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+from inspector.parent_death import end_with_parent
 from inspector.probes.io.latency import (
     JOIN_TIMEOUT,
     IoLatencyProbe,
@@ -35,6 +36,7 @@ from inspector.probes.io.latency import (
     IoResult,
     IoSample,
     RampResult,
+    Recorded,
     summarize_ramp,
 )
 from inspector.probes.latency import LatencySummary
@@ -43,17 +45,6 @@ HARD_GRACE = 0.5      # past the run's own bound before the child stops a run th
 STOP_GRACE = 0.5      # from stop to cancel: the workers' requests in flight may end
 ANSWER_GRACE = 1.0    # past all that before the caller gives the child up
 _HEADER = struct.Struct("<Q")
-
-
-class Recorded:
-    """What is read of a LatencyRecorder once a run is over (its busy time and histogram):
-    a LatencyRecorder does not pickle (hdrh's ctypes arrays)."""
-
-    def __init__(self, total: int, count: int, buckets: list[tuple[int, int]]):
-        self.total, self.count, self._buckets = total, count, buckets
-
-    def buckets(self) -> list[tuple[int, int]]:
-        return self._buckets
 
 
 class EngineProcess:
@@ -67,10 +58,11 @@ class EngineProcess:
         self._stop_at: float | None = None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.started = time.monotonic()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             ours.close()
-            _child_main(engine, theirs, keep_fd, bound)
+            _child_main(engine, theirs, keep_fd, bound, parent)
         theirs.close()
         self.pid, self._sock = pid, ours
         self._sock.setblocking(False)
@@ -180,9 +172,13 @@ class EngineProcess:
 
 
 # ------------------------------------------------------------------------------ the child
-def _child_main(engine: Any, sock: socket.socket, keep_fd: int, bound: float | None) -> None:
+def _child_main(engine: Any, sock: socket.socket, keep_fd: int, bound: float | None,
+                parent: int) -> None:
     status = 0
     try:
+        # a parent that ends without stopping us (SIGKILL) takes the load with it: the socket's
+        # EOF would stop us too, but only once our event loop runs again
+        end_with_parent(parent, signal.SIGKILL)
         # the caller stops us over the socket (its Ctrl-C, SIGTERM, SIGHUP: partial figures
         # kept); a signal meant for it must not kill us before our result is sent
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

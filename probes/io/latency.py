@@ -42,15 +42,11 @@ import time
 from array import array
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
 
-from inspector.probes.base import IoMode, TimingLoop
+from inspector.probes.base import MAX_IO_JOBS, IoMode, TimingLoop
 from inspector.probes.io.stats import BatchStats, IntervalPart, record_batch
 from inspector.probes.io.target import IoTarget
 from inspector.probes.latency import LatencyRecorder, LatencySummary
-
-if TYPE_CHECKING:   # io_child imports this module
-    from inspector.probes.io.child import Recorded
 
 try:                                   # the timed request loop in C (probes/io/_ioloop.c)
     from inspector.probes.io import _ioloop
@@ -69,7 +65,7 @@ JOIN_TIMEOUT = 2.0
 TICK_GRACE_NS = 10_000_000     # drain just after the workers' flush so samples are not merged
 STRAGGLER_POLL_NS = 2_000_000  # while a worker has not handed its share of a tick over yet
 DONE_NS = 1 << 62              # a finished worker covers all time
-MAX_JOBS = 256                 # workers are threads of this process, each needing the GIL to
+MAX_JOBS = MAX_IO_JOBS         # workers are threads of this process, each needing the GIL to
                                # start and a few times a second after: the more of them, the
                                # more of a short run's workers never run a request
                                # (bench_io_latency.py prints 256 and 512 in a 1 s run)
@@ -145,6 +141,18 @@ class IoSample:
         out = asdict(self)
         out.update(out.pop("stats"))
         return out
+
+
+class Recorded:
+    """What is read of a LatencyRecorder once a run is over (its busy time and histogram),
+    as a run in a child process (probes.io.child) sends it back: a LatencyRecorder does not
+    pickle (hdrh's ctypes arrays)."""
+
+    def __init__(self, total: int, count: int, buckets: list[tuple[int, int]]):
+        self.total, self.count, self._buckets = total, count, buckets
+
+    def buckets(self) -> list[tuple[int, int]]:
+        return self._buckets
 
 
 @dataclass

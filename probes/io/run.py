@@ -41,7 +41,6 @@ from inspector.probes.io.target import SETUP_TIMEOUT, TargetError, open_target
 
 if TYPE_CHECKING:
     from inspector.probes.io.target import IoTarget
-    from inspector.probes.request import ProbeRequest
 
 DEFAULT_DEADLINE = 3.0          # like `ioping -R` when neither a count nor a deadline is given
 DEFAULT_STEP = 2.0              # seconds per ramp step
@@ -66,11 +65,6 @@ class IoRunConfig:
     # raw latencies held before they are folded into the histogram: a memory bound of the
     # process hosting the run, not a property of the measurement (io_latency.IoConfig)
     raw_limit: int = field(default=RAW_LIMIT, compare=False)
-
-    @classmethod
-    def from_request(cls, request: ProbeRequest) -> IoRunConfig:
-        return cls(target=request.target, mode=IoMode.WRITE if request.write else IoMode.READ,
-                   count=request.count, deadline=request.duration, jobs=request.concurrency)
 
     @property
     def effective_deadline(self) -> float | None:

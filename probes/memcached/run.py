@@ -7,12 +7,12 @@ with `write` a set test. McRun drives the load (memcached.MemcachedProbe) or, wi
 connection ramp (mc_ramp.MemcachedRamp)."""
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from inspector.probes.base import (
+    MAX_CONNECTIONS,
     Interval,
     McFigures,
     McInterval,
@@ -26,11 +26,8 @@ from inspector.probes.base import (
 from inspector.probes.latency import LatencyRecorder, LatencySummary
 from inspector.probes.memcached import probe as engine
 from inspector.probes.memcached.ramp import MemcachedRamp, RampConfig, RampSummary, ramp_steps
-from inspector.probes.memcached.target import DEFAULT_PORT, format_target, parse_address
+from inspector.probes.memcached.target import DEFAULT_PORT, format_target
 from inspector.probes.memcached.workload import SizeRange
-
-if TYPE_CHECKING:
-    from inspector.probes.request import ProbeRequest
 
 DEADLINE_SLACK_S = 30.0     # a timed load's hard bound: its duration plus connect and preload
 DEADLINE_S = 600.0          # the hard bound of a load bounded by a request count, or a ramp
@@ -62,16 +59,6 @@ class McRunConfig:
     max_connections: int = 4096
     step_seconds: float = 2.0
     sample_interval: float = field(default=engine.SAMPLE_INTERVAL_S, compare=False)
-
-    @classmethod
-    def from_request(cls, request: ProbeRequest) -> McRunConfig:
-        host, port = parse_address(request.target)
-        count = request.count
-        return cls(host=host, port=port, concurrency=request.concurrency,
-                   execute_number=math.ceil(count / request.concurrency) if count else None,
-                   duration=None if count else request.duration,
-                   test=McTest.SET if request.write else McTest.GET,
-                   read_only=not request.write)
 
     @property
     def target(self) -> str:
@@ -110,6 +97,9 @@ class McRunConfig:
         return self.max_connections if self.ramp else self.concurrency
 
     def validate(self) -> None:
+        if not 1 <= self.connections <= MAX_CONNECTIONS:
+            raise ProbeError(f"connections must be within 1..{MAX_CONNECTIONS} "
+                             f"(got {self.connections})")
         if self.read_only and self.test != McTest.GET:
             raise ProbeError("read-only applies to the get test (a set test stores keys)")
         if not self.ramp:

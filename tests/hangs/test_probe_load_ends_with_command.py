@@ -334,6 +334,51 @@ def test_probe_io_ends_with_the_command(tmp_path, signum):
 
 
 @pytest.mark.serial
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP],
+                         ids=lambda s: signal.Signals(s).name)
+def test_a_signal_during_probe_ios_set_up_ends_it_and_its_writer(tmp_path, signum):
+    """`probe io` writes its test file in a child before the driver takes over: a stop signal
+    at its first write ends the command at once (128 + N) and the writer with it."""
+    spec, activity, _ = io_target(tmp_path)
+    status, err = stop_and_check(["probe", "io", spec[3:], "-w", PROBE_SECONDS], activity,
+                                 signum, tmp_path, set_up=True)
+    check_status(status, err, signum)
+
+
+@pytest.mark.serial
+def test_the_io_engine_ends_with_a_killed_command_even_when_it_cannot_run(tmp_path):
+    """The IO probe's engine runs in a child of the command; killed, the command's socket
+    closes, which a running engine notices. One that cannot run (stopped here, as a child
+    busy in the kernel cannot act) must still go: the kernel's parent-death signal."""
+    spec, activity, _ = io_target(tmp_path)
+    err = tmp_path / "stderr"
+    with open(err, "w") as err_file:
+        proc = subprocess.Popen([inspector_bin(), "probe", "io", spec[3:], "-w", PROBE_SECONDS],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err_file, preexec_fn=as_from_a_terminal)
+    engines: list[psutil.Process] = []
+    try:
+        wait_for_load(proc, activity, err)
+        engines = still_running(psutil.Process(proc.pid).children())
+        assert len(engines) == 1, engines       # the set-up's writer has ended by now
+        engines[0].send_signal(signal.SIGSTOP)
+        proc.kill()
+        proc.wait(EXIT_TIMEOUT_S)
+        ended = time.monotonic()
+        while still_running(engines) and time.monotonic() - ended < GONE_TIMEOUT_S:
+            time.sleep(0.02)
+        assert not still_running(engines), "the stopped engine outlived its command"
+        print(f"the engine was gone {time.monotonic() - ended:.2f} s after its command")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        for p in still_running(engines):
+            p.kill()
+        activity.close()
+
+
+@pytest.mark.serial
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGKILL],
                          ids=lambda s: signal.Signals(s).name)
 def test_probe_memcached_workers_end_with_the_command(tmp_path, memcached, signum):
@@ -363,10 +408,9 @@ STUBBORN = textwrap.dedent("""
     from inspector import probe_runs
     from inspector.probes.request import ProbeRequest
 
-    def stubborn(spec, seconds, signals=()):
+    def stubborn(request, signals=()):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(60)
-        return {}
 
     probe_runs.run_probe = stubborn
     try:

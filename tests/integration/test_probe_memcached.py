@@ -13,11 +13,12 @@ import time
 
 import pytest
 
-import inspector.probe_runs as probe_runs
 import inspector.probes.memcached.probe as mc_module
+from inspector.probes import outcome
 from inspector.probes.memcached.probe import MemcachedLoad, MemcachedProbe
 from inspector.probes.memcached.stats import read_stats
 from inspector.probes.memcached.workload import SizeRange
+from inspector.probes.request import parse_spec
 from memcached_server import free_port
 
 # alone, after the parallel part of `make test`: its runs are bounded in wall time, and the
@@ -344,15 +345,18 @@ def test_a_failing_run_always_wakes_its_consumer(monkeypatch, memcached):
     assert "ValueError: boom" in summary.reason
 
 
+def run_spec(spec: str, seconds: float) -> dict:
+    """A --probe SPEC run's document, as snapshots and record keep it."""
+    return outcome.run_probe(parse_spec(spec, duration=seconds)).to_json()
+
+
 def test_probe_run_ipv6_spec_and_failures_keep_their_error(memcached):
     server = memcached(host="::1")
-    spec = probe_runs.parse_probe_spec(f"memcached:[::1]:{server.port}")
-    result = probe_runs.run_probe(spec, 0.5)
+    result = run_spec(f"memcached:[::1]:{server.port}", 0.5)
     assert result["error"] is None and result["summary"]["requests"] > 0
     assert result["summary"]["address"] == f"[::1]:{server.port}"
     port = free_port()
-    spec = probe_runs.parse_probe_spec(f"memcached:127.0.0.1:{port}")
-    result = probe_runs.run_probe(spec, 0.5)
+    result = run_spec(f"memcached:127.0.0.1:{port}", 0.5)
     assert "connection refused" in result["error"]
     assert result["summary"]["requests"] == 0 and result["summary"]["errors"] == {"connect_refused": 1}
 
@@ -360,8 +364,7 @@ def test_probe_run_ipv6_spec_and_failures_keep_their_error(memcached):
 def test_probe_run_keeps_partial_figures_when_the_server_dies(memcached):
     server = memcached()
     threading.Timer(0.6, server.kill).start()
-    spec = probe_runs.parse_probe_spec(f"memcached:{server.address}")
-    result = probe_runs.run_probe(spec, 3.0)
+    result = run_spec(f"memcached:{server.address}", 3.0)
     assert result["error"] and "closed by server" in result["error"]
     assert result["summary"]["requests"] > 0 and result["summary"]["p99_us"] > 0
 

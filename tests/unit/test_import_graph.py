@@ -165,7 +165,7 @@ def test_the_graph_sees_the_house(edges):
     # a broken resolver would pass every test below on an empty graph
     assert "inspector.probes.base" in MODULES and "inspector.widgets.chart" in MODULES
     assert "inspector.sections" in edges["inspector.collect"]
-    assert "inspector.probes.base" in edges["inspector.probe_runs"]
+    assert "inspector.probes.request" in edges["inspector.probe_runs"]
     assert "inspector.discover.md" in edges["inspector.health.storage"]
 
 

@@ -30,14 +30,14 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from inspector.probes.base import (
-    KIND_TITLES,
     Interval,
     ProbeError,
     ProbeKind,
     RunStatus,
     RunSummary,
 )
-from inspector.probes.request import DEFAULT_CONCURRENCY, ProbeRequest
+from inspector.probes.request import KINDS as KIND_INFO
+from inspector.probes.request import ProbeRequest
 from inspector.tui.messages import ProbeFinished, ProbeProgress, ProbeUpdate
 from inspector.tui.probes.target_check import NoAnswer, target_kind
 
@@ -45,6 +45,7 @@ __all__ = ["KINDS", "KIND_TITLES", "ProbeManager", "ProbeRequest", "ProbeRun", "
            "check_target", "describe", "form_request", "needs_confirmation"]
 
 KINDS = tuple(ProbeKind)
+KIND_TITLES = {kind: info.title for kind, info in KIND_INFO.items()}
 POINTS = 480            # interval figures kept per run (2 minutes at 4 Hz): what a chart shows
 LATE_S = 0.5            # an interval handled this long after the child made it arrived late
 KILL_GRACE_S = 8.0      # SIGTERM, then SIGKILL: past the driver's own 5 s cancel grace
@@ -70,7 +71,7 @@ def form_request(kind: Any, target: str, seconds: str, concurrency: str,
     target = target.strip()
     try:
         duration = float(seconds or "10")
-        workers = int(concurrency or DEFAULT_CONCURRENCY[kind])
+        workers = int(concurrency or KIND_INFO[kind].default_concurrency)
     except ValueError:
         raise ValueError("seconds and workers/connections must be numbers") from None
     if not target and kind != ProbeKind.DNS:

@@ -58,9 +58,9 @@ FIXED_WIDTH = 3 + 8 + 3 + 8 + 9 + 8 + 8 + 8 + 2 * len(RUN_COLUMNS) + 2
 
 
 def default_values(kind: str) -> dict[str, Any]:
-    from inspector.probes.request import DEFAULT_CONCURRENCY
+    from inspector.probes.request import KINDS
     return {"target": DEFAULT_TARGETS[kind], "seconds": "10",
-            "concurrency": str(DEFAULT_CONCURRENCY[ProbeKind(kind)]), "write": False}
+            "concurrency": str(KINDS[ProbeKind(kind)].default_concurrency), "write": False}
 
 
 class FormInput(Input):
