@@ -12,6 +12,7 @@ import io
 import json
 import os
 import signal
+import stat
 import tarfile
 import time
 
@@ -123,6 +124,8 @@ def open_root(spec: str | None, record: bool = False,
     kind, sos = _survey_bounded(spec, timeout)
     if kind == "missing":
         raise CaptureError(f"--root {spec}: no such file or directory")
+    if kind == "denied":
+        raise CaptureError(f"--root {spec}: permission denied (as uid {os.geteuid()})")
     if kind == "dir":
         if sos is not None:
             return _sosreport_root(sos, spec)
@@ -152,10 +155,16 @@ def _survey_bounded(spec: str, timeout: float) -> tuple[str, str | None]:
 def _survey(spec: str) -> tuple[str, str | None, bool]:
     """("missing" | "dir" | "file", the sosreport it is or holds, whether it looks like a
     host root)."""
-    if not os.path.exists(spec):
+    try:
+        mode = os.stat(spec).st_mode
+    except PermissionError:       # a directory on the way we may not search (as nobody)
+        return "denied", None, False
+    except OSError:
         return "missing", None, False
-    if not os.path.isdir(spec):
+    if not stat.S_ISDIR(mode):
         return "file", None, False
+    if not os.access(spec, os.R_OK | os.X_OK, effective_ids=True):   # /root as nobody
+        return "denied", None, False
     sos = spec if is_sosreport(spec) else sosreport_inside(spec)
     return "dir", sos, sos is not None or _has_root_marker(spec)
 

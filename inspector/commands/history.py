@@ -119,16 +119,25 @@ def run_import(args: argparse.Namespace) -> int:
                              "wall_bytes_per_s": r.wall_bytes_per_s, "log": args.log,
                              "line": r.line})
             for r in log.runs]
-    with _open(args, create=True) as db:
-        added = db.add_runs(runs)
+    if not runs:      # an empty log, empty stdin: nothing imported, no database created,
+        _open(args, create=False).close()     # but a refused --db is said as such
     for w in log.warnings:
         eprint(f"{args.log}:{w.line}: warning: {w.message}")
     for p in log.problems:
         eprint(f"{args.log}:{p.line}: skipped: {visible(p.message)}")
+    if not runs:
+        what = "; ".join(filter(None, [f"{len(log.problems)} lines or runs skipped"
+                                       if log.problems else "",
+                                       "" if text.strip() else "it is empty"]))
+        eprint(f"imported 0 runs from {args.log}: no ioping run in it" +
+               (f" ({what})" if what else ""))
+        return 1
+    with _open(args, create=True) as db:
+        added = db.add_runs(runs)
     eprint(f"imported {len(runs)} runs from {args.log} into {db.path}: "
            f"{added} new, {len(runs) - added} already present"
            + (f"; {len(log.problems)} lines or runs skipped" if log.problems else ""))
-    return 0 if runs or not log.problems else 1
+    return 0
 
 
 def run_checks(args: argparse.Namespace) -> int:

@@ -451,7 +451,8 @@ def _dns(s: Any) -> Iterator[Sample]:
     if not isinstance(s, dict):
         return
     servers = s.get("used_nameservers")
-    if isinstance(servers, list):
+    # an unreadable resolv.conf leaves the list empty: unknown is no series, not 0 servers
+    if isinstance(servers, list) and not _is_unknown(s.get("config")):
         yield Sample("resolver_nameservers", len(servers))
         for index, server in enumerate(servers):
             yield Sample("resolver_nameserver_info", 1, {"nameserver": str(server),
