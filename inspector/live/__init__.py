@@ -35,7 +35,7 @@ report arrives, `sampler.set_hypervisor(hypervisor_of(report.section("virt")))`
   `filesystems` [FsUse], `fs_devices` (mountpoint -> disk), `dstate` [DStateProc: pid, tgid,
   comm, wchan, `wait`, `device`, seconds, since], `top_io` [ProcIoRate], `processes`
   [ProcessRate, all, by CPU; not in JSON], `top_processes` (top 10 by each sort key: what JSON
-  keeps), `oom_victims`, `findings` (the sampler's own: net.stall, proc.dstate),
+  keeps), `oom_victims`, `findings` (the sampler's own: net.stall; tasks in D are the live rules'),
   `live_findings` (set by LiveSession), `timed_out`. Fields from `memory` on are None in an
   interval read back from a recording.
 - `ProcessRate` (processes.py): pid, comm, user, state, cpu_pct (of one CPU), rss_kib,

@@ -55,7 +55,6 @@ from inspector.live.procs import (
     ProcIo,
     ProcIoRate,
     ProcStat,
-    dstate_findings,
     list_pids,
     read_blocked_threads,
     top_io,
@@ -253,8 +252,7 @@ class LiveSampler:
         procs_mono: float | None = None
         if known(procs):
             procs, dstate, proc_io, names, procs_mono = procs
-            if known(dstate):
-                findings += dstate_findings(dstate)
+            if known(dstate):      # (judged by the live rules: live.tasks.dstate)
                 self._locate_dstate(dstate, disks)
         else:
             dstate = proc_io = procs
