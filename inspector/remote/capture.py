@@ -80,6 +80,9 @@ def capture(target: Target, *, tool_timeout: float = TOOL_TIMEOUT_S,
     reason = f"{where}: {why} after {outcome.received} bytes"
     saved = salvage(stream, path, reason)
     os.unlink(stream)
+    if not saved.members:
+        tempdirs.remove(tmp)
+        raise SshError(f"{reason}: nothing in it is a capture")
     return RemoteCapture(target, path, outcome, partial=reason, salvaged=saved)
 
 
