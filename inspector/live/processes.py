@@ -26,6 +26,7 @@ from inspector.roots.host import HostRoot, Unavailable
 PF_KTHREAD = 0x00200000
 STATUS_LIMIT = 8192
 CMDLINE_LIMIT = 4096
+CMDLINES_PER_SAMPLE = 64     # new command lines read per sample (see ProcessNames)
 STATUS_EVERY = 5         # samples between status reads of a process whose RSS stands still
 TOP_PROCESSES = 10       # per sort key in `top --json` and the recorded sample
 # ticks per second of /proc/PID/stat times: the live kernel's, else Linux's usual USER_HZ
@@ -201,17 +202,28 @@ def read_processes(root: HostRoot, pids: list[int], *, with_io: bool = True,
 
 class ProcessNames:
     """Command lines (redacted) and user names, remembered per process and per uid so a
-    sample reads only what is new."""
+    sample reads only what is new. At most `budget` command lines are read per sample (call
+    `next_sample()` between samples): the first sample of a host with a thousand processes
+    would otherwise spend ~100 ms on them; those left wait for the next samples and show
+    their comm meanwhile."""
 
-    def __init__(self, root: HostRoot):
+    def __init__(self, root: HostRoot, budget: int = CMDLINES_PER_SAMPLE):
         self.root = root
+        self.budget = budget
+        self._left = budget
         self._cmdlines: dict[tuple[int, int], str] = {}
         self._users: dict[int, str] | None = None
+
+    def next_sample(self) -> None:
+        self._left = self.budget
 
     def cmdline(self, st: ProcStat) -> str:
         key = (st.pid, st.starttime)
         text = self._cmdlines.get(key)
         if text is None:
+            if self._left <= 0:
+                return st.comm
+            self._left -= 1
             text = self._read_cmdline(st)
             self._cmdlines[key] = text
         return text

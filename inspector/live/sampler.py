@@ -299,6 +299,7 @@ class LiveSampler:
             if not proc_io and denied:
                 proc_io = Unknown("permission denied reading /proc/[pid]/io (needs root)")
         names = self.names
+        names.next_sample()
         out = {pid: (names.user(st.uid), names.cmdline(st)) for pid, st in procs.items()}
         names.forget_except(procs)
         return procs, dstate, proc_io, out, mono
