@@ -82,7 +82,44 @@ def man_page() -> str:
         entries = [f".TP\n\\fB{_markup(prog)}\\fR\n{_markup(text)}"
                    for prog, text in exit_statuses(parser).items()]
         page.add_section("EXIT STATUS", ">", "\n".join(entries))
+        for heading, items in (("ENVIRONMENT", ENVIRONMENT), ("FILES", FILES)):
+            page.add_section(heading, ">", "\n".join(
+                f".TP\n\\fB{_markup(name)}\\fR\n{_markup(text)}" for name, text in items))
+        page.add_section("SEE ALSO", ">", _markup(SEE_ALSO))
         return str(page)
+
+
+ENVIRONMENT = [
+    ("INSPECTOR_DEBUG", "set (to anything): an internal error shows its traceback instead of "
+                        "one line"),
+    ("INSPECTOR_MAX_UNPACKED_BYTES, INSPECTOR_MAX_ENTRIES",
+     "limits for unpacking a --root archive (default: 20 times its size, at least 256 MiB; "
+     "200,000 entries)"),
+    ("INSPECTOR_STATE_DIR", "where drive readings are kept between runs, to see a bad block "
+                            "rate rise (default: /var/lib/inspector as root, else "
+                            "$XDG_STATE_HOME/inspector)"),
+    ("XDG_DATA_HOME", "the history database of a user other than root: "
+                      "$XDG_DATA_HOME/inspector/history.sqlite (~/.local/share), created 0700"),
+    ("XDG_CONFIG_HOME", "the user's inspector.toml: $XDG_CONFIG_HOME/inspector/inspector.toml "
+                        "(~/.config)"),
+    ("NO_COLOR", "no colours in the report or the terminal UI"),
+    ("TERM", "dumb: no terminal UI, the report is printed instead"),
+    ("COLUMNS", "the width top, fleet and the report fit to when stdout is a terminal"),
+    ("LC_ALL, LC_CTYPE, LANG", "the charset output is written in; a character it lacks is "
+                               "printed as ?"),
+]
+FILES = [
+    ("/etc/inspector/inspector.toml", "the live rules' thresholds (the user's file overrides "
+                                      "it key by key)"),
+    ("/var/lib/inspector/history.sqlite", "the history database of record, history, top --db "
+                                          "and tui --db, as root"),
+    ("/var/lib/prometheus/node-exporter/inspector.prom", "the Prometheus textfile the shipped "
+                                                         "inspector-export.timer writes"),
+    ("inspector files", "prints where the shipped man page, completions, systemd units, alert "
+                        "rules and dashboard are installed"),
+]
+SEE_ALSO = ("smartctl(8), nvme(1), mdadm(8), dmsetup(8), lsblk(8), ethtool(8), ioping(1), "
+            "systemd.timer(5), promtool(1), prometheus-node-exporter(1)")
 
 
 GENERATED: dict[str, Callable[[], str]] = {

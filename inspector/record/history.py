@@ -525,7 +525,9 @@ def _vet_path(path: str, create: bool, make_dirs: bool) -> Place:
     if make_dirs and create:
         directory = os.path.dirname(os.path.abspath(path))
         try:
-            os.makedirs(directory, exist_ok=True)
+            # 0700 as the XDG base directory spec asks of what it creates: a user's history
+            # names their probe targets and their hosts' findings
+            os.makedirs(directory, mode=0o700, exist_ok=True)
         except OSError as exc:
             raise HistoryError(f"{path}: cannot create {directory}: "
                                f"{exc.strerror or exc}") from None

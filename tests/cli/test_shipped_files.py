@@ -35,7 +35,19 @@ def test_files_names_every_shipped_file_and_they_exist():
         assert path.exists() and str(path) in res.out, name
     assert {p.name for p in Path(shipped_path("systemd")).iterdir()} == {
         "inspector-record.service", "inspector-record.timer", "inspector-export.service",
-        "inspector-export.timer"}
+        "inspector-export.timer", "inspector-record-samples.service"}
+
+
+def test_install_man_puts_the_page_where_man_finds_it(tmp_path):
+    res = run_bin("files", "--install-man", "--man-dir", str(tmp_path / "man"))
+    page = tmp_path / "man" / "man1" / "inspector.1"
+    assert res.returncode == 0 and res.stdout.strip() == str(page), res.stderr
+    assert page.read_bytes() == (SHARE / "man" / "inspector.1").read_bytes()
+    found = subprocess.run(["man", "-w", "inspector"], capture_output=True, text=True,
+                           env={**os.environ, "MANPATH": str(tmp_path / "man")}, timeout=60)
+    assert found.stdout.strip() == str(page), found.stderr
+    res = run_bin("files", "--man-dir", str(tmp_path))
+    assert res.returncode == 2 and "--install-man" in res.stderr
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh"])
@@ -72,6 +84,9 @@ def test_man_page_renders_without_warnings():
     assert res.returncode == 0 and res.stderr == "", res.stderr
     text = res.stdout
     assert "inspector probe io" in text and "EXIT STATUS" in text
+    for section in ("ENVIRONMENT", "FILES", "SEE ALSO"):
+        assert f"\n{section}\n" in text, section
+    assert "INSPECTOR_MAX_UNPACKED_BYTES" in text and "/etc/inspector/inspector.toml" in text
     assert re.search(r"inspector\s+probe\s+io\s+exit status \(as every inspector command\)",
                      " ".join(text.split()), re.IGNORECASE), text[-3000:]
 
@@ -83,7 +98,8 @@ def _analyze(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["systemd-analyze", *args], capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("unit", ["inspector-record.service", "inspector-export.service"])
+@pytest.mark.parametrize("unit", ["inspector-record.service", "inspector-export.service",
+                                  "inspector-record-samples.service"])
 def test_units_are_hardened(unit):
     res = _analyze("security", "--offline=true", str(UNITS / unit))
     score = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", res.stdout)
@@ -103,15 +119,42 @@ def test_units_are_valid(tmp_path):
     assert complaints == []
 
 
+def _settings(unit: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in (UNITS / unit).read_text().splitlines()
+                if "=" in line and not line.startswith("#"))
+
+
 def test_units_run_what_they_say():
+    from inspector.cli import build_parser
     record = (UNITS / "inspector-record.service").read_text()
     export = (UNITS / "inspector-export.service").read_text()
     assert "StateDirectory=inspector" in record and "ProtectSystem=strict" in record
-    for text in (record, export):
-        start = next(line for line in text.splitlines() if line.startswith("ExecStart="))
-        argv = start.removeprefix("ExecStart=").split()[1:]
-        # the options parse (argparse exits on a mistake)
-        from inspector.cli import build_parser
-        args = build_parser(argv).parse_args(argv)
-        assert args.command in ("record", "export")
+    parsed = {}
+    for unit in ("inspector-record.service", "inspector-export.service",
+                 "inspector-record-samples.service"):
+        argv = _settings(unit)["ExecStart"].split()[1:]
+        parsed[unit] = build_parser(argv).parse_args(argv)   # argparse exits on a mistake
+    assert parsed["inspector-record.service"].once
+    assert parsed["inspector-export.service"].command == "export"
+    samples = parsed["inspector-record-samples.service"]
+    assert samples.command == "record" and samples.samples and not samples.once
     assert "ReadWritePaths=-/var/lib/prometheus/node-exporter" in export
+
+
+def test_timers_spread_a_fleet_and_oneshots_are_bounded():
+    """A fleet's timers do not fire together (each host its own fixed offset), a hung run is
+    stopped before the next is due, and the recorder service restarts after a failure."""
+    for timer, period_s in (("inspector-record.timer", 300), ("inspector-export.timer", 120)):
+        settings = _settings(timer)
+        assert settings["FixedRandomDelay"] == "yes"
+        assert 0 < _seconds(settings["RandomizedDelaySec"]) <= period_s / 2, timer
+        service = _settings(timer.replace(".timer", ".service"))
+        assert service["Type"] == "oneshot"
+        assert 0 < _seconds(service["TimeoutStartSec"]) < period_s, timer
+    samples = _settings("inspector-record-samples.service")
+    assert samples["Restart"] == "on-failure" and "inspector-record.timer" in samples["Conflicts"]
+
+
+def _seconds(value: str) -> float:
+    number, unit = re.fullmatch(r"(\d+)(s|min)", value).groups()
+    return float(number) * (60 if unit == "min" else 1)
