@@ -4,8 +4,10 @@
 - `2025-03-14 03:10`, `2025-03-14T03:10:30`: on the recorded host's clock (the clock its
   times print in), whatever the zone of the machine reading the database;
 - `2025-03-14T03:10+09:00`, `...Z`: that exact moment;
-- `03:10`, `03:10:30`: the latest such clock time at or before the end of the recording
-  ("03:10 last night");
+- `03:10`, `03:10:30`: the most recent such clock time not after now ("03:10 last night"),
+  for both ends of a range alike: `--from 17:26 --to 17:28:30` at 17:29 is the last three
+  minutes, whenever the last sample was taken. In a recording that ended before today (a
+  copy from another host), not after the end of its last day instead;
 - `2h ago` (or `--from=-2h`), `now`: relative to now; `@1741921800`: unix seconds.
 """
 from __future__ import annotations
@@ -26,7 +28,9 @@ class BadTime(ValueError):
 def parse_point(text: str, *, offset_near: Callable[[float], int], latest: float | None,
                 now: float | None = None) -> float:
     """Unix seconds for `text`. `offset_near(ts)` is the recorded host's UTC offset around
-    `ts`; `latest` the end of the recording (None: nothing recorded, now stands in)."""
+    `ts`; `latest` the end of the recording (None: nothing recorded). A time of day is placed
+    before now, not before `latest`: placed before the last sample, a --to after it fell on
+    the day before its --from."""
     from inspector.durations import Duration
     now = time.time() if now is None else now
     raw = text.strip()
@@ -50,7 +54,7 @@ def parse_point(text: str, *, offset_near: Callable[[float], int], latest: float
     except ValueError:
         clock = None
     if clock is not None and clock.tzinfo is None:
-        return _latest_clock_time(clock, offset_near, latest if latest is not None else now)
+        return _latest_clock_time(clock, offset_near, _clock_bound(now, latest, offset_near))
     try:
         moment = dt.datetime.fromisoformat(raw)
     except ValueError:
@@ -73,14 +77,25 @@ def _on_recorded_clock(moment: dt.datetime, offset_near: Callable[[float], int])
     return as_utc - offset_near(as_utc - offset)
 
 
+def _clock_bound(now: float, latest: float | None, offset_near: Callable[[float], int]) -> float:
+    """What a time of day may not be after: now, or the end of the recording's last day on
+    its clock when that came before (a recording copied from elsewhere, days old)."""
+    if latest is None:
+        return now
+    day = dt.datetime.fromtimestamp(latest + offset_near(latest), dt.UTC).date()
+    end_of_day = _on_recorded_clock(dt.datetime.combine(day, dt.time.max), offset_near)
+    return min(now, end_of_day)
+
+
 def _latest_clock_time(clock: dt.time, offset_near: Callable[[float], int],
-                       latest: float) -> float:
-    offset = offset_near(latest)
-    day = dt.datetime.fromtimestamp(latest + offset, dt.UTC).date()
+                       now: float) -> float:
+    """The most recent `clock` on the recorded host's clock not after `now`."""
+    offset = offset_near(now)
+    day = dt.datetime.fromtimestamp(now + offset, dt.UTC).date()
     for back in range(3):        # today on that clock, else the day before
         moment = dt.datetime.combine(day - dt.timedelta(days=back), clock)
         ts = _on_recorded_clock(moment, offset_near)
-        if ts <= latest:
+        if ts <= now:
             return ts
     return ts
 

@@ -179,8 +179,10 @@ def test_time_forms():
     latest = START + 7200         # 11:00 JST
     now = START + 10_000
     assert parse_point("09:30", offset_near=jst, latest=latest, now=now) == START + 1800
-    # a clock time later than the end of the recording is the day before's
-    assert parse_point("11:30", offset_near=jst, latest=latest, now=now) == START + 9000 - 86400
+    # a clock time is the most recent not after now, even past the end of the recording
+    # (issue 28: a --to after the last sample fell on the day before its --from)
+    assert parse_point("11:30", offset_near=jst, latest=latest, now=now) == START + 9000
+    assert parse_point("12:00", offset_near=jst, latest=latest, now=now) == START + 10800 - 86400
     assert parse_point("2h ago", offset_near=jst, latest=latest, now=now) == now - 7200
     assert parse_point("@1741910400", offset_near=jst, latest=latest, now=now) == START
     assert parse_point("now", offset_near=jst, latest=latest, now=now) == now
