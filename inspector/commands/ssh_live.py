@@ -9,7 +9,7 @@ from inspector.commands.common import CliError
 from inspector.remote.ssh import SshError, Target
 from inspector.roots.host import HostRoot
 
-FRAME_TIMEOUT_MIN_S = 1.5      # a frame's round trip on a slow link, at 1 s samples
+FRAME_TIMEOUT_MIN_S = 3.0      # a frame's round trip on a slow link or a loaded host
 
 
 def _stream(target: Target, capture: HostRoot, interval: float, read_timeout: float):

@@ -196,7 +196,7 @@ def test_a_bad_live_stream_is_bounded(fake_host, tmp_path, mode, said):
     result, seconds = _run(server, tmp_path, "top", "--count", "2", timeout=180)
     assert said in result.stdout + result.stderr
     # the capture first (tens of seconds on a loaded machine), then two samples that wait
-    # at most 1.5 s for their frame each
+    # at most 3 s for their frame each
     assert seconds < 150
     if mode == "live-garbage":
         assert result.returncode == 2
