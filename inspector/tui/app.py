@@ -27,10 +27,12 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.message import Message
+from textual.screen import Screen
 from textual.timer import Timer
 
 from inspector.collect import DEFAULT_TIMEOUT
 from inspector.model import Report
+from inspector.probes.request import KINDS
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_bounded
 from inspector.roots.host import HostRoot
 from inspector.sections import load
@@ -39,7 +41,7 @@ from inspector.tui.base import InspectorScreen
 from inspector.tui.discovery import PATIENCE, DiscoveryProcess
 from inspector.tui.messages import LiveSampled, ProbeFinished, ProbeProgress, ReportCollected
 from inspector.tui.modes import MODES
-from inspector.tui.probes.runs import KIND_TITLES, KINDS, ProbeManager
+from inspector.tui.probes.runs import ProbeManager
 from inspector.tui.trends import Trends
 
 DEFAULT_REFRESH = 30.0       # seconds between discovery collections (live host)
@@ -63,8 +65,8 @@ class InspectorCommands(Provider):
         entries: list[tuple[str, Callable[[], Any], str]] = [
             (f"Screen: {mode.title}", partial(app.switch_mode, mode.name), f"key {i}")
             for i, mode in enumerate(MODES, 1)]
-        for kind in KINDS:
-            entries.append((f"Probe: start {KIND_TITLES[kind]} probe",
+        for kind, info in KINDS.items():
+            entries.append((f"Probe: start {info.title} probe",
                             partial(app.open_probe_form, kind), "opens the form"))
         entries += [("Probes: stop all", app.action_stop_all_probes, "key S"),
                     ("Probes: recorded history chart", app.open_history, "key h on Probes"),
@@ -320,16 +322,14 @@ class InspectorApp(App):
 
     # ------------------------------------------------------------------ probes
     def on_probe_progress(self, message: ProbeProgress) -> None:
-        run = self.probes.get(message.update.run_id)
-        if run is not None:
-            run.history.append(message.update)
-        screen = self.screen  # other screens repaint from run.history when they resume
-        if isinstance(screen, InspectorScreen):
-            screen.show_probe_update(message.update)
+        self._show_stop_key()
+        run = self.probes.progress(message)     # applied to its run here, on the UI thread
+        screen = self.screen  # other screens repaint from the run when they resume
+        if run is not None and isinstance(screen, InspectorScreen):
+            screen.show_probe_update(message.run_id)
 
     def on_probe_finished(self, message: ProbeFinished) -> None:
-        self.probes.ended()     # the UI's own priority back once no probe runs
-        run = self.probes.get(message.run_id)
+        run = self.probes.finish(message)   # the UI's own priority back once none runs
         if run is not None:
             if run.error:
                 self.notify(f"{run.title} failed: {run.error}", severity="error")
@@ -339,6 +339,16 @@ class InspectorApp(App):
         if isinstance(screen, InspectorScreen):
             screen.show_probe_finished(message.run_id)
         self._refresh_screen()  # the status line counts running probes
+        self._show_stop_key()
+
+    _stop_key_shown = False
+
+    def _show_stop_key(self) -> None:
+        """S (stop all probes) in the footer while a probe runs, not otherwise."""
+        running = bool(self.probes.active())
+        if running != self._stop_key_shown:
+            self._stop_key_shown = running
+            self.refresh_bindings()
 
     def open_probe_form(self, kind: str, target: str | None = None) -> None:
         # the probes screen may not be composed yet (first visit): it applies the pending
@@ -403,11 +413,27 @@ class InspectorApp(App):
                 continue
             display = binding.key_display or self.get_key_display(binding)
             row = rows.setdefault((binding.action, binding.description),
-                                  [[], binding.description,
-                                   "app" if active.node is self else type(active.node).__name__])
+                                  [[], binding.description, self.help_place(active.node)])
             if display not in row[0]:
                 row[0].append(display)
         return [(", ".join(keys), description, where) for keys, description, where in rows.values()]
+
+    def help_place(self, node: Any) -> str:
+        """Where a key acts, in the help's words: everywhere, a screen's tab title, or the
+        widget's own HELP_TITLE ("findings list"), never a class name."""
+        if node is self:
+            return "everywhere"
+        own = getattr(node, "HELP_TITLE", None)
+        if isinstance(own, str):
+            return own
+        screen = node if isinstance(node, Screen) else getattr(node, "screen", None)
+        mode = getattr(screen, "MODE", "")
+        return next((m.title for m in MODES if m.name == mode), "this screen")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_all_probes":     # shown (and acting) only while a probe runs
+            return bool(self.probes.active())
+        return True
 
     def open_history(self) -> None:
         from inspector.tui.screen_history import HistoryScreen

@@ -19,7 +19,6 @@ from inspector.tui.textual_fixes import Footer  # lets its old keys go (Textual'
 
 if TYPE_CHECKING:
     from inspector.tui.live import LiveView
-    from inspector.tui.messages import ProbeUpdate
 
 
 # the tab labels, longest first: every label must fit (80 columns is the smallest target), so
@@ -69,9 +68,11 @@ class InspectorScreen(Screen):
         yield from ()
 
     def on_mount(self) -> None:
+        self.fit_footer()
         self.show_state()
 
     def on_screen_resume(self) -> None:
+        self.fit_footer()
         self.show_state()
         self.fill_charts()      # hidden, the charts missed samples: drawn anew, before show_live
         self.show_live(self.inspector.live_sample, self.inspector.live_error)
@@ -114,7 +115,16 @@ class InspectorScreen(Screen):
         self.show_report(report)
 
     def on_resize(self) -> None:
+        self.fit_footer()
         self.show_state()
+
+    def fit_footer(self) -> None:
+        """Below 120 columns the footer's keys sit closer, below 100 the palette key goes:
+        at 80 the last keys (? Help, q Quit) were cut off."""
+        width = self.size.width or self.app.size.width
+        for footer in self.query(Footer):
+            footer.compact = width < 120
+            footer.show_command_palette = width >= 100
 
     def show_report(self, report: Report | None) -> None:
         """Repaint from a report (None before the first collection)."""
@@ -122,8 +132,9 @@ class InspectorScreen(Screen):
     def show_live(self, sample: LiveView | None, error: str | None) -> None:
         """Repaint the live figures (a screen without any keeps this)."""
 
-    def show_probe_update(self, update: ProbeUpdate) -> None:
-        """A running probe's new interval (a screen that shows none keeps this)."""
+    def show_probe_update(self, run_id: int) -> None:
+        """A running probe's new interval, or its start (a screen that shows none keeps
+        this)."""
 
     def show_probe_finished(self, run_id: int) -> None:
         """A probe run ended."""

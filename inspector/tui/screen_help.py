@@ -1,5 +1,10 @@
-"""Help screen (`?`) and small modal screens: confirmation and text viewer."""
+"""Help screen (`?`) and small modal screens: confirmation and text viewer.
+
+The screen keys (1-7) and `q` act from these too, as from any screen: a key closes the window
+(a question is answered no) and then does what it does everywhere."""
 from __future__ import annotations
+
+from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -10,10 +15,39 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from inspector.tui.modes import MODES
 
-class HelpScreen(ModalScreen[None]):
+
+def passed_keys(prefix: str) -> list[Binding]:
+    """The app's screen keys and q, for a modal window (Textual stops the app's bindings at
+    a modal screen)."""
+    keys = [Binding(str(i), f"leave_to('{mode.name}')", mode.title, show=False,
+                    id=f"{prefix}.screen.{mode.name}") for i, mode in enumerate(MODES, 1)]
+    return keys + [Binding("q", "leave_to('')", "Quit", id=f"{prefix}.quit")]
+
+
+class LeavingModal(ModalScreen[Any]):
+    """A modal window whose screen keys and q close it and then act."""
+
+    def close(self) -> None:
+        self.dismiss(None)
+
+    def action_leave_to(self, mode: str) -> None:
+        app = self.app
+        self.close()
+        # once this window is gone (after the next refresh): switching before the pop left
+        # the window's pop to the new mode's stack
+        if mode:
+            app.call_after_refresh(app.switch_mode, mode)
+        else:
+            app.call_after_refresh(app.run_action, "quit")
+
+
+class HelpScreen(LeavingModal):
     """Keys of the screen underneath, generated from the active bindings."""
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close")]
+    HELP_TITLE = "this window"
+    BINDINGS = [Binding("escape,question_mark", "dismiss", "Close", id="help.close"),
+                *passed_keys("help")]
 
     def __init__(self, rows: list[tuple[str, str, str]]):
         super().__init__()
@@ -36,10 +70,12 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(LeavingModal):
     """Yes/no for anything that writes or opens many connections; names target and bound."""
+    HELP_TITLE = "this question"
     BINDINGS = [Binding("y", "answer(True)", "Yes, start", id="confirm.yes"),
-                Binding("n,escape", "answer(False)", "No", id="confirm.no")]
+                Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+                *passed_keys("confirm")]
 
     def __init__(self, title: str, body: str):
         super().__init__()
@@ -62,10 +98,15 @@ class ConfirmScreen(ModalScreen[bool]):
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)
 
+    def close(self) -> None:
+        self.dismiss(False)
 
-class TextScreen(ModalScreen[None]):
+
+class TextScreen(LeavingModal):
     """A scrollable renderable (evidence, a finding's details); esc closes."""
-    BINDINGS = [Binding("escape,q,enter", "dismiss", "Close", id="text.close")]
+    HELP_TITLE = "this window"
+    BINDINGS = [Binding("escape,enter", "dismiss", "Close", id="text.close"),
+                *passed_keys("text")]
 
     def __init__(self, title: str, body: RenderableType):
         super().__init__()

@@ -33,6 +33,7 @@ SHORT_BELOW = 30     # rows: fewer findings rows, no identity line
 class FindingsTable(DataTable):
     """The findings list; Enter opens the highlighted finding (declared here, on the focused
     widget, so it is the Enter the help lists, not the table's own row selection)."""
+    HELP_TITLE = "findings list"
     BINDINGS = [Binding("enter", "screen.finding", "Finding details", id="overview.finding")]
 
     class Resized(Message):
