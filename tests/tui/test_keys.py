@@ -33,7 +33,7 @@ async def test_screen_keys_and_q_act_from_every_window(opener, window):
         for key in ("7", "2", "4"):
             await pilot.press(opener)
             await wait_for(pilot, lambda: isinstance(app.screen, window),
-                           message=lambda: f"{opener} then {key}: {app.screen} {app.focused}")
+                           message=lambda key=key: f"{opener} then {key}: {app.screen}")
             await pilot.press(key)
             await wait_for(pilot, lambda key=key: mode_of(app) == SCREEN_OF[key])
             assert len(app.screen_stack) == 1       # the window is gone, not hidden
