@@ -12,12 +12,13 @@ PIP    := $(VENV)/bin/pip
 # openssh-server and busybox: the --ssh tests' real sshd and their hosts with no Python;
 # prometheus brings promtool (the shipped alert rules' unit tests) and node_exporter reads our
 # textfile for real (their services are not left running: the tests start what they need).
-SYSTEM_PACKAGES := gcc python3.11 locales systemd man-db sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools openssh-server openssh-client busybox pipx python3-dev
+SYSTEM_PACKAGES := gcc python3.11 locales systemd man-db sosreport e2fsprogs prometheus prometheus-node-exporter memcached libmemcached-tools fio ioping ethtool tmux dnsutils virt-what sysstat util-linux iproute2 smartmontools openssh-server openssh-client busybox pipx python3-dev zsh
 # glibc's locale sources: the ioping-log tests compile the locales whose `date` lines they read
 # (and the locale tests ja_JP.eucJP and de_DE.ISO-8859-1); Python's headers: the pipx install
-# test (Debian's pipx and python3, as the README installs on Debian 12) builds the C loop
+# test (Debian's pipx and python3, as the README installs on Debian 12) builds the C loop; zsh: the
+# completion tests type in a real zsh (and bash) in tmux
 SYSTEM_FILES := /usr/share/i18n/locales/ja_JP /usr/include/python3.11/Python.h
-SYSTEM_COMMANDS := gcc /usr/bin/python3.11 systemd-analyze man sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl /usr/sbin/sshd ssh busybox /usr/bin/pipx
+SYSTEM_COMMANDS := gcc /usr/bin/python3.11 systemd-analyze man sos e2fsck blkid promtool prometheus-node-exporter memcached memcslap fio ioping ethtool tmux dig virt-what iostat losetup unshare ip smartctl /usr/sbin/sshd ssh busybox /usr/bin/pipx zsh
 
 .PHONY: run test venv test-deps system-deps bench clean
 

@@ -46,8 +46,45 @@ def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentPa
                 yield from _subparsers(sub)
 
 
+def closed_values() -> dict[tuple[str, str], tuple[tuple[str, ...], str]]:
+    """(command, dest) -> values of an option whose set is closed but which argparse does not
+    check as choices (repeatable, aliases, METRIC=RANGE ...), and what follows each value: ""
+    it is the whole word, "=" or ":" the rest is typed after it."""
+    from inspector.compare.fleet import WHERE_KEYS
+    from inspector.outputs.check import THRESHOLD_METRICS
+    from inspector.probes.request import KINDS
+    from inspector.sections import NAMES
+    specs = tuple(f"{kind}:" if kind != "dns" else "dns" for kind in map(str, KINDS))
+    metrics = tuple(f"{name}=" for name in THRESHOLD_METRICS)
+    return {
+        ("inspector report", "section"): (NAMES, ""),
+        ("inspector check", "section"): (NAMES, ""),
+        ("inspector check", "warn"): (metrics, "="),
+        ("inspector check", "crit"): (metrics, "="),
+        ("inspector fleet", "where"): (tuple(f"{key}=" for key in WHERE_KEYS), "="),
+        **{(f"inspector {command}", "probe"): (specs, ":")
+           for command in ("snapshot", "record", "export", "tui", "history")},
+    }
+
+
+# bash: a value that ends in = or : is the start of the word, not all of it (no space after)
+BASH_NO_SPACE_AFTER_PREFIX = """
+# Inspector: after a value that ends in = or : (check -w steal=, fleet --where virt=, io:) the
+# word goes on, so no space is added
+_inspector_complete() {
+  _shtab_inspector "$@"
+  if [[ ${#COMPREPLY[@]} = 1 && ${COMPREPLY[0]} == *[=:] ]]; then
+    compopt -o nospace 2>/dev/null || :
+  fi
+}
+complete -o bashdefault -F _inspector_complete inspector
+"""
+
+
 def completion(shell: str) -> str:
     import shtab
+    closed = closed_values()
+    functions: dict[tuple[str, ...], str] = {}
     with _stable_parser() as parser:
         for p in _subparsers(parser):
             for action in p._actions:
@@ -55,7 +92,17 @@ def completion(shell: str) -> str:
                     action.complete = shtab.FILE            # type: ignore[attr-defined]
                 elif action.dest in DIRECTORY_DESTS:
                     action.complete = shtab.DIRECTORY       # type: ignore[attr-defined]
-        return shtab.complete(parser, shell=shell)
+                elif (p.prog, action.dest) in closed:
+                    values, goes_on = closed[(p.prog, action.dest)]
+                    name = functions.setdefault(values, f"_inspector_values_{len(functions)}")
+                    words = " ".join(values)
+                    zsh = f"{{compadd -S '' -- {words}}}" if goes_on else f"({words})"
+                    action.complete = {"bash": name, "zsh": zsh}  # type: ignore[attr-defined]
+        preamble = "".join(f'{name}() {{ compgen -W "{" ".join(values)}" -- "$1"; }}\n'
+                           for values, name in functions.items())
+        script = shtab.complete(parser, shell=shell,
+                                preamble=preamble if shell == "bash" else "")
+    return script + BASH_NO_SPACE_AFTER_PREFIX if shell == "bash" else script
 
 
 def exit_statuses(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -30,6 +30,7 @@ _shtab_inspector_files_option_strings=(-h --help --install-man --man-dir)
 _shtab_inspector_option_strings=(-h --help -V --version --root --ssh --ssh-option)
 
 _shtab_inspector_report___root_COMPGEN=_shtab_compgen_files
+_shtab_inspector_report___section_COMPGEN=_inspector_values_0
 _shtab_inspector_capture__o_COMPGEN=_shtab_compgen_files
 _shtab_inspector_capture___output_COMPGEN=_shtab_compgen_files
 _shtab_inspector_top___root_COMPGEN=_shtab_compgen_files
@@ -42,25 +43,36 @@ _shtab_inspector_probe_dns___resolv_conf_COMPGEN=_shtab_compgen_files
 _shtab_inspector_snapshot___root_COMPGEN=_shtab_compgen_files
 _shtab_inspector_snapshot__o_COMPGEN=_shtab_compgen_files
 _shtab_inspector_snapshot___output_COMPGEN=_shtab_compgen_files
+_shtab_inspector_snapshot___probe_COMPGEN=_inspector_values_1
 _shtab_inspector_diff_pos_0_COMPGEN=_shtab_compgen_files
 _shtab_inspector_diff_pos_1_COMPGEN=_shtab_compgen_files
 _shtab_inspector_record___root_COMPGEN=_shtab_compgen_files
+_shtab_inspector_record___probe_COMPGEN=_inspector_values_1
 _shtab_inspector_record___db_COMPGEN=_shtab_compgen_files
 _shtab_inspector_record___textfile_COMPGEN=_shtab_compgen_files
 _shtab_inspector_history_import_ioping_pos_0_COMPGEN=_shtab_compgen_files
 _shtab_inspector_history_import_ioping___target_COMPGEN=_shtab_compgen_files
 _shtab_inspector_history_import_ioping___db_COMPGEN=_shtab_compgen_files
 _shtab_inspector_history___db_COMPGEN=_shtab_compgen_files
+_shtab_inspector_history___probe_COMPGEN=_inspector_values_1
 _shtab_inspector_check___root_COMPGEN=_shtab_compgen_files
+_shtab_inspector_check__w_COMPGEN=_inspector_values_2
+_shtab_inspector_check___warn_COMPGEN=_inspector_values_2
+_shtab_inspector_check__c_COMPGEN=_inspector_values_2
+_shtab_inspector_check___crit_COMPGEN=_inspector_values_2
+_shtab_inspector_check___section_COMPGEN=_inspector_values_0
 _shtab_inspector_export___root_COMPGEN=_shtab_compgen_files
 _shtab_inspector_export__o_COMPGEN=_shtab_compgen_files
 _shtab_inspector_export___output_COMPGEN=_shtab_compgen_files
+_shtab_inspector_export___probe_COMPGEN=_inspector_values_1
 _shtab_inspector_fleet_pos_0_COMPGEN=_shtab_compgen_dirs
 _shtab_inspector_fleet_pos_1_COMPGEN=_shtab_compgen_files
+_shtab_inspector_fleet___where_COMPGEN=_inspector_values_3
 _shtab_inspector_fleet__o_COMPGEN=_shtab_compgen_files
 _shtab_inspector_fleet___output_COMPGEN=_shtab_compgen_files
 _shtab_inspector_tui___root_COMPGEN=_shtab_compgen_files
 _shtab_inspector_tui___db_COMPGEN=_shtab_compgen_files
+_shtab_inspector_tui___probe_COMPGEN=_inspector_values_1
 _shtab_inspector___root_COMPGEN=_shtab_compgen_files
 
 _shtab_inspector_probe_memcached__t_choices=(set get mix)
@@ -163,6 +175,14 @@ _shtab_inspector___help_nargs=0
 _shtab_inspector__V_nargs=0
 _shtab_inspector___version_nargs=0
 
+
+# Custom Preamble
+_inspector_values_0() { compgen -W "storage virt net dns cpu" -- "$1"; }
+_inspector_values_1() { compgen -W "io: memcached: dns" -- "$1"; }
+_inspector_values_2() { compgen -W "steal= crit= warn= unknown= dns_first_loss= md_degraded= load1= live_crit= live_warn=" -- "$1"; }
+_inspector_values_3() { compgen -W "host= virt= code= kernel=" -- "$1"; }
+
+# End Custom Preamble
 
 # $1=COMP_WORDS[1]
 _shtab_compgen_files() {
@@ -314,3 +334,12 @@ _shtab_inspector() {
 }
 
 complete -o bashdefault -F _shtab_inspector inspector
+# Inspector: after a value that ends in = or : (check -w steal=, fleet --where virt=, io:) the
+# word goes on, so no space is added
+_inspector_complete() {
+  _shtab_inspector "$@"
+  if [[ ${#COMPREPLY[@]} = 1 && ${COMPREPLY[0]} == *[=:] ]]; then
+    compopt -o nospace 2>/dev/null || :
+  fi
+}
+complete -o bashdefault -F _inspector_complete inspector
