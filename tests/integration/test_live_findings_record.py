@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -98,9 +99,11 @@ def test_check_live_is_critical_for_a_filling_tmpfs_unless_ignored(tmp_path):
     assert res.returncode == 2, res.stdout + res.stderr
     status, _, perf = res.stdout.splitlines()[0].partition(" | ")
     assert status.startswith("INSPECTOR CRITICAL - ") and f"{mnt} full in " in status
-    assert "live_crit=1;;;;" in perf and "live_samples=" in perf
+    # at least this one (a machine others load may add a saturated CPU)
+    crit = int(re.search(r"live_crit=(\d+);", perf).group(1))
+    assert crit >= 1 and "live_samples=" in perf
     assert f"[CRIT] {mnt}: {mnt} full in " in res.stdout and "(live.fs.time_to_full)" in res.stdout
-    assert "live.fs.time_to_full" not in ignored.stdout and "live_crit=0;;;;" in ignored.stdout
+    assert "live.fs.time_to_full" not in ignored.stdout and "live_crit=" in ignored.stdout
 
 
 def _finished(proc: subprocess.Popen) -> subprocess.CompletedProcess:
