@@ -133,7 +133,8 @@ def _loop(sampler: SamplerProcess, args: argparse.Namespace, thresholds: LiveThr
             time.sleep(delay)
         r = session.step().sample
         assert r is not None            # every step after the first has a sample
-        if not looked_up and any(lf.finding.code == "live.cpu.steal" for lf in r.live_findings):
+        if not looked_up and root is not None and any(
+                lf.finding.code == "live.cpu.steal" for lf in r.live_findings):
             looked_up = True            # the steal finding names the layer from the next one
             session.set_hypervisor(_hypervisor(root))
         _ignore(r, args.ignore)
