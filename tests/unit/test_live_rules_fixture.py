@@ -265,3 +265,16 @@ def test_filesystem_fill_inodes_and_time_to_full(host):
     inodes = found[("live.fs.inodes", "/var")].finding
     assert inodes.level.name == "CRIT" and "97% of inodes used" in inodes.message
     assert ("live.fs.fill", "/var") not in found
+
+
+def test_without_psi_memory_pressure_is_judged_from_memavailable_and_says_so(host):
+    assert not (host.path / "proc/pressure").exists()
+    session = host.session()
+    host.step(session)
+    assert not codes(run(host, session, 4, idle))             # 75 % available: nothing
+    host.write("proc/meminfo", "MemTotal: 8000000 kB\nMemAvailable: 200000 kB\n")
+    step = run(host, session, 4, idle)
+    found = codes(step)[("live.mem.pressure", "memory")].finding
+    assert "195 MiB available of 7812 MiB (no PSI in this kernel: judged from MemAvailable)" \
+        in found.message
+    assert any("no PSI in this kernel" in e for e in found.evidence)
