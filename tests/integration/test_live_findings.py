@@ -233,3 +233,19 @@ def test_a_filling_tmpfs_is_critical_with_its_time_to_full(tmp_path):
     finally:
         watch.close()
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
+
+
+def test_an_oom_kill_in_a_memory_cgroup_names_its_victim(watch, memory_cgroup):
+    """A memory cgroup's limit makes a real OOM kill here (no swap): the kernel counts it in
+    /proc/vmstat and logs the victim, which the finding names."""
+    hog = subprocess.Popen(["sh", "-c", f"echo $$ > {memory_cgroup}/cgroup.procs && exec "
+                            f"{sys.executable} -c 'x = bytearray(256 << 20); x[::4096] = "
+                            "b\"1\" * len(x[::4096])'"])
+    hog.wait(20)
+    assert hog.returncode == -signal.SIGKILL        # the OOM killer's
+
+    def killed(active, step):
+        return active.get(("live.mem.oom_kill", "memory"))
+    found, took = watch.until(killed, 8, "the OOM kill")
+    assert found.finding.level.name == "CRIT"
+    assert f"pid {hog.pid}" in found.finding.message and "cgroup limit" in found.finding.message
