@@ -104,7 +104,7 @@ def throttled_loops(tmp_path):
     with open(image, "wb") as fh:
         fh.truncate(32 << 20)
     base = _run("losetup", "-f", "--show", str(image)).stdout.strip()
-    top = None
+    top = majmin = None
     group = blkio / f"inspector-test-{uuid.uuid4().hex[:8]}"
     try:
         top = _run("losetup", "-f", "--show", "--direct-io=on", base).stdout.strip()
@@ -115,8 +115,9 @@ def throttled_loops(tmp_path):
         yield top, group, lambda: limit.write_text(f"{majmin} 0\n")
     finally:
         if group.exists():
-            with contextlib.suppress(OSError):
-                (group / "blkio.throttle.write_bps_device").write_text(f"{majmin} 0\n")
+            if majmin:
+                with contextlib.suppress(OSError):
+                    (group / "blkio.throttle.write_bps_device").write_text(f"{majmin} 0\n")
             for _ in range(50):
                 with contextlib.suppress(OSError):
                     group.rmdir()
