@@ -476,6 +476,10 @@ def fleet_schema() -> dict:
                            "summary": {"description": "hosts per worst level, and unreadable "
                                                       "files", "type": "object",
                                        "additionalProperties": {"type": "integer"}},
+                           "codes": {"description": "finding code -> hosts (shown) that "
+                                                    "have it, most hosts first",
+                                     "type": "object",
+                                     "additionalProperties": {"type": "integer"}},
                            "hosts": {"type": "array", "items": builder.of(HostRow)}},
             "required": ["schema_version", "kind", "directory", "summary", "hosts"],
             "additionalProperties": False}

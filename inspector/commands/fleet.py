@@ -26,6 +26,8 @@ from inspector.compare.fleet import (
     FleetError,
     compare,
     compare_status,
+    hosts_per_code,
+    mark_stale,
     matches,
     parse_where,
     read_fleet,
@@ -38,6 +40,7 @@ from inspector.compare.fleet import (
 LEVELS = ("ok", "warn", "unknown", "crit")
 JOBS = Bounded(1, 256, integer=True)
 SSH_DEADLINE = Duration(maximum=3600)
+STALE_AFTER = Duration(maximum=3650 * 86400)
 
 EPILOG = """\
 layout: what `ansible all -m fetch -a "src=/var/tmp/inspector.json dest=DIR/"` writes,
@@ -67,6 +70,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only hosts whose worst finding is at least this bad (warn: warn, "
                         "unknown and crit)")
     p.add_argument("--json", action="store_true", help="rows as JSON")
+    p.add_argument("--wide", action="store_true",
+                   help="rows whole, whatever the terminal's width (they are whenever stdout "
+                        "is not a terminal: less, a file)")
+    p.add_argument("--stale-after", type=STALE_AFTER, default=86400.0, metavar="DURATION",
+                   help=f"mark a host whose snapshot is older than this as stale (default 1d, "
+                        f"{STALE_AFTER.bounds})")
     add_schema_argument(p, "fleet")
     hosts = p.add_argument_group("capturing the hosts first, over ssh (only a POSIX shell on them)")
     hosts.add_argument("--ssh", dest="ssh_hosts", metavar="HOST", nargs="+", default=[],
@@ -115,16 +124,20 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         raise CliError(f"{args.directory}: no snapshots or captures under it")
     counts = summary(rows)
+    counts["stale"] = mark_stale(rows, args.stale_after)
     shown = worst_first([r for r in rows if matches(r, where, args.level)])
+    codes = hosts_per_code(shown)
     if args.json:
         json.dump({"schema_version": FLEET_SCHEMA_VERSION, "kind": "inspector-fleet",
-                   "directory": args.directory, "summary": counts,
+                   "directory": args.directory, "summary": counts, "codes": codes,
                    "hosts": [row_json(r) for r in shown]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
+    from inspector.durations import format_duration
     from inspector.render.fleet import fleet_lines
     filtered = len(shown) if (where or args.level) else None
-    for line in fleet_lines(shown, _width(), counts, filtered):
+    for line in fleet_lines(shown, _width(args), counts, filtered, codes,
+                            format_duration(args.stale_after)):
         print(line)
     return EXIT_ERROR if failed else 0
 
@@ -193,10 +206,14 @@ def _compare(args: argparse.Namespace) -> int:
     if not rows:
         raise CliError(f"{args.directory}, {args.after}: no snapshots or captures under them")
     from inspector.render.fleet import diff_lines
-    for line in diff_lines(rows, _width()):
+    for line in diff_lines(rows, _width(args)):
         print(line)
     return status
 
 
-def _width() -> int:
+def _width(args: argparse.Namespace) -> int | None:
+    """The terminal's width to fit rows to; None (rows whole) into a pipe or a file, where
+    nothing reads the width and a cut row is lost (`fleet DIR | less` cut them at 126)."""
+    if args.wide or not sys.stdout.isatty():
+        return None
     return max(60, shutil.get_terminal_size((120, 24)).columns)

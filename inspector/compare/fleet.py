@@ -60,6 +60,7 @@ class HostRow:
     dns_failover_s: float | None = None  # a blackholed first nameserver's delay
     probes: list[dict] = field(default_factory=list)  # spec, p99_us, ops_per_s, error
     age_s: float | None = None         # since the snapshot was taken
+    stale: bool = False                # older than `fleet --stale-after` (default 1 day)
     snapshots: int = 0                 # readable snapshots of this host (the newest is used)
 
     @property
@@ -306,7 +307,36 @@ def row_json(row: HostRow) -> dict:
     return asdict(row)
 
 
+def mark_stale(rows: list[HostRow], older_than_s: float) -> int:
+    """Mark the rows whose snapshot is older than `older_than_s` (a host that stopped sending
+    them: its row is yesterday's news); how many."""
+    for row in rows:
+        row.stale = row.age_s is not None and row.age_s > older_than_s
+    return sum(row.stale for row in rows)
+
+
+def hosts_per_code(rows: list[HostRow]) -> dict[str, int]:
+    """Finding code -> how many hosts have it (not OK), most hosts first."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for code in row.codes:
+            counts[code] = counts.get(code, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
 # ---------------------------------------------------------------------------- compare
+@dataclass
+class Regressed:
+    """One regression of a host, as data: the model's field (a dotted path, as `diff --json`
+    names it), its values before and after (as the snapshots hold them: numbers, strings,
+    records, {"unknown": reason}), and their unit."""
+    field: str
+    before: Any
+    after: Any
+    unit: str                       # us, s, %, B, B/s, 1/s, KiB; "" for a count or text
+    kind: str                       # changed, added, removed, worse, regression ...
+
+
 @dataclass
 class HostDiff:
     host: str
@@ -314,7 +344,8 @@ class HostDiff:
     after: str | None
     regressions: int = 0
     changes: int = 0
-    notes: list[str] = field(default_factory=list)   # the regressions, one line each
+    notes: list[str] = field(default_factory=list)   # the regressions, one line each, for people
+    regressed: list[Regressed] = field(default_factory=list)   # the same, as data
     error: str | None = None        # could not compare: a file unreadable, or missing
 
     @property
@@ -368,8 +399,21 @@ def compare(before_dir: str, after_dir: str, capture_timeout: float = 15.0) -> l
                 row.notes = [visible("  ".join(p for p in (display_path(c), change_text(c),
                                                            c.note) if p))
                              for c in result.regressions]
+                row.regressed = [Regressed(c.path, c.before, c.after, unit_of(c.path), c.kind)
+                                 for c in result.regressions]
         out.append(row)
     return out
+
+
+# a field's unit from its name's suffix, as `diff` prints them (inspector.compare.diff_text)
+UNIT_SUFFIXES = (("bytes_per_s", "B/s"), ("_per_s", "1/s"), ("_us", "us"), ("_seconds", "s"),
+                 ("_s", "s"), ("_pct", "%"), ("_percent", "%"), ("_kib", "KiB"),
+                 ("bytes", "B"), ("_celsius", "Cel"), ("_c", "Cel"))
+
+
+def unit_of(path: str) -> str:
+    key = path.rsplit(".", 1)[-1]
+    return next((unit for suffix, unit in UNIT_SUFFIXES if key.endswith(suffix)), "")
 
 
 def compare_status(rows: list[HostDiff]) -> int:

@@ -93,7 +93,7 @@ def test_one_row_per_host_worst_first(fleet_dir):
     assert {h: rows[h]["level"] for h in HOSTS} == expected
     levels = [r["level"] for r in doc["hosts"]]       # app-01 is this host: any level
     assert doc["summary"] == {"hosts": 7, **{lv: levels.count(lv) for lv in rank},
-                              "unreadable_files": 0}
+                              "unreadable_files": 0, "stale": 0}
 
 
 def test_filters(fleet_dir):
@@ -170,19 +170,17 @@ def test_text_table_fits_the_terminal_and_says_the_rest(fleet_dir, monkeypatch):
     (fleet_dir / "bad-01" / "x.json").write_text("{")
     (fleet_dir / "esc\x1b]0;pwned\x07-01" / "var/tmp").mkdir(parents=True)
     shutil.copy(fleet_dir / "xen-01" / FETCHED, fleet_dir / "esc\x1b]0;pwned\x07-01" / FETCHED)
-    for width in (80, 132, 200):
-        monkeypatch.setenv("COLUMNS", str(width))
-        res = run_cli("fleet", str(fleet_dir))
-        assert res.status == 0, res.err
-        lines = res.out.splitlines()
+    for width in (80, 132, 200):        # on a terminal: fitted to it
+        out = on_terminal("fleet", str(fleet_dir), columns=width)
+        lines = out.split("\n\nHOSTS  FINDING CODE")[0].splitlines()
         assert lines[0].split()[:4] == ["LEVEL", "HOST", "N", "AGE"], lines[0]
         assert all(len(line) <= width for line in lines[:-1]), [len(x) for x in lines]
         assert lines[-1] == "7 hosts: 2 crit, 1 unknown, 3 warn, 1 ok; 1 unreadable file"
-        assert lines[1].startswith("CRIT ") and "\x1b" not in res.out
+        assert lines[1].startswith("CRIT ") and "\x1b" not in out
         assert any(line.startswith("UNREAD ") and "bad-01" in line for line in lines)
-    monkeypatch.setenv("COLUMNS", "200")
     res = run_cli("fleet", str(fleet_dir), "--where", "virt=xen")
-    assert res.out.splitlines()[-1].endswith("(3 shown)") and "esc\\x1b]0;pwned\\x07-01" in res.out
+    summary = res.out.split("\n\nHOSTS  FINDING CODE")[0].splitlines()[-1]
+    assert summary.endswith("(3 shown)") and "esc\\x1b]0;pwned\\x07-01" in res.out
 
 
 def test_usage_and_empty_directories(tmp_path):
@@ -232,3 +230,106 @@ def test_a_few_hundred_hosts_quickly(tmp_path, snapshots):
     took = time.perf_counter() - start
     assert len(rows) == 150 and not any(r.error for r in rows)
     assert took < 2.0, took
+
+
+# ------------------------------------------------------- pipes, codes, stale, diffs as data
+def test_rows_are_whole_into_a_pipe_and_with_wide(fleet_dir):
+    """`inspector fleet DIR | less` cut rows at the terminal's width with '…': into a pipe
+    (or a file, or with --wide) nothing is cut; COLUMNS only fits rows on a terminal."""
+    from conftest import run_bin
+    worst = _json(str(fleet_dir))["hosts"][0]["worst"]
+    piped = run_bin("fleet", str(fleet_dir), env={"COLUMNS": "60"})
+    assert piped.returncode == 0, piped.stderr
+    assert "…" not in piped.stdout and worst in piped.stdout
+    assert max(len(line) for line in piped.stdout.splitlines()) > 126
+    wide = run_bin("fleet", str(fleet_dir), "--wide", env={"COLUMNS": "60"}).stdout
+    assert "…" not in wide and worst in wide
+
+
+def on_terminal(*args: str, columns: int = 80) -> str:
+    """The real binary's output on a terminal (a pty) COLUMNS wide."""
+    import pty
+
+    from conftest import inspector_bin
+    pid, fd = pty.fork()
+    if pid == 0:                         # the child: exec at once, nothing else
+        os.execve(inspector_bin(), [inspector_bin(), *args],
+                  {**os.environ, "COLUMNS": str(columns), "LINES": "50"})
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:                  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_rows_are_fitted_on_a_terminal_unless_wide(fleet_dir):
+    fitted = on_terminal("fleet", str(fleet_dir))
+    assert "…" in fitted and max(map(len, fitted.splitlines())) <= 80
+    assert "…" not in on_terminal("fleet", str(fleet_dir), "--wide")
+
+
+def test_hosts_per_finding_code(fleet_dir):
+    doc = _json(str(fleet_dir))
+    expected: dict[str, int] = {}
+    for row in doc["hosts"]:
+        for code in row["codes"]:
+            expected[code] = expected.get(code, 0) + 1
+    assert doc["codes"] == expected and doc["codes"]["net.xen_tso"] == 2   # xen-01, -02
+    counts = list(doc["codes"].values())
+    assert counts == sorted(counts, reverse=True)               # most hosts first
+    text = run_cli("fleet", str(fleet_dir)).out
+    assert "HOSTS  FINDING CODE" in text
+    assert any(line.split() == ["2", "net.xen_tso"] for line in text.splitlines())
+    # with a filter, the hosts shown
+    xen = _json(str(fleet_dir), "--where", "virt=xen")
+    assert xen["codes"]["net.xen_tso"] == 2 and "fio.failed" not in xen["codes"]
+
+
+def test_old_snapshots_are_marked_stale(tmp_path, snapshots):
+    directory = tmp_path / "fleet"
+    _place(directory, "fresh-01", snapshots["nvme-bare-metal"], hostname="fresh-01")
+    _place(directory, "old-01", snapshots["nvme-bare-metal"], hostname="old-01",
+           created_at=time.time() - 3 * 86400)
+    doc = _json(str(directory))
+    stale = {r["host"]: r["stale"] for r in doc["hosts"]}
+    assert stale == {"fresh-01": False, "old-01": True} and doc["summary"]["stale"] == 1
+    text = run_cli("fleet", str(directory)).out
+    row = next(line for line in text.splitlines() if "old-01" in line)
+    assert "3d stale" in row and "1 stale (snapshot older than 1d)" in text
+    assert not any(r["stale"] for r in _json(str(directory), "--stale-after", "4d")["hosts"])
+
+
+def test_fleet_diff_regressions_as_data(tmp_path, fleet_dir, snapshots):
+    """Each regression as field, before, after and unit, the same as `diff --json` says."""
+    after = tmp_path / "after"
+    shutil.copytree(fleet_dir, after)
+    _place(after, "md-01", snapshots["storage-raid1-faulty"], hostname="md-01")
+    doc = _json(str(fleet_dir), str(after))
+    md = next(r for r in doc["hosts"] if r["host"] == "md-01")
+    alone = run_cli("diff", str(fleet_dir / "md-01" / FETCHED), str(after / "md-01" / FETCHED),
+                    "--json").json()
+    regressions = [c for c in alone["changes"] if c["regression"]]
+    assert [(r["field"], r["before"], r["after"], r["kind"]) for r in md["regressed"]] == \
+        [(c["path"], c["before"], c["after"], c["kind"]) for c in regressions]
+    assert len(md["regressed"]) == md["regressions"] == len(md["notes"])
+    assert all(set(r) == {"field", "before", "after", "unit", "kind"} for r in md["regressed"])
+    quiet = [r for r in doc["hosts"] if r["host"] != "md-01"]
+    assert all(r["regressed"] == [] for r in quiet)
+
+
+def test_units_of_regressed_fields():
+    from inspector.compare.fleet import unit_of
+    assert unit_of("probes.io:/srv.p99_us") == "us"
+    assert unit_of("probes.io:/srv.bytes_per_s") == "B/s"
+    assert unit_of("probes.io:/srv.ops_per_s") == "1/s"
+    assert unit_of("sections.dns.first_server_loss_delay_s") == "s"
+    assert unit_of("sections.cpu.steal_percent") == "%"
+    assert unit_of("sections.storage.devices.sda.size_bytes") == "B"
+    assert unit_of("sections.storage.md.md0.degraded") == ""
