@@ -29,7 +29,7 @@ $(PY):
 # The install is editable, so source edits need no reinstall: only the packaging (pyproject.toml)
 # and the C loop's source do. Stamps keep `make run` from reinstalling on every start (4 s and
 # a screen of setuptools warnings before the TUI); pip's output goes to a log shown on failure.
-INSTALL_INPUTS := pyproject.toml probes/io/_ioloop.c
+INSTALL_INPUTS := pyproject.toml probes/io/_ioloop.c probes/memcached/_mcloop.c
 $(VENV)/.installed: $(PY) $(INSTALL_INPUTS)
 	@$(PIP) install -q -e . >$(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $@

@@ -1,17 +1,25 @@
 """The memcached load engine: N asyncio.Protocol connections, each a closed loop, one request
 in flight, speaking the text protocol.
 
-The per-request path is a callback chain with no coroutine in it: `data_received` recognises
-the common replies by comparing bytes (no regex), appends the latency in nanoseconds to an
-`array('q')`, and queues the next pre-encoded request; the queued requests are written together
-once the loop iteration's replies are handled (`Engine.flush_writes`). Statistics are built from
-those arrays outside this path (see `take_latencies`). asyncio streams would put a coroutine
-resumption and a buffer copy on every request.
+The connections are opened here (asyncio transports); the requests and replies of a closed-loop
+load then go through the C loop of `_mcloop.c` when it is built (the connections' sockets
+driven from one epoll set in bursts with the GIL released, the event loop running between
+bursts; see there why). What it does not expect (error replies, closed connections) comes back
+as events and is handled by the same LoadConnection code as in the Python path. The Python path
+serves a rate-limited load, a workload too big to pre-encode, a build without the C loop, and
+INSPECTOR_MEMCACHED_LOOP=python (the bench compares both): a callback chain with no coroutine in
+it, where `data_received` recognises the common replies by comparing bytes (no regex), appends
+the latency in nanoseconds to an `array('q')`, and queues the next pre-encoded request; the
+queued requests are written together once the loop iteration's replies are handled
+(`Engine.flush_writes`). Statistics are built from those arrays outside this path (see
+`take_latencies`). asyncio streams would put a coroutine resumption and a buffer copy on every
+request.
 """
 from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import random
 import socket
 from array import array
@@ -21,10 +29,19 @@ from time import perf_counter_ns
 
 from inspector.probes.memcached.workload import Workload
 
+try:                                   # the per-request loop in C (probes/memcached/_mcloop.c)
+    from inspector.probes.memcached import _mcloop
+except ImportError:                    # no compiler at install: the Python path
+    _mcloop = None  # type: ignore[assignment]
+
 IDLE, SET, GET = 0, 1, 2
 UNLIMITED = 1 << 62
 QUEUED = 1 << 62          # sent_at of a request waiting in the outbox: never "timed out"
 CLOCK_EVERY = 256
+# The C loop hands the event loop back this often: samples, timers, a stop signal and a
+# worker's channel wait at most this long, and a burst costs the loop one turn.
+BURST_NS = 2_000_000
+LOOP_ENV = "INSPECTOR_MEMCACHED_LOOP"     # "python": the Python path even with the C loop built
 
 # error kinds, stable ids for JSON and the TUI; labels for people
 ERROR_LABELS = {
@@ -56,7 +73,7 @@ class LoadConnection(asyncio.Protocol):
 
     __slots__ = ("engine", "transport", "buf", "op", "sent_at", "remaining", "cursor", "next_request",
                  "finished", "dead", "due", "timer", "write", "add_set", "add_get",
-                 "set_requests", "get_requests", "key_count", "set_ratio", "random")
+                 "set_requests", "get_requests", "key_count", "set_ratio", "random", "native")
 
     def __init__(self, engine: Engine, first_key: int, limit: int):
         self.engine = engine
@@ -80,6 +97,7 @@ class LoadConnection(asyncio.Protocol):
         self.dead = False         # the connection failed (already counted)
         self.due = 0.0            # next send time when rate-limited (loop.time())
         self.timer: asyncio.TimerHandle | None = None
+        self.native = -1          # its index in the engine's C loop, once it drives it
 
     # --- asyncio callbacks -------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -240,7 +258,21 @@ class LoadConnection(asyncio.Protocol):
         else:
             eng.failed_get += 1
             eng.rejected_get += rejected
-        self.send_next()
+        if self.native >= 0:
+            self.op = IDLE
+            eng.native_resume(self)
+        else:
+            self.send_next()
+
+    def native_lost(self, detail: str) -> None:
+        """connection_lost for a connection the C loop drives (its transport reads nothing)."""
+        if not (self.dead or self.engine.closing):
+            self.engine.count_error("closed_by_server", detail)
+            self._lose_request()
+        self.dead = True
+        self.op = IDLE
+        self.abort()
+        self._finish()
 
     def _fail(self, kind: str, detail: str) -> None:
         """Count one error and drop this connection (its stream can no longer be trusted)."""
@@ -249,8 +281,7 @@ class LoadConnection(asyncio.Protocol):
             self.engine.count_error(kind, detail)
             self._lose_request()
         self.op = IDLE
-        if self.transport is not None:
-            self.transport.abort()
+        self.abort()
         self._finish()
 
     def _lose_request(self) -> None:
@@ -273,6 +304,8 @@ class LoadConnection(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        if self.native >= 0:      # out of the C loop's epoll set before its socket closes
+            self.engine.native_drop(self)
         if self.transport is not None:
             self.transport.abort()
 
@@ -311,6 +344,7 @@ class Engine:
         self.set_ratio = set_ratio
         self.limit = per_conn_limit if per_conn_limit else UNLIMITED
         self.interval_s = 1.0 / rate_per_conn if rate_per_conn else 0.0
+        self.seed = seed
         self.random = random.Random(seed).random
         self.lat_set = array("q")
         self.lat_get = array("q")
@@ -343,6 +377,11 @@ class Engine:
         # wakes, so fewer of them preempt it. The latency clock starts at the write.
         self.outbox: list[LoadConnection] = []
         self.call_soon = self.loop.call_soon
+        # the C loop, once start() hands it the connections; its connections by index, and
+        # the counters from before it (added to its own)
+        self.native: _mcloop.Loop | None = None
+        self._native_conns: list[LoadConnection] = []
+        self._native_base = (0, 0, 0, 0)
 
     def flush_writes(self) -> None:
         box = self.outbox
@@ -364,7 +403,10 @@ class Engine:
         self.first_error.setdefault(kind, detail)
 
     def connection_finished(self) -> None:
-        self.active -= 1
+        if self.native is not None:
+            self.active = self.native.counters()[4]
+        else:
+            self.active -= 1
         if self.started and self.active <= 0:
             self.done.set()
 
@@ -401,6 +443,8 @@ class Engine:
     def start(self) -> None:
         """Send the first request on every open connection that was not already rejected."""
         self.started = True
+        if self._start_native():
+            return
         now = self.loop.time()
         for conn in self.conns:
             if not conn.finished and not conn.dead:
@@ -409,7 +453,97 @@ class Engine:
         if self.active <= 0:
             self.done.set()
 
+    # --- the C loop ------------------------------------------------------------------------
+    def _start_native(self) -> bool:
+        """Hand the open connections to the C loop; False where the Python path serves."""
+        if (_mcloop is None or os.environ.get(LOOP_ENV) == "python" or self.interval_s
+                or not isinstance(self.set_requests, list)):
+            return False
+        conns = [c for c in self.conns if not c.finished and not c.dead]
+        fds = []
+        for conn in conns:
+            sock = conn.transport.get_extra_info("socket") if conn.transport else None
+            if sock is None:
+                return False
+            fds.append(sock.fileno())
+        if not conns:
+            return False
+        for conn in conns:
+            assert conn.transport is not None       # checked above
+            conn.transport.pause_reading()          # its replies are the C loop's to read
+        self.native = _mcloop.Loop(fds, [c.cursor for c in conns], [c.remaining for c in conns],
+                                   self.set_requests, self.get_requests, self.set_ratio,
+                                   self.seed)
+        for index, conn in enumerate(conns):
+            conn.native = index
+        self._native_conns = conns
+        self._native_base = (self.sent_set, self.sent_get, self.get_hits, self.get_misses)
+        self.native.start()
+        self._native_sync()
+        if not self.done.is_set():
+            self.call_soon(self._pump)
+        return True
+
+    def _pump(self) -> None:
+        """One burst of the C loop, what it hands back, and the next burst on the next turn."""
+        native = self.native
+        if native is None or self.closing:
+            return
+        try:
+            if native.burst(perf_counter_ns() + BURST_NS, self.stop_at_ns):
+                self._native_events(native.events())
+        except (OSError, MemoryError) as exc:    # the loop cannot go on: the run ends with it
+            self.count_error("protocol", f"load loop failed: {exc}")
+            self.close()
+            return
+        self._native_sync()
+        if not self.done.is_set() and not self.closing:
+            self.call_soon(self._pump)
+
+    def _native_events(self, events: list[tuple[int, int, int, bytes | int]]) -> None:
+        for index, kind, op, payload in events:
+            conn = self._native_conns[index]
+            conn.op = op
+            if isinstance(payload, bytes):       # _mcloop.EV_REPLY: a whole line at least
+                conn.buf = b""
+                conn._unusual_reply(payload)
+            elif kind == _mcloop.EV_EOF:
+                conn.native_lost("connection closed by server (EOF)")
+            else:
+                conn.native_lost(f"[Errno {payload}] {os.strerror(payload)}")
+
+    def _native_sync(self) -> None:
+        """The C loop's counters into the engine's; done once it has finished them all."""
+        assert self.native is not None
+        sent_set, sent_get, hits, misses, active, stopping = self.native.counters()
+        base = self._native_base
+        self.sent_set, self.sent_get = base[0] + sent_set, base[1] + sent_get
+        self.get_hits, self.get_misses = base[2] + hits, base[3] + misses
+        if stopping:
+            self.stopping = True
+        self.active = active
+        if active <= 0:
+            for conn in self._native_conns:
+                conn.finished = True
+            self.done.set()
+
+    def native_resume(self, conn: LoadConnection) -> None:
+        """A connection whose error reply was counted goes on in the C loop."""
+        assert self.native is not None
+        self.native.resume(conn.native)
+
+    def native_drop(self, conn: LoadConnection) -> None:
+        if self.native is not None:
+            self.native.drop(conn.native)
+
     def check_timeouts(self, timeout_s: float) -> None:
+        if self.native is not None:
+            native = self.native
+            for index in native.overdue(int(timeout_s * 1e9)):
+                conn = self._native_conns[index]
+                conn.op = native.op(index)
+                conn._fail("timeout", f"no reply within {timeout_s:g} s")
+            return
         limit = perf_counter_ns() - int(timeout_s * 1e9)
         for conn in self.conns:
             if conn.op != IDLE and not conn.dead and conn.sent_at < limit:
@@ -418,6 +552,10 @@ class Engine:
     def stop_sending(self) -> None:
         """Let in-flight requests finish; no new ones (a graceful end, counts stay exact)."""
         self.stopping = True
+        if self.native is not None:
+            self.native.stop_sending()
+            self._native_sync()
+            return
         for conn in self.conns:
             if conn.op == IDLE and not conn.finished:
                 if conn.timer is not None:
@@ -431,6 +569,8 @@ class Engine:
             self._dead_at_close = self.dead_count()
         self.stopping = True
         self.closing = True
+        if self.native is not None:
+            self.native.close()
         for conn in self.conns:
             conn.abort()
             conn.finished = True
@@ -448,6 +588,8 @@ class Engine:
         return sum(1 for c in self.conns if c.dead)
 
     def in_flight(self) -> int:
+        if self.native is not None and not self.closing:
+            return self.native.in_flight()
         return sum(1 for c in self.conns if c.op != IDLE and not c.dead)
 
     def open_connections(self) -> int:
@@ -455,6 +597,10 @@ class Engine:
 
     def take_latencies(self) -> tuple[array, array]:
         """Copy out and clear the latency arrays (in place: connections hold their append)."""
+        if self.native is not None:
+            s_bytes, g_bytes = self.native.take()
+            self.lat_set.frombytes(s_bytes)
+            self.lat_get.frombytes(g_bytes)
         s, g = self.lat_set[:], self.lat_get[:]
         del self.lat_set[:]
         del self.lat_get[:]

@@ -1,0 +1,803 @@
+/* The memcached load's per-request loop, in C.
+ *
+ * Why not Python: on loopback a set costs the kernel about 8 us (the write delivers it to the
+ * server and wakes one of its threads, the read takes the reply); the Python path through
+ * uvloop added 4-5 us of interpreter work to each, so on a host whose cores are shared (the
+ * server's threads, other load) memcslap's threaded C client went ahead of the probe
+ * (tests/bench/bench_memcached.py prints both, with CPU per request). Here the connections
+ * opened by the Engine (asyncio transports, reading paused) are driven from one epoll set with
+ * the GIL released for a whole burst of a few milliseconds; the event loop runs between bursts
+ * (samples, timers, signals, a worker's channel).
+ *
+ * Only the expected replies are handled here: STORED to a set, END or one complete
+ * VALUE ... END to a get, and replies split over several reads. Anything else (error lines,
+ * replies while idle, a closed or failed socket) stops the connection here and is handed to
+ * Python as an event (`events()`); Python counts it as the Python path would and then either
+ * resumes the connection (`resume(i)`: the next request) or drops it (`drop(i)`) before it
+ * closes the transport. Latencies (ns, from the write of a request to the read of its reply,
+ * CLOCK_MONOTONIC: the clock of time.perf_counter_ns) are kept in C arrays until `take()`.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OP_IDLE 0
+#define OP_SET 1
+#define OP_GET 2
+
+#define EV_REPLY 0          /* an unexpected reply: payload = the bytes read */
+#define EV_EOF 1            /* the server closed the connection */
+#define EV_ERROR 2          /* read/write failed: payload = errno */
+
+#define MAX_BUFFERED (1 << 21)   /* a reply this long without making sense goes to Python */
+#define MAX_EVENTS 256
+
+typedef struct {
+    int fd;
+    int op;                 /* OP_*: the request in flight */
+    int polled;             /* in the epoll set */
+    int out;                /* handed to Python (an event), or dropped */
+    int finished;           /* no more requests from this connection */
+    int want_write;         /* EPOLLOUT registered: the rest of a request to write */
+    int queued;             /* in the send queue of this burst */
+    int64_t sent_at;
+    int64_t remaining;
+    int64_t cursor;
+    const char *req;        /* the request being written */
+    Py_ssize_t req_len, written;
+    char *buf;              /* a reply read in parts */
+    Py_ssize_t buf_len, buf_cap;
+} Conn;
+
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;
+} Lat;
+
+typedef struct {
+    int index, kind, err;
+    char *data;
+    Py_ssize_t len;
+} Event;
+
+typedef struct {
+    PyObject_HEAD
+    int epfd;
+    Py_ssize_t n;
+    Conn *conns;
+    Py_ssize_t active;      /* connections not finished */
+    PyObject *set_reqs, *get_reqs;    /* tuples of bytes, kept alive for the pointers below */
+    const char **set_ptr, **get_ptr;
+    Py_ssize_t *set_len, *get_len;
+    Py_ssize_t key_count;
+    double set_ratio;
+    uint64_t rng;
+    int stopping, closed;
+    long long sent_set, sent_get, hits, misses;
+    Lat lat_set, lat_get;
+    Event *events;
+    Py_ssize_t n_events, cap_events;
+    Py_ssize_t *sendq;
+    Py_ssize_t n_send;
+    int nomem;
+    int os_error;           /* errno of a failed epoll_wait */
+} Loop;
+
+static inline int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline double next_random(Loop *L)
+{
+    /* xorshift64*: the mix test's set/get draw */
+    uint64_t x = L->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    L->rng = x;
+    return (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+static int lat_push(Loop *L, Lat *lat, int64_t value)
+{
+    if (lat->n == lat->cap) {
+        Py_ssize_t cap = lat->cap ? lat->cap * 2 : 4096;
+        int64_t *v = realloc(lat->v, (size_t)cap * sizeof(int64_t));
+        if (v == NULL) {
+            L->nomem = 1;
+            return -1;
+        }
+        lat->v = v;
+        lat->cap = cap;
+    }
+    lat->v[lat->n++] = value;
+    return 0;
+}
+
+static void set_poll(Loop *L, Conn *c, Py_ssize_t i, int want_write)
+{
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN | (want_write ? EPOLLOUT : 0);
+    ev.data.u64 = (uint64_t)i;
+    if (!c->polled) {
+        if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0)
+            c->polled = 1;
+    } else if (c->want_write != want_write) {
+        epoll_ctl(L->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    }
+    c->want_write = want_write;
+}
+
+static void unpoll(Loop *L, Conn *c)
+{
+    if (c->polled) {
+        struct epoll_event ev;
+        epoll_ctl(L->epfd, EPOLL_CTL_DEL, c->fd, &ev);
+        c->polled = 0;
+        c->want_write = 0;
+    }
+}
+
+static void finish(Loop *L, Conn *c)
+{
+    if (!c->finished) {
+        c->finished = 1;
+        L->active--;
+    }
+}
+
+static void hand_out(Loop *L, Py_ssize_t i, int kind, int err)
+{
+    Conn *c = &L->conns[i];
+    unpoll(L, c);
+    c->out = 1;
+    if (L->n_events == L->cap_events) {
+        Py_ssize_t cap = L->cap_events ? L->cap_events * 2 : 16;
+        Event *e = realloc(L->events, (size_t)cap * sizeof(Event));
+        if (e == NULL) {
+            L->nomem = 1;
+            return;
+        }
+        L->events = e;
+        L->cap_events = cap;
+    }
+    Event *e = &L->events[L->n_events++];
+    e->index = (int)i;
+    e->kind = kind;
+    e->err = err;
+    e->data = NULL;
+    e->len = 0;
+    if (kind == EV_REPLY) {            /* the reply read so far goes with it */
+        e->data = c->buf;
+        e->len = c->buf_len;
+        c->buf = NULL;
+        c->buf_len = c->buf_cap = 0;
+    }
+}
+
+/* Write what is left of the connection's request; 0 done or waiting for EPOLLOUT, -1 failed
+ * (handed out). */
+static int write_rest(Loop *L, Py_ssize_t i)
+{
+    Conn *c = &L->conns[i];
+    while (c->written < c->req_len) {
+        ssize_t w = write(c->fd, c->req + c->written, (size_t)(c->req_len - c->written));
+        if (w > 0) {
+            c->written += w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            set_poll(L, c, i, 1);
+            return 0;
+        }
+        hand_out(L, i, EV_ERROR, w < 0 ? errno : EPIPE);
+        return -1;
+    }
+    if (c->want_write)
+        set_poll(L, c, i, 0);
+    return 0;
+}
+
+/* The next request of a connection whose reply is in (Engine.send_next in C). */
+static void send_next(Loop *L, Py_ssize_t i)
+{
+    Conn *c = &L->conns[i];
+    c->op = OP_IDLE;
+    if (L->stopping || c->remaining <= 0 || L->closed) {
+        finish(L, c);
+        return;
+    }
+    c->remaining--;
+    Py_ssize_t k = (Py_ssize_t)c->cursor;
+    c->cursor = k + 1 < L->key_count ? k + 1 : 0;
+    double ratio = L->set_ratio;
+    if (ratio >= 1.0 || (ratio > 0.0 && next_random(L) < ratio)) {
+        c->op = OP_SET;
+        L->sent_set++;
+        c->req = L->set_ptr[k];
+        c->req_len = L->set_len[k];
+    } else {
+        c->op = OP_GET;
+        L->sent_get++;
+        c->req = L->get_ptr[k];
+        c->req_len = L->get_len[k];
+    }
+    c->written = 0;
+    c->sent_at = now_ns();
+    write_rest(L, i);
+}
+
+/* 1: a complete expected reply (counted, latency stored); 0: wait for more; -1: not ours. */
+static int parse_reply(Loop *L, Conn *c, const char *d, Py_ssize_t len, int64_t t)
+{
+    if (c->op == OP_SET) {
+        if (len == 8 && memcmp(d, "STORED\r\n", 8) == 0) {
+            if (lat_push(L, &L->lat_set, t - c->sent_at) < 0)
+                return -1;
+            return 1;
+        }
+        return (len < 8 && memcmp(d, "STORED\r\n", (size_t)len) == 0) ? 0 : -1;
+    }
+    if (c->op != OP_GET)
+        return -1;
+    if (len >= 6 && memcmp(d, "VALUE ", 6) == 0) {
+        const char *eol = memchr(d, '\r', (size_t)len);
+        if (eol == NULL)
+            return len < 512 ? 0 : -1;         /* the header line, still coming */
+        Py_ssize_t e = eol - d;
+        if (e + 1 >= len)
+            return 0;
+        if (d[e + 1] != '\n')
+            return -1;
+        /* VALUE <key> <flags> <bytes>[ <cas>]: the length is the field after the flags; the
+         * Python path reads the last field, which is the same without cas (never asked) */
+        Py_ssize_t s = e;
+        while (s > 0 && d[s - 1] != ' ')
+            s--;
+        if (s == e)
+            return -1;
+        long long bytes = 0;
+        for (Py_ssize_t j = s; j < e; j++) {
+            if (d[j] < '0' || d[j] > '9' || bytes > (1LL << 40))
+                return -1;
+            bytes = bytes * 10 + (d[j] - '0');
+        }
+        Py_ssize_t need = e + 9 + (Py_ssize_t)bytes;
+        if (len < need)
+            return 0;
+        if (len == need && memcmp(d + len - 5, "END\r\n", 5) == 0) {
+            if (lat_push(L, &L->lat_get, t - c->sent_at) < 0)
+                return -1;
+            L->hits++;
+            return 1;
+        }
+        return -1;
+    }
+    if (len == 5 && memcmp(d, "END\r\n", 5) == 0) {
+        if (lat_push(L, &L->lat_get, t - c->sent_at) < 0)
+            return -1;
+        L->misses++;
+        return 1;
+    }
+    if (len < 6 && (memcmp(d, "VALUE ", (size_t)len) == 0 || (len < 5 && memcmp(d, "END\r\n", (size_t)len) == 0)))
+        return 0;
+    return -1;
+}
+
+static int buf_append(Loop *L, Conn *c, const char *d, Py_ssize_t len)
+{
+    if (c->buf_len + len > c->buf_cap) {
+        Py_ssize_t cap = c->buf_cap ? c->buf_cap : 256;
+        while (cap < c->buf_len + len)
+            cap *= 2;
+        char *b = realloc(c->buf, (size_t)cap);
+        if (b == NULL) {
+            L->nomem = 1;
+            return -1;
+        }
+        c->buf = b;
+        c->buf_cap = cap;
+    }
+    memcpy(c->buf + c->buf_len, d, (size_t)len);
+    c->buf_len += len;
+    return 0;
+}
+
+/* What was read (`d`, or the connection's buffer when d is NULL): a complete reply is counted
+ * and the next request queued; a partial one is kept; anything else is handed to Python. */
+static void consume(Loop *L, Py_ssize_t i, const char *d, Py_ssize_t len, int64_t t)
+{
+    Conn *c = &L->conns[i];
+    if (d == NULL) {
+        d = c->buf;
+        len = c->buf_len;
+    }
+    /* a reply before the request is all written waits for the write (write_done) */
+    int got = (c->written < c->req_len) ? 0 : parse_reply(L, c, d, len, t);
+    if (got == 1) {
+        c->buf_len = 0;
+        if (!c->queued) {
+            c->queued = 1;
+            L->sendq[L->n_send++] = i;
+        }
+        return;
+    }
+    if (d != c->buf && buf_append(L, c, d, len) < 0)    /* kept, or carried by the event */
+        return;
+    if (c->buf_len < MAX_BUFFERED
+        && (got == 0 || memchr(c->buf, '\n', (size_t)c->buf_len) == NULL))
+        return;                    /* Python reads replies by the line: a whole one first */
+    hand_out(L, i, EV_REPLY, 0);
+}
+
+/* Read a ready connection. */
+static void on_readable(Loop *L, Py_ssize_t i, char *rbuf, Py_ssize_t rcap)
+{
+    Conn *c = &L->conns[i];
+    ssize_t r;
+    do {
+        r = read(c->fd, rbuf, (size_t)rcap);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+    if (r <= 0 && c->finished && c->op == OP_IDLE) {
+        unpoll(L, c);              /* done with it: a close now is no failure */
+        c->out = 1;
+        return;
+    }
+    if (r < 0) {
+        hand_out(L, i, EV_ERROR, errno);
+        return;
+    }
+    if (r == 0) {
+        hand_out(L, i, EV_EOF, 0);
+        return;
+    }
+    int64_t t = now_ns();
+    if (c->buf_len) {
+        if (buf_append(L, c, rbuf, r) < 0)
+            return;
+        consume(L, i, NULL, 0, t);
+    } else {
+        consume(L, i, rbuf, r, t);
+    }
+}
+
+static void Loop_dealloc(Loop *L)
+{
+    if (L->epfd >= 0)
+        close(L->epfd);
+    if (L->conns) {
+        for (Py_ssize_t i = 0; i < L->n; i++)
+            free(L->conns[i].buf);
+        free(L->conns);
+    }
+    for (Py_ssize_t i = 0; i < L->n_events; i++)
+        free(L->events[i].data);
+    free(L->events);
+    free(L->sendq);
+    free(L->lat_set.v);
+    free(L->lat_get.v);
+    PyMem_Free((void *)L->set_ptr);
+    PyMem_Free((void *)L->get_ptr);
+    PyMem_Free(L->set_len);
+    PyMem_Free(L->get_len);
+    Py_XDECREF(L->set_reqs);
+    Py_XDECREF(L->get_reqs);
+    Py_TYPE(L)->tp_free((PyObject *)L);
+}
+
+static int requests_of(PyObject *seq, PyObject **keep, const char ***ptr, Py_ssize_t **lens,
+                       Py_ssize_t count)
+{
+    PyObject *t = PySequence_Tuple(seq);
+    if (t == NULL)
+        return -1;
+    *keep = t;
+    if (PyTuple_GET_SIZE(t) < count) {
+        PyErr_SetString(PyExc_ValueError, "Loop: fewer requests than keys");
+        return -1;
+    }
+    *ptr = PyMem_Calloc((size_t)count, sizeof(char *));
+    *lens = PyMem_Calloc((size_t)count, sizeof(Py_ssize_t));
+    if (*ptr == NULL || *lens == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *b = PyTuple_GET_ITEM(t, k);
+        if (!PyBytes_Check(b)) {
+            PyErr_SetString(PyExc_TypeError, "Loop: requests must be bytes");
+            return -1;
+        }
+        (*ptr)[k] = PyBytes_AS_STRING(b);
+        (*lens)[k] = PyBytes_GET_SIZE(b);
+    }
+    return 0;
+}
+
+/* Loop(fds, cursors, remaining, set_requests, get_requests, set_ratio, seed) */
+static int Loop_init(Loop *L, PyObject *args, PyObject *kw)
+{
+    PyObject *fds, *cursors, *remaining, *set_reqs, *get_reqs;
+    double ratio;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "OOOOOdK", &fds, &cursors, &remaining, &set_reqs, &get_reqs,
+                          &ratio, &seed))
+        return -1;
+    Py_ssize_t n = PySequence_Size(fds);
+    if (n < 0)
+        return -1;
+    if (PySequence_Size(cursors) != n || PySequence_Size(remaining) != n) {
+        PyErr_SetString(PyExc_ValueError, "Loop: one cursor and one count per connection");
+        return -1;
+    }
+    Py_ssize_t keys = PySequence_Size(get_reqs);
+    if (keys <= 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "Loop: no keys");
+        return -1;
+    }
+    L->key_count = keys;
+    if (requests_of(set_reqs, &L->set_reqs, &L->set_ptr, &L->set_len, keys) < 0
+        || requests_of(get_reqs, &L->get_reqs, &L->get_ptr, &L->get_len, keys) < 0)
+        return -1;
+    L->conns = calloc((size_t)(n ? n : 1), sizeof(Conn));
+    L->sendq = calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    if (L->conns == NULL || L->sendq == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    L->n = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PySequence_GetItem(fds, i);
+        PyObject *cu = PySequence_GetItem(cursors, i);
+        PyObject *re = PySequence_GetItem(remaining, i);
+        Conn *c = &L->conns[i];
+        c->fd = f ? (int)PyLong_AsLong(f) : -1;
+        c->cursor = cu ? PyLong_AsLongLong(cu) : 0;
+        c->remaining = re ? PyLong_AsLongLong(re) : 0;
+        Py_XDECREF(f);
+        Py_XDECREF(cu);
+        Py_XDECREF(re);
+        if (PyErr_Occurred())
+            return -1;
+        if (c->cursor < 0 || c->cursor >= keys) {
+            PyErr_SetString(PyExc_ValueError, "Loop: cursor out of range");
+            return -1;
+        }
+    }
+    L->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (L->epfd < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    L->set_ratio = ratio;
+    L->rng = seed ? seed : 0x9E3779B97F4A7C15ULL;
+    L->active = n;
+    return 0;
+}
+
+static PyObject *Loop_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    Loop *L = (Loop *)type->tp_alloc(type, 0);
+    if (L != NULL)
+        L->epfd = -1;
+    return (PyObject *)L;
+}
+
+static int check_index(Loop *L, Py_ssize_t i)
+{
+    if (i < 0 || i >= L->n) {
+        PyErr_SetString(PyExc_IndexError, "Loop: no such connection");
+        return -1;
+    }
+    return 0;
+}
+
+/* start(): the first request on every connection. */
+static PyObject *Loop_start(Loop *L, PyObject *unused)
+{
+    for (Py_ssize_t i = 0; i < L->n; i++) {
+        Conn *c = &L->conns[i];
+        set_poll(L, c, i, 0);
+        send_next(L, i);
+    }
+    if (L->nomem)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* burst(until_ns, stop_at_ns) -> True when events wait for Python. Replies are read and the
+ * next requests written (each after all the replies of one epoll_wait, as the Python path
+ * does) until `until_ns`, until an event, or until every connection is finished; from
+ * `stop_at_ns` on (when non-zero) no new request is sent. */
+static PyObject *Loop_burst(Loop *L, PyObject *args)
+{
+    long long until, stop_at;
+    if (!PyArg_ParseTuple(args, "LL", &until, &stop_at))
+        return NULL;
+    if (L->closed || L->active <= 0 || L->n_events)
+        return PyBool_FromLong(L->n_events > 0);
+    char rbuf[16384];
+    struct epoll_event evs[MAX_EVENTS];
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        int64_t t = now_ns();
+        if (stop_at && t >= stop_at)
+            L->stopping = 1;
+        if (L->stopping) {             /* idle connections end; those in flight drain */
+            for (Py_ssize_t i = 0; i < L->n; i++) {
+                Conn *c = &L->conns[i];
+                if (c->op == OP_IDLE && !c->out)
+                    finish(L, c);
+            }
+        }
+        if (L->active <= 0 || L->n_events || L->nomem || L->os_error || t >= until)
+            break;
+        int ms = (int)((until - t + 999999) / 1000000);
+        int got = epoll_wait(L->epfd, evs, MAX_EVENTS, ms);
+        if (got < 0) {
+            if (errno == EINTR)
+                break;                 /* a signal: let Python see it */
+            L->os_error = errno;
+            break;
+        }
+        L->n_send = 0;
+        for (int j = 0; j < got; j++) {
+            Py_ssize_t i = (Py_ssize_t)evs[j].data.u64;
+            Conn *c = &L->conns[i];
+            if (c->out)
+                continue;
+            if ((evs[j].events & EPOLLOUT) && c->written < c->req_len) {
+                if (write_rest(L, i) < 0)
+                    continue;
+                if (c->written == c->req_len && c->buf_len)
+                    consume(L, i, NULL, 0, now_ns());
+                if (c->out)
+                    continue;
+            }
+            if (evs[j].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+                on_readable(L, i, rbuf, (Py_ssize_t)sizeof rbuf);
+        }
+        for (Py_ssize_t q = 0; q < L->n_send; q++) {
+            Py_ssize_t i = L->sendq[q];
+            L->conns[i].queued = 0;
+            if (!L->conns[i].out)
+                send_next(L, i);
+        }
+        L->n_send = 0;
+    }
+    Py_END_ALLOW_THREADS
+    if (L->nomem)
+        return PyErr_NoMemory();
+    if (L->os_error) {
+        errno = L->os_error;
+        L->os_error = 0;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyBool_FromLong(L->n_events > 0);
+}
+
+/* events() -> [(index, kind, op, payload)]: payload the bytes read (EV_REPLY) or errno. */
+static PyObject *Loop_events(Loop *L, PyObject *unused)
+{
+    PyObject *out = PyList_New(L->n_events);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < L->n_events; k++) {
+        Event *e = &L->events[k];
+        PyObject *payload = e->kind == EV_REPLY
+            ? PyBytes_FromStringAndSize(e->data ? e->data : "", e->len)
+            : PyLong_FromLong(e->err);
+        PyObject *item = payload ? Py_BuildValue("iiiN", e->index, e->kind,
+                                                 L->conns[e->index].op, payload) : NULL;
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, item);
+    }
+    for (Py_ssize_t k = 0; k < L->n_events; k++)
+        free(L->events[k].data);
+    L->n_events = 0;
+    return out;
+}
+
+/* resume(i): a connection Python handled goes on with its next request (or finishes). */
+static PyObject *Loop_resume(Loop *L, PyObject *arg)
+{
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (check_index(L, i) < 0)
+        return NULL;
+    Conn *c = &L->conns[i];
+    if (!c->finished && !L->closed) {
+        c->out = 0;
+        c->buf_len = 0;
+        set_poll(L, c, i, 0);
+        send_next(L, i);
+    }
+    Py_RETURN_NONE;
+}
+
+/* drop(i): the connection leaves the loop for good (before Python closes its socket). */
+static PyObject *Loop_drop(Loop *L, PyObject *arg)
+{
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (check_index(L, i) < 0)
+        return NULL;
+    Conn *c = &L->conns[i];
+    unpoll(L, c);
+    c->out = 1;
+    c->op = OP_IDLE;
+    finish(L, c);
+    Py_RETURN_NONE;
+}
+
+/* close(): every connection leaves the loop (the transports are closed next). */
+static PyObject *Loop_close(Loop *L, PyObject *unused)
+{
+    for (Py_ssize_t i = 0; i < L->n; i++) {
+        Conn *c = &L->conns[i];
+        unpoll(L, c);
+        c->out = 1;
+        finish(L, c);
+    }
+    L->closed = 1;
+    L->stopping = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Loop_stop_sending(Loop *L, PyObject *unused)
+{
+    L->stopping = 1;
+    for (Py_ssize_t i = 0; i < L->n; i++) {
+        Conn *c = &L->conns[i];
+        if (c->op == OP_IDLE && !c->out)
+            finish(L, c);
+    }
+    Py_RETURN_NONE;
+}
+
+/* overdue(timeout_ns) -> [index]: connections whose request has waited that long. */
+static PyObject *Loop_overdue(Loop *L, PyObject *arg)
+{
+    long long timeout = PyLong_AsLongLong(arg);
+    if (timeout == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t limit = now_ns() - timeout;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < L->n; i++) {
+        Conn *c = &L->conns[i];
+        if (c->op != OP_IDLE && !c->out && c->sent_at < limit) {
+            PyObject *x = PyLong_FromSsize_t(i);
+            if (x == NULL || PyList_Append(out, x) < 0) {
+                Py_XDECREF(x);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(x);
+        }
+    }
+    return out;
+}
+
+/* op(i) -> the request in flight (0 none, 1 set, 2 get). */
+static PyObject *Loop_op(Loop *L, PyObject *arg)
+{
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (check_index(L, i) < 0)
+        return NULL;
+    return PyLong_FromLong(L->conns[i].op);
+}
+
+/* take() -> (set latencies, get latencies) as bytes of native int64, and clears them. */
+static PyObject *Loop_take(Loop *L, PyObject *unused)
+{
+    PyObject *s = PyBytes_FromStringAndSize((const char *)L->lat_set.v,
+                                            L->lat_set.n * (Py_ssize_t)sizeof(int64_t));
+    PyObject *g = PyBytes_FromStringAndSize((const char *)L->lat_get.v,
+                                            L->lat_get.n * (Py_ssize_t)sizeof(int64_t));
+    if (s == NULL || g == NULL) {
+        Py_XDECREF(s);
+        Py_XDECREF(g);
+        return NULL;
+    }
+    L->lat_set.n = L->lat_get.n = 0;
+    return Py_BuildValue("NN", s, g);
+}
+
+/* counters() -> (sent_set, sent_get, get_hits, get_misses, active, stopping) */
+static PyObject *Loop_counters(Loop *L, PyObject *unused)
+{
+    return Py_BuildValue("LLLLni", L->sent_set, L->sent_get, L->hits, L->misses, L->active,
+                         L->stopping);
+}
+
+/* in_flight() -> requests sent and not answered, on the connections in the loop */
+static PyObject *Loop_in_flight(Loop *L, PyObject *unused)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < L->n; i++)
+        n += L->conns[i].op != OP_IDLE && !L->conns[i].out;
+    return PyLong_FromSsize_t(n);
+}
+
+static PyMethodDef Loop_methods[] = {
+    {"start", (PyCFunction)Loop_start, METH_NOARGS, "The first request on every connection."},
+    {"burst", (PyCFunction)Loop_burst, METH_VARARGS,
+     "burst(until_ns, stop_at_ns) -> events waiting: replies and requests, GIL released."},
+    {"events", (PyCFunction)Loop_events, METH_NOARGS,
+     "[(index, kind, op, payload)] of the connections handed to Python."},
+    {"resume", (PyCFunction)Loop_resume, METH_O, "resume(i): the next request of connection i."},
+    {"drop", (PyCFunction)Loop_drop, METH_O, "drop(i): connection i leaves the loop."},
+    {"close", (PyCFunction)Loop_close, METH_NOARGS, "Every connection leaves the loop."},
+    {"stop_sending", (PyCFunction)Loop_stop_sending, METH_NOARGS,
+     "No new requests; those in flight finish."},
+    {"overdue", (PyCFunction)Loop_overdue, METH_O,
+     "overdue(timeout_ns) -> indices of requests waiting that long."},
+    {"op", (PyCFunction)Loop_op, METH_O, "op(i) -> the request in flight on connection i."},
+    {"take", (PyCFunction)Loop_take, METH_NOARGS,
+     "(set, get) latencies as int64 bytes, cleared."},
+    {"counters", (PyCFunction)Loop_counters, METH_NOARGS,
+     "(sent_set, sent_get, get_hits, get_misses, active, stopping)"},
+    {"in_flight", (PyCFunction)Loop_in_flight, METH_NOARGS,
+     "Requests sent and not answered."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "inspector.probes.memcached._mcloop.Loop",
+    .tp_basicsize = sizeof(Loop),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Connections of one Engine driven in C (see the module's source).",
+    .tp_new = Loop_new,
+    .tp_init = (initproc)Loop_init,
+    .tp_dealloc = (destructor)Loop_dealloc,
+    .tp_methods = Loop_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_mcloop",
+    "The memcached load's per-request loop in C (probes/memcached/_mcloop.c).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__mcloop(void)
+{
+    if (PyType_Ready(&LoopType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&LoopType);
+    if (PyModule_AddObject(m, "Loop", (PyObject *)&LoopType) < 0
+        || PyModule_AddIntConstant(m, "EV_REPLY", EV_REPLY) < 0
+        || PyModule_AddIntConstant(m, "EV_EOF", EV_EOF) < 0
+        || PyModule_AddIntConstant(m, "EV_ERROR", EV_ERROR) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
