@@ -1,8 +1,10 @@
 """A host sampled over ssh, as the live samplers read hosts: a HostRoot whose reads are
 answered from the last frame of the host's live loop (inspector.remote.live), and, for what
 does not move between samples (block device topology, /etc/passwd), from the capture taken
-when the session opened. LiveSampler(root, clock=root.clock) then gives the same Counters,
-Rates and live findings as on the host itself: `top`, the TUI and the live rules run unchanged.
+when the session opened. A process's status is read whole when it appears, then refreshed
+every STATUS_EVERY samples with the lines the samplers read (Uid, VmSwap, context switches). LiveSampler(root,
+clock=root.clock) then gives the same Counters, Rates and live findings as on the host
+itself: `top`, the TUI and the live rules run unchanged.
 
 `clock()` starts each sample: it asks the host for a frame and returns the sample's moment on
 the host's clock (/proc/uptime in the frame, mapped onto this machine's monotonic clock at the
@@ -21,7 +23,10 @@ from inspector.remote.frames import Frame, StreamError
 from inspector.remote.live import LiveStream
 from inspector.roots.host import MAX_READ_BYTES, HostRoot, Unavailable
 
-STATUS_EVERY = 5           # samples between status reads of every process (the sampler's)
+# samples between status reads of every process: a new one's is read at once, and what the
+# samplers read there is its user (fixed) and its swap use (slow); each full refresh costs
+# the host a grep over every status file (tests/bench/bench_ssh.py)
+STATUS_EVERY = 30
 MAX_NEW_PER_SAMPLE = 2000  # command lines asked at once (a fork bomb is not read whole)
 # what the capture answers: the parts of the host that do not change between samples
 STATIC = ("sys/block/", "sys/devices/", "sys/dev/block/", "sys/class/block/", "etc/")
@@ -42,20 +47,30 @@ class StreamedRoot(HostRoot):
         self._nics: list[str] = []
         self._tasks: dict[str, list[str]] = {}
         self._cmdlines: dict[str, bytes] = {}    # pid -> command line, read once
+        self._answered: set[str] = set()         # pids whose command line came
+        self._next: list[str] = []               # paths to ask for with the next frame
+        self._next_pids: set[str] = set()        # the processes they are for
         self._status: dict[str, bytes] = {}      # pid -> status, every STATUS_EVERY samples
         self._samples = 0
         self._base: tuple[float, float, float] | None = None   # (uptime, monotonic, wall)
 
     # ------------------------------------------------------------------ frames
     def clock(self) -> tuple[float, float]:
-        """Fetch the sample's frame; (monotonic, wall) of its moment on the host."""
+        """Fetch the sample's frame; (monotonic, wall) of its moment on the host. One request
+        per sample: what the last frame showed is needed next (new processes' command lines
+        and status, the wait points of tasks in D) rides on it; a new process is listed from
+        the sample that brings its command line (the sampler keeps the first it reads). Only
+        the first sample asks twice, so the first rates list every process."""
         self._samples += 1
         flags = "s" if self._samples % STATUS_EVERY == 1 else "-"
         try:
-            frame = self.stream.ask(flags, timeout=self.frame_timeout)
-            extra = self._wanted(frame)
-            if extra:
-                frame.files.update(self.stream.ask("-", extra, self.frame_timeout).files)
+            frame = self.stream.ask(flags, self._next, timeout=self.frame_timeout)
+            self._answer(frame, self._next_pids)
+            self._next, self._next_pids = self._wanted(frame)
+            if self._samples == 1 and self._next:
+                frame.files.update(self.stream.ask("-", self._next, self.frame_timeout).files)
+                self._answer(frame, self._next_pids)
+                self._next, self._next_pids = self._wanted(frame)
         except StreamError as exc:
             self.problem = f"ssh {self.remote}: {exc}"
             self._files, self._pids, self._nics, self._tasks = {}, [], [], {}
@@ -64,23 +79,34 @@ class StreamedRoot(HostRoot):
         self._install(frame)
         return self._moment(frame)
 
-    def _wanted(self, frame: Frame) -> list[str]:
-        """Files to ask for in a second round: the command line and status of processes new
-        since the last sample, and the wait points of tasks in D."""
+    def _answer(self, frame: Frame, asked: set[str]) -> None:
+        """The processes whose command line this frame answers (an empty one too: a zombie)."""
+        for pid in asked:
+            if f"proc/{pid}/stat" in frame.files:
+                self._answered.add(pid)
+                self._cmdlines.setdefault(pid, frame.files.get(f"proc/{pid}/cmdline", b""))
+
+    def _wanted(self, frame: Frame) -> tuple[list[str], set[str]]:
+        """What to ask for with the next frame: the command line and status of user-space
+        processes not seen yet (kernel threads have neither), the wait points of tasks in D,
+        and the threads of multi-threaded processes while the kernel counts blocked tasks."""
         out: list[str] = []
-        for key in frame.files:
+        new: set[str] = set()
+        blocked = _blocked(frame)
+        for key, stat in frame.files.items():
             parts = key.split("/")
             if len(parts) != 3 or parts[0] != "proc" or parts[2] != "stat":
                 continue
             pid = parts[1]
-            if pid not in self._cmdlines and len(out) < 2 * MAX_NEW_PER_SAMPLE:
+            if pid not in self._answered and not _kernel_thread(stat) \
+                    and len(new) < MAX_NEW_PER_SAMPLE:
                 out += [f"/proc/{pid}/cmdline", f"/proc/{pid}/status"]
-            state = _state(frame.files[key])
-            if state == "D":
+                new.add(pid)
+            if _state(stat) == "D":
                 out += [f"/proc/{pid}/wchan", f"/proc/{pid}/stack", f"/proc/{pid}/status"]
-            if _blocked(frame) and _threads(frame.files[key]) > 1:
+            if blocked and _threads(stat) > 1:
                 out += [f"/proc/{pid}/task/*/stat"]
-        return list(dict.fromkeys(out))      # a path twice would be read twice
+        return list(dict.fromkeys(out)), new      # a path twice would be read twice
 
     def _install(self, frame: Frame) -> None:
         files = frame.files
@@ -97,13 +123,15 @@ class StreamedRoot(HostRoot):
                     tasks.setdefault(parts[1], []).append(parts[3])
             elif parts[:3] == ["sys", "class", "net"] and len(parts) > 3:
                 nics.add(parts[3])
-        alive = {key[len("proc/"):-len("/stat")] for key in files
+        alive = {key[len("proc/"):-len("/stat")]: files[key] for key in files
                  if key.startswith("proc/") and key.endswith("/stat") and key.count("/") == 2}
         for cache in (self._cmdlines, self._status):
             for pid in [p for p in cache if p not in alive]:
                 del cache[pid]
+        self._answered &= set(alive)
         self._files = files
-        self._pids = sorted(alive, key=int)
+        self._pids = sorted((pid for pid, stat in alive.items()
+                             if pid in self._answered or _kernel_thread(stat)), key=int)
         self._nics = sorted(nics)
         self._tasks = tasks
 
@@ -202,6 +230,17 @@ class StreamedRoot(HostRoot):
 
 def _stat_fields(stat: bytes) -> list[bytes]:
     return stat.rpartition(b")")[2].split()
+
+
+PF_KTHREAD = 0x00200000
+
+
+def _kernel_thread(stat: bytes) -> bool:
+    fields = _stat_fields(stat)
+    try:
+        return bool(int(fields[6]) & PF_KTHREAD)
+    except (IndexError, ValueError):
+        return False
 
 
 def _state(stat: bytes) -> str:
