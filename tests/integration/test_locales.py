@@ -5,8 +5,10 @@ command's own (diff: 1 for regressions), never 2 for an encoding error."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,36 @@ def _encodes(char: str, codec: str) -> bool:
         return True
     except UnicodeEncodeError:
         return False
+
+
+def test_the_terminal_ui_draws_in_a_legacy_charset(locpath, tmp_path):
+    """The TUI under ja_JP.eucJP in a real terminal (tmux): what the charset lacks (box
+    corners, bars, "·") is one "?" per cell, not a six-character escape that pushes every line
+    out of shape, and q still quits with 0."""
+    socket = f"inspector-locale-{os.getpid()}"
+    done = tmp_path / "status"
+    command = (f"env LC_ALL=ja_JP.eucJP LOCPATH={locpath} {inspector_bin()}; "
+               f"echo $? > {done}")
+    tmux = ["tmux", "-L", socket]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40", command], check=True,
+                   timeout=10)
+    try:
+        screen = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            screen = subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True,
+                                    text=True, timeout=10).stdout
+            if "Overview" in screen and "CPU every" in screen:
+                break
+            time.sleep(0.5)
+        assert "Overview" in screen and "CPU every" in screen, screen
+        assert "\\u" not in screen and "\\x" not in screen, screen
+        assert re.search(r"^ live \? discovered \d\d:\d\d", screen, re.MULTILINE), screen  # "·"
+        assert max(len(line) for line in screen.splitlines()) <= 120
+        subprocess.run([*tmux, "send-keys", "q"], check=True, timeout=10)
+        deadline = time.monotonic() + 30
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert done.read_text().strip() == "0"
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=10)
