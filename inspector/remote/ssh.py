@@ -27,8 +27,9 @@ _KILL_WAIT_S = 2.0
 
 # A destination is a host name, an address, [USER@]HOST or ssh://[USER@]HOST[:PORT]: never an
 # option (a leading '-' would be one to ssh), never blanks or control characters.
-_DESTINATION = re.compile(r"^(ssh://)?([A-Za-z0-9._%+~-]+@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._:-]+)"
-                          r"(:[0-9]{1,5})?$")
+_DESTINATION = re.compile(r"(ssh://)?([A-Za-z0-9_][A-Za-z0-9._%+~-]*@)?"
+                          r"(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f]*:[0-9A-Fa-f:.]+|"
+                          r"[A-Za-z0-9_][A-Za-z0-9._:-]*)(:[0-9]{1,5})?")
 # Options that turn host key verification off, refused whatever their case or spacing
 # (accept-new still refuses a changed key: it is what fleets of new hosts use)
 _NO_HOST_KEY_CHECK = {"stricthostkeychecking": {"no", "off", "false"},
@@ -42,7 +43,7 @@ class SshError(Exception):
 
 def check_destination(text: str) -> str:
     """`text` as an ssh destination, or ValueError saying why it is not one."""
-    if not text or text.startswith("-") or not _DESTINATION.match(text) or len(text) > 512:
+    if not text or text.startswith("-") or not _DESTINATION.fullmatch(text) or len(text) > 512:
         raise ValueError(f"{text[:80]!r} is not an ssh destination ([USER@]HOST or "
                          "ssh://[USER@]HOST[:PORT])")
     return text
