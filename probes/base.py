@@ -196,6 +196,10 @@ class DnsFigures:
     servers: dict[str, DnsServerFigures] = field(default_factory=dict)   # the last round
     predicted_lookup_s: float | None = None
     first_server_blackholed_s: float | None = None
+    source: str = ""            # what named the servers: a resolv.conf's path, or the addresses
+    # glibc's lookup time now and if each server refused or went silent: case -> outcome
+    # ("now", "if 10.0.0.1 refuses", "if 10.0.0.1 is blackholed"), as `probe dns` prints them
+    predictions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -209,6 +213,9 @@ class RunSummary:
     reason: str = ""            # why it ended, when it did not complete
     error: str | None = None    # what went wrong: a failed request, errors, servers down
     requests: int = 0
+    errors: int = 0             # failed operations over the run (io: failed requests;
+                                # memcached: failed requests and refused connections; dns:
+                                # queries without an answer, every round)
     seconds: float = 0.0        # measured time (load time for memcached, wall time for io)
     ops_per_s: float = 0.0
     histogram: list[tuple[int, int]] = field(default_factory=list)   # (upper bound ns, count)

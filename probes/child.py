@@ -13,6 +13,7 @@ is moved to a private descriptor and Python's sys.stdout points at stderr):
     {"type": "started", "pid": 123, "notes": [...]}        after prepare(): the target is open
     {"type": "interval", "sent": MONO, "interval": {...}}  Interval.to_json(); MONO is
                                                            time.monotonic() when it was made
+    {"type": "verdicts", "verdicts": [{...}]}              the front end's findings, if asked
     {"type": "summary", "summary": {...}}                  RunSummary.to_json(), at the end
     {"type": "error", "message": "..."}                    the run could not start or broke
     {"type": "end", "signal": N | null}                    last line
@@ -32,10 +33,11 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 
 from inspector.parent_death import PARENT_ARG, end_with_parent
-from inspector.probes.base import Interval, Probe, ProbeError
+from inspector.probes.base import Interval, Probe, ProbeError, ProbeResult
 from inspector.probes.request import ProbeRequest
 
 MODULE = "inspector.probes.child"
@@ -54,10 +56,11 @@ def request_from_json(text: str) -> ProbeRequest:
     return ProbeRequest(**doc)
 
 
-def command(request: ProbeRequest) -> list[str]:
-    """How the parent starts a run: this interpreter, this package (no PATH lookup); the run
-    ends with the process that starts it."""
-    return [sys.executable, "-m", MODULE, request_to_json(request), PARENT_ARG, str(os.getpid())]
+def command(request: ProbeRequest, module: str = MODULE) -> list[str]:
+    """How the parent starts a run: this interpreter, this package (no PATH lookup), `module`
+    (this one, or a front end's own that calls main()); the run ends with the process that
+    starts it."""
+    return [sys.executable, "-m", module, request_to_json(request), PARENT_ARG, str(os.getpid())]
 
 
 class LineWriter:
@@ -91,37 +94,43 @@ class LineWriter:
             pass
 
 
-def run(request: ProbeRequest, writer: LineWriter) -> int:
+def run(request: ProbeRequest, writer: LineWriter,
+        verdicts: Callable[[ProbeResult], list[dict[str, str]]] | None = None) -> int:
     """The CLI's run (probes.outcome.run_probe), its stream on `writer`; 2 when the run could
-    not start or broke, else 0."""
+    not start or broke, else 0. `verdicts(result)`: the front end's findings on the result
+    (the TUI's: the CLI's DNS verdicts), sent before the summary."""
     from inspector.probes.driver import STOP_SIGNALS
     from inspector.probes.outcome import run_probe
+    opened: list[Probe] = []
 
     def started(probe: Probe) -> None:
+        opened.append(probe)
         writer.put({"type": "started", "pid": os.getpid(),
                     "notes": list(getattr(probe, "notes", []) or [])})
 
     def on_interval(interval: Interval) -> None:
         writer.put({"type": "interval", "sent": time.monotonic(), "interval": interval.to_json()})
 
-    signum: int | None = None
     try:
         outcome = run_probe(request, signals=STOP_SIGNALS, keep_intervals=False,
                             on_prepared=started, on_interval=on_interval)
     except KeyboardInterrupt as exc:            # StoppedBySignal, before the run began
-        signum = getattr(exc, "signum", signal.SIGINT)
-        writer.put({"type": "end", "signal": signum})
+        writer.put({"type": "end", "signal": getattr(exc, "signum", signal.SIGINT)})
         return 0
     summary = outcome.summary
     if outcome.error and (summary is None or outcome.error != summary.error):
         writer.put({"type": "error", "message": outcome.error})     # not the run's own
+    result = opened[0].result if opened else None
+    if verdicts is not None and result is not None:
+        writer.put({"type": "verdicts", "verdicts": verdicts(result)})
     if summary is not None:
         writer.put({"type": "summary", "summary": summary.to_json()})
     writer.put({"type": "end", "signal": outcome.signum})
-    return 2 if outcome.summary is None and outcome.error else 0
+    return 2 if summary is None and outcome.error else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None,
+         verdicts: Callable[[ProbeResult], list[dict[str, str]]] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 3 and argv[1] == PARENT_ARG and argv[2].isdigit():
         end_with_parent(int(argv[2]), signal.SIGTERM)     # stops the run the CLI's way
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             writer.put({"type": "error", "message": f"bad probe request: {exc}"})
             writer.put({"type": "end", "signal": None})
             return 2
-        return run(request, writer)
+        return run(request, writer, verdicts)
     finally:
         writer.close()
 

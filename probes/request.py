@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # TUI kills its process. The one grace period of the probe layer.
 GRACE_S = 5.0
 MAX_DURATION_S = 86400.0        # a day: the longest run any front end asks for
+MANY_CONNECTIONS = 100          # a memcached run opening this many says so in its confirmation
 SPEC_HELP = "io:PATH | dns[:NAME] | memcached:HOST[:PORT]"
 
 
@@ -105,6 +106,10 @@ class KindInfo:
     max_concurrency: int
     write: str | None           # what `write` makes of a run; None: the kind does not write
     load: Callable[[ProbeRequest], str]                 # the load a request puts, in words
+    # why the target, as this host has it, does not suit (read in bounded children), or None
+    check: Callable[[ProbeRequest], str | None]
+    # what a run does to its target that the operator confirms first, or None
+    confirm: Callable[[ProbeRequest], str | None]
     spec_target: Callable[[str, str], tuple[str, str | None]]   # spec's rest -> target, name
     config: Callable[[ProbeRequest], RunConfig]
     probe: Callable[[RunConfig], Probe]
@@ -132,6 +137,35 @@ def _io_probe(config: RunConfig) -> Probe:
 
 def _io_load(request: ProbeRequest) -> str:
     return f"{'WRITE' if request.write else 'read'}, {_count(request.concurrency, 'worker')}"
+
+
+def _io_check(request: ProbeRequest) -> str | None:
+    from inspector.probes.io.target_check import NoAnswer, target_kind
+    try:
+        kind = target_kind(request.target)
+    except NoAnswer as exc:
+        return str(exc)
+    if request.write and kind != "dir":
+        return (f"a write probe needs a directory (it writes a private temporary file there): "
+                f"{request.target} is not one")
+    if kind == "missing":
+        return f"{request.target}: no such file, directory or block device"
+    return None
+
+
+def _io_confirm(request: ProbeRequest) -> str | None:
+    from inspector.probes.io.target_check import NoAnswer, target_kind
+    bound = f"(bound: {request.duration:g} s)"
+    if request.write:
+        return f"writes a private temporary file inside {request.target} {bound}"
+    try:
+        directory = target_kind(request.target) == "dir"
+    except NoAnswer:        # asked to confirm rather than not
+        directory = True
+    if directory:
+        return (f"writes a private 64 MiB temporary file inside {request.target} to read from "
+                f"{bound}")
+    return None
 
 
 # --- memcached -----------------------------------------------------------------------------
@@ -165,6 +199,18 @@ def _mc_probe(config: RunConfig) -> Probe:
 def _mc_load(request: ProbeRequest) -> str:
     return (f"{'set' if request.write else 'read-only get'} test, "
             f"{_count(request.concurrency, 'connection')}")
+
+
+def _mc_check(request: ProbeRequest) -> str | None:
+    return None             # its address is all there is to check (validate)
+
+
+def _mc_confirm(request: ProbeRequest) -> str | None:
+    many = " (many connections)" if request.concurrency >= MANY_CONNECTIONS else ""
+    load = ("stores keys in its cache, which may evict real data" if request.write else
+            "asks it for keys it does not hold (nothing is stored)")
+    return (f"opens {_count(request.concurrency, 'connection')}{many} to {request.target} and "
+            f"{load} (bound: {request.duration:g} s)")
 
 
 def memcached_address(text: str) -> tuple[str, int]:
@@ -211,6 +257,17 @@ def _dns_load(request: ProbeRequest) -> str:
     return f"looking up {request.name}" if request.name else "one lookup a second"
 
 
+def _dns_check(request: ProbeRequest) -> str | None:
+    from inspector.probes.dns.run import DnsRunConfig, nameserver_problem
+    config = config_for(request)
+    assert isinstance(config, DnsRunConfig)
+    return nameserver_problem(config)
+
+
+def _no_confirmation(request: ProbeRequest) -> str | None:
+    return None             # a few queries a second: nothing to confirm
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -219,14 +276,15 @@ KINDS: dict[ProbeKind, KindInfo] = {
     ProbeKind.IO: KindInfo(
         "IO latency", "io:PATH", "a file, directory or block device (write: a directory)",
         "/tmp", True, "workers", 1, MAX_IO_JOBS, "writes a private temporary file",
-        _io_load, _io_spec, _io_config, _io_probe),
+        _io_load, _io_check, _io_confirm, _io_spec, _io_config, _io_probe),
     ProbeKind.MEMCACHED: KindInfo(
         "memcached", "memcached:HOST[:PORT]", "HOST:PORT", "127.0.0.1:11211", True,
         "connections", 4, MAX_CONNECTIONS, "a set test: stores keys, which may evict real data",
-        _mc_load, _mc_spec, _mc_config, _mc_probe),
+        _mc_load, _mc_check, _mc_confirm, _mc_spec, _mc_config, _mc_probe),
     ProbeKind.DNS: KindInfo(
         "DNS", "dns[:NAME]", "a resolv.conf, or ADDR[:PORT],...", "/etc/resolv.conf", False,
-        None, 1, 1, None, _dns_load, _dns_spec, _dns_config, _dns_probe),
+        None, 1, 1, None, _dns_load, _dns_check, _no_confirmation, _dns_spec, _dns_config,
+        _dns_probe),
 }
 
 
@@ -245,6 +303,29 @@ def parse_spec(text: str, duration: float = 3.0) -> ProbeRequest:
             raise
         raise ProbeError(f"--probe {text}: {exc}", target=exc.target) from None
     return request
+
+
+def check_target(request: ProbeRequest) -> str | None:
+    """Why this request cannot run, in one line, or None: its limits (validate), then its
+    target as this host has it (the kind's check, in bounded children). Asked before a
+    confirmation, so a dialog never names a target the run would refuse."""
+    try:
+        request.validate()
+    except ProbeError as exc:
+        return str(exc)
+    return request.info.check(request)
+
+
+def needs_confirmation(request: ProbeRequest) -> str | None:
+    """What the run does to its target that the operator confirms first, or None."""
+    return request.info.confirm(request)
+
+
+def describe(request: ProbeRequest) -> str:
+    """The request in one line, for a confirmation: kind, target, bound, load."""
+    bound = f"{request.duration:g} s" + (f" or {request.count} ops" if request.count else "")
+    target = request.target or "this host's resolver configuration"
+    return f"{request.info.title} on {target} for at most {bound}, {request.info.load(request)}"
 
 
 def config_for(request: ProbeRequest) -> RunConfig:

@@ -1,13 +1,12 @@
 """Messages: the only way results from worker threads and probe tasks reach the UI."""
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from textual.message import Message
 
 from inspector.model import Report
+from inspector.probes.base import Interval, RunSummary
 
 
 class ReportCollected(Message):
@@ -22,49 +21,22 @@ class LiveSampled(Message):
         self.sample, self.error = sample, error
 
 
-@dataclass
-class UpdateExtra:
-    """What a run's panel shows besides the figures (tui.probe_adapters fills it)."""
-    final: bool = False                     # the run's summary, not an interval
-    primary: str = "p50"                    # the chart's first series: p50, or avg
-    loop: str | None = None                 # io: "python" when the C loop is not built
-    bytes_per_s: float | None = None        # io
-    connections: int | None = None          # memcached: open at the end of the interval
-    per_server_ms: dict[str, float | None] | None = None    # dns: each server, this round
-    per_server_kind: dict[str, str] | None = None           # dns: answered, refused, timeout...
-    min_ns: float | None = None             # io: the interval's fastest request
-    percentiles_ns: dict[str, int] = field(default_factory=dict)   # final: the whole run's
-    # final: its histogram, (upper bound ns, count) pairs (a probe_adapters.Buckets)
-    buckets: Sequence[tuple[int, int]] = field(default_factory=list)
-    max_ns: float | None = None             # final
-    note: str = ""                          # final: the target, or how the run ended
-
-
-@dataclass
-class ProbeUpdate:
-    """One interval of a probe, or its final figures, normalised for the screens (latencies
-    in ns)."""
-    run_id: int
-    elapsed: float
-    ops: int                    # total operations so far
-    ops_per_s: float            # in this interval (final: over the run)
-    p50: float | None
-    p99: float | None
-    max: float | None
-    errors: int = 0             # so far
-    extra: UpdateExtra = field(default_factory=UpdateExtra)
-    interval_ops: int = 0       # in this interval
-    sent: float | None = None   # time.monotonic() when the probe's process made it
-    late: float = 0.0           # seconds it was held up on its way to the UI (0: on time)
-
-
 class ProbeProgress(Message):
-    def __init__(self, update: ProbeUpdate):
+    """A probe run's process has opened its target (`interval` None, with its `notes`) or sent
+    an interval; applied to its run on the UI thread (tui.probes.runs.ProbeManager)."""
+
+    def __init__(self, run_id: int, interval: Interval | None = None, sent: float | None = None,
+                 notes: list[str] | None = None):
         super().__init__()
-        self.update = update
+        self.run_id, self.interval, self.sent, self.notes = run_id, interval, sent, notes
 
 
 class ProbeFinished(Message):
-    def __init__(self, run_id: int, summary: Any, error: str | None):
+    """A probe run's process has ended: how the run ended (`state`, a tui.probes.runs.RunState),
+    its summary, error and verdicts; applied to its run on the UI thread."""
+
+    def __init__(self, run_id: int, state: str, summary: RunSummary | None, error: str | None,
+                 verdicts: list[dict[str, str]] | None = None):
         super().__init__()
-        self.run_id, self.summary, self.error = run_id, summary, error
+        self.run_id, self.state, self.summary, self.error = run_id, state, summary, error
+        self.verdicts = verdicts or []

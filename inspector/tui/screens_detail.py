@@ -17,8 +17,8 @@ from textual.widgets import DataTable, Static
 
 from inspector.model import Report, Unknown
 from inspector.tui.base import InspectorScreen
-from inspector.tui.messages import ProbeUpdate
 from inspector.tui.modelview import findings_for, get, is_dc, label_of, section_state, worst_level
+from inspector.tui.probes.dns_view import DnsProbeView, dns_runs
 from inspector.tui.summaries import virt_line
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.units import bytes_s as rate
@@ -313,75 +313,29 @@ class DnsScreen(SectionScreen):
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="dns-pane"):
             yield Static(id="dns-body")
-            yield Static(id="dns-probe-line", classes="line")
-            yield LiveChart("per-server latency (ms)", series=("p50", "p99", "max"), unit="ms",
-                            id="dns-chart", placeholder="start a DNS probe (p) to chart latency")
+            yield DnsProbeView(id="dns-probe")
+
+    def _probe_view(self) -> DnsProbeView:
+        return self.query_one("#dns-probe", DnsProbeView)
 
     def show_report(self, report: Report | None) -> None:
         self.query_one("#dns-body", Static).update(self._body(report))
-        self._probe_line()
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        runs = [r for r in self.inspector.probes.runs if r.request.kind == "dns"]
-        if runs:  # redraw the latest DNS run's chart from its (bounded) history
-            chart = self.query_one("#dns-chart", LiveChart)
-            chart.clear()
-            for per_server in runs[-1].history.servers:
-                self._chart_servers(per_server)
-        self._probe_line()
+        runs = dns_runs(self.inspector.probes.runs)
+        self._probe_view().show(runs[-1] if runs else None)   # from its bounded intervals
 
-    def _chart_update(self, update: ProbeUpdate) -> None:
-        """One line per nameserver when the interval carries each server's latency (the DNS
-        probe's rounds do); else the round's p50/p99/max across servers."""
-        if update.extra.final:
-            return
-        per_server = update.extra.per_server_ms
-        if per_server:
-            self._chart_servers(per_server)
-        else:
-            self.query_one("#dns-chart", LiveChart).push(
-                *[None if v is None else v / 1e6 for v in (update.p50, update.p99, update.max)])
-
-    def _chart_servers(self, per_server: dict) -> None:
-        chart = self.query_one("#dns-chart", LiveChart)
-        if set(per_server) - set(chart.series):
-            chart.set_series(list(dict.fromkeys([*(s for s in chart.series if s in per_server),
-                                                 *per_server])))
-        chart.push(*[per_server.get(name) for name in chart.series])
-
-    def _probe_line(self) -> None:
-        runs = [r for r in self.inspector.probes.runs if r.request.kind == "dns"]
-        line = self.query_one("#dns-probe-line", Static)
-        if not runs:
-            line.update(Text("probe  no DNS probe run yet (p starts one)", style="grey62"))
-            return
-        from inspector.tui.probes.figures import STATE_STYLES
-        run = runs[-1]
-        text = Text(f"probe  #{run.run_id} ", style="bold")
-        text.append(str(run.state), style=STATE_STYLES.get(run.state, "bold"))
-        # a server that failed is an error with its kind (refused, timeout, lame, servfail),
-        # never a latency: a refusal comes back in 0.4 ms and is no answer
-        per_server = run.history.servers[-1] if run.history.servers else {}
-        for server, ms in per_server.items():
-            kind = run.history.kinds.get(server, "answered")
-            if kind != "answered":
-                text.append(f"  {server} {kind}", style="bold red")
-            else:
-                text.append(f"  {server} {ms:.1f} ms" if ms is not None else f"  {server} -")
-        if run.error:
-            text.append(f"  {run.error}", style="red")
-        line.update(text)
-
-    def show_probe_update(self, update: ProbeUpdate) -> None:
-        run = self.inspector.probes.get(update.run_id)
-        if run is None or run.request.kind != "dns":
-            return
-        self._chart_update(update)
-        self._probe_line()
+    def show_probe_update(self, run_id: int) -> None:
+        run = self.inspector.probes.get(run_id)
+        if run is not None and run.request.kind == "dns":
+            self._probe_view().interval(run)
 
     def show_probe_finished(self, run_id: int) -> None:
-        self._probe_line()
+        run = self.inspector.probes.get(run_id)
+        if run is not None and run.request.kind == "dns":
+            self._probe_view().show(run)
 
     def action_probe(self) -> None:
-        self.inspector.open_probe_form("dns", None)
+        # the file this screen analyses, not the last one the form probed
+        self.inspector.open_probe_form("dns", "/etc/resolv.conf")

@@ -24,6 +24,7 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -170,13 +171,13 @@ class DnsFailoverProbe:
     def stop(self) -> None:
         self._stop.set()
 
-    async def samples(self):
+    async def samples(self) -> AsyncIterator[DnsSample]:
         """Async iterator of DnsSample, one per server per round, `count` rounds `interval` apart."""
         async for samples in self.rounds():
             for sample in samples:
                 yield sample
 
-    async def rounds(self):
+    async def rounds(self) -> AsyncIterator[list[DnsSample]]:
         """Async iterator of each round's DnsSamples (a server stopped mid-wait is left out:
         how long it waited is not a measurement), `count` rounds `interval` apart."""
         loop = asyncio.get_running_loop()

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from inspector.probes.base import (
     DnsFigures,
@@ -45,6 +45,7 @@ ROUND_INTERVAL_S = 1.0      # a request's rounds, one a second within its durati
 RESOLVE_TIMEOUT = 5.0       # reading the resolver configuration (a few small files)
 RESOLV_CONF_LIMIT = 1 << 20  # glibc reads every line; a real resolv.conf is a few hundred bytes
 HUNG = "(a hung filesystem? look for processes in D state)"
+T = TypeVar("T")
 
 
 def parse_dns_target(text: str) -> tuple[str | None, list[str]]:
@@ -105,25 +106,26 @@ def _mode_of(path: str) -> int | None:
         return None
 
 
-def _bounded(func, hung: str):
-    """func() in a forked child under RESOLVE_TIMEOUT (inspector.roots.bounded.run_forked): a
-    ProbeError it raises is raised here, a child that does not answer is ProbeError(hung)."""
-    from inspector.roots.bounded import TimedOut, WorkerFailed, run_forked
+def _bounded(func: Callable[[], T], hung: str) -> T:
+    """func() in a forked child under RESOLVE_TIMEOUT (probes.bounded_ask): a ProbeError it
+    raises is raised here, a child that does not answer is ProbeError(hung)."""
+    from inspector.probes.bounded_ask import ask_bounded
+    from inspector.roots.bounded import TimedOut, WorkerFailed
 
-    def in_child():
+    def in_child() -> tuple[str, T | None, str, bool]:
         try:
-            return "ok", func()
+            return "ok", func(), "", False
         except ProbeError as exc:       # by value: its `target` does not survive a pickle
-            return "error", str(exc), exc.target
+            return "error", None, str(exc), exc.target
     try:
-        answer = run_forked(in_child, RESOLVE_TIMEOUT)
+        status, value, message, target = ask_bounded(in_child, RESOLVE_TIMEOUT)
     except TimedOut:
         raise ProbeError(hung, target=True) from None
     except WorkerFailed as exc:
         raise ProbeError(f"reading the resolver configuration failed: {exc}") from None
-    if answer[0] == "error":
-        raise ProbeError(answer[1], target=answer[2])
-    return answer[1]
+    if status == "error":
+        raise ProbeError(message, target=target)
+    return value  # type: ignore[return-value]  # "ok" carries func()'s value
 
 
 def read_resolv_conf(path: str) -> str:
@@ -144,6 +146,25 @@ def read_resolv_conf_bounded(path: str) -> str:
     must never wait on a hung mount."""
     return _bounded(lambda: read_resolv_conf(path),
                     f"{path}: no answer after {RESOLVE_TIMEOUT:g} s {HUNG}")
+
+
+def nameserver_problem(config: DnsRunConfig) -> str | None:
+    """Why a DNS target names no nameserver, or None. A resolv.conf without one makes glibc
+    fall back to 127.0.0.1, which is not what an operator naming the file asked to probe.
+    The file is read in a bounded child (read_resolv_conf_bounded)."""
+    if config.servers:
+        return None
+    from inspector.discover.resolver_conf import parse_resolv_conf
+    path = config.resolv_conf or "/etc/resolv.conf"
+    try:
+        text = read_resolv_conf_bounded(path)
+    except ProbeError as exc:
+        return str(exc)
+    parsed = parse_resolv_conf(text)
+    if parsed.nameserver_defaulted or not parsed.used_nameservers:
+        return (f"{path} names no nameserver (glibc would query 127.0.0.1): give a "
+                "resolv.conf with nameserver lines, or addresses ADDR[:PORT],...")
+    return None
 
 
 def resolve(config: DnsRunConfig, root: HostRoot) -> tuple[DnsProbeSettings, list[str]]:
@@ -214,10 +235,12 @@ class DnsRunResult:
     detail: DnsProbeResult
     stopped: bool
     queries: int                       # server answers (or failures) over every round
+    errors: int                        # queries without an answer, over every round
     seconds: float
     latency: LatencyRecorder           # the answering servers' latencies, every round
     interval_p99_ns: list[float]
     interval_avg_ns: list[float]
+    source: str                        # what named the servers (DnsFigures.source)
 
     def summary(self) -> RunSummary:
         r = self.detail
@@ -227,14 +250,25 @@ class DnsRunResult:
         return RunSummary(
             ProbeKind.DNS, r.name, RunStatus.STOPPED if self.stopped else RunStatus.COMPLETED,
             self.latency.summary(), reason="stopped (partial rounds)" if self.stopped else "",
-            error="; ".join(down) or None, requests=self.queries, seconds=self.seconds,
+            error="; ".join(down) or None, requests=self.queries, errors=self.errors,
+            seconds=self.seconds,
             ops_per_s=self.queries / self.seconds if self.seconds else 0.0,
             histogram=self.latency.buckets(), interval_p99_ns=self.interval_p99_ns,
             interval_avg_ns=self.interval_avg_ns, note=note,
             dns=DnsFigures(r.name, r.rounds, {s.server: DnsServerFigures(
                 s.kind, None if s.latency_s is None else s.latency_s * 1e6, s.detail)
                 for s in r.servers}, pred.seconds,
-                r.what_ifs[0].blackholed.seconds if r.what_ifs else None))
+                r.what_ifs[0].blackholed.seconds if r.what_ifs else None, self.source,
+                predictions(r)))
+
+
+def predictions(r: DnsProbeResult) -> dict[str, str]:
+    """glibc's lookup now and if each server refused or went silent (probe dns's table)."""
+    out = {"now": r.prediction.text()}
+    for w in r.what_ifs:
+        out[f"if {w.server} refuses"] = w.refused.text()
+        out[f"if {w.server} is blackholed"] = w.blackholed.text()
+    return out
 
 
 class DnsRun:
@@ -317,5 +351,12 @@ class DnsRun:
     def result(self) -> DnsRunResult | None:
         if self._engine is None or not self._engine.rounds_done:
             return None
-        return DnsRunResult(self._engine.result(), self._stopped, self._queries, self._seconds,
-                            self._latency, self._p99, self._avg)
+        return DnsRunResult(self._engine.result(), self._stopped, self._queries, self._errors,
+                            self._seconds, self._latency, self._p99, self._avg, self.source)
+
+    @property
+    def source(self) -> str:
+        """What named the servers probed: addresses given, a resolv.conf, or this host's."""
+        if self.config.servers:
+            return "nameservers " + ", ".join(self.config.servers)
+        return self.config.resolv_conf or "/etc/resolv.conf"

@@ -42,6 +42,7 @@ import time
 from array import array
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from inspector.probes.base import MAX_IO_JOBS, IoMode, TimingLoop
 from inspector.probes.io.stats import BatchStats, IntervalPart, record_batch
@@ -583,7 +584,7 @@ class _Worker(threading.Thread):
         if self.filled or warmups:
             self._publish(self._take(), ping, warmups, writes, covered=t1)
 
-    def _pause(self, seconds: float, clock, deadline: int) -> bool:
+    def _pause(self, seconds: float, clock: Callable[[], int], deadline: int) -> bool:
         """Wait between pings, never past the deadline; False when the run should end."""
         now = clock()
         wait_ns = min(int(seconds * 1e9), deadline - now)
@@ -843,12 +844,14 @@ class RampResult:
     interrupted: bool = False
 
     def to_json(self) -> dict:
-        def step(s: RampStep | None):
-            return None if s is None else {"jobs": s.jobs, "iops": s.iops, "p99_ns": s.p99_ns,
-                                           "avg_ns": s.avg_ns}
+        def step(s: RampStep) -> dict[str, Any]:
+            return {"jobs": s.jobs, "iops": s.iops, "p99_ns": s.p99_ns, "avg_ns": s.avg_ns}
+
+        def some(s: RampStep | None) -> dict[str, Any] | None:
+            return None if s is None else step(s)
         return {"steps": [{**step(s), "summary": s.result.summary_json()} for s in self.steps],
-                "knee": step(self.knee), "max_iops": step(self.max_iops),
-                "min_latency": step(self.min_latency), "error": self.error,
+                "knee": some(self.knee), "max_iops": some(self.max_iops),
+                "min_latency": some(self.min_latency), "error": self.error,
                 "interrupted": self.interrupted}
 
 

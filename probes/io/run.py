@@ -132,10 +132,11 @@ def _summary(r: IoResult | None, error: str | None, stopped: bool) -> RunSummary
               else RunStatus.COMPLETED)
     if r is None:
         return RunSummary(ProbeKind.IO, "", status, LatencySummary(0, None, None, None, None),
-                          reason=error or "", error=error)
+                          reason=error or "", error=error, errors=int(bool(error)))
     return RunSummary(
         ProbeKind.IO, r.path, status, r.latency, reason=error or "", error=error,
-        requests=r.requests, seconds=r.wall_ns / 1e9, ops_per_s=r.iops_mean,
+        requests=r.requests, errors=sum(1 for s in r.samples if s.error) or int(bool(error)),
+        seconds=r.wall_ns / 1e9, ops_per_s=r.iops_mean,
         histogram=r.histogram(),
         interval_p99_ns=[s.stats.p99_ns for s in r.samples if s.stats.p99_ns is not None],
         interval_avg_ns=[s.stats.avg_ns for s in r.samples if s.stats.avg_ns is not None],

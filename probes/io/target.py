@@ -29,6 +29,10 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from inspector.roots.host import HostRoot
 
 DEFAULT_DIR_WORKING_SET = 64 << 20
 # stat, open, and for a directory writing and syncing the 64 MiB test file: a slow disk at
@@ -82,27 +86,29 @@ class IoTarget:
     def __enter__(self) -> IoTarget:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
 def open_target(path: str, *, write: bool = False, request_size: int = 4096,
-                working_set: int | None = None, direct: bool = True, root=None,
+                working_set: int | None = None, direct: bool = True,
+                root: HostRoot | None = None,
                 setup_timeout: float | None = SETUP_TIMEOUT) -> IoTarget:
     """Resolve and open PATH for probing; raises TargetError with a one-line reason.
 
     `root` (a HostRoot, the live one by default) answers the device's logical block size.
     The set-up runs in a child process under `setup_timeout` seconds (None: in this process,
     unbounded)."""
-    options = dict(write=write, request_size=request_size, working_set=working_set,
-                   direct=direct, root=root)
+    def open_here() -> IoTarget:
+        return _open_target(path, write=write, request_size=request_size,
+                            working_set=working_set, direct=direct, root=root)
     if setup_timeout is None:
-        return _open_target(path, **options)
+        return open_here()
     from inspector.roots.bounded import TimedOut, WithFds, WorkerFailed, run_forked
 
     def in_child() -> WithFds:
         try:
-            target = _open_target(path, **options)
+            target = open_here()
         except TargetError as exc:      # travels back as a value, with its message
             return WithFds(str(exc), [])
         return WithFds(target, [target.fd])
@@ -121,7 +127,7 @@ def open_target(path: str, *, write: bool = False, request_size: int = 4096,
 
 
 def _open_target(path: str, *, write: bool, request_size: int, working_set: int | None,
-                 direct: bool, root) -> IoTarget:
+                 direct: bool, root: HostRoot | None) -> IoTarget:
     if request_size <= 0:
         raise TargetError(f"request size {request_size} must be positive")
     if working_set is not None and working_set <= 0:
@@ -155,7 +161,8 @@ def _open_target(path: str, *, write: bool, request_size: int, working_set: int 
     return target
 
 
-def _check_direct_size(path: str, st: os.stat_result, request_size: int, root) -> None:
+def _check_direct_size(path: str, st: os.stat_result, request_size: int,
+                       root: HostRoot | None) -> None:
     """O_DIRECT moves whole logical blocks: refuse other sizes before any preparation."""
     from inspector.model import Unknown
     from inspector.probes.io.align import device_geometry, required_multiple

@@ -43,7 +43,8 @@ def record_array(rec: LatencyRecorder, values: array) -> None:
     rec.max = hi if rec.max is None else max(rec.max, hi)
 
 
-def sorted_percentiles(values: array, qs=(50.0, 90.0, 99.0, 99.9)) -> dict[str, int]:
+def sorted_percentiles(values: array[int],
+                       qs: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)) -> dict[str, int]:
     """Exact nearest-rank percentiles of a small interval's values, plus max and avg (for 4 Hz
     samples)."""
     if not values:

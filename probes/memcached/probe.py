@@ -17,8 +17,10 @@ import resource
 import time
 from array import array
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter_ns
+from typing import cast
 
 # ProbeError: the one error of every probe (re-exported)
 from inspector.probes.base import McTest, ProbeError, RunStatus
@@ -282,7 +284,7 @@ class _SetRequests:
 class _PreloadProtocol(asyncio.Protocol):
     """Pipelined sets in windows: the keys exist before a get or mix test (like memcslap)."""
 
-    def __init__(self, requests, window: int = 256):
+    def __init__(self, requests: _SetRequests, window: int = 256):
         self.requests, self.window = requests, window
         self.next = 0
         self.pending = 0
@@ -295,8 +297,8 @@ class _PreloadProtocol(asyncio.Protocol):
         self.done = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
 
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)   # uvloop's is not a subclass
         self._send_window()
 
     def _send_window(self) -> None:
@@ -330,7 +332,7 @@ class _PreloadProtocol(asyncio.Protocol):
         if self.pending <= 0:
             self._send_window()
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         if not self.done.done():
             self.done.set_exception(ConnectionError(str(exc) if exc else "closed by server"))
 
@@ -344,7 +346,8 @@ class _PreloadProtocol(asyncio.Protocol):
 
 
 async def preload_keys(host: str, port: int, workload: Workload, timeout: float,
-                       bound_s: float | None = None, started=None) -> Preload:
+                       bound_s: float | None = None,
+                       started: Callable[[_PreloadProtocol], None] | None = None) -> Preload:
     """Store every key (pipelined). The wait is `timeout` plus 1 s per 5000 keys, at most
     `bound_s` (what is left of the run's deadline); `started(proto)` lets a stop cancel it."""
     loop = asyncio.get_running_loop()
@@ -802,7 +805,7 @@ class _RunState:
 
     connections_failed: int | None = None   # counted before the close kills them all
 
-    def close(self, engine) -> None:
+    def close(self, engine: Engine | EnginePool) -> None:
         if self.connections_failed is None:
             self.connections_failed = engine.dead_count()
         engine.close()

@@ -128,10 +128,11 @@ class McRunResult:
         if isinstance(s, RampSummary):
             ops = sum(st.ops for st in s.steps)
             seconds = sum(st.run_s for st in s.steps)
-            errors = any(st.errors for st in s.steps)
+            errors = sum(st.error_total for st in s.steps)
             return RunSummary(
                 ProbeKind.MEMCACHED, s.target, status, LatencySummary(0, None, None, None, None),
-                reason=s.reason, error=_error(status, s.reason, errors), requests=ops,
+                reason=s.reason, error=_error(status, s.reason, bool(errors)), requests=ops,
+                errors=errors,
                 seconds=seconds, ops_per_s=ops / seconds if seconds else 0.0,
                 note=s.knee_reason or s.reason,
                 memcached=McFigures("ramp", max((st.opened for st in s.steps), default=0),
@@ -142,6 +143,7 @@ class McRunResult:
         return RunSummary(
             ProbeKind.MEMCACHED, s.target, status, total.summary(), reason=s.reason,
             error=_error(status, s.reason, bool(s.errors)), requests=s.ops_total,
+            errors=sum(s.errors.values()),
             seconds=s.load_s, ops_per_s=s.ops_per_s, histogram=total.buckets(),
             interval_p99_ns=self.interval_p99_ns, interval_avg_ns=self.interval_avg_ns,
             note=f"{s.status}: {s.reason}",

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from inspector.probes.base import ProbeError
 from inspector.probes.memcached.engine import classify_connect_error
@@ -100,7 +102,7 @@ async def resolve_async(host: str, port: int, timeout: float) -> list[Address]:
     return _addresses(host, port, infos)
 
 
-def _addresses(host: str, port: int, infos) -> list[Address]:
+def _addresses(host: str, port: int, infos: Iterable[tuple[Any, ...]]) -> list[Address]:
     out: list[Address] = []
     for family, _, _, _, sockaddr in infos:
         if family not in (socket.AF_INET, socket.AF_INET6):

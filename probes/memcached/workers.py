@@ -21,7 +21,10 @@ import subprocess
 import sys
 from array import array
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from time import perf_counter_ns
+from typing import Any, cast
 
 from inspector.parent_death import PARENT_ARG, end_with_parent
 from inspector.probes.memcached.engine import Engine
@@ -39,13 +42,13 @@ def split(count: int, parts: int) -> list[int]:
 class Channel(asyncio.Protocol):
     """Length-prefixed pickled messages over a socketpair, on the event loop (never blocks)."""
 
-    def __init__(self, on_message, on_closed):
+    def __init__(self, on_message: Callable[[Any], None], on_closed: Callable[[], None]):
         self.on_message, self.on_closed = on_message, on_closed
-        self.transport = None
+        self.transport: asyncio.WriteTransport | None = None
         self.buf = bytearray()
 
-    def connection_made(self, transport) -> None:
-        self.transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.WriteTransport, transport)   # uvloop's: not a subclass
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
@@ -57,16 +60,17 @@ class Channel(asyncio.Protocol):
             del self.buf[:4 + size]
             self.on_message(msg)
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self.on_closed()
 
-    def send(self, msg) -> None:
+    def send(self, msg: Any) -> None:
         if self.transport is not None and not self.transport.is_closing():
             payload = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
             self.transport.write(len(payload).to_bytes(4, "big") + payload)
 
 
-async def open_channel(sock: socket.socket, on_message, on_closed) -> Channel:
+async def open_channel(sock: socket.socket, on_message: Callable[[Any], None],
+                       on_closed: Callable[[], None]) -> Channel:
     loop = asyncio.get_running_loop()
     _, channel = await loop.connect_accepted_socket(
         lambda: Channel(on_message, on_closed), sock=sock)
@@ -156,7 +160,7 @@ async def _serve(fd: int) -> None:
 class EnginePool:
     """The Engine interface MemcachedProbe uses, over `workers` processes."""
 
-    def __init__(self, load, workers: int):
+    def __init__(self, load: Any, workers: int):   # a probe.MemcachedLoad (probe imports us)
         self.load = load
         self.workers = workers
         self.loop = asyncio.get_running_loop()
@@ -293,8 +297,8 @@ class EnginePool:
             self._state.append({})
             self._finished.append(False)
             self._opened.append(self.loop.create_future())
-            chan = await open_channel(parent_sock, lambda m, i=i: self._on_message(i, m),
-                                      lambda i=i: self._on_closed(i))
+            chan = await open_channel(parent_sock, partial(self._on_message, i),
+                                      partial(self._on_closed, i))
             self._chans.append(chan)
             chan.send(("params", params))
         self._send(("open",))

@@ -19,7 +19,7 @@ their docstrings; this prints what those choices save, instead of figures frozen
 - request offsets per offset: the power-of-two lane mask, the general draw and rng.choices
   (_Worker._offsets, probes/io/latency.py);
 - memory: a finished run's histogram kept by the TUI as Buckets against a list of tuples
-  (inspector/tui/probes/adapters.py), and one full series of the TUI's trends (inspector/tui/
+  (inspector/tui/probes/histogram.py), and one full series of the TUI's trends (inspector/tui/
   trends.py);
 in fresh interpreters:
 - the RSS uvloop adds to an asyncio loop (probes/driver.py);
@@ -177,7 +177,7 @@ def held(build: Callable[[], object]) -> tuple[int, object]:
 
 
 def memory_costs(recorder) -> list[str]:
-    from inspector.tui.probes.adapters import Buckets
+    from inspector.tui.probes.histogram import Buckets
     from inspector.tui.trends import CAPACITY, Trends
 
     pairs = recorder.buckets()

@@ -64,7 +64,8 @@ def test_a_resolv_conf_that_never_answers(tmp_path):
 
 FORM_CHECK = """
 import sys, time
-from inspector.tui.probes.runs import check_target, form_request
+from inspector.probes.request import check_target
+from inspector.tui.probes.runs import form_request
 start = time.monotonic()
 problem = check_target(form_request("dns", sys.argv[1], "5", "", False))
 print(f"{time.monotonic() - start:.1f}", problem)

@@ -28,7 +28,7 @@ HINT = "(a hung filesystem? look for processes in D state)"
 
 FORM = textwrap.dedent("""
     import json, sys, time
-    from inspector.tui.probes.runs import ProbeRequest, check_target, needs_confirmation
+    from inspector.probes.request import ProbeRequest, check_target, needs_confirmation
     path = sys.argv[1]
     out = {}
     for write in (False, True):

@@ -65,8 +65,8 @@ async def test_navigate_every_screen_on_a_capture():
         for key, name in SCREEN_CLASSES.items():
             await pilot.press(key)
             await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name)
-        # Probes opens with its target field focused, where a digit is typed (issue 20): esc
-        # leaves the field, then digits switch screens
+        # Probes opens with its target field focused but not edited (issue 26): esc leaves the
+        # form, and digits switch screens from it as from anywhere
         assert app.screen.focused.id == "probe-target"
         await pilot.press("escape", "1")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
@@ -222,7 +222,7 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         await pilot.press("x")  # stops the highlighted (newest) run
         await wait_for(pilot, lambda: not second.active, timeout=8)
         assert second.state == "stopped" and first.active
-        assert second.last.extra.final  # partial figures kept
+        assert second.summary is not None and second.summary.requests  # partial figures kept
         assert "stopped" in str(table.get_row_at(1)[2])   # the state column
         # SIGHUP (the ssh session went away) stops the remaining probe and exits
         os.kill(os.getpid(), signal.SIGHUP)
@@ -264,7 +264,7 @@ async def test_memcached_probe_against_real_server(memcached):
         await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
         run = app.probes.runs[0]
         assert run.state == "done", run.error
-        assert run.last.ops > 100
+        assert run.summary.requests > 100
     assert server.stats()["cmd_get"] > 100
 
 
@@ -279,12 +279,13 @@ async def test_run_row_shows_whole_figures_and_a_failed_run_says_why(tmp_path):
         await start_probe(app, pilot, "io", str(target), seconds="2")
         await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
         run = app.probes.runs[0]
-        assert run.state == "done" and run.last.ops >= 1000, (run.state, run.error)
+        ops = run.summary.requests
+        assert run.state == "done" and ops >= 1000, (run.state, run.error)
         await pilot.pause(0.2)
         table = app.screen.query_one("#runs", DataTable)
-        assert str(table.get_row_at(0)[4]) == str(run.last.ops)
+        assert str(table.get_row_at(0)[4]) == str(ops)
         ops_column = table.columns["ops"]
-        assert ops_column.get_render_width(table) - 2 * table.cell_padding >= len(str(run.last.ops))
+        assert ops_column.get_render_width(table) - 2 * table.cell_padding >= len(str(ops))
 
         missing = tmp_path / "no-such-file"
         app.screen.start_request(ProbeRequest("io", str(missing), duration=2))
@@ -485,7 +486,7 @@ async def test_d_hotkeys_typed_into_the_target_field_are_letters():
     async with app.run_test(size=(120, 40)) as pilot:
         await goto(app, pilot, "2", "StorageScreen")
         await pilot.press("down", "p")                    # the IO form, target focused
-        await pilot.press("end", *"s2x6cS?q")             # screen, probe and app hotkeys
+        await pilot.press("enter", "end", *"s2x6cS?q")    # edited: screen, probe, app keys
         await pilot.pause(0.3)
         assert type(app.screen).__name__ == "ProbesScreen"
         target = app.screen.query_one("#probe-target", Input)

@@ -1,14 +1,23 @@
 """The DNS probe from the TUI against real loopback responders: the Probes screen runs it, the
-DNS screen charts it (one line per nameserver) and shows each server's latest latency."""
+DNS screen charts it (one line per nameserver), shows each server's latest latency, names
+what each run probed (a resolv.conf, or addresses), and shows the CLI's verdicts with their
+levels and glibc's failover predictions."""
 from __future__ import annotations
 
 import re
 
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from dns_responders import Responder
+from inspector.probes.base import ProbeKind
+from inspector.tui.probes.runs import ProbeRequest
 from inspector.widgets.chart import LiveChart
 from test_pilot import capture_app, start_probe, wait_for
+
+
+def shown(app, selector: str) -> str:
+    widget = app.screen.query_one(selector, Static)
+    return "\n".join(widget.render_line(y).text.rstrip() for y in range(widget.size.height))
 
 
 async def test_dns_probe_charts_per_server_latency():
@@ -28,15 +37,71 @@ async def test_dns_probe_charts_per_server_latency():
             line = str(app.screen.query_one("#dns-probe-line", Static).render())
             for server in (fast.server, slow.server):  # each server's latest latency
                 assert re.search(re.escape(server) + r" \d+\.\d ms", line), line
+            # what the run probed: the addresses given, not the host's resolv.conf
+            assert f"on nameservers {fast.server}, {slow.server}" in line, line
             chart = app.screen.query_one("#dns-chart", LiveChart)
             assert chart.points >= 2
             # one line per nameserver, in the configured order; the slow one 20 ms above
-            per_server = run.history.servers[0]
-            assert chart.series == tuple(per_server) and len(chart.series) == 2
+            first = run.intervals[0].dns
+            assert chart.series == tuple(s.server for s in first.servers)
+            assert len(chart.series) == 2
             fast_ms, slow_ms = chart.latest()
             assert slow_ms >= 20 and fast_ms < slow_ms
-            # the slow server's 20 ms delay shows as the slowest latency of each round
-            assert run.last.extra.final and run.last.max >= 20e6
+            # the slow server's 20 ms delay shows as the slowest latency of the run
+            assert run.summary is not None and run.summary.latency.max_ns >= 20e6
     finally:
         fast.close()
         slow.close()
+
+
+async def test_the_dns_screen_names_each_runs_source_its_verdicts_and_predictions(tmp_path):
+    """A run on a resolv.conf whose only nameserver refuses (nothing listens on 127.0.0.9:53):
+    the screen names that file, says CRIT as `probe dns` does, and predicts the lookup if the
+    server refused or went silent. The next run, on addresses, replaces all of it."""
+    conf = tmp_path / "resolv.conf"
+    conf.write_text("nameserver 127.0.0.9\noptions timeout:1 attempts:1\n")
+    ok = Responder("127.0.0.1", 0, "ok")
+    try:
+        app = capture_app()
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.press("5")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "DnsScreen")
+            assert "no DNS probe run yet" in shown(app, "#dns-probe-line")
+            # p opens the form on the file this screen analyses, not the last one probed
+            await pilot.press("p")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
+            target = app.screen.query_one("#probe-target", Input)
+            await wait_for(pilot, lambda: target.has_focus)
+            assert target.value == "/etc/resolv.conf"
+            first = app.screen.start_request(ProbeRequest(ProbeKind.DNS, str(conf), 2,
+                                                          name="probe.test"))
+            await wait_for(pilot, lambda: not first.active, timeout=15)
+            await pilot.press("5")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "DnsScreen")
+            await pilot.pause(0.2)
+            line = shown(app, "#dns-probe-line")
+            assert f"on {conf}" in line and "127.0.0.9:53 refused" in line, line
+            verdicts = shown(app, "#dns-probe-verdicts")
+            assert re.search(r"^CRIT\s+nameserver 127\.0\.0\.9:53 refused now", verdicts,
+                             re.M), verdicts
+            assert re.search(r"^WARN\s+127\.0\.0\.9:53 is the only nameserver", verdicts,
+                             re.M), verdicts
+            assert "predicted lookup time (glibc)" in verdicts
+            assert re.search(r"if 127\.0\.0\.9:53 is blackholed\s+\S", verdicts), verdicts
+            # a long verdict folds over lines: "fails after N s" keeps its unit at 100 columns
+            assert not re.search(r"fails after \d+(\.\d+)?$", verdicts, re.M), verdicts
+
+            await pilot.press("6")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
+            second = app.screen.start_request(ProbeRequest(ProbeKind.DNS, ok.server, 1,
+                                                           name="probe.test"))
+            await pilot.press("5")
+            await wait_for(pilot, lambda: not second.active, timeout=15)
+            await pilot.pause(0.2)
+            line = shown(app, "#dns-probe-line")
+            assert f"#{second.run_id}" in line and f"on nameservers {ok.server}" in line, line
+            assert str(conf) not in line
+            verdicts = shown(app, "#dns-probe-verdicts")
+            assert "CRIT" not in verdicts and f"if {ok.server} refuses" in verdicts, verdicts
+    finally:
+        ok.close()

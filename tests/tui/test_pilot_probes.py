@@ -1,6 +1,7 @@
-"""The Probes screen (issue 20): panels follow their run (its end, another run, a resize), the
-form takes fast typing (a burst with Tab lands in order), each kind keeps its own values, a
-target is checked for its kind before any confirmation, Enter starts from any field."""
+"""The Probes screen (issues 20, 26): panels follow their run (its end, another run, a resize),
+every key lands where the operator meant it (a field types only while edited, Enter opens the
+kind's list, the focus stays in the form), fast typing lands in order (a burst with Tab), each
+kind keeps its own values, a target is checked for its kind before any confirmation."""
 from __future__ import annotations
 
 import gc
@@ -68,7 +69,7 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             # while the run is still going
             io = app.screen.start_request(ProbeRequest("io", str(target), duration=4))
             panel = app.screen.query_one("#panel-a")
-            await wait_for(pilot, lambda: io.history.last is not None)
+            await wait_for(pilot, lambda: io.last is not None)
             await pilot.pause(0.1)
             assert re.search(r"state\s+running", panel_text(app, "panel-a"))
             assert "≈ live" in app.screen.query_one("#panel-a LatencyHistogram").border_title
@@ -80,7 +81,7 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             assert io.state == "done" and re.search(r"state\s+done", text), text
             hist = app.screen.query_one("#panel-a LatencyHistogram", LatencyHistogram)
             assert hist.border_title == "histogram: whole run"
-            assert hist._buckets == io.history.final.extra.buckets
+            assert hist._buckets == io.summary.histogram
             # the runs table and the panel agree on the whole run's figures (exact now)
             row = app.screen.query_one("#runs", DataTable).get_row_at(0)
             assert re.search(rf"ops\s+\d+\s+{row[4]}\b", text), (row, text)
@@ -92,25 +93,76 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             assert panel.run is dns
             assert app.screen.query_one("#panel-a LatencyChart", LatencyChart).p50 == []
             assert hist._buckets is None
-            await wait_for(pilot, lambda: dns.history.last is not None or not dns.active,
-                           timeout=10)
-            assert dns.history.last is not None, (dns.state, dns.error)
+            await wait_for(pilot, lambda: dns.last is not None or not dns.active, timeout=10)
+            assert dns.last is not None, (dns.state, dns.error)
             # resizes (several, narrow and wide) redraw the attached run, never the previous
             for size in ((80, 24), (200, 50), (100, 30)):
                 await pilot.resize_terminal(*size)
                 await pilot.pause(0.3)
                 chart = app.screen.query_one("#panel-a LatencyChart", LatencyChart)
                 assert chart.border_title.startswith(f"A: #{dns.run_id} DNS")
-                assert hist._buckets != io.history.final.extra.buckets
-                assert chart.p50 == [p.p50 for p in dns.history]
+                assert hist._buckets != io.summary.histogram
+                assert chart.p50 == [i.p50_ns for i in dns.intervals]
             await wait_for(pilot, lambda: not dns.active, timeout=15)
             await pilot.pause(0.3)
             assert dns.state == "done", dns.error
-            assert hist._buckets == dns.history.final.extra.buckets
+            assert hist._buckets == dns.summary.histogram
             assert re.search(r"state\s+done", panel_text(app, "panel-a"))
     finally:
         fast.close()
         slow.close()
+
+
+def mode_of(app) -> str:
+    return getattr(app.screen, "MODE", type(app.screen).__name__)
+
+
+async def test_each_key_on_the_form_lands_where_it_was_meant():
+    """Digits, q, Enter on the kind and Tab, one at a time, with where each went: a focused
+    field types nothing until Enter starts its edit (issue 26: `1`-`6` and `q` were typed
+    into the target, Enter on the kind started a probe, a chosen kind took the focus away)."""
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        screen = app.screen
+        kind = screen.query_one("#probe-kind", Select)
+        target = screen.query_one("#probe-target", Input)
+        seconds = screen.query_one("#probe-seconds", Input)
+        assert target.has_focus and not target.editing and target.value == "/tmp"
+        await pilot.press("1")                      # a screen key: the overview, nothing typed
+        await wait_for(pilot, lambda: mode_of(app) == "overview")
+        await pilot.press("6")
+        await wait_for(pilot, lambda: mode_of(app) == "probes" and target.has_focus)
+        assert target.value == "/tmp"
+        await pilot.press("enter")                  # on purpose: the edit starts
+        assert target.editing and target.has_focus
+        await pilot.press("ctrl+u", "/", "s", "r", "v", "q", "1")   # typed, all of them
+        assert target.value == "/srvq1" and mode_of(app) == "probes" and app.return_code is None
+        await pilot.press("tab")                    # the edit goes on in the next field
+        assert seconds.has_focus and seconds.editing and not target.editing
+        await pilot.press("ctrl+u", "4", "2")
+        assert seconds.value == "42"
+        await pilot.press("escape")                 # the edit ends, the focus stays
+        assert seconds.has_focus and not seconds.editing
+        await pilot.press("shift+tab", "shift+tab")     # not editing: the focus only moves
+        assert kind.has_focus and not target.editing
+        await pilot.press("enter")                  # opens the kind's list, starts nothing
+        await wait_for(pilot, lambda: kind.expanded)
+        assert app.probes.runs == []
+        await pilot.press("down", "enter")          # memcached, chosen from the list
+        await wait_for(pilot, lambda: kind.value == "memcached" and not kind.expanded)
+        await pilot.pause(0.1)
+        assert kind.has_focus                       # still in the form
+        assert target.value == "127.0.0.1:11211"    # memcached's own target
+        await pilot.press("tab")
+        assert target.has_focus and not target.editing
+        await pilot.press("5")                      # a screen key again, nothing typed
+        await wait_for(pilot, lambda: mode_of(app) == "dns")
+        await pilot.press("6")
+        await wait_for(pilot, lambda: mode_of(app) == "probes")
+        assert target.value == "127.0.0.1:11211" and app.probes.runs == []
+        await pilot.press("q")                      # quits from the form
+        await wait_for(pilot, lambda: app._exit, timeout=5)
 
 
 async def test_keys_sent_in_one_burst_with_tab_land_in_order():
@@ -122,18 +174,18 @@ async def test_keys_sent_in_one_burst_with_tab_land_in_order():
         assert target.has_focus                     # the form opens on its target
         target.value = ""
         seconds.value = ""
-        burst(app, "/", "t", "m", "p", "x", "backspace", "tab", "7", "tab", "ctrl+u", "3",
-              "enter")
+        burst(app, "enter", "/", "t", "m", "p", "x", "backspace", "tab", "7", "tab", "ctrl+u",
+              "3", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=5)
-        # Enter (a priority key) started with what the burst typed before it
+        # Enter started with what the burst typed before it
         body = str(app.screen.query_one("#confirm-body", Static).render())
-        assert "on /tmp for at most 7 s" in body and "3 worker(s)" in body, body
+        assert "on /tmp for at most 7 s" in body and "3 workers" in body, body
         await pilot.press("n")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         assert target.value == "/tmp" and seconds.value == "7"
         # a field's own keys act in order too (ctrl+u once cleared the 3 typed after it)
         assert app.screen.query_one("#probe-concurrency", Input).value == "3"
-        # a digit typed in a field is a digit, not a screen switch
+        # a digit typed in an edited field is a digit, not a screen switch
         assert type(app.screen).__name__ == "ProbesScreen"
 
 
@@ -151,7 +203,7 @@ async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirm
         await pilot.pause(0.2)
         assert [f.value for f in field.values()] == ["127.0.0.1:11211", "10", "4"]
         field["target"].value = "/dev/loop3"        # left over from the IO form
-        await pilot.press("enter")
+        await pilot.press("s")
         await pilot.pause(0.3)
         assert not isinstance(app.screen, ConfirmScreen) and app.probes.runs == []
         assert "not a memcached address" in notes[-1]
@@ -170,7 +222,7 @@ async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirm
         field["target"].value = str(afile)
         screen.query_one("#probe-write").value = True
         field["target"].focus()
-        await pilot.press("enter")
+        await pilot.press("s")
         await pilot.pause(0.3)
         assert not isinstance(app.screen, ConfirmScreen) and app.probes.runs == []
         assert "needs a directory" in notes[-1]
@@ -186,7 +238,7 @@ async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirm
                             ("/dev/null", "not a resolv.conf file")):
             field["target"].value = target
             field["target"].focus()
-            await pilot.press("enter")
+            await pilot.press("s")
             await pilot.pause(0.3)
             assert why in notes[-1], notes
         assert app.probes.runs == []
@@ -194,40 +246,10 @@ async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirm
         assert not [n for n in notes if re.search(r"\b[A-Z]\w*(Error|Exception)\b", n)], notes
 
 
-async def test_enter_starts_from_the_kind_menu_and_n_works_in_a_number_field(tmp_path):
-    target = tmp_path / "probe.bin"
-    target.write_bytes(os.urandom(1 << 20))
-    app = capture_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await goto_probes(app, pilot)
-        screen = app.screen
-        screen.query_one("#probe-target", Input).value = str(target)
-        screen.query_one("#probe-seconds", Input).value = "0.5"
-        seconds = screen.query_one("#probe-seconds", Input)
-        seconds.focus()
-        await pilot.press("n")                      # new probe: back to the target
-        await pilot.pause(0.1)
-        assert screen.query_one("#probe-target", Input).has_focus and seconds.value == "0.5"
-        await pilot.press("shift+tab")              # the kind menu, closed
-        kind = screen.query_one("#probe-kind", Select)
-        assert kind.has_focus
-        await pilot.press("enter")                  # starts; does not open the menu
-        await wait_for(pilot, lambda: app.probes.runs, timeout=5)
-        assert not kind.expanded
-        run = app.probes.runs[0]
-        await wait_for(pilot, lambda: not run.active, timeout=15)
-        assert run.state == "done", run.error
-        # the start key in a text field is a letter there
-        await pilot.press("n", "end", "s")
-        await pilot.pause(0.2)
-        assert screen.query_one("#probe-target", Input).value.endswith("probe.bins")
-        assert len(app.probes.runs) == 1
-
-
 async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_target(tmp_path):
     """`n` Enter sent together from the runs table (a laggy link, a busy UI) starts the next
-    run: Enter, a priority key, was looked at before `n` had moved the focus to the form and
-    went to the runs table, starting nothing."""
+    run: `n` edits the target, Enter ends the edit and starts (it once went to the runs table,
+    starting nothing)."""
     target = tmp_path / "probe.bin"
     target.write_bytes(os.urandom(1 << 20))
     app = capture_app()
@@ -247,9 +269,8 @@ async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_tar
             assert screen.query_one("#runs", DataTable).has_focus
         # in the target, n is typed (/dev/nvme0n1), the form stays where it is
         target_field = screen.query_one("#probe-target", Input)
-        target_field.focus()
         target_field.value = "/dev/"
-        target_field.cursor_position = len(target_field.value)
+        target_field.start_editing()
         burst(app, "n", "v", "m", "e", "0", "n", "1")
         await pilot.pause(0.3)
         assert target_field.value == "/dev/nvme0n1" and target_field.has_focus
@@ -271,7 +292,7 @@ async def test_focus_changes_leave_no_widgets_behind():
         await goto_probes(app, pilot)
         keys, caches = alive(FooterKey), alive(StylesCache)
         for _ in range(20):                 # the runs table, the target: 40 recomposes
-            await pilot.press("escape")
+            await pilot.press("escape", "escape")   # the edit ends, then the form is left
             await pilot.pause(0.05)
             await pilot.press("n")
             await pilot.pause(0.05)

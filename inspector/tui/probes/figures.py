@@ -1,6 +1,6 @@
 """A run's figures as the Probes screen shows them, each with its scope: the last interval, or
-the whole run so far (cumulative). While a run goes, its whole-run p50/p99 come from the live
-histogram (probe_runs.LiveHistogram) and are shown with `≈`; once it has ended they are the
+the whole run so far. While a run goes, its whole-run p50/p99 come from the live histogram
+(tui.probes.histogram.LiveHistogram) and are shown with `≈`; once it has ended they are the
 summary's exact figures, the ones the CLI prints for the same run."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from inspector.tui.probes.runs import ProbeRun, RunState
+from inspector.probes.base import Interval
+from inspector.tui.probes.runs import LiveRun, RunState
 from inspector.widgets.probe_chart import format_latency, format_rate
 
 STATE_STYLES = {RunState.RUNNING: "bold green", RunState.STARTING: "green",
@@ -17,10 +18,11 @@ STATE_STYLES = {RunState.RUNNING: "bold green", RunState.STARTING: "green",
 
 
 @dataclass
-class Figures:
+class WholeRun:
+    """The whole run so far: estimated while it goes, the summary's once it has ended."""
     ops: int | None
     ops_per_s: float | None
-    p50: float | None
+    p50: float | None           # ns
     p99: float | None
     max: float | None
     seconds: float | None
@@ -31,34 +33,29 @@ class Figures:
         return f"≈{value}" if self.approx and name in ("p50", "p99") and value != "-" else value
 
 
-def last_interval(run: ProbeRun) -> Figures | None:
-    u = run.history.last
-    if u is None:
-        return None
-    return Figures(u.interval_ops, u.ops_per_s, u.p50, u.p99, u.max, None)
-
-
-def whole_run(run: ProbeRun) -> Figures:
-    final = run.history.final
-    if final is not None:
-        pct = final.extra.percentiles_ns
-        return Figures(final.ops, final.ops_per_s, pct.get("p50", final.p50),
-                       pct.get("p99", final.p99), final.extra.max_ns or final.max,
-                       final.elapsed)
-    u = run.history.last
-    if u is None:
-        return Figures(None, None, None, None, None, None)
-    hist = run.history.histogram
-    return Figures(u.ops, u.ops / u.elapsed if u.elapsed > 0 else None, hist.percentile(50),
-                   hist.percentile(99), run.history.max_ns, u.elapsed, approx=True)
-
-
-def errors_of(run: ProbeRun) -> int:
+def whole_run(run: LiveRun) -> WholeRun:
+    s = run.summary
+    if s is not None:
+        lat = s.latency
+        return WholeRun(s.requests, s.ops_per_s, lat.p("p50"), lat.p("p99"), lat.max_ns,
+                        s.seconds)
     last = run.last
-    return last.errors if last is not None else 0
+    if last is None:
+        return WholeRun(None, None, None, None, None, None)
+    hist = run.histogram
+    return WholeRun(last.ops_total, last.ops_total / last.t if last.t > 0 else None,
+                    hist.percentile(50), hist.percentile(99), run.max_ns, last.t, approx=True)
 
 
-def state_text(run: ProbeRun) -> Text:
+def interval_latency(interval: Interval | None, name: str) -> str:
+    """An interval's p50 (its mean where the probe has no median), p99 or max."""
+    if interval is None:
+        return "-"
+    return format_latency({"p50": interval.p50_ns, "p99": interval.p99_ns,
+                           "max": interval.max_ns}[name])
+
+
+def state_text(run: LiveRun) -> Text:
     return Text(str(run.state), style=STATE_STYLES.get(run.state, ""))
 
 

@@ -1,18 +1,23 @@
 """Probes: start IO / memcached / DNS probes from a form, chart them live, compare two runs.
 
 The form names the target and the bounds (seconds, workers or connections); each kind keeps
-its own values. Its target is checked for its kind before anything else (a DNS run needs a
-resolv.conf with nameservers or addresses, memcached HOST:PORT, a write probe a directory); a
-run that writes or opens many connections then opens a confirmation naming target and bound.
+its own values. A request is checked before anything else (its limits, then its target as
+this host has it: inspector.probes.request.check_target); a run that writes or opens many
+connections then opens a confirmation naming target and bound. Runs given on the command line
+(`inspector --probe SPEC`) are checked and started in order without a question: the command
+line was the confirmation.
 
-Keys: the target has focus when the screen opens; Enter starts from any field; Tab and
-shift+Tab move between fields at once (priority bindings, handled before the next key of the
-same burst is delivered: a laggy SSH link sends `/tmp`, Tab and `7` together, and the `7` must
-land in the next field); Esc leaves the form for the runs table, where digits switch screens,
-`x` stops the highlighted run, `S` stops all, `c` pins the highlighted run to panel B.
+Keys never land where they were not meant (the k9s way): a focused field types nothing until
+Enter (or a click) starts its edit, so 1-6, q, ? and the screen's keys act from anywhere in the
+form. While editing, Enter starts the run, Esc ends the edit, Tab and shift+Tab end it and edit
+the next field at once (priority bindings, handled before the next key of the same burst is
+delivered: a laggy SSH link sends `/tmp`, Tab and `7` together, and the `7` must land in the
+next field). Enter on the kind opens its list; the focus stays on it after a choice. `s`
+starts from anywhere but an edited field; Esc leaves the form for the runs table, where `x`
+stops the highlighted run, `S` stops all, `c` pins the highlighted run to panel B.
 
-Every run is its own process (probe_runs); panel A follows the highlighted run, B shows the
-pinned one, and side by side they share their y scales.
+Every run is its own process (tui.probes.runs); panel A follows the highlighted run, B shows
+the pinned one, and side by side they share their y scales.
 """
 from __future__ import annotations
 
@@ -20,34 +25,23 @@ import time
 from typing import Any
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
-from inspector.probes.base import ProbeKind
+from inspector.probes.base import ProbeError, ProbeKind
+from inspector.probes.request import KINDS, check_target, describe, needs_confirmation
 from inspector.tui.base import InspectorScreen
-from inspector.tui.messages import ProbeUpdate
+from inspector.tui.fields import EditField
 from inspector.tui.probes.figures import rate_text, state_text, whole_run
 from inspector.tui.probes.panel import RunPanel
-from inspector.tui.probes.runs import (
-    KIND_TITLES,
-    KINDS,
-    ProbeRequest,
-    ProbeRun,
-    check_target,
-    describe,
-    form_request,
-    needs_confirmation,
-)
+from inspector.tui.probes.runs import LiveRun, ProbeRequest, form_request
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.probe_chart import LatencyChart, RateChart, merge_log
 
 __all__ = ["ProbesScreen", "RunPanel"]
 
-DEFAULT_TARGETS = {"io": "/tmp", "memcached": "127.0.0.1:11211", "dns": "/etc/resolv.conf"}
-CONCURRENCY_LABELS = {"io": "workers", "memcached": "connections", "dns": "-"}
 ROW_REFRESH_S = 1.0
 # every figure in the table is the whole run's (cumulative); the panels show the last
 # interval beside it
@@ -55,50 +49,22 @@ RUN_COLUMNS = (("run", "#"), ("probe", "probe"), ("state", "state"), ("err", "er
                ("ops", "ops"), ("ops/s", "run ops/s"), ("p50", "run p50"), ("p99", "run p99"),
                ("max", "run max"))
 FIXED_WIDTH = 3 + 8 + 3 + 8 + 9 + 8 + 8 + 8 + 2 * len(RUN_COLUMNS) + 2
+FORM_FIELDS = "#probe-kind, #probe-target, #probe-seconds, #probe-concurrency, #probe-write"
 
 
-def default_values(kind: str) -> dict[str, Any]:
-    from inspector.probes.request import KINDS
-    return {"target": DEFAULT_TARGETS[kind], "seconds": "10",
-            "concurrency": str(KINDS[ProbeKind(kind)].default_concurrency), "write": False}
+def default_values(kind: ProbeKind) -> dict[str, Any]:
+    info = KINDS[kind]
+    return {"target": info.default_target, "seconds": "10",
+            "concurrency": str(info.default_concurrency), "write": False}
 
 
-class FormInput(Input):
-    """A field whose own editing keys (ctrl+u, backspace, arrows...) act at once, in the
-    order they came. Textual runs a widget's key bindings only when the key has bubbled up to
-    the app, while the next key goes straight to the widget: in one burst, `C-u 3` typed the 3
-    and then cleared it, and `abc BSpace d` left "abc"."""
+class NumberField(EditField):
+    """A number field: while edited it types digits and a point; any other key stays a
+    screen key (`n`, `s`, `q` ...)."""
+    NUMERIC = frozenset("0123456789.")
 
-    async def _on_key(self, event: events.Key) -> None:
-        bindings = getattr(self, "_bindings", None)
-        own = bindings.key_to_bindings.get(event.key) if bindings is not None else None
-        if own and not event.is_printable:
-            event.prevent_default()
-            event.stop()
-            await self.run_action(own[0].action)
-            return
-        await super()._on_key(event)
-
-
-class NumberInput(FormInput):
-    """A number field whose non-numeric keys are not swallowed: `n` (new probe) and the other
-    screen keys still work while it has focus; nothing it cannot hold is typed into it."""
-    NUMERIC = set("0123456789.-+eE")
-
-    def check_consume_key(self, key: str, character: str | None) -> bool:
-        return character is not None and character in self.NUMERIC
-
-    async def _on_key(self, event: events.Key) -> None:
-        if event.is_printable and event.character and event.character not in self.NUMERIC:
-            # not typed (the field cannot hold it); the screen's key of that letter acts
-            # (a default-prevented key never reaches the app's binding check: run it here)
-            event.prevent_default()
-            event.stop()
-            active = self.app.active_bindings.get(event.key)
-            if active is not None and active.node is self.screen and active.enabled:
-                await self.app.run_action(active.binding.action, active.node)
-            return
-        await super()._on_key(event)
+    def accepts(self, character: str) -> bool:
+        return character in self.NUMERIC
 
 
 class RunsTable(DataTable):
@@ -107,7 +73,7 @@ class RunsTable(DataTable):
     new cache entry, and the full caches held megabytes once a few runs had gone
     (tests/integration/test_tui_probe_runs_tmux.py prints the TUI's RSS over fifty runs)."""
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         for cache, size in (("_cell_render_cache", 400), ("_row_render_cache", 60),
                             ("_line_cache", 120)):
@@ -119,17 +85,20 @@ class ProbesScreen(InspectorScreen):
     MODE = "probes"
     AUTO_FOCUS = "#probe-target"
     BINDINGS = [
-        Binding("enter", "start", "Start", key_display="Enter", priority=True,
-                id="probes.start"),
-        Binding("s", "start_outside", "Start", show=False, id="probes.start_key"),
+        Binding("s", "start", "Start", id="probes.start"),
+        # priority: a key goes to the widget focused when it arrives, so in a burst (`/tmp`
+        # Tab `7` Enter over a laggy link) the focus must have moved and the next field be
+        # edited before the `7` is delivered; a field's edit state follows these keys in the
+        # order they came (see _edited)
+        Binding("enter", "field_enter", show=False, priority=True),
+        Binding("escape", "field_escape", show=False, priority=True),
         Binding("tab", "next_field", show=False, priority=True),
         Binding("shift+tab", "previous_field", show=False, priority=True),
-        Binding("escape", "leave_field", "Runs", show=False, priority=True,
-                id="probes.escape"),
+        Binding("escape", "leave_form", "Runs", show=False, id="probes.escape"),
         Binding("x", "stop", "Stop run", id="probes.stop"),
         Binding("c", "compare", "Pin to B", id="probes.compare"),
-        # priority, like Enter: in a burst (`n` Enter over a laggy link) it must move the focus
-        # before Enter is looked at, or Enter lands on the runs table and starts nothing
+        # priority, like Enter: in a burst (`n` Enter from the runs table) the target must be
+        # edited before Enter is looked at
         Binding("n", "new", "New probe", id="probes.new", priority=True),
         Binding("h", "history", "History", id="probes.history"),
         Binding("f2", "focus_runs", "Runs", id="probes.runs"),
@@ -137,16 +106,18 @@ class ProbesScreen(InspectorScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="probe-form"):
-            yield Select([(KIND_TITLES[k], str(k)) for k in KINDS], value="io",
-                         allow_blank=False, id="probe-kind")
-            # select_on_focus off: a focus that lands while the operator is already typing
-            # (the form opened from the palette) must not select the typed text for replacement
-            yield FormInput(DEFAULT_TARGETS["io"], placeholder="target", id="probe-target",
-                            select_on_focus=False)
-            yield NumberInput("10", placeholder="seconds", id="probe-seconds", type="number",
-                              select_on_focus=False)
-            yield NumberInput("1", placeholder="workers", id="probe-concurrency",
-                              type="integer", select_on_focus=False)
+            kind = Select([(info.title, str(k)) for k, info in KINDS.items()], value="io",
+                          allow_blank=False, id="probe-kind")
+            kind.border_title = "kind"
+            yield kind
+            target = EditField(KINDS[ProbeKind.IO].default_target, placeholder="target",
+                               id="probe-target")
+            target.border_title = "target"
+            yield target
+            seconds = NumberField("10", placeholder="seconds", id="probe-seconds")
+            seconds.border_title = "seconds"
+            yield seconds
+            yield NumberField("1", placeholder="workers", id="probe-concurrency")
             yield Checkbox("write", id="probe-write")
             yield Button("Start", id="probe-start", variant="success")
         yield Static(id="probe-hint", classes="line")
@@ -166,8 +137,8 @@ class ProbesScreen(InspectorScreen):
 
     def on_mount(self) -> None:
         self._row_updated: dict[int, float] = {}
-        self._kind = "io"
-        self._values = {str(k): default_values(str(k)) for k in KINDS}
+        self._kind = ProbeKind.IO
+        self._values = {k: default_values(k) for k in KINDS}
         super().on_mount()
         self._apply_kind()
         self.apply_pending()
@@ -193,7 +164,8 @@ class ProbesScreen(InspectorScreen):
         requests = state.pending_probe_requests
         if requests:
             state.pending_probe_requests = []
-            self._start_in_turn(list(requests))
+            # after the first frame: the screen shows before the targets are checked
+            self.call_after_refresh(self.start_given, list(requests))
 
     # ------------------------------------------------------------------ form
     def _field(self, name: str) -> Any:
@@ -204,7 +176,7 @@ class ProbesScreen(InspectorScreen):
                 "concurrency": self._field("concurrency").value,
                 "write": self._field("write").value}
 
-    def _switch_kind(self, kind: str) -> None:
+    def _switch_kind(self, kind: ProbeKind) -> None:
         """Each kind keeps its own target, seconds, workers and write: a memcached run never
         inherits an IO target (a memcached run "to /dev/loop3")."""
         if kind == self._kind:
@@ -214,49 +186,58 @@ class ProbesScreen(InspectorScreen):
         self._apply_kind()
 
     def _apply_kind(self) -> None:
-        values = self._values[self._kind]
+        values, info = self._values[self._kind], KINDS[self._kind]
         target = self._field("target")
         target.value = values["target"]
         target.cursor_position = len(target.value)
         self._field("seconds").value = values["seconds"]
         concurrency = self._field("concurrency")
         concurrency.value = values["concurrency"]
-        concurrency.placeholder = CONCURRENCY_LABELS[self._kind]
-        concurrency.disabled = self._kind == "dns"
+        concurrency.placeholder = info.concurrency or "-"
+        concurrency.border_title = info.concurrency or "-"
+        concurrency.disabled = info.concurrency is None
         write = self._field("write")
         write.value = values["write"]
-        write.disabled = self._kind == "dns"
+        write.disabled = info.write is None
         self._hint()
 
     def prefill(self, kind: str, target: str | None) -> None:
-        kind = str(kind)
-        self._switch_kind(kind)
+        """The form for `kind`, its target given (None: the kind's last one), the target
+        focused and not edited: the screen's keys still act until Enter."""
+        kind_ = ProbeKind(kind)
+        self._switch_kind(kind_)
         select = self.query_one("#probe-kind", Select)
-        if select.value != kind:
-            select.value = kind
+        if select.value != str(kind_):
+            select.value = str(kind_)
         box = self._field("target")
         if target is not None:
             box.value = target
         box.cursor_position = len(box.value)
         box.focus()
         # once more after the screen is shown: its auto-focus or a closing palette restoring
-        # its focus must not leave the typed letters to the screen's keys
+        # its focus must not take it away
         self.call_after_refresh(lambda: None if box.has_focus else box.focus())
         self._hint()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "probe-kind" and isinstance(event.value, str):
-            self._switch_kind(event.value)
+            self._switch_kind(ProbeKind(event.value))
+            focused = self.focused
+            if focused is not None and (focused is event.select
+                                        or event.select in focused.ancestors):
+                # chosen from its list, which has closed: the focus stays on the kind, in
+                # the form (not a prefill's change)
+                self.call_after_refresh(event.select.focus)
 
     def _hint(self) -> None:
+        info = KINDS[self._kind]
         hint = Text(no_wrap=True, overflow="ellipsis")
         if not self.inspector.root.live:   # first: at 80 columns the end of the line is cut
             hint.append("probes act on THIS machine, not on the capture  ", style="bold yellow")
-        what = {"io": "a file, directory or block device (write: a directory)",
-                "memcached": "HOST:PORT", "dns": "a resolv.conf, or ADDR[:PORT],..."}[self._kind]
-        hint.append("Enter starts · Tab next field · Esc to the runs", style="bold")
-        hint.append(f"   target: {what}; seconds; "
-                    f"{CONCURRENCY_LABELS[self._kind]}", style="grey62")
+        editing = self._edited is not None
+        hint.append("Enter starts · Esc done · Tab next" if editing else
+                    "Enter edits a field · s starts · Esc to the runs", style="bold")
+        hint.append(f"   target: {info.target_help}", style="grey62")
         self.query_one("#probe-hint", Static).update(hint)
 
     def request_from_form(self) -> ProbeRequest:
@@ -264,42 +245,82 @@ class ProbesScreen(InspectorScreen):
         return form_request(self._kind, values["target"], values["seconds"],
                             values["concurrency"], values["write"])
 
-    def _in_form(self) -> bool:
+    # A key reaches the focused field's queue at once but is handled there later; these
+    # priority keys act when they arrive. So the field being edited is tracked here, in key
+    # order (`_edited`): an edit starts at once (the field has no key of its own pending: an
+    # idle field types nothing), and ends in the field's own queue, after the keys typed
+    # before the Esc, Enter or Tab that ends it.
+    _edited: EditField | None = None
+
+    def _focused_field(self) -> EditField | None:
         focused = self.focused
-        if focused is None or self.query_one("#probe-kind", Select).expanded:
-            return False
-        form = self.query_one("#probe-form")
-        return focused is form or form in focused.ancestors
+        return focused if isinstance(focused, EditField) else None
+
+    def on_edit_field_editing_changed(self, event: EditField.EditingChanged) -> None:
+        if event.editing:
+            self._edited = event.field           # a click, a paste
+        elif self._edited is event.field and not event.field.has_focus:
+            self._edited = None                  # left by the mouse
+        self._hint()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("start", "leave_field"):
-            # Enter and Esc of the form's fields; elsewhere (the runs table, an open kind
-            # menu) they do what they do there
-            return self._in_form()
-        if action == "start_outside":   # `s` on the runs table; in a field it is a letter
-            return not self._in_form()
         if action in ("next_field", "previous_field"):
             return not self.query_one("#probe-kind", Select).expanded
-        if action == "new":     # a priority key: in a text field it is a letter
-            focused = self.focused
-            return not (isinstance(focused, FormInput) and not isinstance(focused, NumberInput)
-                        or self.query_one("#probe-kind", Select).expanded)
+        if action == "field_enter":             # elsewhere Enter is the widget's (the list)
+            return self._focused_field() is not None
+        if action == "new":                     # a letter in an edited text field
+            return self._edited is None or isinstance(self._edited, NumberField)
+        if action == "field_escape":
+            field = self._focused_field()
+            return field is not None and field is self._edited
         return True
 
-    def action_start_outside(self) -> None:
-        self.action_start()
+    def action_field_enter(self) -> None:
+        """Enter on a field: starts its edit; on the field being edited, ends it and starts
+        the run with everything typed before."""
+        field = self._focused_field()
+        if field is None:
+            return
+        if field is self._edited:
+            self._end_edit(field)
+            self.action_start()
+        else:
+            self._edited = field
+            field.start_editing()
+
+    def action_field_escape(self) -> None:
+        field = self._focused_field()
+        if field is not None:
+            self._end_edit(field)
+
+    def _end_edit(self, field: EditField) -> None:
+        if self._edited is field:
+            self._edited = None
+        field.call_later(field.stop_editing)     # after the keys typed before this one
 
     def action_next_field(self) -> None:
-        self.focus_next()
+        self._focus_and_edit(self.focus_next)
 
     def action_previous_field(self) -> None:
-        self.focus_previous()
+        self._focus_and_edit(self.focus_previous)
+
+    def _focus_and_edit(self, move: Any) -> None:
+        """Tab: an edit goes on in the next field (a form being filled in); otherwise the
+        focus only moves."""
+        left = self._focused_field()
+        editing = left is not None and left is self._edited
+        if left is not None and editing:
+            self._end_edit(left)
+        moved = move()
+        if editing and isinstance(moved, EditField) and not moved.disabled:
+            self._edited = moved
+            moved.start_editing()
 
     def action_start(self) -> None:
-        """After every field has handled the keys it was sent before this one: Enter is a
-        priority key, run before the keys of its burst reach their fields (`/srv`, Tab, `3`,
-        Enter must start with /srv and 3, not with what the fields held a moment before)."""
-        fields = list(self.query_one("#probe-form").query("Input, Checkbox, Select"))
+        """After every field has handled the keys it was sent before this one: `/srv`, Tab,
+        `3`, Enter in one burst must start with /srv and 3, not with what the fields held a
+        moment before."""
+        fields = list(self.query(FORM_FIELDS))
         left = [len(fields)]
 
         def field_done() -> None:
@@ -312,26 +333,22 @@ class ProbesScreen(InspectorScreen):
     def _start_from_form(self) -> None:
         try:
             request = self.request_from_form()
-        except ValueError as exc:
+        except ProbeError as exc:
             self.notify(str(exc), severity="error")
             return
         self._values[self._kind] = self._form_values()
         self.confirm_and_start(request)
 
-    def confirm_and_start(self, request: ProbeRequest, then: Any = None) -> None:
-        """The form's rules for any request (the form, `--probe SPEC`): the target is checked
-        for its kind, then a run that writes or loads a server is confirmed."""
+    def confirm_and_start(self, request: ProbeRequest) -> None:
+        """The form's rules for a request: checked (limits, target), then a run that writes
+        or loads a server is confirmed."""
         problem = check_target(request)
         if problem:
             self.notify(problem, severity="error")
-            if then:
-                then()
             return
         reason = needs_confirmation(request)
         if not reason:
             self.start_request(request)
-            if then:
-                then()
             return
 
         def answered(ok: bool | None) -> None:
@@ -339,17 +356,20 @@ class ProbesScreen(InspectorScreen):
                 self.start_request(request)
             else:
                 self.notify("probe not started")
-            if then:
-                then()
-        self.app.push_screen(ConfirmScreen(f"Start {KIND_TITLES[request.kind]} probe?",
+        self.app.push_screen(ConfirmScreen(f"Start {request.info.title} probe?",
                                            f"{describe(request)}\n\nThis {reason}."), answered)
 
-    def _start_in_turn(self, requests: list[ProbeRequest]) -> None:
-        if requests:
-            first, rest = requests[0], requests[1:]
-            self.confirm_and_start(first, then=lambda: self._start_in_turn(rest))
+    def start_given(self, requests: list[ProbeRequest]) -> None:
+        """`inspector --probe SPEC ...`: each checked and started in order, no question asked
+        (the command line asked for them); one that cannot run says why and the rest go on."""
+        for request in requests:
+            problem = check_target(request)
+            if problem:
+                self.notify(f"--probe {request.text}: {problem}", severity="error")
+            else:
+                self.start_request(request)
 
-    def start_request(self, request: ProbeRequest) -> ProbeRun | None:
+    def start_request(self, request: ProbeRequest) -> LiveRun | None:
         try:
             run = self.inspector.probes.start(request)
         except OSError as exc:
@@ -374,9 +394,9 @@ class ProbesScreen(InspectorScreen):
             self.action_start()
 
     # ------------------------------------------------------------------ runs
-    def _row(self, run: ProbeRun) -> list:
+    def _row(self, run: LiveRun) -> list[Any]:
         total = whole_run(run)
-        errors = run.last.errors if run.last else 0
+        errors = run.errors
         width = max(12, (self.size.width or self.app.size.width) - FIXED_WIDTH)
         probe = f"{run.request.kind} {run.target_text}"
         if len(probe) > width:
@@ -386,7 +406,7 @@ class ProbesScreen(InspectorScreen):
                 str(total.ops) if total.ops is not None else "-", rate_text(total.ops_per_s),
                 total.latency("p50"), total.latency("p99"), total.latency("max")]
 
-    def _update_row(self, run: ProbeRun, throttle: bool = False) -> None:
+    def _update_row(self, run: LiveRun, throttle: bool = False) -> None:
         table = self.query_one("#runs", DataTable)
         key = str(run.run_id)
         if key not in table.rows:
@@ -401,11 +421,11 @@ class ProbesScreen(InspectorScreen):
                 # be cut to its first digits
                 table.update_cell(key, col, value, update_width=True)
 
-    def show_probe_update(self, update: ProbeUpdate) -> None:
-        run = self.inspector.probes.get(update.run_id)
+    def show_probe_update(self, run_id: int) -> None:
+        run = self.inspector.probes.get(run_id)
         if run is None:
             return
-        self._update_row(run, throttle=not update.extra.final)
+        self._update_row(run, throttle=True)
         shown = False
         for panel in self.query(RunPanel):
             if panel.run is run:
@@ -438,7 +458,7 @@ class ProbesScreen(InspectorScreen):
         for rate_chart in rates:
             rate_chart.set_shared(top if len(panels) > 1 else None)
 
-    def _highlighted(self) -> ProbeRun | None:
+    def _highlighted(self) -> LiveRun | None:
         table = self.query_one("#runs", DataTable)
         if not table.row_count:
             return None
@@ -478,9 +498,15 @@ class ProbesScreen(InspectorScreen):
         self.inspector.open_history()
 
     def action_new(self) -> None:
-        self._field("target").focus()
+        """A new probe: the target, being edited."""
+        target = self._field("target")
+        if self._edited is not None and self._edited is not target:
+            self._end_edit(self._edited)
+        self._edited = target
+        self.set_focus(target)          # now, not after the keys already on their way
+        target.start_editing()
 
-    def action_leave_field(self) -> None:
+    def action_leave_form(self) -> None:
         self.query_one("#runs", DataTable).focus()
 
     def action_focus_runs(self) -> None:

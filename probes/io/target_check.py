@@ -1,7 +1,7 @@
 """What an IO probe's target is (a directory, something else, nothing), asked of a forked child
-under a deadline. The Probes form checks the target before its confirmation, in the UI's
-process: a stat there of a path on a mount that never answers froze the screen for good, and
-the thread stuck in it would keep the process from exiting (inspector.roots.bounded).
+under a deadline (probes.bounded_ask). The TUI's form checks the target before its
+confirmation, in the UI's process: a stat there of a path on a mount that never answers froze
+the screen for good, and the thread stuck in it would keep the process from exiting.
 
 The answer is kept for a second, so the confirmation that follows a check does not ask
 again."""
@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import time
 
+from inspector.probes.bounded_ask import ask_bounded
 from inspector.roots.bounded import TimedOut, WorkerFailed
-from inspector.tui.forked import ask_forked
 
 CHECK_TIMEOUT_S = 2.0
 KEPT_S = 1.0
@@ -32,7 +32,7 @@ def target_kind(path: str, timeout: float = CHECK_TIMEOUT_S) -> str:
     if kept is not None and now - kept[0] < KEPT_S:
         return kept[1]
     try:
-        kind = ask_forked(lambda: _kind(path), timeout)
+        kind = ask_bounded(lambda: _kind(path), timeout)
     except TimedOut:
         raise NoAnswer(f"no answer from {path} after {timeout:g} s {HUNG}") from None
     except WorkerFailed as exc:
