@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                    "directory": args.directory, "summary": counts, "codes": codes,
                    "hosts": [row_json(r) for r in shown]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
-        return 0
+        return EXIT_ERROR if failed else 0
     from inspector.durations import format_duration
     from inspector.render.fleet import fleet_lines
     filtered = len(shown) if (where or args.level) else None

@@ -62,6 +62,7 @@ def run_tui(args: argparse.Namespace, target: Target, capture: HostRoot) -> int:
 
     class RemoteFeed(LiveFeed):
         bounded = True        # its one wait, the frame, has a deadline
+        remote = target.destination     # the header says where the live figures come from
 
         def close(self) -> None:
             sampler.close()

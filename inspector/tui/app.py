@@ -387,6 +387,8 @@ class InspectorApp(App):
                 state += f" (no answer yet from {', '.join(self.waiting_for)})"
             elif self.collecting:
                 state += " (refreshing)"
+        elif getattr(self.sampler, "remote", None):   # --ssh: a capture, sampled live too
+            state = f"live over ssh {self.sampler.remote}"
         else:
             state = "capture: no live data"
         active = len(self.probes.active())
