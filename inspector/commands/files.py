@@ -14,6 +14,7 @@ examples:
   man "$(inspector files man)"
   sudo inspector files --install-man           # then: man inspector
   sudo cp "$(inspector files systemd)"/inspector-record.* /etc/systemd/system/
+  ssh HOST sh -s < "$(inspector files capture.sh)" > HOST.tar.gz   # nothing installed there
 
 """ + exit_epilog(ok="printed (or installed)")
 
