@@ -113,11 +113,12 @@ def _redact(entries: dict[str, tuple[str, bytes, str]]) -> dict[str, list[str]]:
 
 
 def open_root(spec: str | None, record: bool = False,
-              timeout: float = OPEN_TIMEOUT) -> HostRoot:
+              timeout: float = OPEN_TIMEOUT, deadline: float | None = None) -> HostRoot:
     """`--root` argument to a HostRoot: None or "/" is live; a directory; or a .tar.gz capture
     (unpacked into a private temp dir removed at exit). Raises CaptureError with one clear line,
     "no answer from ... after N s" when what `spec` names has not answered within `timeout` (a
-    directory on a hung mount)."""
+    directory on a hung mount). `deadline` (time.monotonic()) bounds the whole opening,
+    unpacking included: a command with a bound on its whole run (check -t)."""
     if spec in (None, "", "/"):
         return HostRoot("/", record=record)
     give_up = time.monotonic() + timeout
@@ -133,7 +134,7 @@ def open_root(spec: str | None, record: bool = False,
             return HostRoot(spec, timeout=max(0.0, give_up - time.monotonic()))
         except Unavailable as exc:
             raise CaptureError(f"--root {spec}: {exc.reason}") from None
-    return _unpack(spec, timeout)
+    return _unpack(spec, timeout, deadline)
 
 
 def _survey_bounded(spec: str, timeout: float) -> tuple[str, str | None]:
@@ -176,14 +177,24 @@ def _sosreport_root(path: str, spec: str) -> HostRoot:
         raise CaptureError(f"--root {spec}: {exc.reason}") from None
 
 
-def _unpack(path: str, stall: float) -> HostRoot:
+def _unpack(path: str, stall: float, deadline: float | None = None) -> HostRoot:
     """A capture tarball unpacked member by member (inspector.roots.safe_extract: what is refused,
     skipped and bounded) into a private temp dir, removed at exit and on SIGTERM or SIGHUP,
     opened as a root (a sidecar that cannot be read refuses the capture). The unpacking is
-    given up when it makes no progress for `stall` seconds."""
+    given up when it makes no progress for `stall` seconds, or at `deadline`."""
     dest = tempdirs.make("inspector-root-")
     try:
-        _extract_watched(path, dest, stall)
+        _extract_watched(path, dest, stall, deadline)
+    except CaptureError:            # out of time: the partial tree goes without waiting
+        tempdirs.remove(dest, wait=False)
+        raise
+    except safe_extract.ExtractError as exc:
+        tempdirs.remove(dest)
+        raise CaptureError(f"--root {path}: {exc}") from None
+    except BaseException:
+        tempdirs.remove(dest)
+        raise
+    try:
         _check_looks_like_root(dest, path)
         sos = sosreport_inside(dest)   # sos's .tar.xz: one sosreport-HOST-... directory
         root = open_sosreport(sos, path) if sos is not None else HostRoot(dest, label=path)
@@ -199,7 +210,7 @@ def _unpack(path: str, stall: float) -> HostRoot:
     return root
 
 
-def _extract_watched(path: str, dest: str, stall: float) -> None:
+def _extract_watched(path: str, dest: str, stall: float, deadline: float | None = None) -> None:
     """safe_extract.extract in a forked child, waited for while it reads, writes or computes:
     an archive on a mount that answers its stat and then stalls its reads would leave this
     process asleep in the kernel, deaf to Ctrl-C and its deadline (inspector.roots.bounded)."""
@@ -214,7 +225,8 @@ def _extract_watched(path: str, dest: str, stall: float) -> None:
     parent = os.getpid()
     try:    # tempdirs stops the child before it removes the tree the child fills
         refused = run_forked_while_progressing(extract, stall, path,
-                                               lambda pid: tempdirs.written_by(dest, pid))
+                                               lambda pid: tempdirs.written_by(dest, pid),
+                                               deadline)
     except TimedOut as exc:
         raise CaptureError(f"--root {path}: {exc}") from None
     except WorkerFailed as exc:

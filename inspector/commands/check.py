@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         sections = parse_sections(args.section)
         # a --root on a hung mount: the UNKNOWN line still goes out within --timeout
         root = root_from_args(args, timeout=max(
-            0.1, args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN))
+            0.1, args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN),
+            deadline=args.started + args.timeout - OUTPUT_MARGIN)    # unpacking included
     except (CliError, ThresholdError, ConfigError) as exc:
         _unknown(args, plugin_text(str(exc)))
         return 3

@@ -63,9 +63,10 @@ def add_root_argument(parser: argparse.ArgumentParser, top_level: bool = False) 
 
 
 def root_from_args(args: argparse.Namespace, record: bool = False,
-                   timeout: float | None = None) -> HostRoot:
+                   timeout: float | None = None, deadline: float | None = None) -> HostRoot:
     """The --root of `args`, opened within `timeout` seconds (by default the command's
-    --timeout, 1 to 5 s: a tree that has not answered by then is on a hung mount)."""
+    --timeout, 1 to 5 s: a tree that has not answered by then is on a hung mount); a capture's
+    unpacking is also given up at `deadline` (time.monotonic()), a command's whole bound."""
     opened = getattr(args, "opened_root", None)   # --ssh: the host's capture, opened already
     if opened is not None:
         return opened
@@ -74,7 +75,8 @@ def root_from_args(args: argparse.Namespace, record: bool = False,
         timeout = (min(OPEN_TIMEOUT, max(1.0, given)) if isinstance(given, (int, float))
                    else OPEN_TIMEOUT)
     try:
-        return open_root(getattr(args, "root", None), record=record, timeout=timeout)
+        return open_root(getattr(args, "root", None), record=record, timeout=timeout,
+                         deadline=deadline)
     except CaptureError as exc:
         raise CliError(str(exc)) from None
 

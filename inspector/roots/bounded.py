@@ -248,23 +248,30 @@ class Worker:
         """The child's answer; TimedOut or WorkerFailed otherwise (the child is then gone)."""
         return self._call(request, timeout, None)
 
-    def call_while_progressing(self, request: Any, stall: float) -> Any:
+    def call_while_progressing(self, request: Any, stall: float,
+                               deadline: float | None = None) -> Any:
         """As call(), for work whose length depends on its input (unpacking an archive): waited
         for as long as the child keeps reading, writing or using CPU, and given up when it has
-        done none of those for `stall` seconds (a read the kernel never answers)."""
-        return self._call(request, stall, stall)
+        done none of those for `stall` seconds (a read the kernel never answers), or at
+        `deadline` (time.monotonic()) however it progresses: a command's whole bound."""
+        return self._call(request, stall, stall, deadline)
 
-    def _call(self, request: Any, timeout: float, stall: float | None) -> Any:
+    def _call(self, request: Any, timeout: float, stall: float | None,
+              until: float | None = None) -> Any:
         if not self.alive:
             raise WorkerFailed("the worker process is gone")
         try:
             _send(self._sock, ("request", request))   # a tuple: never None, which is EOF
             if stall is not None:
-                self._wait_while_progressing(stall)
+                self._wait_while_progressing(stall, until)
             deadline = time.monotonic() + timeout
+            if until is not None:
+                deadline = min(deadline, until)
             reply = _receive(self._sock, deadline)
-        except TimedOut:
+        except TimedOut as exc:
             self.abandon()
+            if str(exc) == _PAST_DEADLINE or (until is not None and time.monotonic() >= until):
+                raise TimedOut(_PAST_DEADLINE) from None
             raise TimedOut(f"no progress for {stall:g} s" if stall is not None
                            else timed_out(timeout)) from None
         except OSError as exc:                # the child died: the send or receive failed
@@ -282,13 +289,19 @@ class Worker:
             return WithFds(reply[1], self._receive_fds(reply[2], deadline))
         return reply[1]
 
-    def _wait_while_progressing(self, stall: float) -> None:
+    def _wait_while_progressing(self, stall: float, until: float | None = None) -> None:
         """Until the reply starts to arrive; TimedOut once the child's progress stands still
-        for `stall` seconds."""
+        for `stall` seconds, or at `until`."""
         poller = select.poll()
         poller.register(self._sock, select.POLLIN)
         seen, still_since = _progress(self.pid), time.monotonic()
-        while not poller.poll(PROGRESS_POLL_S * 1000):
+        while True:
+            wait = PROGRESS_POLL_S if until is None else \
+                min(PROGRESS_POLL_S, max(0.0, until - time.monotonic()))
+            if poller.poll(wait * 1000):
+                return
+            if until is not None and time.monotonic() >= until:
+                raise TimedOut(_PAST_DEADLINE)
             now = _progress(self.pid)
             if now != seen:
                 seen, still_since = now, time.monotonic()
@@ -331,6 +344,7 @@ class Worker:
 
 
 PROGRESS_POLL_S = 0.2
+_PAST_DEADLINE = "past its deadline"
 
 
 def _progress(pid: int) -> tuple[str, ...]:
@@ -355,18 +369,24 @@ def run_forked(func: Callable[[], Any], timeout: float) -> Any:
 
 
 def run_forked_while_progressing(func: Callable[[], Any], stall: float, reading: str,
-                                 started: Callable[[int | None], None] | None = None) -> Any:
+                                 started: Callable[[int | None], None] | None = None,
+                                 deadline: float | None = None) -> Any:
     """`func()` in a forked child, waited for while it reads, writes or computes
     (Worker.call_while_progressing): for reading files whose mount may answer a stat and then
     stall every read, which would leave this process asleep in the kernel, deaf to Ctrl-C.
-    TimedOut says what was being read (`reading`); `started` is told the child's pid while it
-    runs, then None (never a pid the kernel may since have given to another process)."""
+    `deadline` (time.monotonic()) ends the wait however the child progresses. TimedOut says
+    what was being read (`reading`); `started` is told the child's pid while it runs, then
+    None (never a pid the kernel may since have given to another process)."""
+    begun = time.monotonic()
     with Worker(lambda _request: func()) as worker:
         if started is not None:
             started(worker.pid)
         try:
-            return worker.call_while_progressing(None, stall)
-        except TimedOut:
+            return worker.call_while_progressing(None, stall, deadline)
+        except TimedOut as exc:
+            if str(exc) == _PAST_DEADLINE:
+                raise TimedOut(f"{reading} not read within the command's time bound "
+                               f"({time.monotonic() - begun:.1f} s)") from None
             raise TimedOut(f"no progress reading {reading} for {stall:g} s (a hung filesystem? "
                            "look for processes in D state)") from None
         finally:

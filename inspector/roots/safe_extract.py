@@ -135,7 +135,10 @@ def _unpack(tar: tarfile.TarFile, stream: _Metered, writer: _Writer,
                 done.dirs += 1
             elif member.type in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE) \
                     and member.sparse is None:
-                writer.file(parts, tar.extractfile(member))
+                # the data read straight from the stream: tarfile.extractfile() builds a
+                # buffered file object per member (a third of the time of 200,000 small files)
+                stream.seek(member.offset_data)
+                writer.file(parts, stream, member.size)
                 done.files += 1
             elif member.issym():
                 writer.symlink(parts, member.linkname)
@@ -321,7 +324,8 @@ class _Writer:
         self.dirs[parts] = fd
         return fd
 
-    def file(self, parts: tuple[str, ...], data) -> None:
+    def file(self, parts: tuple[str, ...], data: _Metered, size: int) -> None:
+        """A new regular file of the next `size` bytes of `data`."""
         parent, name = self.directory(parts[:-1]), parts[-1]
         try:
             fd = os.open(name, _NEW_FILE, 0o644, dir_fd=parent)
@@ -332,9 +336,17 @@ class _Writer:
                 raise _Skip("name taken by a directory or a link") from None
             os.unlink(name, dir_fd=parent)
             fd = os.open(name, _NEW_FILE, 0o644, dir_fd=parent)
-        with os.fdopen(fd, "wb") as out:
-            while chunk := data.read(CHUNK):
-                out.write(chunk)
+        try:
+            while size > 0:
+                chunk = data.read(min(CHUNK, size))
+                if not chunk:
+                    raise tarfile.ReadError("unexpected end of data")
+                size -= len(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
     def symlink(self, parts: tuple[str, ...], target: str) -> None:
         target = link_target_inside(parts, target)
