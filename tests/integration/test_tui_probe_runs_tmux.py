@@ -1,6 +1,7 @@
 """Runs from the Probes screen of the real binary in tmux (issue 20): a refusing and a silent
 nameserver show as refused and timeout, as the CLI says them; fifty runs in one session keep
-the UI's memory flat. (Throughput under screen switching: test_tui_probes_tmux.py.)"""
+the UI's memory flat; probes given on the command line start at once, in order, without a
+question (issue 26). (Throughput under screen switching: test_tui_probes_tmux.py.)"""
 from __future__ import annotations
 
 import os
@@ -28,14 +29,14 @@ def test_refusing_and_silent_nameservers_are_errors_as_the_cli_says(tmux):
         tmux.wait(lambda s: "Enter starts" in s, "the probe form")
         tmux.keys("BTab")                      # from the target to the kind
         time.sleep(0.3)
-        tmux.keys("Down")                      # opens the kind menu: IO, memcached, DNS
+        tmux.keys("Enter")                     # opens the kind menu: IO, memcached, DNS
         time.sleep(0.3)
         tmux.keys("Down", "Down", "Enter")
         tmux.wait(lambda s: "resolv.conf, or ADDR" in s, "the DNS form")
         time.sleep(0.5)     # the closing menu gives the focus back to the kind, after a moment
-        tmux.keys("Tab", "C-u")
+        tmux.keys("Tab", "Enter", "C-u")       # the target, edited
         tmux.keys("-l", servers)
-        tmux.keys("Tab", "C-u")
+        tmux.keys("Tab", "C-u")                # the seconds, edited too
         tmux.keys("-l", "3")
         tmux.keys("Enter")
         screen = tmux.wait(lambda s: re.search(r"#1\s+dns \S+\s+failed", s) is not None,
@@ -48,6 +49,28 @@ def test_refusing_and_silent_nameservers_are_errors_as_the_cli_says(tmux):
         tmux.keys("q")
     finally:
         silent.close()
+
+
+def test_probes_on_the_command_line_start_in_order_without_a_keypress(tmux, memcached):
+    """`inspector --probe A --probe B`: the command line was the confirmation. Both runs load
+    their server (memcached's own counters) with no key sent; the first does not wait for the
+    second; q then quits (a dialog swallowed it)."""
+    first, second = memcached(), memcached()
+    tmux.start(f"--probe memcached:{first.address} --probe memcached:{second.address} "
+               "--probe-seconds 60", 160, 40)
+    tui = tmux.inspector()
+    deadline = time.monotonic() + 30
+    while not (first.stats()["cmd_get"] and second.stats()["cmd_get"]):
+        assert time.monotonic() < deadline, ("a run never reached its server", tmux.screen())
+        time.sleep(0.1)
+    screen = tmux.wait(lambda s: re.search(r"#2\s+memcached\s+\S+\s+running", s) is not None,
+                       "both runs in the table")
+    assert re.search(r"#1\s+memcached\s+\S+\s+running", screen), screen
+    assert "Start (y)" not in screen and "probe?" not in screen, screen
+    assert first.address in screen or first.address[-10:] in screen
+    tmux.keys("q")
+    tui.wait(10)
+    assert not tmux.has_session()      # exited cleanly on q
 
 
 RUNS = 50
@@ -67,7 +90,7 @@ def test_fifty_runs_in_one_session_keep_memory_flat(tmux, tmp_path):
     tui = tmux.inspector()
     tmux.wait(lambda s: re.search(r"#1\s+io \S+\s+done", s) is not None, "the first run done")
     rss = [tui.memory_info().rss]
-    tmux.keys("n")                             # the form: this target, 0.2 s
+    tmux.keys("n")                             # the form's target, edited: this one, 0.2 s
     time.sleep(0.3)
     tmux.keys("C-u")
     tmux.keys("-l", str(target))
@@ -87,5 +110,6 @@ def test_fifty_runs_in_one_session_keep_memory_flat(tmux, tmp_path):
     assert max(mb) - mb[0] < RSS_GROWTH_MB, mb
     assert max(mb) < RSS_MB, mb
     assert mb[-1] - mb[RUNS // 2 - 1] < LATE_GROWTH_MB, mb
-    assert not [c for c in tui.children(recursive=True) if "probes.child" in " ".join(c.cmdline())]
+    assert not [c for c in tui.children(recursive=True)
+                if "tui.probes.process" in " ".join(c.cmdline())]
     tmux.keys("q")

@@ -60,11 +60,10 @@ def run_row(screen: str, run_id: int, state: str) -> dict | None:
             "max_s": seconds_of(m.group(8))}
 
 
-def start_confirmed_run(tmux: Tmux, address: str, seconds: float) -> None:
-    """`inspector --probe memcached:ADDR`, confirmed, its first ops counted."""
+def start_run(tmux: Tmux, address: str, seconds: float) -> None:
+    """`inspector --probe memcached:ADDR` (the command line is the confirmation), its first
+    ops counted."""
     tmux.start(f"--probe memcached:{address} --probe-seconds {seconds:g}")
-    tmux.wait(lambda s: "Start (y)" in s, "the confirmation")
-    tmux.keys("y")
     tmux.wait(lambda s: re.search(r"#1\s+memcached.*running\s+\d+\s+[1-9]", s) is not None,
               "the run under way")
 
@@ -100,7 +99,7 @@ def quiet_run(tmux: Tmux, server: MemcachedServer) -> dict:
     """A run left alone (not even read: tmux renders the pane per read); its ops checked
     against memcached's own count."""
     before = served(server)
-    start_confirmed_run(tmux, server.address, SECONDS)
+    start_run(tmux, server.address, SECONDS)
     time.sleep(SECONDS)
     row = finished_row(tmux, SECONDS)
     row["served"] = served(server) - before
@@ -111,7 +110,7 @@ def alternating_run(tmux: Tmux, server: MemcachedServer) -> tuple[list[float], l
     """One run in ROUNDS pairs of windows, left alone then flipped and resized; the windows'
     ops/s as memcached counted them, and the run's own row."""
     seconds = ROUNDS * (QUIET_S + BUSY_S + SETTLE_S) + 3
-    start_confirmed_run(tmux, server.address, seconds)
+    start_run(tmux, server.address, seconds)
     flips = 0
 
     def flip_and_resize(end: float) -> None:

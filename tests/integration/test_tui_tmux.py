@@ -51,6 +51,7 @@ def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     tmux.keys("p")
     tmux.wait(lambda s: "Start" in s and "Enter starts" in s, "the probe form")
     time.sleep(0.3)  # the target field takes focus
+    tmux.keys("Enter")  # edits it: until then keys are the screen's (issue 26)
     tmux.keys("C-u")
     tmux.keys("-l", str(target))
     tmux.wait(lambda s: "probe.bin" in s, "the typed target")

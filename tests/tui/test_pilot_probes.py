@@ -9,6 +9,7 @@ import os
 import re
 import unicodedata
 
+import psutil
 from textual import events
 from textual.widgets import DataTable, Input, Select, Static
 
@@ -18,6 +19,7 @@ from inspector.tui.probes.runs import ProbeRequest
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.histogram import LatencyHistogram
 from inspector.widgets.probe_chart import LatencyChart
+from memcached_server import free_port
 from test_pilot import capture_app, wait_for
 
 
@@ -300,3 +302,42 @@ async def test_focus_changes_leave_no_widgets_behind():
         # one footer's worth of keys may be on its way out; 40 footers' worth was kept
         assert alive(FooterKey) <= keys + 15, (keys, alive(FooterKey))
         assert alive(StylesCache) <= caches + 15, (caches, alive(StylesCache))
+
+
+async def test_a_memcached_run_the_server_refuses_shows_its_error_count():
+    """No interval ever comes from a run whose connections are refused: its error count is
+    the summary's (the refusal), not the last interval's nothing (issue 26: `err 0`)."""
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        run = app.screen.start_request(ProbeRequest(ProbeKind.MEMCACHED,
+                                                    f"127.0.0.1:{free_port()}", duration=2))
+        await wait_for(pilot, lambda: not run.active, timeout=15)
+        await pilot.pause(0.2)
+        assert run.state == "failed" and "refused" in (run.error or ""), (run.state, run.error)
+        assert run.last is None and run.errors >= 1
+        row = app.screen.query_one("#runs", DataTable).get_row_at(0)
+        assert str(row[3]) == str(run.errors), row
+        assert re.search(rf"errors\s+{run.errors}\b", panel_text(app, "panel-a"))
+
+
+async def test_no_defunct_child_while_the_tui_runs(tmp_path):
+    """Each check of a target (a stat, a resolv.conf read) is a forked child, and so is each
+    run: all reaped while the TUI goes on (a `<defunct>` child stayed until quit, issue 26)."""
+    conf = tmp_path / "resolv.conf"
+    conf.write_text("nameserver 127.0.0.9\noptions timeout:1 attempts:1\n")
+    me = psutil.Process()
+
+    def defunct() -> list:
+        return [c for c in me.children() if c.status() == psutil.STATUS_ZOMBIE]
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        screen = app.screen
+        screen.confirm_and_start(ProbeRequest(ProbeKind.IO, str(tmp_path / "missing"), 1))
+        screen.confirm_and_start(ProbeRequest(ProbeKind.DNS, str(conf), 1))
+        await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active,
+                       timeout=15)
+        await pilot.pause(0.5)
+        assert len(app.probes.runs) == 1            # the missing target was refused first
+        assert defunct() == [], defunct()

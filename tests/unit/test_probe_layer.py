@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 
@@ -185,3 +186,86 @@ def test_one_vocabulary_of_dns_codes():
     assert canonical_code("dns.server_down") == "dns.server_down"
     assert set(LEGACY_CODES.values()) <= documented_codes()
     assert not set(LEGACY_CODES) & documented_codes()
+
+
+# --- limits, outcome, kinds ------------------------------------------------------------------
+def test_one_set_of_limits_for_the_form_and_the_command_line():
+    """ProbeRequest.validate() holds the limits; the form's request and --probe refuse the
+    same values with the same words, and the `probe` commands' options use the same bounds."""
+    from inspector.commands.probe_io import JOBS
+    from inspector.commands.probe_memcached import CONNECTIONS
+    from inspector.probes.base import MAX_CONNECTIONS, MAX_IO_JOBS
+    from inspector.probes.request import check_target
+    assert (JOBS.maximum, CONNECTIONS.maximum) == (MAX_IO_JOBS, MAX_CONNECTIONS)
+    for kind, target, seconds, count, says in (
+            ("io", "/tmp", "0", "1", "seconds must be within 0..86400"),
+            ("io", "/tmp", "86401", "1", "seconds must be within 0..86400"),
+            ("io", "/tmp", "3", "257", "workers must be within 1..256"),
+            ("memcached", "127.0.0.1:1", "3", str(MAX_CONNECTIONS + 1),
+             f"connections must be within 1..{MAX_CONNECTIONS}"),
+            ("memcached", "/dev/loop3", "3", "4", "not a memcached address"),
+            ("io", "", "3", "1", "the IO latency probe needs a target")):
+        request = form_request(kind, target, seconds, count, False)
+        with pytest.raises(ProbeError, match=re.escape(says)):
+            request.validate()
+        assert says in check_target(request)
+    with pytest.raises(ProbeError, match="must be numbers"):
+        form_request("memcached", "127.0.0.1:1", "3", "many", False)
+    with pytest.raises(ProbeError, match=r"^--probe memcached:/x: .*not a memcached address"):
+        parse_spec("memcached:/x")
+    with pytest.raises(ProbeError, match="does not write"):
+        ProbeRequest(ProbeKind.DNS, "", 3, write=True).validate()
+
+
+def test_a_run_is_filed_under_its_request_whatever_became_of_it(monkeypatch):
+    """`dns:example.com` measured, timed out, never started: one history target (the record
+    once filed a timed-out run under '' and a measured one under the name it looked up)."""
+    from dataclasses import replace
+
+    from inspector import probe_runs
+    from inspector.commands.record import probe_row
+    from inspector.probes.outcome import ProbeOutcome, run_probe
+    ok = Responder("127.0.0.1", 0, "ok")
+    try:
+        request = parse_spec("dns:example.com", duration=1)
+        measured = run_probe(replace(request, target=ok.server))
+    finally:
+        ok.close()
+    assert measured.error is None and measured.summary.requests > 0, measured.error
+
+    def hangs(request, signals=()):
+        time.sleep(30)
+    monkeypatch.setattr(probe_runs, "run_probe", hangs)
+    monkeypatch.setattr(probe_runs, "GRACE_S", 0.3)
+    timed_out = probe_runs.run_probe_forked(request, 0.2)
+    assert "timed out" in timed_out.error and timed_out.summary is None
+    never = ProbeOutcome(request, error="not run: the command was stopped by SIGTERM")
+    for outcome in (measured, timed_out, never):
+        doc = json.loads(json.dumps(outcome.to_json()))
+        assert (outcome.target, doc["target"], doc["spec"]) == ("example.com", "example.com",
+                                                                 "dns:example.com")
+        assert probe_row(outcome, 0.0, None).target == "example.com"
+    assert [o.to_json()["status"] for o in (measured, timed_out)] == ["completed", "failed"]
+    assert parse_spec("dns").filed_under == "" and probe_row(
+        ProbeOutcome(parse_spec("dns")), 0.0, None).target == "-"
+
+
+def test_every_kind_is_in_the_table_and_the_run_modules_do_not_know_the_request():
+    """One table of kinds (probes.request.KINDS); the TYPE_CHECKING cycles request <-> runs
+    and io.child <-> io.latency are gone."""
+    import ast
+    from pathlib import Path
+
+    from inspector.probes.request import KINDS
+    assert set(KINDS) == set(ProbeKind)
+    probes = Path(__file__).resolve().parents[2] / "probes"
+
+    def imports(path: Path) -> set[str]:
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+        return found
+    for run in ("io/run.py", "memcached/run.py", "dns/run.py"):
+        assert "inspector.probes.request" not in imports(probes / run), run
+    assert "inspector.probes.io.child" not in imports(probes / "io/latency.py")

@@ -235,8 +235,8 @@ class ProbesScreen(InspectorScreen):
         if not self.inspector.root.live:   # first: at 80 columns the end of the line is cut
             hint.append("probes act on THIS machine, not on the capture  ", style="bold yellow")
         editing = self._edited is not None
-        hint.append("Enter starts · Esc done · Tab next" if editing else
-                    "Enter edits a field · s starts · Esc to the runs", style="bold")
+        hint.append("Enter starts · Esc done · Tab next field" if editing else
+                    "Enter edits, then Enter starts · s starts · Esc to the runs", style="bold")
         hint.append(f"   target: {info.target_help}", style="grey62")
         self.query_one("#probe-hint", Static).update(hint)
 
