@@ -54,10 +54,13 @@ def build_parser(argv: list[str] | None = None) -> OneLineErrorParser:
     """The parser; given argv, only the named command's module is imported (each command
     imports its own machinery, and `inspector report` over a slow SSH link should not pay
     for the probes' imports). `--help` and unknown commands get every command."""
+    from inspector.probes.request import SPEC_HELP
     parser = OneLineErrorParser(
         prog="inspector",
         description="Storage stack and health, virtualization layers, NICs and resolver at a "
-                    "glance; live probes. With no command, opens the terminal UI.",
+                    "glance; live probes. With no command, opens the terminal UI: `inspector "
+                    "--probe SPEC [--probe SPEC]... [--probe-seconds DURATION]` opens it with "
+                    f"those probes started, in order ({SPEC_HELP}; see `inspector tui --help`).",
         epilog=EPILOG)
     parser.add_argument("-V", "--version", action="version", version=f"inspector {__version__}")
     add_root_argument(parser, top_level=True)

@@ -269,3 +269,11 @@ def test_every_kind_is_in_the_table_and_the_run_modules_do_not_know_the_request(
     for run in ("io/run.py", "memcached/run.py", "dns/run.py"):
         assert "inspector.probes.request" not in imports(probes / run), run
     assert "inspector.probes.io.child" not in imports(probes / "io/latency.py")
+
+
+def test_inspector_help_names_the_tuis_probe_option():
+    """`inspector --probe A --probe B` opens the TUI with those runs: the top-level help says
+    so (it listed only the commands, issue 26)."""
+    text = " ".join(build_parser().format_help().split())
+    assert "--probe SPEC [--probe SPEC]... [--probe-seconds DURATION]" in text
+    assert "memcached:HOST[:PORT]" in text

@@ -50,6 +50,8 @@ RUN_COLUMNS = (("run", "#"), ("probe", "probe"), ("state", "state"), ("err", "er
                ("max", "run max"))
 FIXED_WIDTH = 3 + 8 + 3 + 8 + 9 + 8 + 8 + 8 + 2 * len(RUN_COLUMNS) + 2
 FORM_FIELDS = "#probe-kind, #probe-target, #probe-seconds, #probe-concurrency, #probe-write"
+# the fields' labels (border titles) fit the fields at 80 columns
+LABELS = {"workers": "jobs", "connections": "conns"}
 
 
 def default_values(kind: ProbeKind) -> dict[str, Any]:
@@ -106,16 +108,14 @@ class ProbesScreen(InspectorScreen):
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="probe-form"):
-            kind = Select([(info.title, str(k)) for k, info in KINDS.items()], value="io",
-                          allow_blank=False, id="probe-kind")
-            kind.border_title = "kind"
-            yield kind
+            yield Select([(info.title, str(k)) for k, info in KINDS.items()], value="io",
+                         allow_blank=False, id="probe-kind")
             target = EditField(KINDS[ProbeKind.IO].default_target, placeholder="target",
                                id="probe-target")
             target.border_title = "target"
             yield target
             seconds = NumberField("10", placeholder="seconds", id="probe-seconds")
-            seconds.border_title = "seconds"
+            seconds.border_title = "secs"
             yield seconds
             yield NumberField("1", placeholder="workers", id="probe-concurrency")
             yield Checkbox("write", id="probe-write")
@@ -140,6 +140,9 @@ class ProbesScreen(InspectorScreen):
         self._kind = ProbeKind.IO
         self._values = {k: default_values(k) for k in KINDS}
         super().on_mount()
+        # the list's face carries the border the label goes on
+        for face in self.query("#probe-kind SelectCurrent"):
+            face.border_title = "kind"
         self._apply_kind()
         self.apply_pending()
 
@@ -194,7 +197,7 @@ class ProbesScreen(InspectorScreen):
         concurrency = self._field("concurrency")
         concurrency.value = values["concurrency"]
         concurrency.placeholder = info.concurrency or "-"
-        concurrency.border_title = info.concurrency or "-"
+        concurrency.border_title = LABELS.get(info.concurrency or "", info.concurrency or "-")
         concurrency.disabled = info.concurrency is None
         write = self._field("write")
         write.value = values["write"]
