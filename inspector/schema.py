@@ -511,7 +511,13 @@ def probe_io_schema() -> dict:
     keys by hand: the keys are listed here, their types and comments come from the fields and
     properties they are written from."""
     from inspector.outputs.documents import VERSIONS
-    from inspector.probes.io.latency import IoResult, IoSample, IoWorkerResult, RampResult, RampStep
+    from inspector.probes.io.latency import (
+        IoRampStep,
+        IoResult,
+        IoSample,
+        IoWorkerResult,
+        RampResult,
+    )
     from inspector.probes.io.run import IoRun
     from inspector.probes.io.stats import BatchStats
     from inspector.probes.latency import LatencySummary
@@ -538,8 +544,8 @@ def probe_io_schema() -> dict:
                       "histogram": _with_doc(builder.of(histogram),
                                              "the latency histogram: (upper bound ns, requests)"),
                       "samples": samples})
-    step_fields = builder.fields(RampStep, leave_out=("result",))   # its summary, on steps
-    step = _defined(builder, "RampStep.to_json", _closed(step_fields, "one step of the ramp"))
+    step_fields = builder.fields(IoRampStep, leave_out=("result",))   # its summary, on steps
+    step = _defined(builder, "IoRampStep.to_json", _closed(step_fields, "one step of the ramp"))
     for name in ("knee", "max_iops", "min_latency"):
         builder.overrides[(RampResult, name)] = {"anyOf": [step, {"type": "null"}]}
     builder.overrides[(RampResult, "steps")] = _array(_closed(
@@ -559,14 +565,14 @@ def probe_memcached_schema() -> dict:
     from inspector.probes.base import McInterval, McTest
     from inspector.probes.memcached.engine import ERROR_LABELS
     from inspector.probes.memcached.probe import ProbeSummary
-    from inspector.probes.memcached.ramp import RampStep, RampSummary
+    from inspector.probes.memcached.ramp import McRampStep, RampSummary
     builder = SchemaBuilder()
     # error kinds are stable ids (mc_engine.ERROR_LABELS); operations are named as the tests
     by_error = {"propertyNames": {"enum": list(ERROR_LABELS)}}
     by_op = {"propertyNames": {"enum": [McTest.SET.value, McTest.GET.value]}}
     keyed: list[tuple[type, str, dict]] = [
         (ProbeSummary, "errors", by_error), (ProbeSummary, "error_details", by_error),
-        (RampStep, "errors", by_error), (RampStep, "error_details", by_error),
+        (McRampStep, "errors", by_error), (McRampStep, "error_details", by_error),
         (McInterval, "errors", by_error), (ProbeSummary, "ops", by_op),
         (McInterval, "ops", by_op), (McInterval, "latency_ns", by_op)]
     for owner, name, vocabulary in keyed:

@@ -826,7 +826,7 @@ async def _wait(event: asyncio.Event, until_ns: int) -> None:
 # -- ramp: 1, 2, 4 ... N workers, looking for the knee ------------------------------------------
 
 @dataclass
-class RampStep:
+class IoRampStep:
     jobs: int
     iops: float                 # achieved (wall) rate
     p99_ns: int | None
@@ -836,18 +836,18 @@ class RampStep:
 
 @dataclass
 class RampResult:
-    steps: list[RampStep]
-    knee: RampStep | None          # the step after which p99 grows faster than IOPS
-    max_iops: RampStep | None
-    min_latency: RampStep | None
+    steps: list[IoRampStep]
+    knee: IoRampStep | None          # the step after which p99 grows faster than IOPS
+    max_iops: IoRampStep | None
+    min_latency: IoRampStep | None
     error: str | None = None
     interrupted: bool = False
 
     def to_json(self) -> dict:
-        def step(s: RampStep) -> dict[str, Any]:
+        def step(s: IoRampStep) -> dict[str, Any]:
             return {"jobs": s.jobs, "iops": s.iops, "p99_ns": s.p99_ns, "avg_ns": s.avg_ns}
 
-        def some(s: RampStep | None) -> dict[str, Any] | None:
+        def some(s: IoRampStep | None) -> dict[str, Any] | None:
             return None if s is None else step(s)
         return {"steps": [{**step(s), "summary": s.result.summary_json()} for s in self.steps],
                 "knee": some(self.knee), "max_iops": some(self.max_iops),
@@ -865,7 +865,7 @@ def ramp_jobs(max_jobs: int) -> list[int]:
     return steps
 
 
-def find_knee(steps: list[RampStep]) -> RampStep | None:
+def find_knee(steps: list[IoRampStep]) -> IoRampStep | None:
     """The first step whose successor's p99 grows by a larger factor than its IOPS."""
     usable = [(s, s.p99_ns) for s in steps if s.iops > 0 and s.p99_ns]
     for (here, here_p99), (nxt, nxt_p99) in zip(usable, usable[1:]):
@@ -874,7 +874,7 @@ def find_knee(steps: list[RampStep]) -> RampStep | None:
     return usable[-1][0] if usable else None
 
 
-def summarize_ramp(steps: list[RampStep], error: str | None = None,
+def summarize_ramp(steps: list[IoRampStep], error: str | None = None,
                    interrupted: bool = False) -> RampResult:
     usable = [s for s in steps if s.iops > 0 and s.p99_ns]
     return RampResult(
@@ -896,7 +896,7 @@ class IoRamp:
         self.target, self.cfg = target, cfg
         self.jobs = ramp_jobs(max_jobs)
         self.step_seconds = step_seconds
-        self.steps: list[RampStep] = []
+        self.steps: list[IoRampStep] = []
         self.current: IoLatencyProbe | None = None
         self.result: RampResult | None = None
         self._stopped = False
@@ -925,7 +925,7 @@ class IoRamp:
                 finally:
                     res = self.current.result
                     if res is not None:
-                        self.steps.append(RampStep(jobs, res.iops_wall, res.latency.p("p99"),
+                        self.steps.append(IoRampStep(jobs, res.iops_wall, res.latency.p("p99"),
                                                    res.latency.avg_ns, res))
                         error = error or res.error
                 if error:

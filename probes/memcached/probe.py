@@ -167,7 +167,7 @@ def ensure_nofile(connections: int) -> None:
 
 # --- results ---------------------------------------------------------------------------------
 @dataclass
-class Sample:
+class LoadSample:
     """One interval (4 Hz) for live charts. Latencies are exact over the interval."""
     t_s: float                       # end of the interval, seconds since the load started
     interval_s: float
@@ -383,7 +383,7 @@ class MemcachedProbe:
         load.validate()
         self.load = load
         self.summary: ProbeSummary | None = None
-        self._queue: deque[Sample] = deque(maxlen=MAX_SAMPLES_QUEUED)
+        self._queue: deque[LoadSample] = deque(maxlen=MAX_SAMPLES_QUEUED)
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._stop_requested = False
@@ -409,7 +409,7 @@ class MemcachedProbe:
             self._task = asyncio.get_running_loop().create_task(self._run())
         return self._task, self._wake
 
-    async def __anext__(self) -> Sample:
+    async def __anext__(self) -> LoadSample:
         task, wake = self._ensure_started()
         while True:
             if self._queue:
@@ -462,7 +462,7 @@ class MemcachedProbe:
             except asyncio.CancelledError:
                 pass
 
-    def _emit(self, sample: Sample) -> None:
+    def _emit(self, sample: LoadSample) -> None:
         self._queue.append(sample)
         self.sample_count += 1
         if self._wake is not None:      # set before the run starts emitting
@@ -661,7 +661,7 @@ class MemcachedProbe:
         errors_now = dict(engine.errors)
         new_errors = {k: v - last_errors.get(k, 0) for k, v in errors_now.items()
                       if v - last_errors.get(k, 0)}
-        self._emit(Sample(
+        self._emit(LoadSample(
             t_s=(now_ns - t0) / 1e9, interval_s=interval, ops=ops,
             ops_per_s=(ops["set"] + ops["get"]) / interval,
             latency_ns={k: sorted_percentiles(a) for k, a in (("set", s_arr), ("get", g_arr)) if a},

@@ -6,7 +6,7 @@ reject our stats connection too). The knee is the first step whose p99 grows by 
 over the step before, or where errors start.
 
     ramp = MemcachedRamp(RampConfig(host, port, max_connections=4096))
-    async for step in ramp: ...        # one RampStep per step
+    async for step in ramp: ...        # one McRampStep per step
     ramp.summary                       # RampSummary
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ class RampConfig:
 
 
 @dataclass
-class RampStep:
+class McRampStep:
     connections: int                 # asked for
     opened: int                      # connect() succeeded
     open_s: float                    # time to open them
@@ -102,7 +102,7 @@ class RampSummary:
     target: str
     status: RunStatus                # completed | stopped | deadline | failed
     reason: str
-    steps: list[RampStep] = field(default_factory=list)
+    steps: list[McRampStep] = field(default_factory=list)
     knee_connections: int | None = None   # the named step
     knee_reason: str = ""
     p99_knee_connections: int | None = None
@@ -112,11 +112,11 @@ class RampSummary:
     target_error: str | None = None       # resolve | connect_refused ...: nothing was measured
 
 
-def find_knee(steps: list[RampStep]) -> tuple[int | None, int | None, int | None, str]:
+def find_knee(steps: list[McRampStep]) -> tuple[int | None, int | None, int | None, str]:
     """(named step, p99 knee, first step with errors, reason) over the steps run so far."""
     p99_knee = errors_start = None
     p99_reason = err_reason = ""
-    previous: list[RampStep | None] = [None, *steps[:-1]]
+    previous: list[McRampStep | None] = [None, *steps[:-1]]
     for prev, cur in zip(previous, steps):
         if errors_start is None and cur.error_total:
             errors_start = cur.connections
@@ -147,13 +147,13 @@ class MemcachedRamp:
         self._engine: Engine | None = None
         self._preload = None              # the preload in progress, for stop()
         self._stopped = False
-        self._queue: asyncio.Queue[RampStep] = asyncio.Queue()   # the steps run, for __anext__
+        self._queue: asyncio.Queue[McRampStep] = asyncio.Queue()   # the steps run, for __anext__
         self._task: asyncio.Task | None = None
 
     def __aiter__(self) -> MemcachedRamp:
         return self
 
-    async def __anext__(self) -> RampStep:
+    async def __anext__(self) -> McRampStep:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
         task = self._task
@@ -252,7 +252,7 @@ class MemcachedRamp:
             summary.status, summary.reason = RunStatus.STOPPED, "stopped by the user (partial figures)"
 
     async def _step(self, n: int, workload: Workload, before: ServerStats,
-                    hard_end: float, final_end: float) -> tuple[RampStep, ServerStats]:
+                    hard_end: float, final_end: float) -> tuple[McRampStep, ServerStats]:
         cfg = self.config
         engine = Engine(workload, cfg.set_fraction, None, cfg.rate_per_conn)
         self._engine = engine
@@ -306,7 +306,7 @@ class MemcachedRamp:
             a, b = after.get(name), before.get(name)
             return None if a is None or b is None else a - b
 
-        step = RampStep(
+        step = McRampStep(
             connections=n, opened=opened, open_s=open_s, run_s=run_s, ops=rec.count,
             ops_per_s=rec.count / run_s if run_s else 0.0,
             p50_ns=summ.p("p50"), p99_ns=summ.p("p99"), max_ns=summ.max_ns,

@@ -14,7 +14,7 @@ from inspector.probes.latency import LatencyRecorder
 from inspector.probes.memcached.engine import Engine, LoadConnection
 from inspector.probes.memcached.latency import record_array, sorted_percentiles
 from inspector.probes.memcached.probe import MemcachedLoad, ProbeError
-from inspector.probes.memcached.ramp import RampStep, find_knee, ramp_steps
+from inspector.probes.memcached.ramp import McRampStep, find_knee, ramp_steps
 from inspector.probes.memcached.stats import ServerStats, compare
 from inspector.probes.memcached.target import parse_address as parse_server
 from inspector.probes.memcached.workload import SizeRange, Workload, make_key
@@ -139,7 +139,7 @@ def test_ramp_steps():
 
 
 def step(n, p99, errors=None):
-    return RampStep(n, n, 0.0, 1.0, 1000, 1000.0, p99 // 2, p99, p99, errors or {}, {}, 0, 0, 1)
+    return McRampStep(n, n, 0.0, 1.0, 1000, 1000.0, p99 // 2, p99, p99, errors or {}, {}, 0, 0, 1)
 
 
 def test_knee_on_p99_growth_or_first_errors():
