@@ -16,6 +16,10 @@
  * resumes the connection (`resume(i)`: the next request) or drops it (`drop(i)`) before it
  * closes the transport. Latencies (ns, from the write of a request to the read of its reply,
  * CLOCK_MONOTONIC: the clock of time.perf_counter_ns) are kept in C arrays until `take()`.
+ *
+ * nearest_ranks() and fold() do the latencies' bookkeeping (probes/memcached/latency.py) in
+ * one pass each instead of a sort and chains of map() over Python ints: at memcslap's rate
+ * that was most of the interpreter's work left per request.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -779,9 +783,256 @@ static PyTypeObject LoopType = {
     .tp_methods = Loop_methods,
 };
 
+
+/* --- the latencies' bookkeeping (probes/memcached/latency.py) ------------------------------- */
+
+static PyObject *from_u128(unsigned __int128 x)
+{
+    PyObject *hi = PyLong_FromUnsignedLongLong((unsigned long long)(x >> 64));
+    PyObject *lo = PyLong_FromUnsignedLongLong((unsigned long long)x);
+    PyObject *shift = PyLong_FromLong(64);
+    PyObject *out = NULL, *hi_shifted = NULL;
+    if (hi && lo && shift && (hi_shifted = PyNumber_Lshift(hi, shift)) != NULL)
+        out = PyNumber_Or(hi_shifted, lo);
+    Py_XDECREF(hi);
+    Py_XDECREF(lo);
+    Py_XDECREF(shift);
+    Py_XDECREF(hi_shifted);
+    return out;
+}
+
+static int64_t *copy_values(Py_buffer *b, Py_ssize_t *n)
+{
+    if (b->itemsize != (Py_ssize_t)sizeof(int64_t) || b->len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_TypeError, "values must be an array('q')");
+        return NULL;
+    }
+    *n = b->len / (Py_ssize_t)sizeof(int64_t);
+    int64_t *v = malloc((size_t)(*n ? *n : 1) * sizeof(int64_t));
+    if (v == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(v, b->buf, (size_t)b->len);
+    return v;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Put the k-th smallest of v[lo..hi) at v[k], smaller ones before it, larger after. */
+static void select_kth(int64_t *v, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t k)
+{
+    int rounds = 0;
+    while (hi - lo > 16) {
+        if (++rounds > 64) {                 /* a pathological order: sort what is left */
+            qsort(v + lo, (size_t)(hi - lo), sizeof(int64_t), cmp_i64);
+            return;
+        }
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        int64_t a = v[lo], b = v[mid], c = v[hi - 1];
+        int64_t pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        Py_ssize_t i = lo, lt = lo, gt = hi;          /* three-way: < pivot | == | > */
+        while (i < gt) {
+            if (v[i] < pivot) {
+                int64_t t = v[lt]; v[lt++] = v[i]; v[i++] = t;
+            } else if (v[i] > pivot) {
+                int64_t t = v[--gt]; v[gt] = v[i]; v[i] = t;
+            } else {
+                i++;
+            }
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return;
+    }
+    qsort(v + lo, (size_t)(hi - lo), sizeof(int64_t), cmp_i64);
+}
+
+/* nearest_ranks(values, ranks) -> ([value at each 1-based rank], max, sum): exact, by selection
+ * on a copy (ranks ascending). */
+static PyObject *nearest_ranks(PyObject *self, PyObject *args)
+{
+    Py_buffer b;
+    PyObject *ranks_obj, *result = NULL, *values_out = NULL;
+    if (!PyArg_ParseTuple(args, "y*O", &b, &ranks_obj))
+        return NULL;
+    Py_ssize_t n = 0;
+    int64_t *v = copy_values(&b, &n);
+    PyBuffer_Release(&b);
+    if (v == NULL)
+        return NULL;
+    PyObject *ranks = PySequence_Fast(ranks_obj, "ranks must be a sequence");
+    if (ranks == NULL || n == 0) {
+        if (ranks != NULL)
+            PyErr_SetString(PyExc_ValueError, "no values");
+        goto done;
+    }
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(ranks);
+    values_out = PyList_New(m);
+    if (values_out == NULL)
+        goto done;
+    Py_ssize_t from = 0;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t r = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(ranks, j));
+        if (r == -1 && PyErr_Occurred())
+            goto done;
+        if (r < 1 || r > n || r - 1 < from) {
+            PyErr_SetString(PyExc_ValueError, "ranks must ascend within 1..len(values)");
+            goto done;
+        }
+        select_kth(v, from, n, r - 1);
+        from = r - 1;
+        PyObject *x = PyLong_FromLongLong(v[r - 1]);
+        if (x == NULL)
+            goto done;
+        PyList_SET_ITEM(values_out, j, x);
+    }
+    int64_t max = v[0];
+    __int128 sum = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (v[i] > max)
+            max = v[i];
+        sum += v[i];
+    }
+    PyObject *sum_obj = sum >= 0 ? from_u128((unsigned __int128)sum) : NULL;
+    if (sum_obj == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "negative latencies");
+        goto done;
+    }
+    result = Py_BuildValue("OLN", values_out, (long long)max, sum_obj);
+done:
+    Py_XDECREF(values_out);
+    Py_XDECREF(ranks);
+    free(v);
+    return result;
+}
+
+/* fold(values, sub_bucket_mask, half_count_magnitude) -> (floors, counts, total, total_sq,
+ * min, max): each value rounded down to the lowest value of its HdrHistogram bucket (unit
+ * magnitude 0) and counted per bucket, with the exact sums; values are all >= 1. */
+static PyObject *fold(PyObject *self, PyObject *args)
+{
+    Py_buffer b;
+    long long mask;
+    int half_magnitude;
+    if (!PyArg_ParseTuple(args, "y*Li", &b, &mask, &half_magnitude))
+        return NULL;
+    Py_ssize_t n = 0;
+    int64_t *v = copy_values(&b, &n);
+    PyBuffer_Release(&b);
+    if (v == NULL)
+        return NULL;
+    PyObject *result = NULL, *floors = NULL, *counts = NULL;
+    size_t cap = 1024, used = 0;
+    int64_t *keys = calloc(cap, sizeof(int64_t));
+    int64_t *cnt = calloc(cap, sizeof(int64_t));
+    if (keys == NULL || cnt == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int base = half_magnitude + 1;
+    int64_t lo = n ? v[0] : 0, hi = lo;
+    unsigned __int128 total = 0, total_sq = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t x = v[i];
+        if (x < 1) {
+            PyErr_SetString(PyExc_ValueError, "fold: values must be >= 1");
+            goto done;
+        }
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        total += (uint64_t)x;
+        total_sq += (unsigned __int128)(uint64_t)x * (uint64_t)x;
+        int shift = 64 - __builtin_clzll((unsigned long long)(x | mask)) - base;
+        int64_t floor = shift > 0 ? (x >> shift) << shift : x;
+        size_t h = ((uint64_t)floor * 0x9E3779B97F4A7C15ULL) >> 32 & (cap - 1);
+        while (keys[h] != 0 && keys[h] != floor)
+            h = (h + 1) & (cap - 1);
+        if (keys[h] == 0) {
+            keys[h] = floor;
+            if (++used * 2 > cap) {         /* grow: rehash into twice the room */
+                size_t ncap = cap * 2;
+                int64_t *nk = calloc(ncap, sizeof(int64_t)), *nc = calloc(ncap, sizeof(int64_t));
+                if (nk == NULL || nc == NULL) {
+                    free(nk);
+                    free(nc);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                cnt[h] += 1;
+                for (size_t j = 0; j < cap; j++) {
+                    if (keys[j] == 0)
+                        continue;
+                    size_t g = ((uint64_t)keys[j] * 0x9E3779B97F4A7C15ULL) >> 32 & (ncap - 1);
+                    while (nk[g] != 0)
+                        g = (g + 1) & (ncap - 1);
+                    nk[g] = keys[j];
+                    nc[g] = cnt[j];
+                }
+                free(keys);
+                free(cnt);
+                keys = nk;
+                cnt = nc;
+                cap = ncap;
+                continue;
+            }
+        }
+        cnt[h] += 1;
+    }
+    floors = PyList_New((Py_ssize_t)used);
+    counts = PyList_New((Py_ssize_t)used);
+    if (floors == NULL || counts == NULL)
+        goto done;
+    Py_ssize_t k = 0;
+    for (size_t j = 0; j < cap; j++) {
+        if (keys[j] == 0)
+            continue;
+        PyObject *f = PyLong_FromLongLong(keys[j]), *c = PyLong_FromLongLong(cnt[j]);
+        if (f == NULL || c == NULL) {
+            Py_XDECREF(f);
+            Py_XDECREF(c);
+            goto done;
+        }
+        PyList_SET_ITEM(floors, k, f);
+        PyList_SET_ITEM(counts, k, c);
+        k++;
+    }
+    PyObject *t = from_u128(total), *t2 = t ? from_u128(total_sq) : NULL;
+    if (t2 == NULL) {
+        Py_XDECREF(t);
+        goto done;
+    }
+    result = Py_BuildValue("OONNLL", floors, counts, t, t2, (long long)lo, (long long)hi);
+done:
+    Py_XDECREF(floors);
+    Py_XDECREF(counts);
+    free(keys);
+    free(cnt);
+    free(v);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"nearest_ranks", nearest_ranks, METH_VARARGS,
+     "nearest_ranks(values, ranks) -> ([value at each 1-based rank], max, sum)"},
+    {"fold", fold, METH_VARARGS,
+     "fold(values, sub_bucket_mask, half_count_magnitude) -> (floors, counts, total, "
+     "total_sq, min, max)"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_mcloop",
-    "The memcached load's per-request loop in C (probes/memcached/_mcloop.c).", -1, NULL,
+    "The memcached load's per-request loop in C (probes/memcached/_mcloop.c).", -1,
+    module_methods,
 };
 
 PyMODINIT_FUNC PyInit__mcloop(void)

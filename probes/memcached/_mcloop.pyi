@@ -1,5 +1,6 @@
 # Types of the memcached load's C loop (probes/memcached/_mcloop.c), for mypy: the compiled
 # module has none.
+from array import array
 from collections.abc import Sequence
 
 EV_REPLY: int
@@ -23,3 +24,10 @@ class Loop:
     def take(self) -> tuple[bytes, bytes]: ...
     def counters(self) -> tuple[int, int, int, int, int, int]: ...
     def in_flight(self) -> int: ...
+
+def nearest_ranks(values: array[int], ranks: Sequence[int]) -> tuple[list[int], int, int]:
+    """([value at each 1-based rank], max, sum); ranks ascending."""
+
+def fold(values: array[int], sub_bucket_mask: int,
+         half_count_magnitude: int) -> tuple[list[int], list[int], int, int, int, int]:
+    """(floors, counts, total, total_sq, min, max) of HdrHistogram buckets; ValueError below 1."""
