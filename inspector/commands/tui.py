@@ -102,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
     from inspector.tui.lifecycle import limit_malloc_arenas
     limit_malloc_arenas()   # before any thread exists
     root = root_from_args(args)
+    readers = None
+    if at is None:      # the children fork before Textual is imported (inspector.tui.readers)
+        from inspector.tui.readers import start_readers
+        readers = start_readers(root)
     from inspector.tui.app import DEFAULT_LIVE_INTERVAL, DEFAULT_REFRESH, InspectorApp
     refresh = args.refresh or DEFAULT_REFRESH
     live_interval = args.live_interval or DEFAULT_LIVE_INTERVAL
@@ -116,8 +120,10 @@ def run(args: argparse.Namespace) -> int:
         except TimelineError as exc:
             raise CliError(str(exc), status=exc.status) from None
     else:
+        discovery, sampler = readers if readers is not None else (None, None)
         app = InspectorApp(root, refresh=refresh, live_interval=live_interval,
-                           history_db=history_db, probe_requests=requests)
+                           history_db=history_db, probe_requests=requests,
+                           discovery=discovery, sampler=sampler)
     app.run()
     app.run_returned.set()
     code = int(app.return_code or 0)

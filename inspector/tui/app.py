@@ -115,15 +115,17 @@ class InspectorApp(App):
                  refresh: float = DEFAULT_REFRESH, live_interval: float = DEFAULT_LIVE_INTERVAL,
                  collect_timeout: float = DEFAULT_COLLECT_TIMEOUT,
                  sampler: Any = None, clock: Callable[[], float] = time.time,
-                 history_db: str | None = None, probe_requests: list | None = None):
+                 history_db: str | None = None, probe_requests: list | None = None,
+                 discovery: DiscoveryProcess | None = None):
         super().__init__()
         self.root = root
         self.history_db = history_db   # None: the default the recorder and `history` use
         # None: discovery in a child process (tui.discovery), forked now, before the UI's
-        # threads exist; a collector given here (tests) runs in a thread of this process
+        # threads exist (or given, forked before Textual was imported: tui.readers); a
+        # collector given here (tests) runs in a thread of this process
         self.collector = collector
-        self.discovery = (DiscoveryProcess(root, collect_timeout) if collector is None
-                          else None)
+        self.discovery = (None if collector is not None else discovery if discovery is not None
+                          else DiscoveryProcess(root, collect_timeout))
         self.refresh_interval = refresh
         self.live_interval = live_interval
         self.collect_timeout = collect_timeout
@@ -245,12 +247,11 @@ class InspectorApp(App):
         try:
             if self.collector is not None:
                 collector = self.collector
-                report = run_bounded(lambda: collector(self.root), self.collect_timeout)
-            elif self.discovery is not None:
+                report = _printable(run_bounded(lambda: collector(self.root),
+                                                self.collect_timeout))
+            elif self.discovery is not None:   # escaped in the child (tui.discovery)
                 first = self.report is None
                 report = self.discovery.collect(PATIENCE if first else None, self._interim)
-            if report is not None:
-                report = _printable(report)
         except TimedOut as exc:
             error = f"discovery {exc}"
         except WorkerFailed as exc:
@@ -261,7 +262,7 @@ class InspectorApp(App):
                                           self.clock()))
 
     def _interim(self, report: Report, pending: list[str]) -> None:
-        self.post_message(DiscoveryInterim(_printable(report), pending, self.clock()))
+        self.post_message(DiscoveryInterim(report, pending, self.clock()))
 
     def on_discovery_interim(self, message: DiscoveryInterim) -> None:
         if not self.collecting:
@@ -387,8 +388,8 @@ class InspectorApp(App):
                 state += f" (no answer yet from {', '.join(self.waiting_for)})"
             elif self.collecting:
                 state += " (refreshing)"
-        elif getattr(self.sampler, "remote", None):   # --ssh: a capture, sampled live too
-            state = f"live over ssh {self.sampler.remote}"
+        elif remote := getattr(self.sampler, "remote", None):   # --ssh: a capture, live too
+            state = f"live over ssh {remote}"
         else:
             state = "capture: no live data"
         active = len(self.probes.active())

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from inspector.collect import _finish_report, host_identity
+from inspector.escapes import printable
 from inspector.model import HostIdentity, Report, Unknown, known
 from inspector.roots.bounded import Reads
 from inspector.roots.host import HostRoot
@@ -77,7 +78,10 @@ class _Collection:
             until = min(self.deadline, self.started + wait)
         else:
             until = self.deadline
-        return self._report(until, final=until >= self.deadline)
+        report, pending = self._report(until, final=until >= self.deadline)
+        # a device model or hostname carrying escape sequences (a hostile or broken capture)
+        # must not drive the operator's terminal: escaped here, off the UI's process
+        return printable(report), pending
 
     def _start(self) -> None:
         root = self.root

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -29,16 +29,27 @@ class FlowCanvas(Widget):
         self.painted: list[Text] = []      # the last painted lines (tests read them)
         self._strips: list[Strip] | None = None
         self._painted_for: tuple[int, int] | None = None
+        self._drawn: dict[tuple, Strip] = {}      # the last lines' strips, by their content
+        self._drawn_width = 0
 
     def repaint(self) -> None:
-        """The content changed: paint again, and lay out again if the height changed."""
-        before = len(self.painted)
+        """The content changed: paint again; only the lines that differ are drawn again (a
+        frame line, a title, a figure that stayed), and the layout only when the height
+        changed."""
+        before = self.painted
         self._strips = None
         self._painted_for = None
         width = self.size.width
-        if width > 0:
-            self._paint(width)
-        self.refresh(layout=len(self.painted) != before)
+        if width <= 0:
+            self.refresh()
+            return
+        self._paint(width)
+        if len(self.painted) != len(before):
+            self.refresh(layout=True)
+            return
+        changed = [y for y, (old, new) in enumerate(zip(before, self.painted)) if old != new]
+        for start, count in _runs(changed):
+            self.refresh(Region(0, start, width, count))
 
     def set_rows_in_view(self, rows: int) -> None:
         rows = max(1, rows)
@@ -60,14 +71,37 @@ class FlowCanvas(Widget):
             return self._strips
         self._painted_for = key
         if width <= 0:
-            self.painted, self._strips = [], []
+            self.painted, self._strips, self._drawn = [], [], {}
             return self._strips
         self.painted = self.painter(width, self.rows_in_view)
         console = self.app.console
-        self._strips = [Strip(list(line.render(console, end=""))).crop_extend(0, width, None)
-                        for line in self.painted]
+        # a line painted as before keeps its strip (most frame lines and titles, every
+        # second): rendering Text to segments was a third of a repaint
+        drawn = self._drawn if self._drawn_width == width else {}
+        strips = []
+        for line in self.painted:
+            key_ = (line.plain, tuple(line.spans), str(line.style))
+            strip = drawn.get(key_)
+            if strip is None:
+                strip = Strip(list(line.render(console, end=""))).crop_extend(0, width, None)
+            strips.append(strip)
+        self._drawn = {(line.plain, tuple(line.spans), str(line.style)): strip
+                       for line, strip in zip(self.painted, strips)}
+        self._drawn_width = width
+        self._strips = strips
         return self._strips
 
     def text(self) -> str:
         """The painted lines as plain text (what a tmux capture would show)."""
         return "\n".join(line.plain for line in self.painted)
+
+
+def _runs(rows: list[int]) -> list[tuple[int, int]]:
+    """Consecutive rows as (first, count)."""
+    out: list[tuple[int, int]] = []
+    for y in rows:
+        if out and out[-1][0] + out[-1][1] == y:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((y, 1))
+    return out

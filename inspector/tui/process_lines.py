@@ -6,13 +6,14 @@ state from 160 columns, two columns from 100) or one under the other.
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
 
 from inspector.escapes import visible
-from inspector.live.processes import ProcessRate, SortKey, sort_processes
+from inspector.live.processes import SORT_VALUE, ProcessRate, SortKey
 from inspector.model import Unknown
 from inspector.tui.panels import DIM, Ctx, cut, fit, level_style, line, reason_line
 from inspector.widgets import units
@@ -50,6 +51,13 @@ NOTHING = {SortKey.CPU: "no process on a CPU", SortKey.MEM: "no process",
 
 ONE_LINE_LABEL = {SortKey.CPU: "cpu", SortKey.MEM: "mem", SortKey.IO: "io",
                   SortKey.DSTATE: "D"}
+
+
+def top_by(procs: list[ProcessRate], key: SortKey, n: int) -> list[ProcessRate]:
+    """sort_processes(procs, key, n) without sorting them all: the panel wants a few of a
+    thousand, every second."""
+    value = SORT_VALUE[key]
+    return heapq.nlargest(n, procs, key=lambda p: (value(p), -p.pid))
 
 
 def processes_of(ctx: Ctx) -> list[ProcessRate] | Unknown | None:
@@ -111,7 +119,7 @@ def processes_wanted(ctx: Ctx, width: int) -> int:
 def top_line(procs: list[ProcessRate], key: SortKey, label: str,
              value: Callable[[ProcessRate], str], counts: Callable[[ProcessRate], bool],
              width: int) -> Text:
-    top = sort_processes(procs, key, 1)
+    top = top_by(procs, key, 1)
     head = line((f"{ONE_LINE_LABEL[key]:<5}", "bold"))
     if not top or not counts(top[0]):
         return head.append(NOTHING[key], style=DIM)
@@ -122,7 +130,7 @@ def process_list(procs: list[ProcessRate], spec: tuple, width: int, rows: int) -
     """A column: its header (the figure's name over the figures), then the processes."""
     key, label, value, counts = spec
     head = line((f"{label:>9} ", "bold"), (f"{'pid':>7} {'user':<8} command", DIM))
-    chosen = [p for p in sort_processes(procs, key, max(1, rows - 1)) if counts(p)]
+    chosen = [p for p in top_by(procs, key, max(1, rows - 1)) if counts(p)]
     if not chosen:
         return [head, line((NOTHING[key], DIM))]
     return [head] + [_entry(p, value(p), key, width) for p in chosen]

@@ -149,7 +149,10 @@ class OverviewScreen(InspectorScreen):
         self._findings_key = key
         self._findings = [r.finding for r in rows] + ([None] if folded else [])
         table = self.query_one("#findings", DataTable)
+        if rows and self._update_messages(table, rows, folded, width):
+            return
         table.clear()
+        self._cells = []
         self.call_after_refresh(self._show_more)
         if not rows and not folded:
             error = state.collect_error
@@ -161,11 +164,19 @@ class OverviewScreen(InspectorScreen):
             table.add_row(*empty)
             self.call_after_refresh(self._fit_dashboard)
             return
+        cells = self._cells_of(rows, folded, width)
+        self._set_widths(table, cells)
+        for i, row in enumerate(cells):
+            table.add_row(*row, key=str(i))
+        self._cells = cells
+        self.call_after_refresh(self._fit_dashboard)
+
+    def _cells_of(self, rows: list[FindingRow], folded: int, width: int) -> list[tuple]:
         subject_w = min(16, max((len(r.subject) for r in rows), default=8))
         # level badge (9) + subject + cell padding: the message gets the rest, cut with "…" so
         # the table never needs a horizontal scrollbar (Enter shows the whole finding)
         message_w = max(20, width - 9 - subject_w - 8)
-        cells: list[tuple[Text, Text, str | Text]] = []
+        cells: list[tuple[Text, Text, Text]] = []
         for r in rows:
             subject = r.subject if len(r.subject) <= subject_w else r.subject[:subject_w - 1] + "…"
             message = r.message if len(r.message) <= message_w else r.message[:message_w - 1] + "…"
@@ -175,10 +186,24 @@ class OverviewScreen(InspectorScreen):
             cells.append((Text(f" {folded} OK ", style="green"), Text(""),
                           Text(f"{folded} OK finding{'s' if folded > 1 else ''} folded: "
                                f"o shows {'them' if folded > 1 else 'it'}", style="grey62")))
-        self._set_widths(table, cells)
-        for i, row in enumerate(cells):
-            table.add_row(*row, key=str(i))
-        self.call_after_refresh(self._fit_dashboard)
+        return cells
+
+    def _update_messages(self, table: DataTable, rows: list[FindingRow], folded: int,
+                         width: int) -> bool:
+        """Only the messages changed (a live finding's figures, every second): those cells
+        are rewritten in place; the table is rebuilt only when its rows change."""
+        cells = self._cells_of(rows, folded, width)
+        before = getattr(self, "_cells", [])
+        columns = list(table.columns.values())
+        if (len(cells) != len(before) or table.row_count != len(cells) or len(columns) != 3
+                or any(a[:2] != b[:2] for a, b in zip(before, cells))
+                or any(c[2].cell_len > (columns[2].width or 0) for c in cells)):
+            return False
+        for i, (old, new) in enumerate(zip(before, cells)):
+            if old[2] != new[2]:
+                table.update_cell(str(i), columns[2].key, new[2])
+        self._cells = cells
+        return True
 
     @staticmethod
     def _set_widths(table: DataTable, rows: list[tuple]) -> None:

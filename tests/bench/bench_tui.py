@@ -1,18 +1,15 @@
-"""TUI overhead benchmark, side by side with btop and glances (when installed).
+"""TUI overhead, side by side with glances and btop in the same run, at 80x24 and 200x50.
 
-In tmux at 200x50, after a warm-up, for MEASURE seconds: CPU % of one core (user+system of the
-process and its threads), peak RSS (VmHWM), bytes per second written to the terminal (tmux
-pipe-pane into a file), and for Inspector the time from start to the first full frame.
-Scenarios: Inspector's Overview with its live panels at 1 Hz (the default); Inspector's Probes
-screen charting an IO probe at 4 Hz, as shipped and again with glibc's malloc arenas left
-uncapped (inspector/tui/lifecycle.limit_malloc_arenas made a no-op), for what the cap saves;
-btop and glances refreshing every second too (btop's update_ms from a private config,
-glances -t 1), for the ratio.
+Each tool runs in tmux at the size, refreshing every second (Inspector's Overview at its 1 Hz,
+`glances -t 1`, btop with update_ms 1000 from a private config). After a warm-up, for MEASURE
+seconds: CPU % of one core summed over the tool's whole process tree (Inspector's discovery and
+sampler children included), RSS summed over the tree (and PSS, which counts a page shared by
+forked processes once), bytes per second written to the terminal, and for Inspector the time
+from start to the first full frame. Then the ratios to glances and the goals (issue 26):
+CPU <= 80 % of glances', RSS summed <= glances', first full frame <= 1 s. The Probes screen
+charting an IO probe is measured too with BENCH_PROBES=1.
 
-Goals (issue 13): overview <= 2% of one core, <= 30 KB/s to the terminal, <= 60 MB peak RSS,
-first full frame (the Overview with its panels) <= 1.0 s; probe screen <= 8% CPU and 30 KB/s.
-
-    .venv/bin/python tests/bench/bench_tui.py          # prints a table
+    .venv/bin/python tests/bench/bench_tui.py          # prints the table and the ratios
     .venv/bin/pytest -s tests/bench/bench_tui.py -o addopts=""
 """
 from __future__ import annotations
@@ -33,31 +30,32 @@ from conftest import inspector_bin  # noqa: E402
 
 WARMUP = float(os.environ.get("BENCH_WARMUP", "5"))
 MEASURE = float(os.environ.get("BENCH_SECONDS", "30"))
-SIZE = ("200", "50")
-GOALS = {"overview": (2.0, 30.0), "probes-io-4hz": (8.0, 30.0)}   # CPU %, KB/s
-RSS_GOAL_MB = 60.0
+SIZES = ((80, 24), (200, 50))
+CPU_SHARE_OF_GLANCES = 0.80     # issue 26: at most 80 % of glances' CPU at the same refresh
 FIRST_FRAME_GOAL = 1.0
 
 
 @dataclass
 class Result:
     name: str
-    cpu_pct: float
-    peak_rss_mb: float
+    size: tuple[int, int]
+    cpu_pct: float              # of one core, the whole process tree
+    rss_mb: float               # summed over the tree, at the end of the measure
+    pss_mb: float | None        # the same, shared pages counted once (None: unreadable)
+    processes: int
     term_kb_s: float
     first_frame_s: float | None = None
     note: str = ""
-    ui_cpu_pct: float | None = None    # the main (event loop) thread alone
 
 
 class Session:
-    def __init__(self, name: str, command: str):
-        self.socket = f"bench-{os.getpid()}-{name}"
-        self.name = name
+    def __init__(self, name: str, command: str, size: tuple[int, int]):
+        self.socket = f"bench-{os.getpid()}-{name.split()[0]}-{size[0]}"
+        self.name, self.size = name, size
         fd, self.out = tempfile.mkstemp(prefix="bench-term-")
         os.close(fd)
         self.started = time.monotonic()
-        self.tmux("new-session", "-d", "-s", "b", "-x", SIZE[0], "-y", SIZE[1], command)
+        self.tmux("new-session", "-d", "-s", "b", "-x", str(size[0]), "-y", str(size[1]), command)
         self.pid = int(self.tmux("list-panes", "-t", "b", "-F", "#{pane_pid}").strip())
         self.tmux("pipe-pane", "-t", "b", "-o", f"cat >> {self.out}")
 
@@ -81,30 +79,60 @@ class Session:
             time.sleep(0.02)
         return time.monotonic() - self.started
 
-    def process(self) -> psutil.Process:
-        proc = psutil.Process(self.pid)
-        # a shell wrapper (env VAR=...) may sit in between: measure the real program
-        kids = proc.children(recursive=True)
-        return kids[-1] if kids and proc.name() in ("sh", "bash", "env") else proc
+    def tree(self) -> list[psutil.Process]:
+        """The tool and every process under it (a shell wrapper left out)."""
+        pane = psutil.Process(self.pid)
+        out = []
+        for proc in [pane, *pane.children(recursive=True)]:
+            try:
+                if proc.name() not in ("sh", "bash", "env"):
+                    out.append(proc)
+            except psutil.Error:
+                pass
+        return out
 
-    def measure(self, seconds: float) -> tuple[float, float, float, float]:
-        proc = self.process()
+    def measure(self, seconds: float) -> tuple[float, float, float | None, int, float]:
+        """(CPU % of one core, RSS MB, PSS MB, processes, terminal KB/s) over `seconds`:
+        the CPU of every process of the tree, those that came or went during it too."""
+        seen: dict[int, psutil.Process] = {}
+        first: dict[int, float] = {}
+        last: dict[int, float] = {}
 
-        def main_thread() -> float:
-            return next((t.user_time + t.system_time for t in proc.threads() if t.id == proc.pid),
-                        0.0)
+        def poll() -> None:
+            for proc in self.tree():
+                seen.setdefault(proc.pid, proc)
+            for pid, proc in seen.items():
+                try:
+                    times = proc.cpu_times()
+                except psutil.Error:
+                    continue
+                used = times.user + times.system
+                first.setdefault(pid, used)
+                last[pid] = used
         size0 = os.path.getsize(self.out)
+        poll()
         t0 = time.monotonic()
-        c0, m0 = sum(proc.cpu_times()[:2]), main_thread()
-        time.sleep(seconds)
-        c1, m1 = sum(proc.cpu_times()[:2]), main_thread()
-        t1 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            time.sleep(min(1.0, seconds - (time.monotonic() - t0)))
+            poll()
+        span = time.monotonic() - t0
         size1 = os.path.getsize(self.out)
-        with open(f"/proc/{proc.pid}/status") as f:
-            hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
-        span = t1 - t0
-        return (100.0 * (c1 - c0) / span, hwm / 1024.0, (size1 - size0) / 1024.0 / span,
-                100.0 * (m1 - m0) / span)
+        cpu = sum(last[pid] - first[pid] for pid in last)
+        rss = pss = 0.0
+        pss_known = True
+        procs = self.tree()
+        for proc in procs:
+            try:
+                mem = proc.memory_full_info()
+                rss += mem.rss
+                pss += getattr(mem, "pss", 0)
+            except psutil.AccessDenied:
+                pss_known = False
+                rss += proc.memory_info().rss
+            except psutil.Error:
+                pass
+        return (100.0 * cpu / span, rss / 2**20, pss / 2**20 if pss_known else None,
+                len(procs), (size1 - size0) / 1024.0 / span)
 
     def close(self) -> None:
         self.tmux("kill-server")
@@ -114,135 +142,141 @@ class Session:
             pass
 
 
-def bench_overview() -> Result:
-    s = Session("overview", inspector_bin())
+def bench_overview(size: tuple[int, int]) -> Result:
+    s = Session("inspector overview", inspector_bin(), size)
     try:
-        # the full first frame: tabs, footer and the panels' frames
-        first = s.wait(lambda t: "1 Overview" in t and "q Quit" in t and "Disks" in t
-                       and "Network" in t)
-        # CPU spent up to the first frame: the same figure on an idle or a loaded box
-        first_cpu = sum(s.process().cpu_times()[:2])
+        # the full first frame: tabs, footer and the live panels' titles
+        first = s.wait(lambda t: "1 Over" in t and "q Quit" in t and "CPU" in t
+                       and ("Disks" in t or "─ Memory" in t))
+        first_cpu = sum(sum(p.cpu_times()[:2]) for p in s.tree())
         s.wait(lambda t: "discovered" in t)
         time.sleep(WARMUP)
-        cpu, rss, kbs, ui = s.measure(MEASURE)
-        return Result("inspector overview", cpu, rss, kbs, first, ui_cpu_pct=ui,
+        cpu, rss, pss, n, kbs = s.measure(MEASURE)
+        return Result("inspector overview (1 s)", size, cpu, rss, pss, n, kbs, first,
                       note=f"first frame after {first_cpu:.2f} s of CPU")
     finally:
         s.close()
 
 
-# the TUI with limit_malloc_arenas a no-op: every thread that allocates gets its own arena
-# (-P: not the checkout on sys.path, which would shadow the installed inspector.widgets)
-UNCAPPED_ARENAS = (f"{sys.executable} -P -c 'import inspector.tui.lifecycle as lifecycle; "
-                   "lifecycle.limit_malloc_arenas = lambda *a: False; "
-                   "from inspector.cli import main; main()'")
-
-
-def bench_probes(target: str, command: str | None = None,
-                 name: str = "inspector probes (IO probe, 4 Hz chart)") -> Result:
-    s = Session("probes" if command is None else "probes-variant", command or inspector_bin())
+def bench_probes(target: str, size: tuple[int, int]) -> Result:
+    s = Session("inspector probes", inspector_bin(), size)
     try:
-        s.wait(lambda t: "1 Overview" in t and "q Quit" in t)
+        s.wait(lambda t: "1 Over" in t and "q Quit" in t)
         s.keys("6")
-        s.wait(lambda t: "Enter starts" in t)     # the form, its target field focused
-        time.sleep(1.0)   # focus moves asynchronously; a loaded box needs the margin
+        s.wait(lambda t: "Enter" in t)     # the form
+        time.sleep(1.0)
+        s.keys("Enter")                    # edit the target field (EditField), if it is one
         s.keys("C-u")
         s.keys("-l", target)
         s.wait(lambda t: os.path.basename(target) in t)
-        s.keys("Tab")
-        time.sleep(1.0)
-        s.keys("C-u")
-        s.keys("-l", str(int(WARMUP + MEASURE + 30)))
-        time.sleep(1.0)
         s.keys("Enter")
         s.wait(lambda t: "running" in t)
         time.sleep(WARMUP)
-        cpu, rss, kbs, ui = s.measure(MEASURE)
-        # the probe runs in a child process (inspector.probes.child): not counted here
-        return Result(name, cpu, rss, kbs, ui_cpu_pct=ui,
-                      note="the probe's own process not counted")
+        cpu, rss, pss, n, kbs = s.measure(MEASURE)
+        return Result("inspector probes (IO probe, 4 Hz)", size, cpu, rss, pss, n, kbs,
+                      note="the probe's own process counted")
     finally:
         s.close()
 
 
-def bench_reference(name: str, command: str, ready: str) -> Result | None:
+def bench_reference(name: str, command: str, ready: str, size: tuple[int, int]) -> Result | None:
     words = command.split()
     exe = shutil.which(next(w for w in words if w != "env" and "=" not in w))
     if exe is None:
         return None
-    s = Session(name, command)
+    s = Session(name, command, size)
     try:
         s.wait(lambda t: ready in t or len(t.strip()) > 200)
         time.sleep(WARMUP)
-        cpu, rss, kbs, _ = s.measure(MEASURE)
-        return Result(name, cpu, rss, kbs)
+        cpu, rss, pss, n, kbs = s.measure(MEASURE)
+        return Result(name, size, cpu, rss, pss, n, kbs)
     finally:
         s.close()
 
 
 def run_all() -> list[Result]:
-    fd, target = tempfile.mkstemp(prefix="bench-io-", dir="/var/tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(os.urandom(64 << 20))
-    try:
-        results = [bench_overview(), bench_probes(target),
-                   bench_probes(target, UNCAPPED_ARENAS, "inspector probes, arenas uncapped")]
-    finally:
-        os.unlink(target)
+    results: list[Result] = []
     config = tempfile.mkdtemp(prefix="bench-btop-")
     os.makedirs(os.path.join(config, "btop"))
     with open(os.path.join(config, "btop", "btop.conf"), "w") as f:
         f.write("update_ms = 1000\n")        # btop 1.2 has no flag for it
     try:
-        for name, command, ready in (("btop (1 s)", f"env XDG_CONFIG_HOME={config} btop --utf-force",
-                                      "cpu"),
-                                     ("glances (1 s)", "glances -t 1", "CPU")):
-            r = bench_reference(name, command, ready)
-            if r is not None:
-                results.append(r)
+        for size in SIZES:
+            results.append(bench_overview(size))
+            for name, command, ready in (("glances (1 s)", "glances -t 1", "CPU"),
+                                         ("btop (1 s)",
+                                          f"env XDG_CONFIG_HOME={config} btop --utf-force",
+                                          "cpu")):
+                r = bench_reference(name, command, ready, size)
+                if r is not None:
+                    results.append(r)
     finally:
         shutil.rmtree(config, ignore_errors=True)
+    if os.environ.get("BENCH_PROBES"):
+        fd, target = tempfile.mkstemp(prefix="bench-io-", dir="/var/tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(64 << 20))
+        try:
+            results.append(bench_probes(target, (200, 50)))
+        finally:
+            os.unlink(target)
     return results
 
 
 def report(results: list[Result]) -> str:
-    lines = [f"{'scenario':42} {'CPU %':>7} {'UI thr %':>8} {'peak RSS MB':>12} {'term KB/s':>10} "
-             f"{'first frame s':>14}"]
+    lines = [f"{'scenario':36} {'size':>7} {'CPU %':>6} {'RSS MB':>7} {'PSS MB':>7} {'procs':>5} "
+             f"{'term KB/s':>9} {'first frame s':>13}"]
     for r in results:
         ff = f"{r.first_frame_s:.2f}" if r.first_frame_s is not None else "-"
-        ui = f"{r.ui_cpu_pct:.2f}" if r.ui_cpu_pct is not None else "-"
-        lines.append(f"{r.name:42} {r.cpu_pct:7.2f} {ui:>8} {r.peak_rss_mb:12.1f} {r.term_kb_s:10.2f} {ff:>14}"
+        pss = f"{r.pss_mb:.1f}" if r.pss_mb is not None else "-"
+        lines.append(f"{r.name:36} {r.size[0]:>3}x{r.size[1]:<3} {r.cpu_pct:6.2f} {r.rss_mb:7.1f} "
+                     f"{pss:>7} {r.processes:5d} {r.term_kb_s:9.2f} {ff:>13}"
                      + (f"  ({r.note})" if r.note else ""))
-    by = {r.name.split()[0]: r for r in results}
-    ov = results[0]
-    cpu_goal, kbs_goal = GOALS["overview"]
-    lines.append(f"overview goals: CPU <= {cpu_goal}% ({'met' if ov.cpu_pct <= cpu_goal else 'MISSED'}), "
-                 f"terminal <= {kbs_goal} KB/s ({'met' if ov.term_kb_s <= kbs_goal else 'MISSED'}), "
-                 f"RSS <= {RSS_GOAL_MB:.0f} MB ({'met' if ov.peak_rss_mb <= RSS_GOAL_MB else 'MISSED'}), "
-                 f"first frame <= {FIRST_FRAME_GOAL} s "
-                 f"({'met' if (ov.first_frame_s or 99) <= FIRST_FRAME_GOAL else 'MISSED'})")
-    capped, uncapped = results[1], results[2]
-    lines.append(f"probes screen peak RSS: malloc arenas capped (shipped) {capped.peak_rss_mb:.1f} "
-                 f"MB, uncapped {uncapped.peak_rss_mb:.1f} MB "
-                 f"({uncapped.peak_rss_mb - capped.peak_rss_mb:+.1f} MB)")
-    for ref in ("btop", "glances"):
-        if ref in by:
-            lines.append(f"ratio inspector overview / {ref}: CPU {ov.cpu_pct / max(by[ref].cpu_pct, 1e-9):.2f}x, "
-                         f"RSS {ov.peak_rss_mb / max(by[ref].peak_rss_mb, 1e-9):.2f}x, "
-                         f"bytes {ov.term_kb_s / max(by[ref].term_kb_s, 1e-9):.2f}x")
-        else:
-            lines.append(f"{ref}: not installed, no ratio")
+    for size in SIZES:
+        ours = next((r for r in results if r.size == size and r.name.startswith("inspector ov")),
+                    None)
+        if ours is None:
+            continue
+        for ref in ("glances", "btop"):
+            other = next((r for r in results if r.size == size and r.name.startswith(ref)), None)
+            if other is None:
+                lines.append(f"{size[0]}x{size[1]} {ref}: not installed, no ratio")
+                continue
+            lines.append(f"{size[0]}x{size[1]} inspector / {ref}: "
+                         f"CPU {ours.cpu_pct / max(other.cpu_pct, 1e-9):.2f}x, "
+                         f"RSS {ours.rss_mb / max(other.rss_mb, 1e-9):.2f}x"
+                         + (f", PSS {ours.pss_mb / max(other.pss_mb, 1e-9):.2f}x"
+                            if ours.pss_mb and other.pss_mb else "")
+                         + f", bytes {ours.term_kb_s / max(other.term_kb_s, 1e-9):.2f}x")
+        glances = next((r for r in results if r.size == size and r.name.startswith("glances")),
+                       None)
+        if glances is not None:
+            verdicts = goals(ours, glances)
+            lines.append(f"{size[0]}x{size[1]} goals: " + ", ".join(
+                f"{what} {'met' if ok else 'MISSED'}" for what, ok in verdicts.items()))
     lines.append(f"load average during the run: {os.getloadavg()}")
     return "\n".join(lines)
+
+
+def goals(ours: Result, glances: Result) -> dict[str, bool]:
+    return {f"CPU <= {CPU_SHARE_OF_GLANCES:.0%} of glances'":
+            ours.cpu_pct <= CPU_SHARE_OF_GLANCES * glances.cpu_pct,
+            "RSS summed <= glances'": ours.rss_mb <= glances.rss_mb,
+            f"first frame <= {FIRST_FRAME_GOAL} s":
+            (ours.first_frame_s or 99) <= FIRST_FRAME_GOAL}
 
 
 def test_tui_overhead():
     results = run_all()
     print("\n" + report(results))
-    overview, probes = results[0], results[1]
-    # goals are reported, and asserted loosely so a loaded CI box does not flap
-    assert overview.first_frame_s is not None and overview.first_frame_s < 5 * FIRST_FRAME_GOAL
-    assert overview.peak_rss_mb < 2 * RSS_GOAL_MB and probes.peak_rss_mb < 2 * RSS_GOAL_MB
+    for ours in (r for r in results if r.name.startswith("inspector ov")):
+        # asserted loosely (a loaded box must not flap): a hang or a regression several times
+        # over still fails; the goals themselves are printed above
+        assert ours.first_frame_s is not None and ours.first_frame_s < 5 * FIRST_FRAME_GOAL
+        glances = next((r for r in results if r.size == ours.size
+                        and r.name.startswith("glances")), None)
+        if glances is not None:
+            assert ours.cpu_pct < 3 * glances.cpu_pct and ours.rss_mb < 3 * glances.rss_mb
 
 
 if __name__ == "__main__":
