@@ -23,16 +23,19 @@ SYSTEM_COMMANDS := gcc /usr/bin/python3.11 systemd-analyze man sos e2fsck blkid 
 .PHONY: run test venv test-deps system-deps bench clean
 
 $(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip >$(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
+	@echo "make: creating $(VENV) with $(PYTHON) -m venv, then upgrading pip in it (log: $(VENV)/pip.log)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) install -q --upgrade pip >$(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
 
 # The install is editable, so source edits need no reinstall: only the packaging (pyproject.toml)
 # and the C loop's source do. Stamps keep `make run` from reinstalling on every start (4 s and
 # a screen of setuptools warnings before the TUI); pip's output goes to a log shown on failure.
 INSTALL_INPUTS := pyproject.toml probes/io/_ioloop.c probes/memcached/_mcloop.c
 $(VENV)/.installed: $(PY) $(INSTALL_INPUTS)
+	@echo "make: installing Inspector and its dependencies into $(VENV) (pip install -e ., about 20 s the first time; log: $(VENV)/install.log)"
 	@$(PIP) install -q -e . >$(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $@
+	@echo "make: installed; starting inspector"
 
 $(VENV)/.installed-test: $(PY) $(INSTALL_INPUTS)
 	@$(PIP) install -q -e '.[test]' >$(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
