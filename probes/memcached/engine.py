@@ -26,6 +26,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from time import perf_counter_ns
+from typing import cast
 
 from inspector.probes.memcached.workload import Workload
 
@@ -100,7 +101,8 @@ class LoadConnection(asyncio.Protocol):
         self.native = -1          # its index in the engine's C loop, once it drives it
 
     # --- asyncio callbacks -------------------------------------------------------------------
-    def connection_made(self, transport) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         self.transport = transport
         self.write = transport.write
         sock = transport.get_extra_info("socket")
@@ -143,7 +145,7 @@ class LoadConnection(asyncio.Protocol):
                 return
         self._unusual_reply(data)
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         if self.timer is not None:
             self.timer.cancel()
         eng = self.engine
