@@ -4,8 +4,10 @@ the recorder's check results);
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 
 from inspector.commands import history_samples
 from inspector.commands.common import (
@@ -17,11 +19,10 @@ from inspector.commands.common import (
 )
 from inspector.escapes import visible
 from inspector.outputs.documents import stamped
+from inspector.record.bounded_history import BoundedHistory
 from inspector.record.history import (
     CHECK_LEVELS,
-    HistoryDB,
     HistoryError,
-    NoHistory,
     ProbeRun,
     aggregate,
     aggregate_checks,
@@ -73,14 +74,15 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
                         f"new path; default {default_db_path()})")
 
 
-def _open(args: argparse.Namespace, create: bool) -> HistoryDB:
+def _open(args: argparse.Namespace, create: bool) -> BoundedHistory:
     """Reading (create=False) opens read-only and never writes; a database not there yet
-    reads as nothing recorded. Writing creates the default database's directory only."""
+    reads as nothing recorded. Writing creates the default database's directory only. The
+    database is used from a child process (inspector.record.bounded_history): one on a hung
+    filesystem is given up in seconds, and a signal ends the command."""
     given = getattr(args, "db", None)
     try:
-        db = HistoryDB(given or default_db_path(), create=create, make_dirs=not given)
-    except NoHistory:
-        db = HistoryDB.empty(given or default_db_path())
+        db = BoundedHistory(given or default_db_path(), create=create, make_dirs=not given,
+                            missing_ok=not create)
     except (HistoryError, OSError) as exc:
         raise CliError(str(exc)) from None
     if db.note and not getattr(args, "_noted", False):
@@ -89,13 +91,26 @@ def _open(args: argparse.Namespace, create: bool) -> HistoryDB:
     return db
 
 
-def _report_damage(db: HistoryDB) -> None:
+@contextlib.contextmanager
+def _history(args: argparse.Namespace, create: bool) -> Iterator[BoundedHistory]:
+    """_open's database, closed after the block; its errors (a filesystem that stopped
+    answering, a write that failed) are the command's one line."""
+    db = _open(args, create)
+    try:
+        yield db
+    except HistoryError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        db.close()
+
+
+def _report_damage(db: BoundedHistory) -> None:
     """One line for what reading skipped or mended in a malformed database."""
     if db.damage:
         eprint(f"warning: {visible(db.damage.line(db.path))}")
 
 
-def _missing(db: HistoryDB) -> str:
+def _missing(db: BoundedHistory) -> str:
     return (f" (no history database at {db.path} yet: `inspector record` creates it)"
             if db.missing else "")
 
@@ -132,7 +147,7 @@ def run_import(args: argparse.Namespace) -> int:
         eprint(f"imported 0 runs from {args.log}: no ioping run in it" +
                (f" ({what})" if what else ""))
         return 1
-    with _open(args, create=True) as db:
+    with _history(args, create=True) as db:
         added = db.add_runs(runs)
     eprint(f"imported {len(runs)} runs from {args.log} into {db.path}: "
            f"{added} new, {len(runs) - added} already present"
@@ -141,7 +156,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_checks(args: argparse.Namespace) -> int:
-    with _open(args, create=False) as db:
+    with _history(args, create=False) as db:
         checks = db.checks()
     _report_damage(db)
     buckets = aggregate_checks(checks, args.by)
@@ -178,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     if args.samples:
         if args.checks or args.probe:
             raise CliError("--samples, --checks and --probe: choose one")
-        with _open(args, create=False) as db:
+        with _history(args, create=False) as db:
             return history_samples.run_samples(args, db)
     if args.disk:
         raise CliError("--disk goes with --samples")
@@ -190,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     if args.probe:
         probe, _, target = args.probe.partition(":")
         target = target or None
-    with _open(args, create=False) as db:
+    with _history(args, create=False) as db:
         groups = [(p, t) for p, t, _ in db.targets() if (probe is None or p == probe)
                   and (target is None or t == target)]
         runs = {f"{p}:{t}": db.runs(p, t) for p, t in groups}
@@ -205,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0 if tables else 1     # as the text form: exit 1 when nothing was recorded
     if not tables:
-        with _open(args, create=False) as db:
+        with _history(args, create=False) as db:
             checks = len(db.checks())
             intervals = history_samples.recorded_intervals(db)
         hint = (f" ({checks} recorded checks: inspector history --checks)" if checks

@@ -9,7 +9,8 @@ import sys
 from inspector.commands.common import CliError, eprint
 from inspector.escapes import visible
 from inspector.outputs.documents import stamped
-from inspector.record.store import SampleReader
+from inspector.record.bounded_history import BoundedHistory
+from inspector.record.history import HistoryError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,17 +22,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "only when named)")
 
 
-def run_samples(args: argparse.Namespace, db) -> int:
-    import sqlite3
-
+def run_samples(args: argparse.Namespace, db: BoundedHistory) -> int:
     from inspector.model import to_jsonable
-    from inspector.record.sample_history import sample_tables
     try:
-        tables = sample_tables(db.conn, args.by, disks=args.disk)
-    except sqlite3.DatabaseError as exc:     # a damaged page under the tables' queries
-        raise CliError(f"{db.path}: damaged: recorded samples unreadable ({exc}); "
-                       f"`sqlite3 {db.path} .recover` salvages what is left") from None
-    SampleReader(db.conn, db.damage).span()      # counts the intervals the tables left out
+        tables = db.sample_tables(args.by, args.disk)
+        db.samples().span()          # counts the intervals the tables left out
+    except HistoryError as exc:      # a hung filesystem, a damaged page under the queries
+        raise CliError(str(exc)) from None
     if db.damage:
         eprint(f"warning: {visible(db.damage.line(db.path))}")
     if args.disk:
@@ -63,5 +60,5 @@ def run_samples(args: argparse.Namespace, db) -> int:
     return 0
 
 
-def recorded_intervals(db) -> int:
-    return SampleReader(db.conn).span().intervals
+def recorded_intervals(db: BoundedHistory) -> int:
+    return db.samples().span().intervals

@@ -33,8 +33,8 @@ from inspector.probes.base import ProbeError
 from inspector.probes.driver import stop_signals
 from inspector.probes.outcome import ProbeOutcome
 from inspector.probes.request import parse_spec
+from inspector.record.bounded_history import BoundedHistory
 from inspector.record.history import (
-    HistoryDB,
     HistoryError,
     HistoryWriteError,
     ProbeRun,
@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         from inspector.commands.export import check_textfile
         check_textfile(args.textfile)
     try:   # only the default database's directory is created: a --db typo is an error
-        db = HistoryDB(args.db or default_db_path(), make_dirs=args.db is None)
+        # used from a child process: a database on a hung filesystem is given up in seconds
+        db = BoundedHistory(args.db or default_db_path(), make_dirs=args.db is None)
     except (HistoryError, OSError) as exc:
         raise CliError(str(exc)) from None
     stop = threading.Event()

@@ -9,8 +9,8 @@ import sys
 from inspector.commands.common import CliError, eprint, path_argument, print_json
 from inspector.model import to_jsonable
 from inspector.outputs.documents import stamped
-from inspector.record.history import HistoryDB, HistoryError
-from inspector.record.store import SampleReader
+from inspector.record.bounded_history import BoundedHistory, BoundedSamples
+from inspector.record.history import HistoryError, NoHistory
 from inspector.record.time_points import FORMS, BadTime, describe, parse_point
 
 
@@ -31,64 +31,74 @@ def wants_replay(args: argparse.Namespace) -> bool:
     return args.db is not None
 
 
-def open_samples(path: str) -> tuple[HistoryDB, SampleReader]:
-    """The database read-only (never created, never written) and its samples; CliError for
-    a missing or foreign file."""
+def open_samples(path: str) -> tuple[BoundedHistory, BoundedSamples]:
+    """The database read-only (never created, never written) and its samples, read from a
+    child process (a database on a hung filesystem is given up in seconds); CliError for a
+    missing or foreign file."""
     try:
-        db = HistoryDB.recording(path)
-    except HistoryError as exc:
+        db = BoundedHistory(path, create=False)
+    except NoHistory:
+        raise CliError(f"{path}: no such history database") from None
+    except (HistoryError, OSError) as exc:
         raise CliError(str(exc)) from None
     if db.note:
         eprint(f"note: {db.path}: {db.note}")
-    return db, SampleReader(db.conn, db.damage)
+    return db, db.samples()
 
 
 def run_replay(args: argparse.Namespace, width: int | None) -> int:
-    from inspector.live.text import format_block
     if getattr(args, "root", None):
         raise CliError("--db prints a recording; --root does not apply to it")
     db, reader = open_samples(args.db)
-    with db:
-        span = reader.span()
-        if not span.intervals or span.first_ts is None or span.last_ts is None:
-            _warn_damaged(reader, args.db)
-            raise CliError(f"{args.db}: no recorded samples (`inspector record --samples` "
-                           "records them)", status=1)
-        try:
-            start = _point(args.since, reader, span.last_ts)
-            end = _point(args.until, reader, span.last_ts)
-        except BadTime as exc:
-            raise CliError(str(exc)) from None
-        if start is not None and end is not None and start > end:
-            raise CliError(f"--from {describe(start, reader.offset_near(start))} is after "
-                           f"--to {describe(end, reader.offset_near(end))}")
-        printed = 0
-        for r in reader.between(start, end, limit=args.count or None):
-            if args.json:
-                print_json(stamped("inspector-top", to_jsonable(r)), indent=None)
-            else:
-                if printed:
-                    sys.stdout.write("\n")
-                sys.stdout.write(format_block(r, show_idle=args.all, width=width))
-            printed += 1
-        sys.stdout.flush()
+    try:
+        with db:
+            return _replay(args, width, reader)
+    except HistoryError as exc:        # its filesystem stopped answering, a damaged page
+        raise CliError(str(exc)) from None
+
+
+def _replay(args: argparse.Namespace, width: int | None, reader: BoundedSamples) -> int:
+    from inspector.live.text import format_block
+    span = reader.span()
+    if not span.intervals or span.first_ts is None or span.last_ts is None:
         _warn_damaged(reader, args.db)
-        if not printed:
-            first = describe(span.first_ts, reader.offset_near(span.first_ts))
-            last = describe(span.last_ts, reader.offset_near(span.last_ts))
-            raise CliError(f"no recorded interval in that period (recorded from {first} to "
-                           f"{last})", status=1)
+        raise CliError(f"{args.db}: no recorded samples (`inspector record --samples` "
+                       "records them)", status=1)
+    try:
+        start = _point(args.since, reader, span.last_ts)
+        end = _point(args.until, reader, span.last_ts)
+    except BadTime as exc:
+        raise CliError(str(exc)) from None
+    if start is not None and end is not None and start > end:
+        raise CliError(f"--from {describe(start, reader.offset_near(start))} is after "
+                       f"--to {describe(end, reader.offset_near(end))}")
+    printed = 0
+    for r in reader.between(start, end, limit=args.count or None):
+        if args.json:
+            print_json(stamped("inspector-top", to_jsonable(r)), indent=None)
+        else:
+            if printed:
+                sys.stdout.write("\n")
+            sys.stdout.write(format_block(r, show_idle=args.all, width=width))
+        printed += 1
+    sys.stdout.flush()
+    _warn_damaged(reader, args.db)
+    if not printed:
+        first = describe(span.first_ts, reader.offset_near(span.first_ts))
+        last = describe(span.last_ts, reader.offset_near(span.last_ts))
+        raise CliError(f"no recorded interval in that period (recorded from {first} to "
+                       f"{last})", status=1)
     return 0
 
 
-def _warn_damaged(reader: SampleReader, path: str) -> None:
+def _warn_damaged(reader: BoundedSamples, path: str) -> None:
     """One line for what a malformed recording made the replay skip (inspector.record.damage)."""
     if reader.damage:
         from inspector.escapes import visible
         eprint(f"warning: {visible(reader.damage.line(path))}")
 
 
-def _point(text: str | None, reader: SampleReader, latest: float | None) -> float | None:
+def _point(text: str | None, reader: BoundedSamples, latest: float | None) -> float | None:
     if text is None:
         return None
     return parse_point(text, offset_near=reader.offset_near, latest=latest)

@@ -109,13 +109,23 @@ def test_reading_a_closed_wal_history_creates_no_files(tmp_path):
 
 
 def test_reading_while_the_recorder_writes(tmp_path):
-    """A recorder holding the database open (its -wal has the latest sample): read with it."""
+    """A recorder holding the database open (its -wal has the latest sample): read with it.
+    The recorder is another process, as it is in life (SQLite's state does not survive the
+    fork of the child `history` reads from)."""
     db = _recorded(tmp_path)
-    with HistoryDB(db) as writer:
-        writer.record_sample([], (1_700_000_000.0, "warn", [], "h"))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom inspector.record.history import HistoryDB\n"
+         "with HistoryDB(sys.argv[1]) as w:\n"
+         "    w.record_sample([], (1_700_000_000.0, 'warn', [], 'h'))\n"
+         "    print('written', flush=True)\n    sys.stdin.read()\n", db],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "written\n"
         assert os.path.getsize(db + "-wal") > 0
         res = run_cli("history", "--db", db, "--checks", "--json")
         assert res.status == 0 and sum(b["samples"] for b in res.json()["checks"]) == 2
+    finally:
+        writer.communicate("", timeout=30)
 
 
 def test_a_missing_database_reads_as_nothing_recorded(tmp_path):

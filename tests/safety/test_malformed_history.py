@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from conftest import run_bin
+from conftest import FIXTURES, run_bin
 
 READERS = [["history"], ["history", "--json"], ["history", "--by", "day"],
            ["history", "--checks"], ["history", "--checks", "--json"],
@@ -115,8 +115,7 @@ def test_record_never_writes_into_a_damaged_database(recording, tmp_path):
         assert line.count("\n") == 0 and "damaged, not written" in line, line
         assert path.read_bytes() == before
         assert not os.path.exists(f"{path}-wal") or os.path.getsize(f"{path}-wal") == 0
-    log = tmp_path / "ioping.log"
-    log.write_text("4 KiB <<< . (ext4 /dev/sda1): request=1 time=100.0 us\n")
+    log = FIXTURES / "samples/ioping/periodic-log.txt"        # real runs to import
     res = run_bin("history", "import-ioping", str(log), "--db", str(path), timeout=60)
     assert res.returncode == 2 and "damaged, not written" in res.stderr, res.stderr
     assert path.read_bytes() == before

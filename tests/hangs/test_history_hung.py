@@ -1,0 +1,92 @@
+"""The history database on a filesystem that stops answering: a held lookup (a silent FUSE
+directory, hung_mount.SilentFuse) or a held read after the open (stall_mount's file, its READs
+held) left `history --db`, `top --db`, `record --once --db` and `history import-ioping LOG
+--db` asleep until killed (40-120 s tried), deaf to SIGINT and SIGTERM. Now each gives up
+after STALL_S without progress, in one line, and a signal ends it at once. The real binary,
+in a private mount namespace; nothing it leaves stays stuck once the mount answers."""
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from conftest import FIXTURES, fixture_root, inspector_bin, require_root
+from hung_mount import run_hung
+from inspector.record.bounded_history import STALL_S
+from stall_mount import run_stalled
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+SLACK = 6.0        # start-up, the fork, the one line out: beside two busy loops
+ROOT = str(fixture_root("xen-pv-guest"))
+LOG = str(FIXTURES / "samples/ioping/periodic-log.txt")
+
+
+@pytest.fixture(autouse=True)
+def _root():
+    require_root()
+
+
+def _commands(db: str) -> dict[str, list[str]]:
+    return {
+        "history": ["history", "--db", db],
+        "history --checks": ["history", "--checks", "--db", db],
+        "history --samples": ["history", "--samples", "--db", db],
+        "top --db": ["top", "--db", db, "--count", "1"],
+        "record --once": ["record", "--once", "--root", ROOT, "--db", db],
+        "import-ioping": ["history", "import-ioping", LOG, "--db", db],
+    }
+
+
+def _gave_up(res: dict, db: str) -> None:
+    assert not res["hung"], res
+    assert res["held"] >= 1, f"the command never touched the silent mount: {res}"
+    assert res["stuck_after_release"] == 0, res
+    assert res["status"] == 2, res
+    assert res["seconds"] <= STALL_S + SLACK, res
+    lines = res["stderr"].strip().splitlines()
+    assert lines[-1] == (f"inspector: {db}: no answer from its filesystem for {STALL_S:g} s "
+                         "(a hung mount? look for processes in D state)"), res["stderr"]
+
+
+@pytest.mark.parametrize("command", list(_commands("DB")))
+def test_a_database_whose_lookup_never_answers(tmp_path, command):
+    mount = tmp_path / "hung"
+    mount.mkdir()
+    db = str(mount / "history.sqlite")
+    res = run_hung([str(mount)], [inspector_bin(), *_commands(db)[command]], cap=60)
+    print(command, "ended after", res["seconds"], "s")
+    _gave_up(res, db)
+
+
+@pytest.mark.parametrize("command", ["history", "top --db", "record --once"])
+def test_a_database_whose_reads_never_answer(tmp_path, command):
+    """The lookup and the open are answered, the first read of the file is held."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    db = str(mount / "disk.img")
+    res = run_stalled(str(mount), 0, [inspector_bin(), *_commands(db)[command]], cap=60)
+    print(command, "ended after", res["seconds"], "s")
+    _gave_up(res, db)
+
+
+def test_ctrl_c_ends_history_on_a_hung_database(tmp_path):
+    mount = tmp_path / "hung"
+    mount.mkdir()
+    db = str(mount / "history.sqlite")
+    res = run_hung([str(mount)], [inspector_bin(), "history", "--db", db], signal_after=1.0,
+                   cap=60)
+    assert not res["hung"] and res["stuck_after_release"] == 0, res
+    assert res["status"] in (130, -signal.SIGINT), res
+    assert res["signal_to_exit"] <= 2.0, res
+
+
+@pytest.mark.parametrize("command", ["top --db", "record --once"])
+def test_sigterm_ends_the_command_on_a_database_whose_reads_never_answer(tmp_path, command):
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    db = str(mount / "disk.img")
+    res = run_stalled(str(mount), 0, [inspector_bin(), *_commands(db)[command]],
+                      term_after=1.0, cap=60)
+    assert not res["hung"] and res["stuck_after_release"] == 0, res
+    assert res["status"] in (143, -signal.SIGTERM), res
+    assert res["signal_to_exit"] <= 2.0, res
