@@ -154,8 +154,8 @@ class InspectorApp(App):
 
     # ------------------------------------------------------------------ modes
     def on_mount(self) -> None:
-        for mode in MODES:
-            self.add_mode(mode.name, load(mode.screen))
+        for mode in MODES:     # a screen's module is imported on its first visit
+            self.add_mode(mode.name, partial(_make_screen, mode.screen))
         self.switch_mode("probes" if self.pending_probe_requests else "overview")
         self._install_signal_handlers()
         # first paint first: discovery and sampling start once the first frame is out, so
@@ -468,6 +468,10 @@ class InspectorApp(App):
             close = getattr(reader, "close", None)
             if close is not None:
                 close()
+
+
+def _make_screen(ref: str) -> Screen:
+    return load(ref)()
 
 
 def _printable(report: Report) -> Report:
