@@ -1,5 +1,10 @@
 """Where Textual (8.2) misbehaves under what an operator does, worked around until it is fixed.
 
+These patches reach into Textual's private parts, so they are bounded: pyproject.toml admits
+only the Textual releases in TESTED, each patch first checks that what it relies on is still
+there (else it stays out and says why in STATUS), and tests/tui/test_textual_fixes.py fails
+when one did not apply or is no longer needed.
+
 A screen that is handed two Resize events of different sizes spins for good. Screen._on_resize
 lays the screen out at the event's size, and a layout that changes the screen's own region
 posts the screen a Resize of that size. With an older size still queued (the window resized
@@ -46,9 +51,11 @@ runs). Worked around here until Textual fixes them.
 """
 from __future__ import annotations
 
+import inspect
 from functools import lru_cache
 
-from textual import events
+import textual
+from textual import events, reactive
 from textual._styles_cache import StylesCache
 from textual.app import App
 from textual.geometry import Size
@@ -56,6 +63,37 @@ from textual.screen import Screen
 from textual.widgets import Footer as TextualFooter
 
 WATCHERS = "__watchers"     # where textual.reactive._watch keeps an object's watchers
+# the Textual releases these patches were written against and tested with; pyproject.toml
+# admits only these (tests/tui/test_textual_fixes.py fails when one no longer applies)
+TESTED = ((8, 2),)
+# patch name -> None when applied, else why not (tests/tui/test_textual_fixes.py reads it)
+STATUS: dict[str, str | None] = {}
+
+
+def textual_version() -> tuple[int, ...]:
+    parts = []
+    for part in textual.__version__.split(".")[:3]:
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def _private(owner: type, *names: str) -> str | None:
+    """Why a patch cannot apply: the first private attribute it relies on that is gone (a
+    method or class attribute, or an instance attribute some class of the MRO sets)."""
+    for name in names:
+        if hasattr(owner, name):
+            continue
+        if not any(f"self.{name}" in _source(cls) for cls in owner.__mro__):
+            return f"{owner.__name__}.{name} is gone"
+    return None
+
+
+def _source(cls: type) -> str:
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):
+        return ""
 
 
 class Footer(TextualFooter):
@@ -91,19 +129,29 @@ class Footer(TextualFooter):
 def patch_styles_cache() -> None:
     """The colours' styles cached by the colours only (the body never reads its `self`)."""
     method = getattr(StylesCache, "get_inner_outer", None)
+    if getattr(method, "keyed_by_colours", False):
+        return              # done already
     original = getattr(method, "__wrapped__", None)
-    if original is None or getattr(method, "keyed_by_colours", False):
-        return              # Textual fixed it (no lru_cache on the method), or done already
+    if original is None:    # Textual fixed it (no lru_cache on the method), or it is gone
+        STATUS["styles_cache"] = "StylesCache.get_inner_outer is no lru_cache any more"
+        return
     by_colours = lru_cache(1024)(lambda base, background: original(None, base, background))
 
     def get_inner_outer(self, base_background, background):
         return by_colours(base_background, background)
     get_inner_outer.keyed_by_colours = True   # type: ignore[attr-defined]
     StylesCache.get_inner_outer = get_inner_outer   # type: ignore[method-assign, assignment]
+    STATUS["styles_cache"] = None
 
 
 def patch_screen_resize() -> None:
     """Screen._screen_resized at the app's current size (see above)."""
+    why = _private(Screen, "_screen_resized", "_size")
+    if why is None and list(inspect.signature(Screen._screen_resized).parameters) != ["self", "size"]:
+        why = "Screen._screen_resized takes other arguments"
+    if why:
+        STATUS["screen_resize"] = why
+        return
     original = Screen._screen_resized
     if getattr(original, "at_current_size", False):
         return
@@ -113,10 +161,16 @@ def patch_screen_resize() -> None:
             original(self, self.app.size)
     _screen_resized.at_current_size = True     # type: ignore[attr-defined]
     Screen._screen_resized = _screen_resized    # type: ignore[method-assign]
+    STATUS["screen_resize"] = None
 
 
 def patch_new_screen_css() -> None:
     """A new screen without CSS of its own is as up to date as the stylesheet (see above)."""
+    why = _private(App, "_load_screen_css", "_css_update_count") \
+        or _private(Screen, "_css_update_count")
+    if why:
+        STATUS["new_screen_css"] = why
+        return
     original = App._load_screen_css
     if getattr(original, "marks_new_screens", False):
         return
@@ -127,10 +181,18 @@ def patch_new_screen_css() -> None:
             screen._css_update_count = self._css_update_count
     _load_screen_css.marks_new_screens = True     # type: ignore[attr-defined]
     App._load_screen_css = _load_screen_css      # type: ignore[method-assign]
+    STATUS["new_screen_css"] = None
 
 
 def patch_screen_resume() -> None:
     """A resumed screen is restyled only when the stylesheet changed (see above)."""
+    why = _private(Screen, "_on_screen_resume") or _private(App, "SUSPENDED_SCREEN_CLASS") \
+        or ("ScreenResume.refresh_styles is gone"
+            if "refresh_styles" not in getattr(events.ScreenResume, "__annotations__", {})
+            else None)
+    if why:
+        STATUS["screen_resume"] = why
+        return
     original = Screen._on_screen_resume
     if getattr(original, "restyles_on_change", False):
         return
@@ -142,9 +204,21 @@ def patch_screen_resume() -> None:
         original(self, event)
     _on_screen_resume.restyles_on_change = True     # type: ignore[attr-defined]
     Screen._on_screen_resume = _on_screen_resume   # type: ignore[method-assign]
+    STATUS["screen_resume"] = None
+
+
+def check_footer_watchers() -> None:
+    """Footer.prune_watchers reads the watchers where textual.reactive keeps them."""
+    source = inspect.getsource(reactive)
+    STATUS["footer_watchers"] = (None if f'"{WATCHERS}"' in source
+                                 else f"textual.reactive no longer keeps {WATCHERS}")
 
 
 # on import: every screen imports this module (tui.base)
+if textual_version()[:2] not in TESTED:
+    STATUS["version"] = (f"Textual {textual.__version__} is not a tested release "
+                         f"({', '.join('.'.join(map(str, v)) for v in TESTED)})")
+check_footer_watchers()
 patch_styles_cache()
 patch_screen_resize()
 patch_new_screen_css()
