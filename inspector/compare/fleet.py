@@ -21,9 +21,16 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from inspector.compare.snapshot import SnapshotError, read_snapshot
+from inspector.compare.snapshot import (
+    MAX_SNAPSHOT_BYTES,
+    SnapshotError,
+    parse_snapshot,
+    read_snapshot,
+)
 from inspector.model import Level, worst
 from inspector.outputs.metrics import collect_metrics
+from inspector.roots.bounded import TimedOut, Worker, WorkerFailed
+from inspector.roots.input_files import READ_STALL_S, InputError, read_input
 
 FLEET_SCHEMA_VERSION = 1
 CAPTURE_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz")
@@ -106,13 +113,73 @@ def _stem(name: str) -> str:
     return name
 
 
-def load(file: FleetFile, capture_timeout: float) -> dict:
-    """The snapshot in `file`, or one built from a capture; SnapshotError otherwise."""
+def load(file: FleetFile, capture_timeout: float, files: BoundedFiles | None = None) -> dict:
+    """The snapshot in `file`, or one built from a capture; SnapshotError otherwise. `files`
+    reads the snapshot's bytes (in a child: a held read gives up); else this process does."""
     if file.path.endswith(CAPTURE_SUFFIXES):
         return _capture_snapshot(file.path, capture_timeout)
-    # in this process: hundreds of files, a fork each would triple the time (and the listing
-    # of the directory is not bounded either: a fleet directory is a local copy)
-    return read_snapshot(file.path, watched=False)
+    if files is None:
+        return read_snapshot(file.path, watched=False)
+    return parse_snapshot(file.path, files.read(file.path))
+
+
+class BoundedFiles:
+    """The fleet directory's listing and its snapshots' bytes, read by one forked child that
+    serves them all (a fork per file would triple the time of hundreds of files): a listing
+    or a read the filesystem never answers is given up after READ_STALL_S without progress,
+    as `diff` gives up on a snapshot. The other files of a directory where one hung are rows
+    saying so, not 5 s each; other directories are still read."""
+
+    def __init__(self) -> None:
+        self._worker: Worker | None = None
+        self.hung: dict[str, str] = {}     # directory -> its file that gave no answer
+
+    def _call(self, request: tuple[str, str]) -> Any:
+        what = request[1]
+        directory = os.path.dirname(what)
+        if directory in self.hung:
+            raise SnapshotError(f"{what}: not read: its filesystem stopped answering "
+                                f"({self.hung[directory]} gave no answer for "
+                                f"{READ_STALL_S:g} s)")
+        if self._worker is None:
+            self._worker = Worker(_serve_files)
+        try:
+            reply = self._worker.call_while_progressing(request, READ_STALL_S)
+        except TimedOut:
+            self.hung[directory], self._worker = what, None
+            raise SnapshotError(f"{what}: no progress reading it for {READ_STALL_S:g} s "
+                                "(a hung filesystem? look for processes in D state)") from None
+        except WorkerFailed as exc:
+            self._worker = None
+            raise SnapshotError(f"{what}: cannot be read ({exc})") from None
+        if reply[0] == "refused":
+            raise SnapshotError(reply[1])
+        return reply[1]
+
+    def list(self, directory: str) -> list[FleetFile]:
+        try:
+            return self._call(("list", directory))
+        except SnapshotError as exc:
+            raise FleetError(str(exc)) from None
+
+    def read(self, path: str) -> bytes:
+        return self._call(("read", path))
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+
+def _serve_files(request: tuple[str, str]) -> tuple[str, Any]:
+    """The child's side of BoundedFiles."""
+    op, path = request
+    try:
+        if op == "list":
+            return "ok", find_files(path)
+        return "ok", read_input(path, MAX_SNAPSHOT_BYTES, "snapshot", watched=False)
+    except (FleetError, InputError) as exc:
+        return "refused", str(exc)
 
 
 def _capture_snapshot(path: str, timeout: float) -> dict:
@@ -146,9 +213,9 @@ def _unpacked_top(path: str) -> str | None:
     return path if os.path.dirname(path) == base and name.startswith("inspector-root-") else None
 
 
-def by_host(directory: str) -> dict[str, list[FleetFile]]:
+def by_host(directory: str, files: BoundedFiles | None = None) -> dict[str, list[FleetFile]]:
     out: dict[str, list[FleetFile]] = {}
-    for file in find_files(directory):
+    for file in (files.list(directory) if files is not None else find_files(directory)):
         out.setdefault(file.host, []).append(file)
     return out
 
@@ -156,15 +223,25 @@ def by_host(directory: str) -> dict[str, list[FleetFile]]:
 def read_fleet(directory: str, now: float | None = None,
                capture_timeout: float = 15.0) -> list[HostRow]:
     """One row per host (its newest readable snapshot), plus one per unreadable file. Each
-    snapshot is made a row as soon as it is read: a fleet's snapshots are never all in memory."""
-    now = time.time() if now is None else now
+    snapshot is made a row as soon as it is read: a fleet's snapshots are never all in memory.
+    The listing and the reads are bounded (BoundedFiles)."""
+    files = BoundedFiles()
+    try:
+        return _read_fleet(directory, files, time.time() if now is None else now,
+                           capture_timeout)
+    finally:
+        files.close()
+
+
+def _read_fleet(directory: str, reader: BoundedFiles, now: float,
+                capture_timeout: float) -> list[HostRow]:
     rows: list[HostRow] = []
-    for host, files in by_host(directory).items():
+    for host, files in by_host(directory, reader).items():
         newest: tuple[float, HostRow] | None = None
         count = 0
         for file in files:
             try:
-                doc = load(file, capture_timeout)
+                doc = load(file, capture_timeout, reader)
             except SnapshotError as exc:
                 rows.append(HostRow(host, file.rel, error=_relative(str(exc), file)))
                 continue
@@ -354,12 +431,13 @@ class HostDiff:
         return 1 if self.regressions else 2 if self.error else 0
 
 
-def newest_snapshot(files: list[FleetFile], capture_timeout: float) -> tuple[str, dict | str]:
+def newest_snapshot(files: list[FleetFile], capture_timeout: float,
+                    reader: BoundedFiles | None = None) -> tuple[str, dict | str]:
     """(file, its snapshot) for the newest readable one, else (file, why it could not be read)."""
     best: tuple[str, dict | str] | None = None
     for file in files:
         try:
-            doc: dict | str = load(file, capture_timeout)
+            doc: dict | str = load(file, capture_timeout, reader)
         except SnapshotError as exc:
             doc = _relative(str(exc), file)
         if best is None or (isinstance(doc, dict) and (
@@ -370,16 +448,25 @@ def newest_snapshot(files: list[FleetFile], capture_timeout: float) -> tuple[str
 
 
 def compare(before_dir: str, after_dir: str, capture_timeout: float = 15.0) -> list[HostDiff]:
+    reader = BoundedFiles()     # the listings and reads bounded, as for one directory
+    try:
+        return _compare(before_dir, after_dir, capture_timeout, reader)
+    finally:
+        reader.close()
+
+
+def _compare(before_dir: str, after_dir: str, capture_timeout: float,
+             reader: BoundedFiles) -> list[HostDiff]:
     from inspector.compare.diff import diff_snapshots
     from inspector.compare.diff_text import change_text, display_path
     from inspector.escapes import visible
-    before, after = by_host(before_dir), by_host(after_dir)
+    before, after = by_host(before_dir, reader), by_host(after_dir, reader)
     out = []
     for host in sorted(set(before) | set(after)):    # two snapshots in memory at a time
-        bfile, bdoc = newest_snapshot(before[host], capture_timeout) if host in before \
-            else (None, None)
-        afile, adoc = newest_snapshot(after[host], capture_timeout) if host in after \
-            else (None, None)
+        bfile, bdoc = newest_snapshot(before[host], capture_timeout, reader) \
+            if host in before else (None, None)
+        afile, adoc = newest_snapshot(after[host], capture_timeout, reader) \
+            if host in after else (None, None)
         row = HostDiff(host, bfile, afile)
         if adoc is None:
             row.error = "no snapshot in AFTER (the host did not come back, or fetch failed?)"

@@ -70,6 +70,11 @@ def read_snapshot(path: str, watched: bool = True) -> dict:
         raw = read_input(path, MAX_SNAPSHOT_BYTES, "snapshot", watched)
     except InputError as exc:
         raise SnapshotError(str(exc)) from None
+    return parse_snapshot(path, raw)
+
+
+def parse_snapshot(path: str, raw: bytes) -> dict:
+    """The snapshot in `raw` (read from `path`), checked; SnapshotError with one line."""
     if not raw.strip():
         raise SnapshotError(f"{path}: empty file, not a snapshot")
     containers = raw.count(b"{") + raw.count(b"[")     # an upper bound (strings hold some)
