@@ -28,7 +28,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
+from textual.widgets import Button, Checkbox, DataTable, Select, Static
 
 from inspector.probes.base import ProbeError, ProbeKind
 from inspector.probes.request import KINDS, check_target, describe, needs_confirmation
@@ -390,10 +390,6 @@ class ProbesScreen(InspectorScreen):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "probe-start":
-            self.action_start()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id and event.input.id.startswith("probe-"):
             self.action_start()
 
     # ------------------------------------------------------------------ runs
