@@ -181,10 +181,17 @@ class NetScreen(SectionScreen):
         self._wide = width >= WIDE_NET
         name_w = min(16, max(3, max(len(n.name) for n in nics)))
         kind_w = min(14, max(4, max(len(n.kind) for n in nics)))
-        driver_w = min(14 if self._wide else 8,
-                       max(6, max(len(n.driver) if isinstance(n.driver, str) else 1 for n in nics)))
-        widths = {"name": name_w, "kind": kind_w, "state": 10, "rx": 6, "tx": 6, "err": 10,
-                  "mtu": 5, "driver": driver_w, "offloads": 15}
+        longest_driver = max(6, max(len(n.driver) if isinstance(n.driver, str) else 1
+                                    for n in nics))
+        from inspector.tui.net_rows import state_text
+        state_w = min(10, max(7, max(state_text(n).cell_len for n in nics)))  # 7: STALLED
+        widths = {"name": name_w, "kind": kind_w, "state": state_w, "rx": 6, "tx": 6,
+                  "err": 10, "mtu": 5, "driver": 0, "offloads": 15}
+        # the driver's whole name where the row has room for it (virtio_net, not virtio_n)
+        room = width - 4 - sum(w + 2 for k, w in widths.items()
+                               if k != "driver" and (k != "kind" or self._wide))
+        driver_w = max(6, min(14 if self._wide else 12, longest_driver, room - 2))
+        widths["driver"] = driver_w
         used = sum(w + 2 for k, w in widths.items() if k != "kind" or self._wide)
         self._trend_w = min(50, width - used - 4) if self._wide and width - used - 4 >= 12 else 0
         widths["trend"] = self._trend_w
@@ -204,7 +211,9 @@ class NetScreen(SectionScreen):
             cells = {"name": name, "kind": Text(nic.kind[:kind_w]),
                      "mtu": Text(str(nic.mtu) if isinstance(nic.mtu, int) else "?",
                                  justify="right"),
-                     "driver": Text(driver[:driver_w]), "offloads": offloads_text(nic),
+                     "driver": Text(driver if len(driver) <= driver_w
+                                    else driver[:driver_w - 1] + "…"),
+                     "offloads": offloads_text(nic),
                      **dict(zip(self._live_keys(), live))}
             table.add_row(*[cells[key] for key in self._columns()], key=nic.name)
         if not self._selected or self._selected not in {n.name for n in nics}:
