@@ -5,9 +5,12 @@
  * uvloop added 4-5 us of interpreter work to each, so on a host whose cores are shared (the
  * server's threads, other load) memcslap's threaded C client went ahead of the probe
  * (tests/bench/bench_memcached.py prints both, with CPU per request). Here the connections
- * opened by the Engine (asyncio transports, reading paused) are driven from one epoll set with
+ * opened by the Engine (asyncio transports, reading paused) are driven from epoll sets with
  * the GIL released for a whole burst of a few milliseconds; the event loop runs between bursts
- * (samples, timers, signals, a worker's channel).
+ * (samples, timers, signals, a worker's channel). With `lanes` 2 the connections are split
+ * in two halves, each with its own epoll set, counters and latencies, the second driven by a
+ * thread of its own during each burst: one thread the scheduler holds back (another process
+ * on its core, a server thread woken onto it) no longer holds back every request.
  *
  * Only the expected replies are handled here: STORED to a set, END or one complete
  * VALUE ... END to a get, and replies split over several reads. Anything else (error lines,
@@ -25,6 +28,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +49,13 @@
 
 typedef struct {
     int fd;
+    int lane;               /* the lane (thread) that drives it */
     int op;                 /* OP_*: the request in flight */
-    int polled;             /* in the epoll set */
+    int polled;             /* in its lane's epoll set */
     int out;                /* handed to Python (an event), or dropped */
     int finished;           /* no more requests from this connection */
     int want_write;         /* EPOLLOUT registered: the rest of a request to write */
-    int queued;             /* in the send queue of this burst */
+    int queued;             /* in the send queue of this turn */
     int64_t sent_at;
     int64_t remaining;
     int64_t cursor;
@@ -71,27 +76,48 @@ typedef struct {
     Py_ssize_t len;
 } Event;
 
+struct Loop;
+
+/* One thread's share of the connections: its own epoll set, counters and latencies, so the
+ * lanes of a burst share nothing they write. */
 typedef struct {
-    PyObject_HEAD
+    struct Loop *L;
     int epfd;
-    Py_ssize_t n;
-    Conn *conns;
-    Py_ssize_t active;      /* connections not finished */
-    PyObject *set_reqs, *get_reqs;    /* tuples of bytes, kept alive for the pointers below */
-    const char **set_ptr, **get_ptr;
-    Py_ssize_t *set_len, *get_len;
-    Py_ssize_t key_count;
-    double set_ratio;
-    uint64_t rng;
-    int stopping, closed;
+    Py_ssize_t first, end;  /* its connections: conns[first:end] */
+    Py_ssize_t active;      /* of them, not finished */
     long long sent_set, sent_get, hits, misses;
     Lat lat_set, lat_get;
     Event *events;
     Py_ssize_t n_events, cap_events;
     Py_ssize_t *sendq;
     Py_ssize_t n_send;
+    uint64_t rng;
+    int stopping;           /* its stop_at_ns passed */
     int nomem;
     int os_error;           /* errno of a failed epoll_wait */
+} Lane;
+
+#define MAX_LANES 2
+
+typedef struct Loop {
+    PyObject_HEAD
+    Py_ssize_t n;
+    Conn *conns;
+    Lane lanes[MAX_LANES];
+    int n_lanes;
+    PyObject *set_reqs, *get_reqs;    /* tuples of bytes, kept alive for the pointers below */
+    const char **set_ptr, **get_ptr;
+    Py_ssize_t *set_len, *get_len;
+    Py_ssize_t key_count;
+    double set_ratio;
+    int stopping, closed;   /* set by Python between bursts */
+    /* the second lane's thread: started by the first burst, a burst at a time */
+    pthread_t thread;
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int sync_ready, thread_started, quit;
+    unsigned long go, done;
+    long long until, stop_at;
 } Loop;
 
 static inline int64_t now_ns(void)
@@ -101,24 +127,24 @@ static inline int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static inline double next_random(Loop *L)
+static inline double next_random(Lane *W)
 {
     /* xorshift64*: the mix test's set/get draw */
-    uint64_t x = L->rng;
+    uint64_t x = W->rng;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    L->rng = x;
+    W->rng = x;
     return (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
-static int lat_push(Loop *L, Lat *lat, int64_t value)
+static int lat_push(Lane *W, Lat *lat, int64_t value)
 {
     if (lat->n == lat->cap) {
         Py_ssize_t cap = lat->cap ? lat->cap * 2 : 4096;
         int64_t *v = realloc(lat->v, (size_t)cap * sizeof(int64_t));
         if (v == NULL) {
-            L->nomem = 1;
+            W->nomem = 1;
             return -1;
         }
         lat->v = v;
@@ -128,55 +154,60 @@ static int lat_push(Loop *L, Lat *lat, int64_t value)
     return 0;
 }
 
-static void set_poll(Loop *L, Conn *c, Py_ssize_t i, int want_write)
+static inline Lane *lane_of(Loop *L, Py_ssize_t i)
+{
+    return &L->lanes[L->conns[i].lane];
+}
+
+static void set_poll(Lane *W, Conn *c, Py_ssize_t i, int want_write)
 {
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN | (want_write ? EPOLLOUT : 0);
     ev.data.u64 = (uint64_t)i;
     if (!c->polled) {
-        if (epoll_ctl(L->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0)
+        if (epoll_ctl(W->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0)
             c->polled = 1;
     } else if (c->want_write != want_write) {
-        epoll_ctl(L->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        epoll_ctl(W->epfd, EPOLL_CTL_MOD, c->fd, &ev);
     }
     c->want_write = want_write;
 }
 
-static void unpoll(Loop *L, Conn *c)
+static void unpoll(Lane *W, Conn *c)
 {
     if (c->polled) {
         struct epoll_event ev;
-        epoll_ctl(L->epfd, EPOLL_CTL_DEL, c->fd, &ev);
+        epoll_ctl(W->epfd, EPOLL_CTL_DEL, c->fd, &ev);
         c->polled = 0;
         c->want_write = 0;
     }
 }
 
-static void finish(Loop *L, Conn *c)
+static void finish(Lane *W, Conn *c)
 {
     if (!c->finished) {
         c->finished = 1;
-        L->active--;
+        W->active--;
     }
 }
 
-static void hand_out(Loop *L, Py_ssize_t i, int kind, int err)
+static void hand_out(Lane *W, Py_ssize_t i, int kind, int err)
 {
-    Conn *c = &L->conns[i];
-    unpoll(L, c);
+    Conn *c = &W->L->conns[i];
+    unpoll(W, c);
     c->out = 1;
-    if (L->n_events == L->cap_events) {
-        Py_ssize_t cap = L->cap_events ? L->cap_events * 2 : 16;
-        Event *e = realloc(L->events, (size_t)cap * sizeof(Event));
+    if (W->n_events == W->cap_events) {
+        Py_ssize_t cap = W->cap_events ? W->cap_events * 2 : 16;
+        Event *e = realloc(W->events, (size_t)cap * sizeof(Event));
         if (e == NULL) {
-            L->nomem = 1;
+            W->nomem = 1;
             return;
         }
-        L->events = e;
-        L->cap_events = cap;
+        W->events = e;
+        W->cap_events = cap;
     }
-    Event *e = &L->events[L->n_events++];
+    Event *e = &W->events[W->n_events++];
     e->index = (int)i;
     e->kind = kind;
     e->err = err;
@@ -192,9 +223,9 @@ static void hand_out(Loop *L, Py_ssize_t i, int kind, int err)
 
 /* Write what is left of the connection's request; 0 done or waiting for EPOLLOUT, -1 failed
  * (handed out). */
-static int write_rest(Loop *L, Py_ssize_t i)
+static int write_rest(Lane *W, Py_ssize_t i)
 {
-    Conn *c = &L->conns[i];
+    Conn *c = &W->L->conns[i];
     while (c->written < c->req_len) {
         ssize_t w = write(c->fd, c->req + c->written, (size_t)(c->req_len - c->written));
         if (w > 0) {
@@ -204,52 +235,53 @@ static int write_rest(Loop *L, Py_ssize_t i)
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            set_poll(L, c, i, 1);
+            set_poll(W, c, i, 1);
             return 0;
         }
-        hand_out(L, i, EV_ERROR, w < 0 ? errno : EPIPE);
+        hand_out(W, i, EV_ERROR, w < 0 ? errno : EPIPE);
         return -1;
     }
     if (c->want_write)
-        set_poll(L, c, i, 0);
+        set_poll(W, c, i, 0);
     return 0;
 }
 
 /* The next request of a connection whose reply is in (Engine.send_next in C). */
-static void send_next(Loop *L, Py_ssize_t i)
+static void send_next(Lane *W, Py_ssize_t i)
 {
+    Loop *L = W->L;
     Conn *c = &L->conns[i];
     c->op = OP_IDLE;
-    if (L->stopping || c->remaining <= 0 || L->closed) {
-        finish(L, c);
+    if (L->stopping || W->stopping || c->remaining <= 0 || L->closed) {
+        finish(W, c);
         return;
     }
     c->remaining--;
     Py_ssize_t k = (Py_ssize_t)c->cursor;
     c->cursor = k + 1 < L->key_count ? k + 1 : 0;
     double ratio = L->set_ratio;
-    if (ratio >= 1.0 || (ratio > 0.0 && next_random(L) < ratio)) {
+    if (ratio >= 1.0 || (ratio > 0.0 && next_random(W) < ratio)) {
         c->op = OP_SET;
-        L->sent_set++;
+        W->sent_set++;
         c->req = L->set_ptr[k];
         c->req_len = L->set_len[k];
     } else {
         c->op = OP_GET;
-        L->sent_get++;
+        W->sent_get++;
         c->req = L->get_ptr[k];
         c->req_len = L->get_len[k];
     }
     c->written = 0;
     c->sent_at = now_ns();
-    write_rest(L, i);
+    write_rest(W, i);
 }
 
 /* 1: a complete expected reply (counted, latency stored); 0: wait for more; -1: not ours. */
-static int parse_reply(Loop *L, Conn *c, const char *d, Py_ssize_t len, int64_t t)
+static int parse_reply(Lane *W, Conn *c, const char *d, Py_ssize_t len, int64_t t)
 {
     if (c->op == OP_SET) {
         if (len == 8 && memcmp(d, "STORED\r\n", 8) == 0) {
-            if (lat_push(L, &L->lat_set, t - c->sent_at) < 0)
+            if (lat_push(W, &W->lat_set, t - c->sent_at) < 0)
                 return -1;
             return 1;
         }
@@ -283,25 +315,26 @@ static int parse_reply(Loop *L, Conn *c, const char *d, Py_ssize_t len, int64_t 
         if (len < need)
             return 0;
         if (len == need && memcmp(d + len - 5, "END\r\n", 5) == 0) {
-            if (lat_push(L, &L->lat_get, t - c->sent_at) < 0)
+            if (lat_push(W, &W->lat_get, t - c->sent_at) < 0)
                 return -1;
-            L->hits++;
+            W->hits++;
             return 1;
         }
         return -1;
     }
     if (len == 5 && memcmp(d, "END\r\n", 5) == 0) {
-        if (lat_push(L, &L->lat_get, t - c->sent_at) < 0)
+        if (lat_push(W, &W->lat_get, t - c->sent_at) < 0)
             return -1;
-        L->misses++;
+        W->misses++;
         return 1;
     }
-    if (len < 6 && (memcmp(d, "VALUE ", (size_t)len) == 0 || (len < 5 && memcmp(d, "END\r\n", (size_t)len) == 0)))
+    if (len < 6 && (memcmp(d, "VALUE ", (size_t)len) == 0
+                    || (len < 5 && memcmp(d, "END\r\n", (size_t)len) == 0)))
         return 0;
     return -1;
 }
 
-static int buf_append(Loop *L, Conn *c, const char *d, Py_ssize_t len)
+static int buf_append(Lane *W, Conn *c, const char *d, Py_ssize_t len)
 {
     if (c->buf_len + len > c->buf_cap) {
         Py_ssize_t cap = c->buf_cap ? c->buf_cap : 256;
@@ -309,7 +342,7 @@ static int buf_append(Loop *L, Conn *c, const char *d, Py_ssize_t len)
             cap *= 2;
         char *b = realloc(c->buf, (size_t)cap);
         if (b == NULL) {
-            L->nomem = 1;
+            W->nomem = 1;
             return -1;
         }
         c->buf = b;
@@ -322,35 +355,35 @@ static int buf_append(Loop *L, Conn *c, const char *d, Py_ssize_t len)
 
 /* What was read (`d`, or the connection's buffer when d is NULL): a complete reply is counted
  * and the next request queued; a partial one is kept; anything else is handed to Python. */
-static void consume(Loop *L, Py_ssize_t i, const char *d, Py_ssize_t len, int64_t t)
+static void consume(Lane *W, Py_ssize_t i, const char *d, Py_ssize_t len, int64_t t)
 {
-    Conn *c = &L->conns[i];
+    Conn *c = &W->L->conns[i];
     if (d == NULL) {
         d = c->buf;
         len = c->buf_len;
     }
-    /* a reply before the request is all written waits for the write (write_done) */
-    int got = (c->written < c->req_len) ? 0 : parse_reply(L, c, d, len, t);
+    /* a reply before the request is all written waits for the write to end */
+    int got = (c->written < c->req_len) ? 0 : parse_reply(W, c, d, len, t);
     if (got == 1) {
         c->buf_len = 0;
         if (!c->queued) {
             c->queued = 1;
-            L->sendq[L->n_send++] = i;
+            W->sendq[W->n_send++] = i;
         }
         return;
     }
-    if (d != c->buf && buf_append(L, c, d, len) < 0)    /* kept, or carried by the event */
+    if (d != c->buf && buf_append(W, c, d, len) < 0)    /* kept, or carried by the event */
         return;
     if (c->buf_len < MAX_BUFFERED
         && (got == 0 || memchr(c->buf, '\n', (size_t)c->buf_len) == NULL))
         return;                    /* Python reads replies by the line: a whole one first */
-    hand_out(L, i, EV_REPLY, 0);
+    hand_out(W, i, EV_REPLY, 0);
 }
 
 /* Read a ready connection. */
-static void on_readable(Loop *L, Py_ssize_t i, char *rbuf, Py_ssize_t rcap)
+static void on_readable(Lane *W, Py_ssize_t i, char *rbuf, Py_ssize_t rcap)
 {
-    Conn *c = &L->conns[i];
+    Conn *c = &W->L->conns[i];
     ssize_t r;
     do {
         r = read(c->fd, rbuf, (size_t)rcap);
@@ -358,43 +391,141 @@ static void on_readable(Loop *L, Py_ssize_t i, char *rbuf, Py_ssize_t rcap)
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
     if (r <= 0 && c->finished && c->op == OP_IDLE) {
-        unpoll(L, c);              /* done with it: a close now is no failure */
+        unpoll(W, c);              /* done with it: a close now is no failure */
         c->out = 1;
         return;
     }
     if (r < 0) {
-        hand_out(L, i, EV_ERROR, errno);
+        hand_out(W, i, EV_ERROR, errno);
         return;
     }
     if (r == 0) {
-        hand_out(L, i, EV_EOF, 0);
+        hand_out(W, i, EV_EOF, 0);
         return;
     }
     int64_t t = now_ns();
     if (c->buf_len) {
-        if (buf_append(L, c, rbuf, r) < 0)
+        if (buf_append(W, c, rbuf, r) < 0)
             return;
-        consume(L, i, NULL, 0, t);
+        consume(W, i, NULL, 0, t);
     } else {
-        consume(L, i, rbuf, r, t);
+        consume(W, i, rbuf, r, t);
+    }
+}
+
+/* One lane's share of a burst (no Python in it): replies read and the next requests written,
+ * each after all the replies of one epoll_wait (as the Python path does), until `until`, an
+ * event for Python, or every connection of the lane finished. */
+static void run_lane(Lane *W, int64_t until, int64_t stop_at)
+{
+    Loop *L = W->L;
+    char rbuf[16384];
+    struct epoll_event evs[MAX_EVENTS];
+    for (;;) {
+        int64_t t = now_ns();
+        if (stop_at && t >= stop_at)
+            W->stopping = 1;
+        if (W->stopping) {             /* idle connections end; those in flight drain */
+            for (Py_ssize_t i = W->first; i < W->end; i++) {
+                Conn *c = &L->conns[i];
+                if (c->op == OP_IDLE && !c->out)
+                    finish(W, c);
+            }
+        }
+        if (W->active <= 0 || W->n_events || W->nomem || W->os_error || t >= until)
+            return;
+        int ms = (int)((until - t + 999999) / 1000000);
+        int got = epoll_wait(W->epfd, evs, MAX_EVENTS, ms);
+        if (got < 0) {
+            if (errno != EINTR)
+                W->os_error = errno;
+            return;                    /* a signal: let Python see it */
+        }
+        W->n_send = 0;
+        for (int j = 0; j < got; j++) {
+            Py_ssize_t i = (Py_ssize_t)evs[j].data.u64;
+            Conn *c = &L->conns[i];
+            if (c->out)
+                continue;
+            if ((evs[j].events & EPOLLOUT) && c->written < c->req_len) {
+                if (write_rest(W, i) < 0)
+                    continue;
+                if (c->written == c->req_len && c->buf_len)
+                    consume(W, i, NULL, 0, now_ns());
+                if (c->out)
+                    continue;
+            }
+            if (evs[j].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+                on_readable(W, i, rbuf, (Py_ssize_t)sizeof rbuf);
+        }
+        for (Py_ssize_t q = 0; q < W->n_send; q++) {
+            Py_ssize_t i = W->sendq[q];
+            L->conns[i].queued = 0;
+            if (!L->conns[i].out)
+                send_next(W, i);
+        }
+        W->n_send = 0;
+    }
+}
+
+static void *lane_thread(void *arg)
+{
+    Loop *L = arg;
+    unsigned long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&L->mutex);
+        while (L->go == seen && !L->quit)
+            pthread_cond_wait(&L->cond, &L->mutex);
+        if (L->quit) {
+            pthread_mutex_unlock(&L->mutex);
+            return NULL;
+        }
+        seen = L->go;
+        int64_t until = L->until, stop_at = L->stop_at;
+        pthread_mutex_unlock(&L->mutex);
+        run_lane(&L->lanes[1], until, stop_at);
+        pthread_mutex_lock(&L->mutex);
+        L->done = seen;
+        pthread_cond_broadcast(&L->cond);
+        pthread_mutex_unlock(&L->mutex);
+    }
+}
+
+static void stop_thread(Loop *L)
+{
+    if (L->thread_started) {
+        pthread_mutex_lock(&L->mutex);
+        L->quit = 1;
+        pthread_cond_broadcast(&L->cond);
+        pthread_mutex_unlock(&L->mutex);
+        pthread_join(L->thread, NULL);
+        L->thread_started = 0;
     }
 }
 
 static void Loop_dealloc(Loop *L)
 {
-    if (L->epfd >= 0)
-        close(L->epfd);
+    stop_thread(L);
+    if (L->sync_ready) {
+        pthread_mutex_destroy(&L->mutex);
+        pthread_cond_destroy(&L->cond);
+    }
+    for (int w = 0; w < MAX_LANES; w++) {
+        Lane *W = &L->lanes[w];
+        if (W->epfd >= 0)
+            close(W->epfd);
+        for (Py_ssize_t k = 0; k < W->n_events; k++)
+            free(W->events[k].data);
+        free(W->events);
+        free(W->sendq);
+        free(W->lat_set.v);
+        free(W->lat_get.v);
+    }
     if (L->conns) {
         for (Py_ssize_t i = 0; i < L->n; i++)
             free(L->conns[i].buf);
         free(L->conns);
     }
-    for (Py_ssize_t i = 0; i < L->n_events; i++)
-        free(L->events[i].data);
-    free(L->events);
-    free(L->sendq);
-    free(L->lat_set.v);
-    free(L->lat_get.v);
     PyMem_Free((void *)L->set_ptr);
     PyMem_Free((void *)L->get_ptr);
     PyMem_Free(L->set_len);
@@ -433,14 +564,19 @@ static int requests_of(PyObject *seq, PyObject **keep, const char ***ptr, Py_ssi
     return 0;
 }
 
-/* Loop(fds, cursors, remaining, set_requests, get_requests, set_ratio, seed) */
+/* Loop(fds, cursors, remaining, set_requests, get_requests, set_ratio, seed, lanes) */
 static int Loop_init(Loop *L, PyObject *args, PyObject *kw)
 {
     PyObject *fds, *cursors, *remaining, *set_reqs, *get_reqs;
     double ratio;
     unsigned long long seed;
-    if (!PyArg_ParseTuple(args, "OOOOOdK", &fds, &cursors, &remaining, &set_reqs, &get_reqs,
-                          &ratio, &seed))
+    int lanes = 1;
+    if (L->conns != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Loop: already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOdK|i", &fds, &cursors, &remaining, &set_reqs, &get_reqs,
+                          &ratio, &seed, &lanes))
         return -1;
     Py_ssize_t n = PySequence_Size(fds);
     if (n < 0)
@@ -449,6 +585,12 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "Loop: one cursor and one count per connection");
         return -1;
     }
+    if (lanes < 1 || lanes > MAX_LANES) {
+        PyErr_SetString(PyExc_ValueError, "Loop: lanes must be 1 or 2");
+        return -1;
+    }
+    if (lanes > n)
+        lanes = n > 0 ? (int)n : 1;
     Py_ssize_t keys = PySequence_Size(get_reqs);
     if (keys <= 0) {
         if (!PyErr_Occurred())
@@ -460,12 +602,30 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kw)
         || requests_of(get_reqs, &L->get_reqs, &L->get_ptr, &L->get_len, keys) < 0)
         return -1;
     L->conns = calloc((size_t)(n ? n : 1), sizeof(Conn));
-    L->sendq = calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-    if (L->conns == NULL || L->sendq == NULL) {
+    if (L->conns == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     L->n = n;
+    L->n_lanes = lanes;
+    for (int w = 0; w < lanes; w++) {
+        Lane *W = &L->lanes[w];
+        W->L = L;
+        W->first = n * w / lanes;
+        W->end = n * (w + 1) / lanes;
+        W->active = W->end - W->first;
+        W->rng = (seed ? seed : 0x9E3779B97F4A7C15ULL) ^ (0xD1B54A32D192ED03ULL * (uint64_t)w);
+        W->sendq = calloc((size_t)(W->active ? W->active : 1), sizeof(Py_ssize_t));
+        W->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (W->sendq == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (W->epfd < 0) {
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *f = PySequence_GetItem(fds, i);
         PyObject *cu = PySequence_GetItem(cursors, i);
@@ -483,15 +643,16 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_ValueError, "Loop: cursor out of range");
             return -1;
         }
+        for (int w = 0; w < lanes; w++)
+            if (i >= L->lanes[w].first && i < L->lanes[w].end)
+                c->lane = w;
     }
-    L->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (L->epfd < 0) {
-        PyErr_SetFromErrno(PyExc_OSError);
+    if (pthread_mutex_init(&L->mutex, NULL) != 0 || pthread_cond_init(&L->cond, NULL) != 0) {
+        PyErr_SetString(PyExc_OSError, "Loop: cannot make the lanes' lock");
         return -1;
     }
+    L->sync_ready = 1;
     L->set_ratio = ratio;
-    L->rng = seed ? seed : 0x9E3779B97F4A7C15ULL;
-    L->active = n;
     return 0;
 }
 
@@ -499,16 +660,25 @@ static PyObject *Loop_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     Loop *L = (Loop *)type->tp_alloc(type, 0);
     if (L != NULL)
-        L->epfd = -1;
+        for (int w = 0; w < MAX_LANES; w++)
+            L->lanes[w].epfd = -1;
     return (PyObject *)L;
 }
 
 static int check_index(Loop *L, Py_ssize_t i)
 {
-    if (i < 0 || i >= L->n) {
+    if (L->conns == NULL || i < 0 || i >= L->n) {
         PyErr_SetString(PyExc_IndexError, "Loop: no such connection");
         return -1;
     }
+    return 0;
+}
+
+static int any_nomem(Loop *L)
+{
+    for (int w = 0; w < L->n_lanes; w++)
+        if (L->lanes[w].nomem)
+            return 1;
     return 0;
 }
 
@@ -516,108 +686,105 @@ static int check_index(Loop *L, Py_ssize_t i)
 static PyObject *Loop_start(Loop *L, PyObject *unused)
 {
     for (Py_ssize_t i = 0; i < L->n; i++) {
-        Conn *c = &L->conns[i];
-        set_poll(L, c, i, 0);
-        send_next(L, i);
+        Lane *W = lane_of(L, i);
+        set_poll(W, &L->conns[i], i, 0);
+        send_next(W, i);
     }
-    if (L->nomem)
+    if (any_nomem(L))
         return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 
-/* burst(until_ns, stop_at_ns) -> True when events wait for Python. Replies are read and the
- * next requests written (each after all the replies of one epoll_wait, as the Python path
- * does) until `until_ns`, until an event, or until every connection is finished; from
- * `stop_at_ns` on (when non-zero) no new request is sent. */
+static int lane_can_run(Lane *W)
+{
+    return W->active > 0 && !W->n_events && !W->nomem && !W->os_error;
+}
+
+/* burst(until_ns, stop_at_ns) -> True when events wait for Python. Each lane runs its
+ * connections (the second in its own thread) until `until_ns`, until it has an event for
+ * Python, or until all its connections are finished; from `stop_at_ns` on (when non-zero) no
+ * new request is sent. The GIL is released throughout. */
 static PyObject *Loop_burst(Loop *L, PyObject *args)
 {
     long long until, stop_at;
     if (!PyArg_ParseTuple(args, "LL", &until, &stop_at))
         return NULL;
-    if (L->closed || L->active <= 0 || L->n_events)
-        return PyBool_FromLong(L->n_events > 0);
-    char rbuf[16384];
-    struct epoll_event evs[MAX_EVENTS];
+    if (L->conns == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Loop: not initialised");
+        return NULL;
+    }
+    int second = L->n_lanes > 1 && !L->closed && lane_can_run(&L->lanes[1]);
+    if (second && !L->thread_started) {
+        if (pthread_create(&L->thread, NULL, lane_thread, L) == 0)
+            L->thread_started = 1;
+        else
+            second = 0;                /* no thread: this one runs both lanes in turn */
+    }
+    int first = !L->closed && lane_can_run(&L->lanes[0]);
+    unsigned long go = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (;;) {
-        int64_t t = now_ns();
-        if (stop_at && t >= stop_at)
-            L->stopping = 1;
-        if (L->stopping) {             /* idle connections end; those in flight drain */
-            for (Py_ssize_t i = 0; i < L->n; i++) {
-                Conn *c = &L->conns[i];
-                if (c->op == OP_IDLE && !c->out)
-                    finish(L, c);
-            }
-        }
-        if (L->active <= 0 || L->n_events || L->nomem || L->os_error || t >= until)
-            break;
-        int ms = (int)((until - t + 999999) / 1000000);
-        int got = epoll_wait(L->epfd, evs, MAX_EVENTS, ms);
-        if (got < 0) {
-            if (errno == EINTR)
-                break;                 /* a signal: let Python see it */
-            L->os_error = errno;
-            break;
-        }
-        L->n_send = 0;
-        for (int j = 0; j < got; j++) {
-            Py_ssize_t i = (Py_ssize_t)evs[j].data.u64;
-            Conn *c = &L->conns[i];
-            if (c->out)
-                continue;
-            if ((evs[j].events & EPOLLOUT) && c->written < c->req_len) {
-                if (write_rest(L, i) < 0)
-                    continue;
-                if (c->written == c->req_len && c->buf_len)
-                    consume(L, i, NULL, 0, now_ns());
-                if (c->out)
-                    continue;
-            }
-            if (evs[j].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-                on_readable(L, i, rbuf, (Py_ssize_t)sizeof rbuf);
-        }
-        for (Py_ssize_t q = 0; q < L->n_send; q++) {
-            Py_ssize_t i = L->sendq[q];
-            L->conns[i].queued = 0;
-            if (!L->conns[i].out)
-                send_next(L, i);
-        }
-        L->n_send = 0;
+    if (second) {
+        pthread_mutex_lock(&L->mutex);
+        L->until = until;
+        L->stop_at = stop_at;
+        go = ++L->go;
+        pthread_cond_broadcast(&L->cond);
+        pthread_mutex_unlock(&L->mutex);
+    }
+    int alone = !second && L->n_lanes > 1 && !L->closed && !L->thread_started
+                && lane_can_run(&L->lanes[1]);
+    if (first)                         /* without its thread, lane 1 gets the second half */
+        run_lane(&L->lanes[0], alone ? now_ns() + (until - now_ns()) / 2 : until, stop_at);
+    if (second) {
+        pthread_mutex_lock(&L->mutex);
+        while (L->done != go)
+            pthread_cond_wait(&L->cond, &L->mutex);
+        pthread_mutex_unlock(&L->mutex);
+    } else if (alone) {
+        run_lane(&L->lanes[1], until, stop_at);
     }
     Py_END_ALLOW_THREADS
-    if (L->nomem)
+    if (any_nomem(L))
         return PyErr_NoMemory();
-    if (L->os_error) {
-        errno = L->os_error;
-        L->os_error = 0;
-        return PyErr_SetFromErrno(PyExc_OSError);
+    int pending = 0;
+    for (int w = 0; w < L->n_lanes; w++) {
+        Lane *W = &L->lanes[w];
+        if (W->os_error) {
+            errno = W->os_error;
+            W->os_error = 0;
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        pending |= W->n_events > 0;
     }
-    return PyBool_FromLong(L->n_events > 0);
+    return PyBool_FromLong(pending);
 }
 
 /* events() -> [(index, kind, op, payload)]: payload the bytes read (EV_REPLY) or errno. */
 static PyObject *Loop_events(Loop *L, PyObject *unused)
 {
-    PyObject *out = PyList_New(L->n_events);
+    PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
-    for (Py_ssize_t k = 0; k < L->n_events; k++) {
-        Event *e = &L->events[k];
-        PyObject *payload = e->kind == EV_REPLY
-            ? PyBytes_FromStringAndSize(e->data ? e->data : "", e->len)
-            : PyLong_FromLong(e->err);
-        PyObject *item = payload ? Py_BuildValue("iiiN", e->index, e->kind,
-                                                 L->conns[e->index].op, payload) : NULL;
-        if (item == NULL) {
-            Py_DECREF(out);
-            return NULL;
+    for (int w = 0; w < L->n_lanes; w++) {
+        Lane *W = &L->lanes[w];
+        for (Py_ssize_t k = 0; k < W->n_events; k++) {
+            Event *e = &W->events[k];
+            PyObject *payload = e->kind == EV_REPLY
+                ? PyBytes_FromStringAndSize(e->data ? e->data : "", e->len)
+                : PyLong_FromLong(e->err);
+            PyObject *item = payload ? Py_BuildValue("iiiN", e->index, e->kind,
+                                                     L->conns[e->index].op, payload) : NULL;
+            if (item == NULL || PyList_Append(out, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(item);
         }
-        PyList_SET_ITEM(out, k, item);
+        for (Py_ssize_t k = 0; k < W->n_events; k++)
+            free(W->events[k].data);
+        W->n_events = 0;
     }
-    for (Py_ssize_t k = 0; k < L->n_events; k++)
-        free(L->events[k].data);
-    L->n_events = 0;
     return out;
 }
 
@@ -630,11 +797,12 @@ static PyObject *Loop_resume(Loop *L, PyObject *arg)
     if (check_index(L, i) < 0)
         return NULL;
     Conn *c = &L->conns[i];
+    Lane *W = lane_of(L, i);
     if (!c->finished && !L->closed) {
         c->out = 0;
         c->buf_len = 0;
-        set_poll(L, c, i, 0);
-        send_next(L, i);
+        set_poll(W, c, i, 0);
+        send_next(W, i);
     }
     Py_RETURN_NONE;
 }
@@ -648,10 +816,11 @@ static PyObject *Loop_drop(Loop *L, PyObject *arg)
     if (check_index(L, i) < 0)
         return NULL;
     Conn *c = &L->conns[i];
-    unpoll(L, c);
+    Lane *W = lane_of(L, i);
+    unpoll(W, c);
     c->out = 1;
     c->op = OP_IDLE;
-    finish(L, c);
+    finish(W, c);
     Py_RETURN_NONE;
 }
 
@@ -660,12 +829,16 @@ static PyObject *Loop_close(Loop *L, PyObject *unused)
 {
     for (Py_ssize_t i = 0; i < L->n; i++) {
         Conn *c = &L->conns[i];
-        unpoll(L, c);
+        Lane *W = lane_of(L, i);
+        unpoll(W, c);
         c->out = 1;
-        finish(L, c);
+        finish(W, c);
     }
     L->closed = 1;
     L->stopping = 1;
+    Py_BEGIN_ALLOW_THREADS
+    stop_thread(L);
+    Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
@@ -675,7 +848,7 @@ static PyObject *Loop_stop_sending(Loop *L, PyObject *unused)
     for (Py_ssize_t i = 0; i < L->n; i++) {
         Conn *c = &L->conns[i];
         if (c->op == OP_IDLE && !c->out)
-            finish(L, c);
+            finish(lane_of(L, i), c);
     }
     Py_RETURN_NONE;
 }
@@ -716,27 +889,53 @@ static PyObject *Loop_op(Loop *L, PyObject *arg)
     return PyLong_FromLong(L->conns[i].op);
 }
 
+static PyObject *take_lat(Loop *L, int get)
+{
+    Py_ssize_t n = 0;
+    for (int w = 0; w < L->n_lanes; w++)
+        n += get ? L->lanes[w].lat_get.n : L->lanes[w].lat_set.n;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (out == NULL)
+        return NULL;
+    char *p = PyBytes_AS_STRING(out);
+    for (int w = 0; w < L->n_lanes; w++) {
+        Lat *lat = get ? &L->lanes[w].lat_get : &L->lanes[w].lat_set;
+        if (lat->n)
+            memcpy(p, lat->v, (size_t)lat->n * sizeof(int64_t));
+        p += lat->n * (Py_ssize_t)sizeof(int64_t);
+        lat->n = 0;
+    }
+    return out;
+}
+
 /* take() -> (set latencies, get latencies) as bytes of native int64, and clears them. */
 static PyObject *Loop_take(Loop *L, PyObject *unused)
 {
-    PyObject *s = PyBytes_FromStringAndSize((const char *)L->lat_set.v,
-                                            L->lat_set.n * (Py_ssize_t)sizeof(int64_t));
-    PyObject *g = PyBytes_FromStringAndSize((const char *)L->lat_get.v,
-                                            L->lat_get.n * (Py_ssize_t)sizeof(int64_t));
-    if (s == NULL || g == NULL) {
+    PyObject *s = take_lat(L, 0);
+    PyObject *g = s ? take_lat(L, 1) : NULL;
+    if (g == NULL) {
         Py_XDECREF(s);
-        Py_XDECREF(g);
         return NULL;
     }
-    L->lat_set.n = L->lat_get.n = 0;
     return Py_BuildValue("NN", s, g);
 }
 
 /* counters() -> (sent_set, sent_get, get_hits, get_misses, active, stopping) */
 static PyObject *Loop_counters(Loop *L, PyObject *unused)
 {
-    return Py_BuildValue("LLLLni", L->sent_set, L->sent_get, L->hits, L->misses, L->active,
-                         L->stopping);
+    long long sent_set = 0, sent_get = 0, hits = 0, misses = 0;
+    Py_ssize_t active = 0;
+    int stopping = L->stopping;
+    for (int w = 0; w < L->n_lanes; w++) {
+        Lane *W = &L->lanes[w];
+        sent_set += W->sent_set;
+        sent_get += W->sent_get;
+        hits += W->hits;
+        misses += W->misses;
+        active += W->active;
+        stopping |= W->stopping;
+    }
+    return Py_BuildValue("LLLLni", sent_set, sent_get, hits, misses, active, stopping);
 }
 
 /* in_flight() -> requests sent and not answered, on the connections in the loop */
@@ -746,6 +945,12 @@ static PyObject *Loop_in_flight(Loop *L, PyObject *unused)
     for (Py_ssize_t i = 0; i < L->n; i++)
         n += L->conns[i].op != OP_IDLE && !L->conns[i].out;
     return PyLong_FromSsize_t(n);
+}
+
+/* lanes() -> the number of threads that drive the connections in a burst */
+static PyObject *Loop_lanes(Loop *L, PyObject *unused)
+{
+    return PyLong_FromLong(L->n_lanes);
 }
 
 static PyMethodDef Loop_methods[] = {
@@ -768,6 +973,8 @@ static PyMethodDef Loop_methods[] = {
      "(sent_set, sent_get, get_hits, get_misses, active, stopping)"},
     {"in_flight", (PyCFunction)Loop_in_flight, METH_NOARGS,
      "Requests sent and not answered."},
+    {"lanes", (PyCFunction)Loop_lanes, METH_NOARGS,
+     "The number of threads that drive the connections in a burst."},
     {NULL, NULL, 0, NULL},
 };
 

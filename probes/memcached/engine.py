@@ -336,7 +336,7 @@ class Engine:
     """Connections plus the counters they share. One engine per load phase (or ramp step)."""
 
     def __init__(self, workload: Workload, set_ratio: float, per_conn_limit: int | None = None,
-                 rate_per_conn: float | None = None, seed: int = 11):
+                 rate_per_conn: float | None = None, seed: int = 11, lanes: int | None = None):
         self.loop = asyncio.get_running_loop()
         self.workload = workload
         self.key_count = workload.key_count
@@ -347,6 +347,9 @@ class Engine:
         self.limit = per_conn_limit if per_conn_limit else UNLIMITED
         self.interval_s = 1.0 / rate_per_conn if rate_per_conn else 0.0
         self.seed = seed
+        # threads of the C loop: two where there are two cores (see _mcloop.c); a worker
+        # process of an EnginePool is one of several already
+        self.lanes = lanes if lanes else (2 if (os.cpu_count() or 1) > 1 else 1)
         self.random = random.Random(seed).random
         self.lat_set = array("q")
         self.lat_get = array("q")
@@ -475,7 +478,7 @@ class Engine:
             conn.transport.pause_reading()          # its replies are the C loop's to read
         self.native = _mcloop.Loop(fds, [c.cursor for c in conns], [c.remaining for c in conns],
                                    self.set_requests, self.get_requests, self.set_ratio,
-                                   self.seed)
+                                   self.seed, self.lanes)
         for index, conn in enumerate(conns):
             conn.native = index
         self._native_conns = conns

@@ -114,7 +114,8 @@ async def _serve(fd: int) -> None:
         return
     p = msg[1]
     workload = Workload(p["key_count"], SizeRange(*p["key_size"]), SizeRange(*p["value_size"]))
-    engine = Engine(workload, p["set_ratio"], p["limit"], p["rate"], seed=11 + p["index"])
+    engine = Engine(workload, p["set_ratio"], p["limit"], p["rate"], seed=11 + p["index"],
+                    lanes=1)
     msg = await inbox.get()
     if msg[0] != "open":
         return

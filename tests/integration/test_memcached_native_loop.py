@@ -19,8 +19,9 @@ from inspector.probes.memcached.probe import MemcachedLoad, MemcachedProbe
 from inspector.probes.memcached.workload import SizeRange
 
 
-def run(load: MemcachedLoad, loop: str, monkeypatch) -> tuple[object, bool]:
-    """The probe's summary and whether the C loop drove the load."""
+def run(load: MemcachedLoad, loop: str, monkeypatch, lanes: list[int] | None = None
+        ) -> tuple[object, bool]:
+    """The probe's summary and whether the C loop drove the load (its lanes into `lanes`)."""
     if loop == "python":
         monkeypatch.setenv(mc_engine.LOOP_ENV, "python")
     else:
@@ -30,8 +31,11 @@ def run(load: MemcachedLoad, loop: str, monkeypatch) -> tuple[object, bool]:
     async def main():
         probe = MemcachedProbe(load)
         async for _ in probe:
-            if probe._engine is not None and isinstance(probe._engine, mc_engine.Engine):
-                seen.append(probe._engine.native is not None)
+            engine = probe._engine
+            if isinstance(engine, mc_engine.Engine):
+                seen.append(engine.native is not None)
+                if engine.native is not None and lanes is not None:
+                    lanes.append(engine.native.lanes())
         return probe.summary
     summary = asyncio.run(main())
     return summary, any(seen)
@@ -115,3 +119,21 @@ def test_values_the_histogram_clamps_take_the_plain_path():
     mc_latency.record_array(a, arr)
     b.record_many(list(arr))
     assert a.summary() == b.summary()
+
+
+@pytest.mark.parametrize("connections, want", [(1, 1), (9, 2)])
+def test_two_lanes_share_the_connections(memcached, monkeypatch, connections, want):
+    """On two cores or more the connections are split over two threads (one alone stays one);
+    every request is counted once either way."""
+    monkeypatch.setattr(mc_engine.os, "cpu_count", lambda: 2)
+    server = memcached()
+    load = MemcachedLoad(server.host, server.port, concurrency=connections, execute_number=300,
+                         test="mix", set_ratio=0.5, key_count=100,
+                         key_size=SizeRange(10, 20), value_size=SizeRange(10, 200))
+    lanes: list[int] = []
+    summary, native = run(load, "c", monkeypatch, lanes)
+    assert native and set(lanes) == {want}
+    assert summary.status == "completed" and summary.errors == {}
+    assert summary.ops_total == connections * 300
+    assert summary.ops["set"].sent + summary.ops["get"].sent == connections * 300
+    assert all(c.ok for c in summary.server.checks), summary.server.checks
