@@ -27,7 +27,7 @@ from inspector.tui.panels import (
     disks_wanted,
     filesystems_panel,
     filesystems_wanted,
-    fit,
+    fitted,
     memory_panel,
     nics_panel,
     nics_wanted,
@@ -75,7 +75,7 @@ def boxed(title: str, lines: list[Text], width: int, height: int, note: str = ""
     out = [top]
     body = lines[:max(0, height - 2)]
     for ln in body + [Text("")] * max(0, height - 2 - len(body)):
-        out.append(Text("│", style=FRAME).append_text(fit(ln, inner)).append("│", style=FRAME))
+        out.append(Text("│", style=FRAME).append_text(fitted(ln, inner)).append("│", style=FRAME))
     out.append(Text("╰" + "─" * inner + "╯", style=FRAME))
     return out[:height]
 
@@ -87,7 +87,7 @@ def titled(title: str, lines: list[Text], width: int, note: str = "") -> list[Te
         head.append(f" {note}", style=DIM)
     head.append(" " + "─" * max(0, width - head.cell_len - 1), style=FRAME)
     head.truncate(width, overflow="crop", pad=True)
-    return [head] + [fit(ln, width) for ln in lines]
+    return [head] + [fitted(ln, width) for ln in lines]
 
 
 def titled_with_header(title: str, lines: list[Text], width: int) -> list[Text]:
@@ -103,7 +103,7 @@ def titled_with_header(title: str, lines: list[Text], width: int) -> list[Text]:
     head.append(header[len(lead):].rstrip(), style=DIM)
     head.append(" " + "─" * max(0, width - head.cell_len - 1), style=FRAME)
     head.truncate(width, overflow="crop", pad=True)
-    return [head] + [fit(ln, width) for ln in lines[1:]]
+    return [head] + [fitted(ln, width) for ln in lines[1:]]
 
 
 def hjoin(columns: list[list[Text]], widths: list[int], height: int) -> list[Text]:
@@ -111,7 +111,7 @@ def hjoin(columns: list[list[Text]], widths: list[int], height: int) -> list[Tex
     for y in range(height):
         row = Text(no_wrap=True)
         for col, w in zip(columns, widths):
-            row.append_text(fit(col[y] if y < len(col) else Text(""), w))
+            row.append_text(fitted(col[y] if y < len(col) else Text(""), w))
         out.append(row)
     return out
 

@@ -51,9 +51,17 @@ def line(*parts: tuple[str, str] | str | Text) -> Text:
 
 
 def fit(text: Text, width: int) -> Text:
+    """A copy of `text` cut (…) or padded to `width` cells."""
     out = text.copy()
     out.truncate(max(0, width), overflow="ellipsis", pad=True)
     return out
+
+
+def fitted(text: Text, width: int) -> Text:
+    """`text` itself cut or padded to `width` cells: for a line painted just now that nothing
+    else holds (no copy, every line of every frame)."""
+    text.truncate(max(0, width), overflow="ellipsis", pad=True)
+    return text
 
 
 def cut(text: str, width: int) -> str:

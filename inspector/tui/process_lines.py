@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from rich.text import Text
@@ -15,7 +16,7 @@ from rich.text import Text
 from inspector.escapes import visible
 from inspector.live.processes import SORT_VALUE, ProcessRate, SortKey
 from inspector.model import Unknown
-from inspector.tui.panels import DIM, Ctx, cut, fit, level_style, line, reason_line
+from inspector.tui.panels import DIM, Ctx, cut, fitted, level_style, line, reason_line
 from inspector.widgets import units
 
 PROCESS_MIN_ROWS = 3         # top CPU, top memory, top IO: one line each
@@ -56,8 +57,11 @@ ONE_LINE_LABEL = {SortKey.CPU: "cpu", SortKey.MEM: "mem", SortKey.IO: "io",
 def top_by(procs: list[ProcessRate], key: SortKey, n: int) -> list[ProcessRate]:
     """sort_processes(procs, key, n) without sorting them all: the panel wants a few of a
     thousand, every second."""
-    value = SORT_VALUE[key]
-    return heapq.nlargest(n, procs, key=lambda p: (value(p), -p.pid))
+    value = FAST_VALUE.get(key) or SORT_VALUE[key]
+    return heapq.nlargest(n, procs, key=value)     # ties: the sampler's order (by CPU)
+
+
+FAST_VALUE = {SortKey.CPU: attrgetter("cpu_pct"), SortKey.DSTATE: attrgetter("dstate_s")}
 
 
 def processes_of(ctx: Ctx) -> list[ProcessRate] | Unknown | None:
@@ -103,7 +107,7 @@ def processes_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
         for i, col in enumerate(cols):
             if i:
                 row.append(" ")
-            row.append_text(fit(col[y] if y < len(col) else Text(""), col_w))
+            row.append_text(fitted(col[y] if y < len(col) else Text(""), col_w))
         out.append(row)
     return out
 
@@ -119,9 +123,9 @@ def processes_wanted(ctx: Ctx, width: int) -> int:
 def top_line(procs: list[ProcessRate], key: SortKey, label: str,
              value: Callable[[ProcessRate], str], counts: Callable[[ProcessRate], bool],
              width: int) -> Text:
-    top = top_by(procs, key, 1)
+    top = top_by([p for p in procs if counts(p)], key, 1)
     head = line((f"{ONE_LINE_LABEL[key]:<5}", "bold"))
-    if not top or not counts(top[0]):
+    if not top:
         return head.append(NOTHING[key], style=DIM)
     return head.append_text(_entry(top[0], value(top[0]), key, max(0, width - 5)))
 
@@ -130,13 +134,28 @@ def process_list(procs: list[ProcessRate], spec: tuple, width: int, rows: int) -
     """A column: its header (the figure's name over the figures), then the processes."""
     key, label, value, counts = spec
     head = line((f"{label:>9} ", "bold"), (f"{'pid':>7} {'user':<8} command", DIM))
-    chosen = [p for p in top_by(procs, key, max(1, rows - 1)) if counts(p)]
+    chosen = top_by([p for p in procs if counts(p)], key, max(1, rows - 1))
     if not chosen:
         return [head, line((NOTHING[key], DIM))]
-    return [head] + [_entry(p, value(p), key, width) for p in chosen]
+    return [head] + [_entry(p, value(p), key, width).copy() for p in chosen]
+
+
+_ENTRIES: dict[tuple, Text] = {}      # entries drawn lately: most lists change little a second
+ENTRIES_KEPT = 2000
 
 
 def _entry(p: ProcessRate, figure: str, key: SortKey, width: int) -> Text:
+    """One process's line in a list (shared: callers copy before changing it)."""
+    cache_key = (p.pid, figure, key, width, p.user, p.cmdline, p.comm)
+    text = _ENTRIES.get(cache_key)
+    if text is None:
+        if len(_ENTRIES) >= ENTRIES_KEPT:
+            _ENTRIES.clear()
+        text = _ENTRIES[cache_key] = _draw_entry(p, figure, key, width)
+    return text
+
+
+def _draw_entry(p: ProcessRate, figure: str, key: SortKey, width: int) -> Text:
     style = ""
     if key is SortKey.CPU:
         style = level_style(p.cpu_pct, 80, 100)

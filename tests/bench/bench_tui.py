@@ -118,6 +118,8 @@ class Session:
         span = time.monotonic() - t0
         size1 = os.path.getsize(self.out)
         cpu = sum(last[pid] - first[pid] for pid in last)
+        # each process's share, the tool's own first (Inspector: the UI, then its readers)
+        self.shares = [100.0 * (last[pid] - first[pid]) / span for pid in sorted(last)]
         rss = pss = 0.0
         pss_known = True
         procs = self.tree()
@@ -152,8 +154,10 @@ def bench_overview(size: tuple[int, int]) -> Result:
         s.wait(lambda t: "discovered" in t)
         time.sleep(WARMUP)
         cpu, rss, pss, n, kbs = s.measure(MEASURE)
+        shares = " + ".join(f"{x:.2f}" for x in s.shares)
         return Result("inspector overview (1 s)", size, cpu, rss, pss, n, kbs, first,
-                      note=f"first frame after {first_cpu:.2f} s of CPU")
+                      note=f"CPU % by process, UI first: {shares}; first frame after "
+                           f"{first_cpu:.2f} s of CPU")
     finally:
         s.close()
 
