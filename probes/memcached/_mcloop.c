@@ -7,10 +7,11 @@
  * (tests/bench/bench_memcached.py prints both, with CPU per request). Here the connections
  * opened by the Engine (asyncio transports, reading paused) are driven from epoll sets with
  * the GIL released for a whole burst of a few milliseconds; the event loop runs between bursts
- * (samples, timers, signals, a worker's channel). With `lanes` 2 the connections are split
- * in two halves, each with its own epoll set, counters and latencies, the second driven by a
- * thread of its own during each burst: one thread the scheduler holds back (another process
- * on its core, a server thread woken onto it) no longer holds back every request.
+ * (samples, timers, signals, a worker's channel). With `lanes` above 1 the connections are
+ * split in that many parts, each with its own epoll set, counters and latencies, all but the
+ * first driven by a thread of its own during each burst: one thread the scheduler holds back
+ * (another process on its core, a server thread woken onto it) no longer holds back every
+ * request.
  *
  * Only the expected replies are handled here: STORED to a set, END or one complete
  * VALUE ... END to a get, and replies split over several reads. Anything else (error lines,
@@ -93,11 +94,13 @@ typedef struct {
     Py_ssize_t n_send;
     uint64_t rng;
     int stopping;           /* its stop_at_ns passed */
+    int run;                /* its thread runs it in this burst */
+    pthread_t thread;       /* lanes after the first: their own thread */
     int nomem;
     int os_error;           /* errno of a failed epoll_wait */
 } Lane;
 
-#define MAX_LANES 2
+#define MAX_LANES 8
 
 typedef struct Loop {
     PyObject_HEAD
@@ -111,12 +114,13 @@ typedef struct Loop {
     Py_ssize_t key_count;
     double set_ratio;
     int stopping, closed;   /* set by Python between bursts */
-    /* the second lane's thread: started by the first burst, a burst at a time */
-    pthread_t thread;
+    /* the threads of the lanes after the first: started by the first burst, a burst at a
+     * time (go counts the bursts, arrived the threads done with the current one) */
     pthread_mutex_t mutex;
     pthread_cond_t cond;
-    int sync_ready, thread_started, quit;
-    unsigned long go, done;
+    int sync_ready, threads, no_threads, quit;
+    unsigned long go;
+    int arrived;
     long long until, stop_at;
 } Loop;
 
@@ -470,42 +474,62 @@ static void run_lane(Lane *W, int64_t until, int64_t stop_at)
 
 static void *lane_thread(void *arg)
 {
-    Loop *L = arg;
+    Lane *W = arg;
+    Loop *L = W->L;
     unsigned long seen = 0;
+    pthread_mutex_lock(&L->mutex);
     for (;;) {
-        pthread_mutex_lock(&L->mutex);
         while (L->go == seen && !L->quit)
             pthread_cond_wait(&L->cond, &L->mutex);
-        if (L->quit) {
-            pthread_mutex_unlock(&L->mutex);
-            return NULL;
-        }
+        if (L->quit)
+            break;
         seen = L->go;
         int64_t until = L->until, stop_at = L->stop_at;
+        int run = W->run;
         pthread_mutex_unlock(&L->mutex);
-        run_lane(&L->lanes[1], until, stop_at);
+        if (run)
+            run_lane(W, until, stop_at);
         pthread_mutex_lock(&L->mutex);
-        L->done = seen;
-        pthread_cond_broadcast(&L->cond);
-        pthread_mutex_unlock(&L->mutex);
+        if (++L->arrived == L->threads)
+            pthread_cond_broadcast(&L->cond);
     }
+    pthread_mutex_unlock(&L->mutex);
+    return NULL;
 }
 
-static void stop_thread(Loop *L)
+static void stop_threads(Loop *L)
 {
-    if (L->thread_started) {
+    if (L->threads) {
         pthread_mutex_lock(&L->mutex);
         L->quit = 1;
         pthread_cond_broadcast(&L->cond);
         pthread_mutex_unlock(&L->mutex);
-        pthread_join(L->thread, NULL);
-        L->thread_started = 0;
+        for (int w = 1; w <= L->threads; w++)
+            pthread_join(L->lanes[w].thread, NULL);
+        L->threads = 0;
     }
+}
+
+/* The threads of lanes 1..n-1, once; 0 when they run (or there are none to run). */
+static int start_threads(Loop *L)
+{
+    if (L->threads || L->no_threads || L->n_lanes < 2)
+        return 0;
+    for (int w = 1; w < L->n_lanes; w++) {
+        if (pthread_create(&L->lanes[w].thread, NULL, lane_thread, &L->lanes[w]) != 0) {
+            stop_threads(L);           /* those started end; this thread runs every lane */
+            L->quit = 0;
+            L->no_threads = 1;
+            return -1;
+        }
+        L->threads = w;
+    }
+    return 0;
 }
 
 static void Loop_dealloc(Loop *L)
 {
-    stop_thread(L);
+    stop_threads(L);
     if (L->sync_ready) {
         pthread_mutex_destroy(&L->mutex);
         pthread_cond_destroy(&L->cond);
@@ -586,7 +610,7 @@ static int Loop_init(Loop *L, PyObject *args, PyObject *kw)
         return -1;
     }
     if (lanes < 1 || lanes > MAX_LANES) {
-        PyErr_SetString(PyExc_ValueError, "Loop: lanes must be 1 or 2");
+        PyErr_SetString(PyExc_ValueError, "Loop: lanes must be within 1..8");
         return -1;
     }
     if (lanes > n)
@@ -701,9 +725,9 @@ static int lane_can_run(Lane *W)
 }
 
 /* burst(until_ns, stop_at_ns) -> True when events wait for Python. Each lane runs its
- * connections (the second in its own thread) until `until_ns`, until it has an event for
- * Python, or until all its connections are finished; from `stop_at_ns` on (when non-zero) no
- * new request is sent. The GIL is released throughout. */
+ * connections (those after the first in their own threads) until `until_ns`, until it has an
+ * event for Python, or until all its connections are finished; from `stop_at_ns` on (when
+ * non-zero) no new request is sent. The GIL is released throughout. */
 static PyObject *Loop_burst(Loop *L, PyObject *args)
 {
     long long until, stop_at;
@@ -713,37 +737,34 @@ static PyObject *Loop_burst(Loop *L, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "Loop: not initialised");
         return NULL;
     }
-    int second = L->n_lanes > 1 && !L->closed && lane_can_run(&L->lanes[1]);
-    if (second && !L->thread_started) {
-        if (pthread_create(&L->thread, NULL, lane_thread, L) == 0)
-            L->thread_started = 1;
-        else
-            second = 0;                /* no thread: this one runs both lanes in turn */
+    if (!L->closed) {
+        start_threads(L);
+        Py_BEGIN_ALLOW_THREADS
+        if (L->threads) {
+            pthread_mutex_lock(&L->mutex);
+            L->until = until;
+            L->stop_at = stop_at;
+            L->arrived = 0;
+            for (int w = 1; w < L->n_lanes; w++)
+                L->lanes[w].run = lane_can_run(&L->lanes[w]);
+            L->go++;
+            pthread_cond_broadcast(&L->cond);
+            pthread_mutex_unlock(&L->mutex);
+            if (lane_can_run(&L->lanes[0]))
+                run_lane(&L->lanes[0], until, stop_at);
+            pthread_mutex_lock(&L->mutex);
+            while (L->arrived < L->threads)
+                pthread_cond_wait(&L->cond, &L->mutex);
+            pthread_mutex_unlock(&L->mutex);
+        } else {                       /* one thread: the lanes take turns */
+            for (int w = 0; w < L->n_lanes; w++) {
+                int64_t t = now_ns();
+                if (lane_can_run(&L->lanes[w]))
+                    run_lane(&L->lanes[w], t + (until - t) / (L->n_lanes - w), stop_at);
+            }
+        }
+        Py_END_ALLOW_THREADS
     }
-    int first = !L->closed && lane_can_run(&L->lanes[0]);
-    unsigned long go = 0;
-    Py_BEGIN_ALLOW_THREADS
-    if (second) {
-        pthread_mutex_lock(&L->mutex);
-        L->until = until;
-        L->stop_at = stop_at;
-        go = ++L->go;
-        pthread_cond_broadcast(&L->cond);
-        pthread_mutex_unlock(&L->mutex);
-    }
-    int alone = !second && L->n_lanes > 1 && !L->closed && !L->thread_started
-                && lane_can_run(&L->lanes[1]);
-    if (first)                         /* without its thread, lane 1 gets the second half */
-        run_lane(&L->lanes[0], alone ? now_ns() + (until - now_ns()) / 2 : until, stop_at);
-    if (second) {
-        pthread_mutex_lock(&L->mutex);
-        while (L->done != go)
-            pthread_cond_wait(&L->cond, &L->mutex);
-        pthread_mutex_unlock(&L->mutex);
-    } else if (alone) {
-        run_lane(&L->lanes[1], until, stop_at);
-    }
-    Py_END_ALLOW_THREADS
     if (any_nomem(L))
         return PyErr_NoMemory();
     int pending = 0;
@@ -837,7 +858,7 @@ static PyObject *Loop_close(Loop *L, PyObject *unused)
     L->closed = 1;
     L->stopping = 1;
     Py_BEGIN_ALLOW_THREADS
-    stop_thread(L);
+    stop_threads(L);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
