@@ -83,7 +83,9 @@ class FlowCanvas(Widget):
             key_ = (line.plain, tuple(line.spans), str(line.style))
             strip = drawn.get(key_)
             if strip is None:
-                strip = Strip(list(line.render(console, end=""))).crop_extend(0, width, None)
+                # adjacent runs of one style as one segment: fewer for Textual to style
+                strip = Strip(list(line.render(console, end=""))).crop_extend(
+                    0, width, None).simplify()
             strips.append(strip)
         self._drawn = {(line.plain, tuple(line.spans), str(line.style)): strip
                        for line, strip in zip(self.painted, strips)}
