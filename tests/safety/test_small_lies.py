@@ -1,11 +1,15 @@
 """Exit statuses and small lies (issue 31 point 8), each with the real binary: an import of
 nothing is exit 1 as --help says, an unreadable resolv.conf is no `nameservers 0` series, and
-a root nobody may not read is "permission denied", not "not a host root"."""
+a root nobody may not read is "permission denied", not "not a host root", and a capture cut
+at a member boundary is refused as truncated."""
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -94,3 +98,32 @@ def test_a_root_nobody_may_not_read_is_permission_denied(open_dir):
     assert "permission denied" not in run_bin("report", "--root", str(private / "host")).stderr
     assert "not a host root" in _as_nobody("report", "--root", "/tmp").stderr
     assert "no such file" in _as_nobody("report", "--root", "/nonexistent/x").stderr
+
+
+def _member_ends(tar_bytes: bytes) -> list[int]:
+    """The offsets where each member's data (padded to 512) ends: the member boundaries."""
+    ends = []
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+        for member in tar:
+            ends.append(member.offset_data + (member.size + 511) // 512 * 512)
+    return ends
+
+
+def test_a_capture_cut_at_a_member_boundary_is_refused_as_truncated(tmp_path):
+    """A copy cut short exactly after a member read as a whole capture with fewer files
+    (the README says truncated captures are refused); now it is, and the whole one opens."""
+    whole = tmp_path / "whole.tar.gz"
+    made = run_bin("capture", "-o", str(whole), timeout=120)
+    assert made.returncode == 0, made.stderr
+    raw = gzip.decompress(whole.read_bytes())
+    ends = _member_ends(raw)
+    assert len(ends) > 20
+    for keep in (ends[len(ends) // 2], ends[-1]):       # half of it; all but the end blocks
+        cut = tmp_path / f"cut-{keep}.tar.gz"
+        cut.write_bytes(gzip.compress(raw[:keep]))
+        res = run_bin("report", "--root", str(cut), timeout=120)
+        assert res.returncode == 2, (res.returncode, res.stderr)
+        assert res.stderr.strip() == (f"inspector: --root {cut}: truncated capture: it ends "
+                                      "after a member, without the tar end-of-archive blocks "
+                                      "(a copy cut short?)"), res.stderr
+    assert run_bin("report", "--root", str(whole), timeout=120).returncode in (0, 1)
