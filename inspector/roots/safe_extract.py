@@ -150,7 +150,7 @@ def _unpack(tar: tarfile.TarFile, stream: _Metered, writer: _Writer,
     # tarfile stops at the end-of-archive block, and as quietly where the data just ends: a
     # tar cut at a member boundary reads as a whole one with fewer members. The zero block
     # was read when there is one (the stream is past the next header's place).
-    if stream.count <= tar.offset:  # type: ignore[attr-defined]  # tarfile's read position
+    if stream.count <= tar.offset:      # tarfile's read position
         raise ExtractError("truncated capture: it ends after a member, without the tar "
                            "end-of-archive blocks (a copy cut short?)")
     # what follows must be zeros, read to the end of the compressed stream so that its
