@@ -101,6 +101,7 @@ typedef struct {
 } Lane;
 
 #define MAX_LANES 8
+#define LATE_LANE_NS 100000     /* the first lane's steps while it waits for a late lane */
 
 typedef struct Loop {
     PyObject_HEAD
@@ -750,12 +751,22 @@ static PyObject *Loop_burst(Loop *L, PyObject *args)
             L->go++;
             pthread_cond_broadcast(&L->cond);
             pthread_mutex_unlock(&L->mutex);
-            if (lane_can_run(&L->lanes[0]))
-                run_lane(&L->lanes[0], until, stop_at);
-            pthread_mutex_lock(&L->mutex);
-            while (L->arrived < L->threads)
-                pthread_cond_wait(&L->cond, &L->mutex);
-            pthread_mutex_unlock(&L->mutex);
+            /* the first lane goes on while a thread the scheduler held back finishes its
+             * burst (waiting idle would hold back this lane's requests too) */
+            int64_t end = until;
+            for (;;) {
+                if (lane_can_run(&L->lanes[0]))
+                    run_lane(&L->lanes[0], end, stop_at);
+                pthread_mutex_lock(&L->mutex);
+                int all = L->arrived >= L->threads;
+                if (!all && !lane_can_run(&L->lanes[0]))
+                    while (L->arrived < L->threads)
+                        pthread_cond_wait(&L->cond, &L->mutex);
+                pthread_mutex_unlock(&L->mutex);
+                if (all || !lane_can_run(&L->lanes[0]))
+                    break;
+                end = now_ns() + LATE_LANE_NS;
+            }
         } else {                       /* one thread: the lanes take turns */
             for (int w = 0; w < L->n_lanes; w++) {
                 int64_t t = now_ns();
