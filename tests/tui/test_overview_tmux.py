@@ -4,6 +4,7 @@ PageDown and End reach the last panel. The Processes screen (7) lists a busy loo
 here at the top of its CPU list, and its sort keys reorder it."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -67,8 +68,11 @@ def test_pagedown_and_end_reach_the_last_panel_at_80x24(tmux):
 
 
 def test_the_processes_screen_shows_a_busy_loop_first(tmux):
+    # ahead of the box's other work (as root): on a shared, loaded test machine a plain
+    # loop got 7 % of a CPU while others' servers got 33 %
     loop = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: pass",
-                             "inspector-busy-loop"])
+                             "inspector-busy-loop"],
+                            preexec_fn=(lambda: os.nice(-10)) if os.geteuid() == 0 else None)
     try:
         tmux.start("", 160, 40)
         tmux.wait(lambda s: "1 Over" in s, "the overview")
@@ -83,7 +87,7 @@ def test_the_processes_screen_shows_a_busy_loop_first(tmux):
                         and "command" in line)
             return "\n".join(lines[head + 1:head + 4])
         tmux.wait(lambda s: str(loop.pid) in first_row(s), "the busy loop on the first row",
-                  timeout=10)
+                  timeout=20)
         tmux.keys("m")
         tmux.wait(lambda s: "sorted by memory" in s, "the memory order")
         tmux.keys("c")
