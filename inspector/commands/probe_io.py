@@ -23,6 +23,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from inspector.commands.bounded_stdout import stdout_never_blocks
 from inspector.commands.common import (
     EXIT_FOUND,
     EXIT_OK,
@@ -134,13 +135,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         for note in probe.notes:
             print(f"note: {note}", file=sys.stderr)
-    driver = ProbeDriver(probe, out.interval, signals=STOP_SIGNALS).run()
-    from inspector.probes.io.latency import RampResult
-    result = probe.result
-    assert result is not None
-    if isinstance(result.detail, RampResult):
-        return out.ramp_done(result.detail, driver.signum)
-    return out.done(result.detail, driver.signum, probe.notes)
+    # a reader that stops reading our output must not hold the run past its bound
+    with stdout_never_blocks():
+        driver = ProbeDriver(probe, out.interval, signals=STOP_SIGNALS).run()
+        from inspector.probes.io.latency import RampResult
+        result = probe.result
+        assert result is not None
+        if isinstance(result.detail, RampResult):
+            return out.ramp_done(result.detail, driver.signum)
+        return out.done(result.detail, driver.signum, probe.notes)
 
 
 class _Printer:
