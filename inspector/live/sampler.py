@@ -226,22 +226,30 @@ class LiveSampler:
             "processes", lambda: self._processes(mono, wall), reuse_late=True)
         self._reads.settle(reads, deadline)
         timeouts: dict[str, str] = {}
-        got = {name: self._outcome(name, read, deadline, timeouts)
-               for name, read in reads.items()}
+        # the reads that need another's result start as soon as it is in, before the others
+        # are waited for: behind a hung /proc/loadavg the sysfs walk began at the deadline
+        # ("timed out after 0 s") and a capture lacked half of sys/
+        got = {name: self._outcome(name, reads[name], deadline, timeouts)
+               for name in ("diskstats", "vmstat")}
         disks = got["diskstats"]
-        if known(disks):
-            key = tuple(disks)
-            if key != self._topology_key:      # sysfs is walked only when devices change
-                topology = self._outcome("topology", self._reads.start(
-                    "topology", lambda: (key, read_topology(root, key)), reuse_late=True),
-                    deadline, timeouts)
-                if known(topology) and topology[0] == key:
-                    self._topology, self._topology_key = topology[1], key
+        key = tuple(disks) if known(disks) else None
+        topology_read = md_read = None
+        if key is not None and key != self._topology_key:    # walked when devices change
+            topology_read = self._reads.start(
+                "topology", lambda: (key, read_topology(root, key)), reuse_late=True)
+        if key is not None and any(name.startswith("md") for name in key):
+            devices = list(key)
+            md_read = self._reads.start("md", lambda: read_md_sync(root, devices))
+        oom_read = self._start_oom_read(got["vmstat"])
+        got.update({name: self._outcome(name, read, deadline, timeouts)
+                    for name, read in reads.items() if name not in got})
+        if topology_read is not None:
+            topology = self._outcome("topology", topology_read, deadline, timeouts)
+            if known(topology) and key is not None and topology[0] == key:
+                self._topology, self._topology_key = topology[1], key
         md: dict[str, MdSync] | Unknown | None = None
-        if known(disks) and any(name.startswith("md") for name in disks):
-            devices = list(disks)
-            md = self._outcome("md", self._reads.start("md", lambda: read_md_sync(root, devices)),
-                               deadline, timeouts)
+        if md_read is not None:
+            md = self._outcome("md", md_read, deadline, timeouts)
         if self._fs_read is not None and self._fs_read.call.done.is_set():
             self._fs_last, self._fs_wall = self._fs_read.peek(), wall
             self._fs_read = None
@@ -264,7 +272,7 @@ class LiveSampler:
                         timed_out=timeouts, memory=got["memory"], pressure=got["pressure"],
                         vmstat=vmstat, softnet=got["softnet"], md=md,
                         filesystems=self._fs_last, filesystems_wall=self._fs_wall,
-                        oom_victims=self._new_oom_victims(vmstat, deadline, timeouts),
+                        oom_victims=self._oom_victims(oom_read, deadline, timeouts),
                         names=names, procs_mono=procs_mono)
 
     def _processes(self, mono: float, wall: float) -> tuple | Unknown:
@@ -319,29 +327,30 @@ class LiveSampler:
                 paths[d.tgid] = open_paths(self.root, d.tgid)
             d.device = device_of(paths[d.tgid], disks, mounts)
 
-    def _new_oom_victims(self, vmstat: object, deadline: float,
-                         timeouts: dict[str, str]) -> list[OomVictim] | Unknown | None:
-        """Kills the kernel logged since the last sample, read only when oom_kill rose."""
+    def _start_oom_read(self, vmstat: object) -> tuple[bool, Read] | None:
+        """The kernel log's read when oom_kill rose (or, on the first sample, to mark the kills
+        logged before it as old: (True, read)); None when there is nothing to read."""
         kills = vmstat.oom_kill if isinstance(vmstat, VmCounters) else None
         seen, self._oom_seen = self._oom_seen, kills
-        if kills is None or seen is None or kills <= seen:
-            if seen is None and kills:        # the first sample: only mark what is old
-                self._mark_old_victims(deadline, timeouts)
+        first = seen is None and bool(kills)          # only to mark what is old
+        rose = kills is not None and seen is not None and kills > seen
+        if not (first or rose):
             return None
-        victims = self._outcome("kernel_log", self._reads.start(
-            "kernel_log", lambda: read_oom_victims(self.root)), deadline, timeouts)
+        return first, self._reads.start("kernel_log", lambda: read_oom_victims(self.root))
+
+    def _oom_victims(self, started: tuple[bool, Read] | None, deadline: float,
+                     timeouts: dict[str, str]) -> list[OomVictim] | Unknown | None:
+        """Kills the kernel logged since the last sample (None: not read)."""
+        if started is None:
+            return None
+        only_mark_old, read = started
+        victims = self._outcome("kernel_log", read, deadline, timeouts)
         if not isinstance(victims, list):
-            return victims
+            return None if only_mark_old else victims
         new = [v for v in victims if v.seq > self._oom_seq]
         if victims:
             self._oom_seq = max(v.seq for v in victims)
-        return new
-
-    def _mark_old_victims(self, deadline: float, timeouts: dict[str, str]) -> None:
-        victims = self._outcome("kernel_log", self._reads.start(
-            "kernel_log", lambda: read_oom_victims(self.root)), deadline, timeouts)
-        if isinstance(victims, list) and victims:
-            self._oom_seq = max(v.seq for v in victims)
+        return None if only_mark_old else new
 
     def _outcome(self, name: str, read: Read, deadline: float, timeouts: dict[str, str]):
         value = read.result(deadline)
