@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,6 +479,9 @@ static void *lane_thread(void *arg)
     Lane *W = arg;
     Loop *L = W->L;
     unsigned long seen = 0;
+    sigset_t all;                      /* signals are the main thread's (Python handles them) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&L->mutex);
     for (;;) {
         while (L->go == seen && !L->quit)
