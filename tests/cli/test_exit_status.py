@@ -52,7 +52,7 @@ CASES = [
     (["probe", "io", "/tmp", "-c", "0"], 2, "'0' must be at least 1"),     # was 1 (ioping's)
     (["probe", "io", "/tmp", "-s", "abc"], 2, "invalid size 'abc'"),       # was 1 (ioping's)
     (["probe", "io", "/tmp", "--ramp", "-c", "5"], 2, "-c does not apply"),
-    (["probe", "io", "/tmp", "-j", "257", "-c", "300"], 2, "jobs must be within 1..256"),
+    (["probe", "io", "/tmp", "-j", "257", "-c", "300"], 2, "'257' must be at most 256"),
     (["probe", "io"], 2, "the following arguments are required: TARGET"),
     (["probe", "memcached", "127.0.0.1", "-t", "delete"], 2, "invalid choice: 'delete'"),
     (["probe", "memcached", "nonexistent.invalid"], 2, "cannot resolve nonexistent.invalid"),
