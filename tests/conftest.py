@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import slowness
+
 # fixture modules, for every test: a test names the fixture, it imports nothing
 # (memcached, silent_server; glibc_locales; tmux)
 pytest_plugins = ["memcached_server", "locale_data", "tmux_session"]
@@ -190,3 +192,17 @@ def hang(monkeypatch):
         return calls
     yield install
     release.set()
+
+
+def pytest_runtest_setup(item):
+    slowness.used.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that scaled its bounds by the machine's slowness (tests/slowness.py) says
+    by how much, beside its assertion."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.when == "call" and slowness.used:
+        report.sections.append(("slowness", "\n".join(str(m) for m in slowness.used)))
