@@ -20,6 +20,7 @@ from inspector.tui.panels import (
     DIM,
     MEMORY_ROWS,
     Ctx,
+    cpu_chart_stretches,
     cpu_panel,
     cpu_rows_wanted,
     disk_rows,
@@ -130,7 +131,9 @@ def _paint_wide(ctx: Ctx, width: int, rows: int) -> list[Text]:
     fs_rows, nic_rows = filesystems_wanted(ctx), nics_wanted(ctx)
     disk_tops, disk_all = disks_wanted(ctx)
     mem_rows = MEMORY_ROWS
-    procs_min = PROCESS_MIN_ROWS + 2
+    # what the processes panel can fill: one line when the figures are unknown
+    procs_fill = processes_wanted(ctx, width - 2)
+    procs_min = min(PROCESS_MIN_ROWS, procs_fill) + 2
     # rows short: the smallest forms of the lists first (one line of filesystems, the disks
     # without their members), then memory in two lines
     disks_rows = disk_all
@@ -150,8 +153,10 @@ def _paint_wide(ctx: Ctx, width: int, rows: int) -> list[Text]:
         else:
             mem_rows = 2
     cpu_wanted = cpu_rows_wanted(ctx, li)
-    procs_share = max(procs_min, rows // 3 + 2)
+    procs_share = max(procs_min, min(rows // 3, procs_fill) + 2)
     band = max(right_h(), left_min(), min(cpu_wanted + 2 + disks_rows + 2, rows - procs_share))
+    if cpu_chart_stretches(ctx, li):   # rows the processes cannot fill go to the chart
+        band = max(band, rows - (procs_fill + 2))
     cpu_h = band - (disks_rows + 2)
     mem_h = band - (fs_rows + 2) - (nic_rows + 2)      # a used % chart takes what is over
     left = (boxed("CPU", cpu_panel(ctx, li, cpu_h - 2), left_w, cpu_h, _note(ctx))
@@ -162,7 +167,7 @@ def _paint_wide(ctx: Ctx, width: int, rows: int) -> list[Text]:
              + boxed("Network", nics_panel(ctx, ri, nic_rows), right_w, nic_rows + 2,
                      "4 Network"))
     top = hjoin([left, right], [left_w, right_w], band)
-    procs_rows = max(PROCESS_MIN_ROWS, min(rows - band - 2, processes_wanted(ctx, width - 2)))
+    procs_rows = max(procs_min - 2, min(rows - band - 2, procs_fill))
     procs = processes_panel(ctx, width - 2, procs_rows)
     bottom = boxed("Processes", procs, width, len(procs) + 2, _procs_note(ctx))
     return top + bottom
@@ -178,12 +183,13 @@ def _paint_column(ctx: Ctx, width: int, rows: int) -> list[Text]:
     """Each panel under a title rule at its smallest form; spare rows to the natural forms
     (memory, filesystems, disk members), then the CPU chart, then the processes."""
     disk_tops, disk_all = disks_wanted(ctx)
+    procs_fill = processes_wanted(ctx, width)    # one line when the figures are unknown
     size = {"cpu": 2, "mem": 2, "fs": 1, "disks": disk_tops, "nics": nics_wanted(ctx),
-            "procs": PROCESS_MIN_ROWS}
+            "procs": min(PROCESS_MIN_ROWS, procs_fill)}
     titles = len(size)
     # the disk and NIC headers share the title row
     spare = rows - titles - sum(size.values()) + 2
-    procs_share = max(PROCESS_MIN_ROWS, rows // 3)
+    procs_share = min(max(PROCESS_MIN_ROWS, rows // 3), procs_fill)
     for key, natural in (("mem", MEMORY_ROWS), ("fs", filesystems_wanted(ctx)),
                          ("disks", disk_all), ("procs", procs_share),
                          ("cpu", cpu_rows_wanted(ctx, width))):
@@ -195,7 +201,11 @@ def _paint_column(ctx: Ctx, width: int, rows: int) -> list[Text]:
             size[key] += spare
             spare = 0
     if spare > 0:
-        size["procs"] = min(size["procs"] + spare, processes_wanted(ctx, width))
+        grown = min(size["procs"] + spare, procs_fill)
+        spare -= grown - size["procs"]
+        size["procs"] = grown
+    if spare > 0 and size["cpu"] >= CPU_MIN and cpu_chart_stretches(ctx, width):
+        size["cpu"] += spare        # rows the processes cannot fill
     out = titled("CPU", cpu_panel(ctx, width, size["cpu"]), width, _note(ctx))
     out += titled("Memory · load · pressure", memory_panel(ctx, width, size["mem"]), width)
     out += titled("Filesystems", filesystems_panel(ctx, width, size["fs"]), width)

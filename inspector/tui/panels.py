@@ -128,6 +128,16 @@ def cpu_rows_wanted(ctx: Ctx, width: int) -> int:
     return rows
 
 
+def cpu_chart_stretches(ctx: Ctx, width: int) -> bool:
+    """Whether the CPU chart draws on every row it is given (a state with something to show),
+    so rows no other panel can fill may go to it."""
+    view = ctx.view
+    chart_w = max(0, width - CPU_LABEL_W)
+    if view is None or view.cpu is None or isinstance(view.cpu, Unknown) or not chart_w:
+        return False
+    return any(_peak(list(ctx.trends.get(f"cpu.{key}"))[-chart_w:]) > 0 for key, _ in CPU_SERIES)
+
+
 def _peak(values: Sequence[float | None]) -> float:
     return max((v for v in values if v is not None), default=0.0)
 

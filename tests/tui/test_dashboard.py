@@ -163,6 +163,24 @@ def test_at_large_sizes_the_lists_get_the_rows(size):
     assert len(procs.rows) >= size[1] // 3, len(procs.rows)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (100, 20), (100, 30), (120, 30), (200, 45),
+                                  (300, 80), (60, 20)])
+def test_rows_the_processes_cannot_fill_go_to_the_charts(size):
+    """/proc/[pid] timed out (a loaded host): the processes panel is its one reason line and
+    the rows it leaves go to the charts above, not to empty screen under it."""
+    v = busy_view()
+    v.processes = Unknown("/proc/[pid] timed out after 1 s")
+    lines = paint(v, *size).splitlines()
+    text = "\n".join(lines)
+    # at most two rows of nothing under the last panel: too few for the CPU chart's framed form
+    assert size[1] - 2 <= len(lines) <= size[1], (len(lines), text)
+    found = {p.title: p for p in panels(text)}
+    assert set(found) == set(dashboard.TITLES), (sorted(found), text)
+    assert [r.strip(" │") for r in found["Processes"].rows] == ["/proc/[pid] timed out after 1 s"]
+    for panel in found.values():
+        assert panel.blank_rows <= 2, (panel.title, panel.rows, text)
+
+
 def test_without_live_data_each_panel_says_why():
     text = paint(None, 120, 40, reason="capture: no live data")
     assert text.count("capture: no live data") >= 4
