@@ -91,6 +91,12 @@ def slack(quiet_seconds: float) -> float:
     return quiet_seconds * factor()
 
 
+def extra(quiet_seconds: float) -> float:
+    """What the slowness adds to a step that takes `quiet_seconds` on a quiet machine: for a
+    bound that must hold exactly when quiet (a whole command within its --timeout)."""
+    return quiet_seconds * (factor() - 1.0)
+
+
 def _spin(window: float) -> tuple[float, float]:
     """(share of a CPU this thread got, loop rounds per CPU second) over `window` s of spinning."""
     wall0, cpu0, rounds = time.perf_counter(), time.thread_time(), 0

@@ -37,19 +37,21 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 def run_hung(mounts: list[str], argv: list[str], *, signal_after: float | None = None,
-             cap: float = 60.0, env: dict | None = None) -> dict:
+             signal_from: str = "start", cap: float = 60.0, env: dict | None = None) -> dict:
     """Run `argv` with a silent FUSE mount on each path, in a private mount namespace.
 
     Returns {"status", "stdout", "stderr", "seconds" (start to exit and end of output),
-    "signal_to_exit" (seconds from SIGINT to the end, with signal_after), "held" (requests
-    the silent mounts received: proof the command did touch them), "left_behind" (processes
-    the command left stuck on the mounts), "stuck_after_release" (those still there 10 s
-    after the mounts answered), "hung" (the command outlived `cap` and was killed)}."""
+    "signal_to_exit" (seconds from SIGINT to the end, with signal_after: sent that long after
+    `signal_from`, see time_command), "held_after" (start to the first request held),
+    "held" (requests the silent mounts received: proof the command did touch them),
+    "left_behind" (processes the command left stuck on the mounts), "stuck_after_release"
+    (those still there 10 s after the mounts answered), "hung" (the command outlived `cap`
+    and was killed)}."""
     runner = [sys.executable, str(Path(__file__)), "--cap", str(cap)]
     for path in mounts:
         runner += ["--mount", path]
     if signal_after is not None:
-        runner += ["--signal-after", str(signal_after)]
+        runner += ["--signal-after", str(signal_after), "--signal-from", signal_from]
     proc = subprocess.run(["unshare", "-m", "--propagation", "private", *runner, "--", *argv],
                           capture_output=True, text=True, timeout=cap + 60,
                           env={**os.environ, "COLUMNS": "200", **(env or {})})
@@ -122,32 +124,64 @@ def _reap(timeout: float) -> int:
 
 
 def time_command(argv: list[str], mounts: list, signum: int, signal_after: float | None,
-                 cap: float) -> dict:
+                 cap: float, signal_from: str = "start") -> dict:
     """Run `argv` as from a terminal (SIGINT at its default: a background job would ignore
-    it), send `signum` `signal_after` seconds in, and time it to its exit and the end of its
-    output; a command still there after `cap` is "hung" (the mounts answer, then it is
-    killed). Then the mounts answer what they hold and go, and what the command left stuck
-    is counted. The FUSE servers count what they held (`held_total`)."""
-    result: dict = {"hung": False, "signal_to_exit": None}
+    it), send `signum` `signal_after` seconds after `signal_from` ("start"; "held": the first
+    request a mount holds; "output": the command's first output, i.e. once it got that far,
+    however slow the machine), and time it to its exit and the end of its output; a command
+    still there after `cap` is "hung" (the mounts answer, then it is killed). Then the mounts
+    answer what they hold and go, and what the command left stuck is counted. The FUSE
+    servers count what they held (`held_total`); "held_after" is the seconds from the start
+    to the first request held (the command reached the hang)."""
+    result: dict = {"hung": False, "signal_to_exit": None, "held_after": None}
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    out, err = bytearray(), bytearray()
+    output_seen, held = threading.Event(), threading.Event()
+    pumps = [threading.Thread(target=_pump, args=(proc.stdout, out, output_seen), daemon=True),
+             threading.Thread(target=_pump, args=(proc.stderr, err, None), daemon=True)]
+    for pump in pumps:
+        pump.start()
+
+    def watch_held() -> None:
+        while proc.poll() is None and not held.is_set():
+            if any(fuse.reads_held.is_set() for fuse in mounts):
+                result["held_after"] = round(time.monotonic() - start, 3)
+                held.set()
+            time.sleep(0.01)
+    threading.Thread(target=watch_held, daemon=True).start()
     sent: list[float] = []
     if signal_after is not None:
+        gate = {"start": None, "held": held, "output": output_seen}[signal_from]
+
         def send() -> None:
-            sent.append(time.monotonic())
-            proc.send_signal(signum)
-        threading.Timer(signal_after, send).start()
+            while gate is not None and not gate.wait(0.05):
+                if proc.poll() is not None:
+                    return
+            time.sleep(signal_after)
+            if proc.poll() is None:
+                sent.append(time.monotonic())
+                proc.send_signal(signum)
+        threading.Thread(target=send, daemon=True).start()
+    give_up = start + cap
     try:
-        out, err = proc.communicate(timeout=cap)
+        proc.wait(timeout=cap)
+        for pump in pumps:           # a child it left may hold its output open
+            pump.join(max(0.0, give_up - time.monotonic()))
+        if any(pump.is_alive() for pump in pumps):
+            raise subprocess.TimeoutExpired(argv, cap)
     except subprocess.TimeoutExpired:
         result["hung"] = True
         for fuse in mounts:            # else the kill cannot complete: the waits ignore it
             fuse.release()
         proc.kill()
-        out, err = proc.communicate()
+        proc.wait()
+        for pump in pumps:
+            pump.join(10)
     end = time.monotonic()
-    result.update(status=proc.returncode, stdout=out, stderr=err, seconds=round(end - start, 3))
+    result.update(status=proc.returncode, stdout=out.decode(errors="replace"),
+                  stderr=err.decode(errors="replace"), seconds=round(end - start, 3))
     if sent:
         result["signal_to_exit"] = round(end - sent[0], 3)
     result["held"] = sum(fuse.held_total for fuse in mounts)
@@ -158,10 +192,20 @@ def time_command(argv: list[str], mounts: list, signum: int, signal_after: float
     return result
 
 
+def _pump(stream, into: bytearray, seen: threading.Event | None) -> None:
+    """Read `stream` to its end into `into`; `seen` is set at the first bytes."""
+    while chunk := stream.read1(65536):
+        into += chunk
+        if seen is not None:
+            seen.set()
+    stream.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mount", action="append", default=[])
     parser.add_argument("--signal-after", type=float)
+    parser.add_argument("--signal-from", choices=["start", "held", "output"], default="start")
     parser.add_argument("--cap", type=float, default=60.0)
     parser.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -169,7 +213,8 @@ def main() -> int:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     SilentFuse = _silent_fuse_class()
     mounts = [SilentFuse(path, file_root=not os.path.isdir(path)) for path in args.mount]
-    result = time_command(argv, mounts, signal.SIGINT, args.signal_after, args.cap)
+    result = time_command(argv, mounts, signal.SIGINT, args.signal_after, args.cap,
+                          args.signal_from)
     print(json.dumps(result))
     return 0
 

@@ -7,7 +7,8 @@ answers the stat and the open and then hangs (a FUSE or NFS server dying mid-run
 DIR gets MiniFuse's /disk.img (16 MiB of zeros, tests/integration/test_top_dstate.py); after
 N READs are answered, every further READ is held. The rest is hung_mount.py's runner: CMD is
 timed to its exit and the end of its output (with --term-after, SIGTERM is sent that long
-after the start and "signal_to_exit" timed), then the held reads are answered (EIO), the
+after the first read is held, i.e. once the command is stuck however slow the machine, and
+"signal_to_exit" timed), then the held reads are answered (EIO), the
 mount goes, and the processes CMD left behind must not stay stuck. `run_stalled` prints and
 returns the same JSON as hung_mount.run_hung, plus "answered" (READs answered before the
 stall).
@@ -84,7 +85,7 @@ def main() -> int:
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     fuse = _stalling_fuse_class()(args.mount, args.answer)
-    result = time_command(argv, [fuse], signal.SIGTERM, args.term_after, args.cap)
+    result = time_command(argv, [fuse], signal.SIGTERM, args.term_after, args.cap, "held")
     result["answered"] = fuse.answered
     print(json.dumps(result))
     return 0
