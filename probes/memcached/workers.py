@@ -1,12 +1,13 @@
 """Several load processes behind the Engine interface.
 
-One Python process carries about memcslap's load per core. When the client has idle cores (the
-usual case: load generator and server on different hosts), `--workers N` spreads the
-connections over worker processes (`python -m inspector.probes.memcached.workers FD`: a fresh
-interpreter, safe from a threaded TUI and independent of the caller's __main__), each running
-its own uvloop Engine; the parent receives every latency (as array bytes, ~10 times a second)
-and the counters, so percentiles and samples are computed exactly as in one process. It costs
-more CPU per request (the parent re-reads every latency), so on a box that also runs the server
+One process already drives its connections from two threads of the C loop where there are two
+cores (engine.py, _mcloop.c). When the client has more idle cores (load generator and server on
+different hosts), `--workers N` spreads the connections over worker processes (`python -m
+inspector.probes.memcached.workers FD`: a fresh interpreter, safe from a threaded TUI and
+independent of the caller's __main__), each running its own uvloop Engine with one lane; the
+parent receives every latency (as array bytes, ~10 times a second) and the counters, so
+percentiles and samples are computed exactly as in one process. It costs more CPU per request
+(an interpreter each, the parent re-reads every latency), so on a box that also runs the server
 one process is the better default (tests/bench/bench_memcached.py prints ops/s and CPU per op
 of --workers 1 and 2 in turn).
 """
