@@ -11,7 +11,7 @@ from test_pilot import capture_app
 from test_pilot import wait_for as wait_until
 
 
-async def wait_for(pilot, predicate, timeout: float = 10.0, message=None) -> None:
+async def wait_for(pilot, predicate, timeout: float = 30.0, message=None) -> None:
     try:
         await wait_until(pilot, predicate, timeout)
     except AssertionError as exc:
@@ -42,7 +42,7 @@ async def test_screen_keys_and_q_act_from_every_window(opener, window):
         await pilot.press(opener)
         await wait_for(pilot, lambda: isinstance(app.screen, window))
         await pilot.press("q")
-        await wait_for(pilot, lambda: app._exit, timeout=5)
+        await wait_for(pilot, lambda: app._exit)
 
 
 async def test_help_names_places_not_classes():
