@@ -10,10 +10,12 @@ by the caller and forked with it) runs in a child whose stdin, stdout and stderr
 
 Bounds: the child stops its engine HARD_GRACE after the run's own time bound (or a stop from
 the caller), cancels it STOP_GRACE later, and the engine then waits at most its JOIN_TIMEOUT
-for stuck workers (left out of the figures, named in the result's error). A child that still
-has not answered ANSWER_GRACE after all that is given up: the caller gets the samples it
-received and an error saying so. A stuck child stays behind, holding nothing of the caller's,
-until the filesystem answers.
+for stuck workers (left out of the figures, named in the result's error). A ramp's bound is
+each step's: a step that overruns is stopped alone (its figures kept, the ramp goes on to its
+next step), since a slow step on a busy machine is not a stuck one. A child that still has not
+answered ANSWER_GRACE after all that is given up: the caller gets the samples it received and
+an error saying so. A stuck child stays behind, holding nothing of the caller's, until the
+filesystem answers.
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ from inspector.probes.latency import LatencySummary
 HARD_GRACE = 0.5      # past the run's own bound before the child stops a run that is stuck
 STOP_GRACE = 0.5      # from stop to cancel: the workers' requests in flight may end
 ANSWER_GRACE = 1.0    # past all that before the caller gives the child up
+WATCH_PERIOD = 0.05   # how often the child looks whether the run in flight is past its bound
 _HEADER = struct.Struct("<Q")
 
 
@@ -53,6 +56,8 @@ class EngineProcess:
 
     def __init__(self, engine: IoLatencyProbe | IoRamp, keep_fd: int, bound: float | None):
         self.engine, self.bound = engine, bound
+        # each of a ramp's steps may take its graces (the child bounds them one by one)
+        self._steps = len(engine.jobs) if isinstance(engine, IoRamp) else 1
         self.result: IoResult | RampResult | None = None
         self._received: list[IoSample] = []
         self._stop_at: float | None = None
@@ -78,10 +83,13 @@ class EngineProcess:
 
     def _give_up_at(self) -> float | None:
         after = STOP_GRACE + JOIN_TIMEOUT + ANSWER_GRACE
-        ends = [t for t in (self._stop_at,
-                            None if self.bound is None else self.started + self.bound
-                            + HARD_GRACE) if t is not None]
-        return min(ends) + after if ends else None
+        ends = []
+        if self._stop_at is not None:
+            ends.append(self._stop_at + after)
+        if self.bound is not None:
+            ends.append(self.started + self.bound + ANSWER_GRACE
+                        + self._steps * (HARD_GRACE + STOP_GRACE + JOIN_TIMEOUT))
+        return min(ends) if ends else None
 
     async def samples(self) -> AsyncIterator[IoSample]:
         frames: asyncio.Queue = asyncio.Queue()
@@ -222,7 +230,7 @@ async def _drive(engine: Any, sock: socket.socket, bound: float | None) -> None:
         loop.remove_reader(sock.fileno())
         stop()
     loop.add_reader(sock.fileno(), on_message)
-    timer = None if bound is None else loop.call_later(bound + HARD_GRACE, stop)
+    watch = None if bound is None else _BoundWatch(loop, engine, bound, task)
     failure = None
     try:
         async for sample in engine:
@@ -232,13 +240,65 @@ async def _drive(engine: Any, sock: socket.socket, bound: float | None) -> None:
     except Exception as exc:      # an engine bug: said, not a silent end
         failure = f"the probe failed: {type(exc).__name__}: {exc}"
     finally:
-        for handle in [timer, *cancel]:
-            if handle is not None:
-                handle.cancel()
-    if failure or engine.result is None:
+        for handle in cancel:
+            handle.cancel()
+        if watch is not None:
+            watch.close()
+    result = engine.result
+    if failure or result is None:
         _send(sock, ("end", failure or "the probe ended without a result"))
-    else:
-        _send(sock, ("result", transportable(engine.result)))
+        return
+    if watch is not None and watch.cancelled and not result.error:
+        # cut by its bound, not by anyone's stop: said as such, not as an interruption
+        result = replace(result, error=f"the run did not end {HARD_GRACE + STOP_GRACE:g} s "
+                                       "after its time bound (stopped there)")
+    _send(sock, ("result", transportable(result)))
+
+
+class _BoundWatch:
+    """Stops the run in flight HARD_GRACE past its own bound (a ramp: the step in flight,
+    past its step time) and cancels the engine if that run has not ended STOP_GRACE later."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, engine: Any, bound: float,
+                 task: asyncio.Task):
+        self.loop, self.engine, self.bound, self.task = loop, engine, bound, task
+        self.cancelled = False
+        self._started = time.monotonic()
+        self._step: Any = None
+        self._step_started = self._started
+        self._stopped: Any = None               # the last run stopped (they come one by one)
+        self._cancels: list[asyncio.TimerHandle] = []     # one per run stopped
+        self._next = loop.call_soon(self._check)
+
+    def _in_flight(self) -> tuple[Any, float] | None:
+        """The run the bound applies to, and when it is due."""
+        if not isinstance(self.engine, IoRamp):
+            return self.engine, self._started + self.bound + HARD_GRACE
+        step = self.engine.current
+        if step is None:
+            return None
+        if step is not self._step:
+            self._step, self._step_started = step, time.monotonic()
+        return step, self._step_started + self.engine.step_seconds + HARD_GRACE
+
+    def _check(self) -> None:
+        due = self._in_flight()
+        if due is not None:
+            run, at = due
+            if run is not self._stopped and time.monotonic() >= at:
+                self._stopped = run
+                run.stop()
+                self._cancels.append(self.loop.call_later(STOP_GRACE, self._cancel, run))
+        self._next = self.loop.call_later(WATCH_PERIOD, self._check)
+
+    def _cancel(self, run: Any) -> None:
+        if run.result is None and not self.task.done():
+            self.cancelled = True
+            self.task.cancel()
+
+    def close(self) -> None:
+        for handle in (self._next, *self._cancels):
+            handle.cancel()
 
 
 def _send(sock: socket.socket, obj: Any) -> None:

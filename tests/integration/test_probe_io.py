@@ -322,3 +322,33 @@ def test_sighup_ends_a_ramp_without_starting_the_next_step(data_file):
     assert took < 2, f"the ramp went on for {took:.1f} s"
     rows = [line.split()[0] for line in out.splitlines() if line.strip() and line.split()[0].isdigit()]
     assert rows and rows[-1] in ("1", "2"), out
+
+
+def test_a_ramp_step_held_up_past_its_bound_is_not_an_interruption(data_file):
+    """A step that overruns (its engine held by SIGSTOP, as a starved process is on a loaded
+    box) is stopped alone and the ramp goes on: 'interrupted' and 130 were printed once the
+    whole ramp's bound plus 0.5 s had passed, though nobody pressed Ctrl-C."""
+    import psutil
+    proc = subprocess.Popen([inspector_bin(), "probe", "io", data_file, "--cached", "--ramp",
+                             "-j", "2", "-w", "0.3s"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()          # step 1's first interval: its engine runs
+        assert " jobs=1 " in first, first
+        held = psutil.Process(proc.pid).children()
+        assert held, "no engine child"
+        for child in held:
+            child.suspend()
+        time.sleep(1.5)         # past the step's 0.3 s + 0.5 and the ramp's 0.6 s + 0.5
+        for child in held:
+            child.resume()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "interrupted" not in err
+    rows = [line.split() for line in out.splitlines() if re.match(r"^\s+[12]\s", line)]
+    assert [row[0] for row in rows] == ["1", "2"] and rows[1][1] != "0", out
