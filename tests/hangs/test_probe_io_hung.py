@@ -15,13 +15,17 @@ import pytest
 
 from conftest import inspector_bin, require_root
 from hung_mount import run_hung
+from slowness import slack
 from stall_mount import run_stalled
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 # the engine's child: stop HARD_GRACE after -w, cancel STOP_GRACE later, then the engine
-# waits JOIN_TIMEOUT for its workers (0.5 + 0.5 + 2 s); start-up and output on a busy box
-AFTER_THE_BOUND = 3.0 + 1.5
-READS_BEFORE_THE_STALL = 8000     # 0.3 to 1 s of a 4 KiB O_DIRECT run here
+# waits JOIN_TIMEOUT for its workers (0.5 + 0.5 + 2 s)
+GRACES = 3.0
+QUIET_START_AND_OUTPUT = 1.0      # the binary's start-up and its output, on a quiet machine
+# reached early in the run however slow the machine (8000, 0.3 to 1 s of a 4 KiB O_DIRECT run
+# quiet, were not reached within -w 1 at load 20)
+READS_BEFORE_THE_STALL = 1000
 
 
 @pytest.fixture(autouse=True)
@@ -35,7 +39,7 @@ def test_the_set_up_waits_for_w(tmp_path):
     res = run_hung([str(mnt)], [inspector_bin(), "probe", "io", str(mnt), "-w", "3"])
     print("probe io -w 3 ended after", res["seconds"], "s")
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
-    assert res["status"] == 2 and res["seconds"] <= 4.0, res
+    assert res["status"] == 2 and res["seconds"] <= 3 + slack(QUIET_START_AND_OUTPUT), res
     assert res["stderr"] == (f"inspector: {mnt}: no answer after 3 s (a hung filesystem or "
                              "device? look for processes in D state)\n")
 
@@ -50,7 +54,7 @@ def test_reads_that_stop_answering_end_the_run_after_w(tmp_path, jobs):
     print(f"probe io -w 2 -j {jobs} ended after", res["seconds"], "s")
     assert not res["hung"], res
     assert res["answered"] == READS_BEFORE_THE_STALL and res["held"] >= 1, res
-    assert res["seconds"] <= 2 + AFTER_THE_BOUND, res
+    assert res["seconds"] <= 2 + GRACES + slack(QUIET_START_AND_OUTPUT), res
     assert res["status"] == 1, res          # a request failed mid-run
     assert res["stderr"] == (f"inspector: {jobs} worker(s) still blocked in a request after "
                              "2 s (partial results kept)\n")
@@ -68,7 +72,8 @@ def test_json_output_is_whole_when_reads_stop(tmp_path):
     res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
                       [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-w", "1",
                        "--json"])
-    assert not res["hung"] and res["status"] == 1 and res["seconds"] <= 1 + AFTER_THE_BOUND
+    assert not res["hung"] and res["status"] == 1, res
+    assert res["seconds"] <= 1 + GRACES + slack(QUIET_START_AND_OUTPUT), res
     doc = json.loads(res["stdout"])
     assert doc["summary"]["error"] == "1 worker(s) still blocked in a request after 2 s"
     assert doc["summary"]["workers"] == [] or doc["summary"]["workers"][0]["stuck"]
@@ -76,15 +81,15 @@ def test_json_output_is_whole_when_reads_stop(tmp_path):
 
 
 def test_sigterm_ends_a_run_bounded_by_a_count_only(tmp_path):
-    """-c alone has no time bound: a stuck run waits for a stop, and SIGTERM ends it on
-    time (`timeout 5 inspector probe io ...` gets its figures)."""
+    """-c alone has no time bound: a stuck run waits for a stop, and SIGTERM (1 s after
+    the stall began) ends it on time (`timeout 5 inspector probe io ...` gets its figures)."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
                       [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-c", "1000000"],
-                      term_after=3.0)
+                      term_after=1.0)
     print("SIGTERM to exit:", res["signal_to_exit"], "s")
-    assert not res["hung"] and res["signal_to_exit"] <= AFTER_THE_BOUND - 0.5, res
+    assert not res["hung"] and res["signal_to_exit"] <= GRACES + slack(1.0), res
     assert res["status"] == 1, res          # a request failed mid-run: it never came back
     assert "ioping statistics" in res["stdout"]
     assert res["stuck_after_release"] == 0, res
