@@ -31,6 +31,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from inspector.collect import DEFAULT_TIMEOUT
+from inspector.health.live.session import hypervisor_of
 from inspector.model import Report
 from inspector.probes.request import KINDS
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_bounded
@@ -269,6 +270,7 @@ class InspectorApp(App):
             return
         self.report, self.waiting_for = message.report, message.pending
         self.last_collected = message.at
+        self._name_the_vm_layer(message.report)
         self._refresh_screen()
 
     def on_report_collected(self, message: ReportCollected) -> None:
@@ -279,11 +281,20 @@ class InspectorApp(App):
         if message.report is not None:
             self.report = message.report
             self.last_collected = message.at
+            self._name_the_vm_layer(message.report)
         self._refresh_screen()
         # chained one-shot timer: the next collection starts only after this one ended;
         # a capture does not change, so it is collected once.
         if self.root.live and self.refresh_interval > 0:
             self._collect_timer = self.set_timer(self.refresh_interval, self.collect_now)
+
+    def _name_the_vm_layer(self, report: Report) -> None:
+        """The live steal finding names the VM layer discovery found ("kvm (...)"); a virt
+        section that did not answer this time leaves the layer already known."""
+        set_hypervisor = getattr(self.sampler, "set_hypervisor", None)
+        virt = report.section("virt")
+        if set_hypervisor is not None and isinstance(getattr(virt, "layers", None), list):
+            set_hypervisor(hypervisor_of(virt))
 
     # ------------------------------------------------------------------ live sampling
     def sample_live(self) -> None:

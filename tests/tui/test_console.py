@@ -4,16 +4,19 @@ arrays known only from /proc/mdstat, and changes live cells in place; Network se
 first physical NIC that is up."""
 from __future__ import annotations
 
+import importlib.util
 import io
 import threading
 
 from textual.widgets import DataTable
 
-from conftest import FIXTURES, fixture_root
+from conftest import FIXTURES, TESTS, fixture_root
 from frozen import FrozenSampler, frozen_history, view_from_report
 from inspector.collect import build_report
+from inspector.health.live.session import hypervisor_of
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
+from inspector.tui.live import LiveFeed
 from inspector.tui.screen_help import HelpScreen, TextScreen
 from test_pilot import capture_app, wait_for
 
@@ -194,3 +197,42 @@ async def test_a_hung_live_sample_shows_timed_out_in_the_panels():
             assert "live sampling timed out after 1 s" in text and "waiting" not in text
     finally:
         release.set()
+
+
+def live_host_module():
+    """tests/unit/live_host.py: a tree whose counter files a test advances (on its own
+    clock), read by the real sampler."""
+    spec = importlib.util.spec_from_file_location("live_host", TESTS / "unit" / "live_host.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_steal_finding_names_the_vm_layer_discovery_found(tmp_path):
+    """Discovery's report on a KVM guest reaches the live rules: 35 % steal reads 'stolen by
+    kvm', not by 'the hypervisor (layer not known to this view)'."""
+    report = build_report(HostRoot(str(fixture_root("kvm-virtio-guest"))))
+    layer = hypervisor_of(report.section("virt"))
+    assert layer == "kvm"
+    host = live_host_module().LiveHost(tmp_path / "root")
+    read_counters = host.session().read
+
+    def stolen_second():         # each sample one more second of 35 % steal
+        host.cpu_spend(user=40, steal=35)
+        host.flush()
+        host.clock += 1.0
+        return read_counters()
+    app = InspectorApp(HostRoot(str(fixture_root("kvm-virtio-guest"))),
+                       collector=lambda r: report, sampler=LiveFeed(stolen_second),
+                       live_interval=0.05)
+
+    def steal_message() -> str:
+        view = app.live_sample
+        found = [f.message for f in (view.findings if view else []) if f.code == "live.cpu.steal"]
+        return found[0] if found and app.report is not None else ""
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "stolen by kvm" in steal_message())
+        await pilot.pause(0.2)
+        shown = " ".join(c for row in rows(app.screen.query_one("#findings", DataTable))
+                         for c in row)
+        assert "35% of CPU time stolen by kvm" in shown, shown
