@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -85,9 +86,14 @@ LIVE = {"bare (stdout not a terminal: the report)", "report"}
 def test_every_command_prints_whole_in_every_locale(locpath, snapshots):
     reference: dict[str, int] = {}
     failures = []
-    for name, (args, status) in _commands(snapshots).items():
+    commands = _commands(snapshots)
+    # the 50 runs are independent: a few at a time (the results are read in a fixed order)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        runs = {(name, locale): pool.submit(_run, args, locale, locpath)
+                for name, (args, _status) in commands.items() for locale in LOCALES}
+    for name, (_args, status) in commands.items():
         for locale in LOCALES:
-            res = _run(args, locale, locpath)
+            res = runs[name, locale].result()
             err = res.stderr.decode("utf-8", "replace")
             if res.returncode != status or "internal error" in err or "Traceback" in err:
                 failures.append(f"{locale} {name}: status {res.returncode}, {err[-300:]}")
