@@ -223,14 +223,16 @@ class LiveSampler:
         # a thread of its own, and a walk that finished after its sample's deadline is used
         # by the next sample (with the time it began: its rates stay right)
         reads["processes"] = self._reads.start(
-            "processes", lambda: self._processes(mono, wall), reuse_late=True)
+            "processes", lambda: self._processes(mono, wall, reads["cpu"]), reuse_late=True)
         self._reads.settle(reads, deadline)
         timeouts: dict[str, str] = {}
         # the reads that need another's result start as soon as it is in, before the others
         # are waited for: behind a hung /proc/loadavg the sysfs walk began at the deadline
-        # ("timed out after 0 s") and a capture lacked half of sys/
-        got = {name: self._outcome(name, reads[name], deadline, timeouts)
-               for name in ("diskstats", "vmstat")}
+        # ("timed out after 0 s") and a capture lacked half of sys/. vmstat (the kernel's own
+        # file) first: behind a hung /proc/diskstats (lxcfs) the OOM read began at the deadline
+        got = {"vmstat": self._outcome("vmstat", reads["vmstat"], deadline, timeouts)}
+        oom_read = self._start_oom_read(got["vmstat"])
+        got["diskstats"] = self._outcome("diskstats", reads["diskstats"], deadline, timeouts)
         disks = got["diskstats"]
         key = tuple(disks) if known(disks) else None
         topology_read = md_read = None
@@ -240,7 +242,6 @@ class LiveSampler:
         if key is not None and any(name.startswith("md") for name in key):
             devices = list(key)
             md_read = self._reads.start("md", lambda: read_md_sync(root, devices))
-        oom_read = self._start_oom_read(got["vmstat"])
         got.update({name: self._outcome(name, read, deadline, timeouts)
                     for name, read in reads.items() if name not in got})
         if topology_read is not None:
@@ -275,7 +276,7 @@ class LiveSampler:
                         oom_victims=self._oom_victims(oom_read, deadline, timeouts),
                         names=names, procs_mono=procs_mono)
 
-    def _processes(self, mono: float, wall: float) -> tuple | Unknown:
+    def _processes(self, mono: float, wall: float, cpu_read: Read) -> tuple | Unknown:
         """(stats, D-state tasks, IO counters, names) or the Unknown of the /proc listing."""
         root = self.root
         pids = list_pids(root)
@@ -289,10 +290,10 @@ class LiveSampler:
                                        tick=self._ticks)
         # Threads are walked only while the kernel counts tasks blocked on IO: the stuck
         # IO thread of a database shows, without a thread walk on every quiet sample. (Read
-        # in turn, /proc/stat is done by now; when it hangs, no walk.)
-        cpu = self._reads.peek("cpu")
-        if not known(cpu):
-            cpu = read_cpu(root)
+        # in turn, first, /proc/stat is done by now or soon; when it hangs, no walk: reading it
+        # here again hung the walk too, and the D-state table with it.)
+        cpu_read.call.done.wait(self._reads.patience)
+        cpu = cpu_read.peek()
         blocked = known(cpu) and bool(cpu.procs_blocked)
         threads = read_blocked_threads(root, procs) if blocked else []
         dstate = self.dstate.update(root, procs, mono, wall, threads)

@@ -4,6 +4,7 @@ a function waiting on an Event here; test_hung_mounts.py has the real FUSE mount
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from inspector.live.sampler import LiveSampler
 from inspector.model import Unknown, known
 from inspector.roots.bounded import TimedOut, WithFds, Worker, WorkerFailed, run_forked
 from inspector.roots.host import HostRoot
+from slowness import extra, slack
 
 
 @pytest.mark.serial
@@ -25,15 +27,19 @@ def test_a_source_that_hangs_is_timed_out_once_and_the_rest_is_kept(hang):
     start = time.monotonic()
     first = sampler.sample()
     took = time.monotonic() - start
-    assert took < 0.6, took
+    assert took < 0.3 + slack(0.3), took
     assert isinstance(first.disks, Unknown)
-    assert first.disks.reason == "/proc/diskstats timed out after 0.3 s"
-    assert first.timed_out == {"/proc/diskstats": "timed out after 0.3 s"}
+    # the time the read had: the sample's 0.3 s less the moments before its thread began it
+    # (at once when quiet; a loaded machine starts it later)
+    waited = re.fullmatch(r"timed out after (\d+(?:\.\d)?) s", first.timed_out["/proc/diskstats"])
+    assert waited and float(waited[1]) <= 0.3, first.timed_out
+    assert first.disks.reason == f"/proc/diskstats {first.timed_out['/proc/diskstats']}"
+    assert list(first.timed_out) == ["/proc/diskstats"], first.timed_out
     assert known(first.cpu) and known(first.nics) and known(first.load) and known(first.dstate)
 
     start = time.monotonic()
     second = sampler.sample()          # the read still hangs: not started again, not awaited
-    assert time.monotonic() - start < 0.2
+    assert time.monotonic() - start < slack(0.2)
     assert second.disks.reason.startswith("/proc/diskstats timed out: no answer for ")
     assert calls["read_diskstats"] == 1
     assert known(second.cpu)
@@ -43,7 +49,8 @@ def test_a_hung_first_source_does_not_starve_the_others(hang):
     """Sources are read in turn in one thread; after the patience, each not begun gets its
     own thread, so /proc/stat hanging (read first) costs the others nothing."""
     hang(sampler_module, "read_cpu")
-    snap = LiveSampler(HostRoot("/"), read_timeout=0.5).sample()
+    # the process walk alone takes longer than 0.5 s on a loaded machine: not the hang's cost
+    snap = LiveSampler(HostRoot("/"), read_timeout=slack(0.5)).sample()
     assert isinstance(snap.cpu, Unknown) and "/proc/stat" in snap.timed_out
     assert known(snap.disks) and known(snap.nics) and known(snap.load) and known(snap.uptime)
     assert known(snap.dstate)           # without /proc/stat's blocked count: no thread walk
@@ -57,11 +64,12 @@ def test_a_sampler_that_recovers_reads_again(monkeypatch):
         release.wait(10)
         return real(root)
     monkeypatch.setattr(sampler_module, "read_loadavg", slow)
-    sampler = LiveSampler(HostRoot("/"), read_timeout=0.2)
+    sampler = LiveSampler(HostRoot("/"), read_timeout=slack(0.2))
     assert isinstance(sampler.sample().load, Unknown)
     release.set()
-    time.sleep(0.05)
-    snap = sampler.sample()
+    give_up = time.monotonic() + 10     # the late read comes back, and a sample uses it
+    while not known((snap := sampler.sample()).load) and time.monotonic() < give_up:
+        time.sleep(0.05)
     assert known(snap.load) and snap.timed_out == {}
 
 
@@ -72,7 +80,7 @@ def test_run_forked_gives_the_value_an_error_or_a_timeout():
     start = time.monotonic()
     with pytest.raises(TimedOut, match="timed out after 0.3 s"):
         run_forked(lambda: time.sleep(30), 0.3)
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 0.3 + slack(0.7)
 
 
 def test_a_worker_that_times_out_is_killed_and_not_waited_for():
@@ -117,7 +125,7 @@ def test_the_hostname_read_is_bounded_too(monkeypatch):
         start = time.monotonic()
         report = collect.build_report(HostRoot(str(fixture_root("storage-raid1-faulty"))),
                                       timeout=0.5)
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 0.5 + slack(0.5)
     finally:
         release.set()
     assert report.host.hostname == Unknown("timed out after 0.5 s")
@@ -135,7 +143,7 @@ def test_check_is_unknown_when_a_collector_hangs_beside_a_warning(monkeypatch):
     _hang_collector(monkeypatch, "storage")
     start = time.monotonic()
     res = run_cli("check", "--root", str(fixture_root("xen-pv-guest")), "--timeout", "2")
-    assert time.monotonic() - start <= 2.0
+    assert time.monotonic() - start <= 2.0 + extra(0.5)
     assert res.status == 3, res.out
     assert res.out.startswith("INSPECTOR UNKNOWN - storage: storage not collected: timed out")
     assert any(line.startswith("[WARN] ") for line in res.out.splitlines()[1:]), res.out
