@@ -94,4 +94,4 @@ def unknown_counters(root: HostRoot, reason: str) -> Counters:
     return Counters(mono=time.monotonic(), wall=time.time(), source=root.label, uptime=gone,
                     disks=gone, topology={}, nics=gone, cpu=gone, load=gone, dstate=gone,
                     procs=gone, proc_io=gone, timed_out={"sampler": reason}, memory=gone,
-                    pressure=gone, vmstat=gone, softnet=gone)
+                    pressure=gone, vmstat=gone, softnet=gone, filesystems=gone)

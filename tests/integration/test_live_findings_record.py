@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -35,8 +36,7 @@ def test_a_recorded_fill_shows_its_begin_and_end_in_top_db(tmp_path, monkeypatch
     writer = None
     try:
         wait_for_intervals(db, 2, recorder)
-        writer = subprocess.Popen(["sh", "-c", f"while :; do head -c 4194304 /dev/zero > "
-                                   f"{mnt}/f.$(date +%s%N); sleep 0.5; done"])
+        writer = _fill(mnt)
         deadline = time.monotonic() + 14
         seen = gauge = False
         series = (f'inspector_live_finding{{code="{CODE}",level="crit",subject="{mnt}"}} 1')
@@ -47,15 +47,13 @@ def test_a_recorded_fill_shows_its_begin_and_end_in_top_db(tmp_path, monkeypatch
             gauge = gauge or (prom.exists() and series in prom.read_text())
         assert seen, "no time-to-full finding recorded within 14 s"
         assert gauge, "no live finding gauge in the textfile within 14 s"
-        writer.kill()
-        writer.wait(5)
+        _end(writer)
         for f in mnt.iterdir():
             f.unlink()
         time.sleep(4)
     finally:
-        if writer is not None and writer.poll() is None:
-            writer.kill()
-            writer.wait(5)
+        if writer is not None:
+            _end(writer)
         status, err = stop(recorder)
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
     assert status == 0, err
@@ -70,7 +68,7 @@ def test_a_recorded_fill_shows_its_begin_and_end_in_top_db(tmp_path, monkeypatch
     assert " full in " in active[0][1]["message"]
     assert len(ended) == 1 and ended[0][1]["message"].startswith("ended ")
     assert ended[0][0] > active[-1][0]          # it ends after its last active interval
-    text = run_cli("top", "--db", db)
+    text = run_cli("top", "--db", db, "--wide")     # a finding is one line, whatever COLUMNS
     assert text.status == 0, text.err
     assert f"CRIT {mnt}: {mnt} full in " in text.out and f"OK {mnt}: ended " in text.out
 
@@ -84,8 +82,7 @@ def test_check_live_is_critical_for_a_filling_tmpfs_unless_ignored(tmp_path):
     mnt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(mnt)], check=True,
                    timeout=20)
-    writer = subprocess.Popen(["sh", "-c", f"while :; do head -c 4194304 /dev/zero > "
-                               f"{mnt}/f.$(date +%s%N); sleep 0.5; done"])
+    writer = _fill(mnt)
     try:
         both = [subprocess.Popen([inspector_bin(), "check", "--live", "7s", *extra],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -93,8 +90,7 @@ def test_check_live_is_critical_for_a_filling_tmpfs_unless_ignored(tmp_path):
                 for extra in ([], ["--ignore", "live.fs.*"])]     # side by side: 8 s
         res, ignored = (_finished(p) for p in both)
     finally:
-        writer.kill()
-        writer.wait(5)
+        _end(writer)
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
     assert res.returncode == 2, res.stdout + res.stderr
     status, _, perf = res.stdout.splitlines()[0].partition(" | ")
@@ -104,6 +100,22 @@ def test_check_live_is_critical_for_a_filling_tmpfs_unless_ignored(tmp_path):
     assert crit >= 1 and "live_samples=" in perf
     assert f"[CRIT] {mnt}: {mnt} full in " in res.stdout and "(live.fs.time_to_full)" in res.stdout
     assert "live.fs.time_to_full" not in ignored.stdout and "live_crit=" in ignored.stdout
+
+
+def _fill(mnt: Path) -> subprocess.Popen:
+    """4 MiB every half second into `mnt`, in a session of its own: _end() ends the shell and
+    the `head` it is waiting for (a head left writing after the files were deleted started
+    the trend again)."""
+    return subprocess.Popen(["sh", "-c", f"while :; do head -c 4194304 /dev/zero > "
+                             f"{mnt}/f.$(date +%s%N); sleep 0.5; done"], start_new_session=True)
+
+
+def _end(writer: subprocess.Popen) -> None:
+    try:
+        os.killpg(writer.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    writer.wait(5)
 
 
 def _finished(proc: subprocess.Popen) -> subprocess.CompletedProcess:
