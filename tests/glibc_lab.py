@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,9 +35,14 @@ from inspector.probes.dns.failover import DnsFailoverProbe, DnsProbeSettings  # 
 from inspector.probes.dns.predict import default_rdtypes  # noqa: E402
 
 CONCURRENT = 32            # cases at a time: they mostly wait out glibc's windows
-# the real getaddrinfo, bounded (glibc's TCP path can wait for ever)
+# A lookup's child is given STARTUP_S to start (32 Python starts at once on a loaded machine
+# took over 20 s), then its lookup bounds itself: `bound`, and AFTER_LOOKUP_S to say so.
+STARTUP_S = 120.0
+AFTER_LOOKUP_S = 20.0
+# the real getaddrinfo, bounded (glibc's TCP path can wait for ever); "started" once it is up
 GAI = r"""
 import json, socket, sys, threading, time
+print("started", flush=True)
 name, bound = sys.argv[1], float(sys.argv[2])
 box = {}
 def lookup():
@@ -102,13 +110,8 @@ def run_case(number: int, case: dict, attempt: int) -> dict:
         name, bound = case.get("name", "probe.test"), float(case.get("bound", 8))
         measured: dict = {}
 
-        def measure() -> None:
-            proc = subprocess.run(["unshare", "-m", "sh", "-c", MOUNT_AND_RUN, conf,
-                                   sys.executable, GAI, name, str(bound)],
-                                  capture_output=True, text=True, timeout=bound + 20)
-            measured.update(json.loads(proc.stdout) if proc.stdout.strip()
-                            else {"failed": proc.stderr[-500:]})
-        measure()       # then the probe: the two never compete for the responders
+        # then the probe: the two never compete for the responders
+        measured.update(measure_lookup(conf, name, bound))
         cfg = parse_resolv_conf(text, hostname=socket.gethostname())
         rdtypes = default_rdtypes(cfg, name)
         probe = DnsFailoverProbe(DnsProbeSettings(
@@ -132,6 +135,46 @@ def run_case(number: int, case: dict, attempt: int) -> dict:
         for r in responders:
             if r is not None:
                 r.close()
+
+
+def measure_lookup(conf: str, name: str, bound: float) -> dict:
+    """getaddrinfo(name) in a fresh process seeing `conf` as /etc/resolv.conf: what glibc did,
+    {"hang": True} when it did not return within `bound`, or {"failed": why} (its child never
+    started within STARTUP_S, never said what it saw, or died). Bounded by progress: a child
+    the machine was merely slow to start is waited for, one that hangs is not."""
+    proc = subprocess.Popen(["unshare", "-m", "sh", "-c", MOUNT_AND_RUN, conf, sys.executable,
+                             GAI, name, str(bound)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    fd, seen = proc.stdout.fileno(), b""
+    give_up = time.monotonic() + STARTUP_S
+    try:
+        while b"\n" not in seen:       # os.read: nothing left in a buffer communicate skips
+            left = give_up - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise subprocess.TimeoutExpired(proc.args, STARTUP_S)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            seen += chunk
+        out, err = proc.communicate(timeout=bound + AFTER_LOOKUP_S)
+    except subprocess.TimeoutExpired as exc:
+        proc.kill()
+        proc.communicate()
+        return {"failed": f"no answer from the lookup's child after {exc.timeout:g} s"}
+    first, _, rest = seen.partition(b"\n")
+    result = (rest + out).decode(errors="replace").strip()
+    if first != b"started" or not result:
+        return {"failed": f"exit {proc.returncode}: {err.decode(errors='replace')[-500:]}"}
+    return json.loads(result)
+
+
+def run_case_safely(number: int, case: dict, attempt: int) -> dict:
+    """run_case, or {"error": the traceback}: one case's failure is that case's alone."""
+    try:
+        return run_case(number, case, attempt)
+    except Exception:
+        return {"error": traceback.format_exc(), "attempt": attempt, "consistent": False}
 
 
 def agrees(result: dict) -> bool:
@@ -161,17 +204,18 @@ def main() -> None:
     names = list(cases)
     out: dict[str, dict] = {}
     with ThreadPoolExecutor(max_workers=CONCURRENT) as pool:
-        futures = {n: pool.submit(run_case, i, cases[n], 0) for i, n in enumerate(names)}
+        futures = {n: pool.submit(run_case_safely, i, cases[n], 0) for i, n in enumerate(names)}
         for n, f in futures.items():
             out[n] = f.result()
     # A responder thread starved on a busy box shows as a query the probe saw differently
-    # than declared, a stalled process as a late lookup: such a case runs once more, alone.
-    # A wrong model disagrees both times.
+    # than declared, a stalled process as a late lookup or a child that never started: such a
+    # case runs once more, alone. A wrong model disagrees both times.
     for i, n in enumerate(names):
         if not (out[n]["consistent"] and agrees(out[n])):
             first = out[n]
-            out[n] = run_case(i, cases[n], 1)
-            out[n]["first_attempt"] = {k: first[k] for k in ("measured", "predicted", "seen")}
+            out[n] = run_case_safely(i, cases[n], 1)
+            out[n]["first_attempt"] = {k: first.get(k) for k in ("measured", "predicted", "seen",
+                                                                  "error")}
     print(json.dumps(out))
 
 
