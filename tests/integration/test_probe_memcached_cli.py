@@ -468,13 +468,29 @@ def test_stopping_the_run_does_not_count_its_connections_as_failed(memcached):
     # Ctrl-C / SIGTERM close every connection: the summary read "load on 4 connections (4
     # failed)" after a clean run that was merely stopped
     import signal
+    import subprocess
+    import time
 
-    from conftest import inspector_bin, signal_after
+    from conftest import inspector_bin
     server = memcached()
     for workers in ("1", "2"):
-        status, out, err, _ = signal_after(
+        before = server.stats()["cmd_set"]
+        proc = subprocess.Popen(
             [inspector_bin(), "probe", "memcached", "-c", "4", "--workers", workers, "--duration",
-             "20", *SMALL, "--json", server.address], 1.5, signal.SIGTERM)
+             "20", *SMALL, "--json", server.address], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        try:
+            # stopped mid-run, so once the server has taken some of its sets (a fixed 1.5 s
+            # was sometimes before the command had its handlers, on a loaded box)
+            while server.stats()["cmd_set"] < before + 100 and proc.poll() is None:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        status = proc.returncode
         assert status == 128 + signal.SIGTERM, err
         doc = json.loads(out)
         assert doc["status"] == "stopped" and doc["ops_total"] > 0
