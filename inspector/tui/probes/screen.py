@@ -36,6 +36,7 @@ from inspector.tui.base import InspectorScreen
 from inspector.tui.fields import EditField
 from inspector.tui.probes.figures import rate_text, state_text, whole_run
 from inspector.tui.probes.panel import RunPanel
+from inspector.tui.probes.run_columns import columns_for, probe_cell, probe_room
 from inspector.tui.probes.runs import LiveRun, ProbeRequest, form_request
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.probe_chart import LatencyChart, RateChart, merge_log
@@ -43,12 +44,6 @@ from inspector.widgets.probe_chart import LatencyChart, RateChart, merge_log
 __all__ = ["ProbesScreen", "RunPanel"]
 
 ROW_REFRESH_S = 1.0
-# every figure in the table is the whole run's (cumulative); the panels show the last
-# interval beside it
-RUN_COLUMNS = (("run", "#"), ("probe", "probe"), ("state", "state"), ("err", "err"),
-               ("ops", "ops"), ("ops/s", "run ops/s"), ("p50", "run p50"), ("p99", "run p99"),
-               ("max", "run max"))
-FIXED_WIDTH = 3 + 8 + 3 + 8 + 9 + 8 + 8 + 8 + 2 * len(RUN_COLUMNS) + 2
 FORM_FIELDS = "#probe-kind, #probe-target, #probe-seconds, #probe-concurrency, #probe-write"
 # the fields' labels (border titles) fit the fields at 80 columns
 LABELS = {"workers": "jobs", "connections": "conns"}
@@ -86,6 +81,7 @@ class RunsTable(DataTable):
 class ProbesScreen(InspectorScreen):
     MODE = "probes"
     AUTO_FOCUS = "#probe-target"
+    _runs_width = 0         # the width the runs table was laid out for
     BINDINGS = [
         Binding("s", "start", "Start", id="probes.start"),
         # priority: a key goes to the widget focused when it arrives, so in a burst (`/tmp`
@@ -121,10 +117,9 @@ class ProbesScreen(InspectorScreen):
             yield Checkbox("write", id="probe-write")
             yield Button("Start", id="probe-start", variant="success")
         yield Static(id="probe-hint", classes="line")
-        table = RunsTable(id="runs", cursor_type="row")
-        for key, label in RUN_COLUMNS:
-            table.add_column(label, key=key)
-        yield table
+        # every figure in the table is the whole run's (cumulative); the panels show the
+        # last interval beside it. Columns: on mount and resize (_lay_out_runs)
+        yield RunsTable(id="runs", cursor_type="row")
         with Horizontal(id="run-panels"):
             yield RunPanel("A", id="panel-a")
             yield RunPanel("B (c pins a run here)", id="panel-b")
@@ -133,10 +128,29 @@ class ProbesScreen(InspectorScreen):
         self.set_class(self.size.width < 100, "-narrow")
         self.set_class(self.size.height < 32, "-short")
         super().on_resize()
+        self._lay_out_runs()
         self.call_after_refresh(self.share_scales)
+
+    def _lay_out_runs(self) -> None:
+        """The runs table's columns and probe cells for the width (run_columns): laid out
+        again when it changes, since a DataTable column never narrows by itself."""
+        width = self.size.width or self.app.size.width
+        if width == self._runs_width:
+            return
+        self._runs_width = width
+        table = self.query_one("#runs", DataTable)
+        cursor = table.cursor_row
+        table.clear(columns=True)
+        for key, label in columns_for(width):
+            table.add_column(label, key=key)
+        for run in self.inspector.probes.runs:
+            table.add_row(*self._row(run), key=str(run.run_id))
+        if table.row_count:
+            table.move_cursor(row=min(cursor, table.row_count - 1))
 
     def on_mount(self) -> None:
         self._row_updated: dict[int, float] = {}
+        self._lay_out_runs()
         self._kind = ProbeKind.IO
         self._values = {k: default_values(k) for k in KINDS}
         super().on_mount()
@@ -393,17 +407,24 @@ class ProbesScreen(InspectorScreen):
             self.action_start()
 
     # ------------------------------------------------------------------ runs
-    def _row(self, run: LiveRun) -> list[Any]:
+    def _cells(self, run: LiveRun) -> dict[str, Any]:
+        """Every column's cell for a run, by column key."""
         total = whole_run(run)
         errors = run.errors
-        width = max(12, (self.size.width or self.app.size.width) - FIXED_WIDTH)
-        probe = f"{run.request.kind} {run.target_text}"
-        if len(probe) > width:
-            probe = f"{run.request.kind} …{run.target_text[-(width - len(run.request.kind) - 2):]}"
-        return [f"#{run.run_id}", probe, state_text(run),
-                Text(str(errors), style="bold red" if errors else "grey50"),
-                str(total.ops) if total.ops is not None else "-", rate_text(total.ops_per_s),
-                total.latency("p50"), total.latency("p99"), total.latency("max")]
+        room = probe_room(self._runs_width or self.size.width or self.app.size.width)
+        return {"run": f"#{run.run_id}",
+                "probe": probe_cell(str(run.request.kind), run.target_text, room),
+                "state": state_text(run),
+                "err": Text(str(errors), style="bold red" if errors else "grey50"),
+                "ops": str(total.ops) if total.ops is not None else "-",
+                "ops/s": rate_text(total.ops_per_s), "p50": total.latency("p50"),
+                "p99": total.latency("p99"), "max": total.latency("max")}
+
+    def _row(self, run: LiveRun) -> list[Any]:
+        """A run's cells in the order of the columns shown."""
+        cells = self._cells(run)
+        table = self.query_one("#runs", DataTable)
+        return [cells[str(key.value)] for key in table.columns]
 
     def _update_row(self, run: LiveRun, throttle: bool = False) -> None:
         table = self.query_one("#runs", DataTable)
@@ -415,7 +436,7 @@ class ProbesScreen(InspectorScreen):
             return  # the table needs no 4 Hz: its cells re-render the whole table
         self._row_updated[run.run_id] = now
         with self.app.batch_update():
-            for (col, _), value in zip(RUN_COLUMNS, self._row(run)):
+            for col, value in zip(table.columns, self._row(run)):
                 # widths grow with the figures: an ops count past the header's width must not
                 # be cut to its first digits
                 table.update_cell(key, col, value, update_width=True)
