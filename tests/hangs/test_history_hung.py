@@ -13,10 +13,11 @@ import pytest
 from conftest import FIXTURES, fixture_root, inspector_bin, require_root
 from hung_mount import run_hung
 from inspector.record.bounded_history import STALL_S
+from slowness import slack
 from stall_mount import run_stalled
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
-SLACK = 6.0        # start-up, the fork, the one line out: beside two busy loops
+QUIET_OVERHEAD = 2.0     # start-up, the fork, the one line out, on a quiet machine
 ROOT = str(fixture_root("xen-pv-guest"))
 LOG = str(FIXTURES / "samples/ioping/periodic-log.txt")
 
@@ -42,7 +43,7 @@ def _gave_up(res: dict, db: str) -> None:
     assert res["held"] >= 1, f"the command never touched the silent mount: {res}"
     assert res["stuck_after_release"] == 0, res
     assert res["status"] == 2, res
-    assert res["seconds"] <= STALL_S + SLACK, res
+    assert res["seconds"] <= STALL_S + slack(QUIET_OVERHEAD), res
     lines = res["stderr"].strip().splitlines()
     assert lines[-1] == (f"inspector: {db}: no answer from its filesystem for {STALL_S:g} s "
                          "(a hung mount? look for processes in D state)"), res["stderr"]
@@ -74,10 +75,10 @@ def test_ctrl_c_ends_history_on_a_hung_database(tmp_path):
     mount.mkdir()
     db = str(mount / "history.sqlite")
     res = run_hung([str(mount)], [inspector_bin(), "history", "--db", db], signal_after=1.0,
-                   cap=60)
+                   signal_from="held", cap=60)         # 1 s after it reached the mount
     assert not res["hung"] and res["stuck_after_release"] == 0, res
     assert res["status"] in (130, -signal.SIGINT), res
-    assert res["signal_to_exit"] <= 2.0, res
+    assert res["signal_to_exit"] <= slack(2.0), res
 
 
 @pytest.mark.parametrize("command", ["top --db", "record --once"])
@@ -89,4 +90,4 @@ def test_sigterm_ends_the_command_on_a_database_whose_reads_never_answer(tmp_pat
                       term_after=1.0, cap=60)
     assert not res["hung"] and res["stuck_after_release"] == 0, res
     assert res["status"] in (143, -signal.SIGTERM), res
-    assert res["signal_to_exit"] <= 2.0, res
+    assert res["signal_to_exit"] <= slack(2.0), res

@@ -16,6 +16,7 @@ from conftest import inspector_bin, require_root, run_bin
 from hung_mount import run_hung
 from inspector.probes.base import ProbeError
 from inspector.probes.dns.run import RESOLVE_TIMEOUT, read_resolv_conf_bounded
+from slowness import slack
 
 
 @pytest.mark.parametrize("make, says", [
@@ -29,7 +30,7 @@ def test_a_resolv_conf_that_is_not_one_is_refused(tmp_path, make, says):
     path = make(tmp_path)
     start = time.monotonic()
     res = run_bin("probe", "dns", "--resolv-conf", str(path), timeout=20)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < slack(2.0)       # refused at once: the start-up
     assert res.returncode == 2 and res.stdout == "", res
     assert res.stderr == f"inspector: cannot read {path}: {says}\n"
 
@@ -57,7 +58,7 @@ def test_a_resolv_conf_that_never_answers(tmp_path):
                                  "--timeout", "0.5"])
     print("probe dns ended after", res["seconds"], "s")
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
-    assert res["status"] == 2 and res["seconds"] <= RESOLVE_TIMEOUT + 1.5, res
+    assert res["status"] == 2 and res["seconds"] <= RESOLVE_TIMEOUT + slack(1.5), res
     assert res["stderr"] == (f"inspector: reading {file}: no answer after 5 s (a hung "
                              "filesystem? look for processes in D state)\n")
 
@@ -83,7 +84,8 @@ def test_the_tui_form_on_a_resolv_conf_that_never_answers(tmp_path):
     res = run_hung([str(file)], [sys.executable, "-c", FORM_CHECK, str(file)])
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
     took, problem = res["stdout"].strip().split(" ", 1)
-    assert float(took) <= RESOLVE_TIMEOUT + 0.5 and res["seconds"] <= RESOLVE_TIMEOUT + 1.5
+    assert float(took) <= RESOLVE_TIMEOUT + slack(0.5), res
+    assert res["seconds"] <= RESOLVE_TIMEOUT + slack(1.5), res
     assert problem == (f"{file}: no answer after 5 s (a hung filesystem? look for processes "
                        "in D state)")
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import fixture_root, inspector_bin, require_root
 from hung_mount import run_hung
+from slowness import extra, slack
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -48,7 +49,7 @@ def test_a_sidecar_that_never_answers(capture_dir, command):
     assert res["status"] == 2, res
     # report: its --timeout; top has none: the fixed bound of 5 s
     bound = 2 if command == "report" else 5
-    assert res["seconds"] <= bound + 1.0, res
+    assert res["seconds"] <= bound + slack(1.0), res
     assert res["stderr"].strip() == (f"inspector: --root {capture_dir}: no answer from "
                                      f"{sidecar} after {bound} s {HINT}")
     assert res["stdout"] == ""
@@ -61,7 +62,7 @@ def test_a_root_directory_that_never_answers(tmp_path):
                                 "2"], cap=30)
     print("report ended after", res["seconds"], "s:", res["stderr"].strip())
     ended_cleanly(res)
-    assert res["status"] == 2 and res["seconds"] <= 3.0, res
+    assert res["status"] == 2 and res["seconds"] <= 2 + slack(1.0), res
     assert res["stderr"].strip() == (f"inspector: --root {mnt}: no answer from {mnt} after "
                                      f"2 s {HINT}")
 
@@ -79,7 +80,7 @@ def test_check_says_unknown_within_its_timeout(tmp_path, capture_dir, hung):
     print("check ended after", res["seconds"], "s:", res["stdout"].strip())
     ended_cleanly(res)
     assert res["status"] == 3, res
-    assert res["seconds"] <= 3.0, res
+    assert res["seconds"] <= 3.0 + extra(1.0), res     # its start-up aside
     line = res["stdout"].strip()
     assert line.startswith(f"INSPECTOR UNKNOWN - --root {root}: no answer from {mount} "
                            "after "), line
@@ -98,6 +99,6 @@ def test_a_capture_whose_reads_stall(tmp_path):
                                     "--timeout", "2"], cap=30)
     print("report ended after", res["seconds"], "s:", res["stderr"].strip())
     ended_cleanly(res)
-    assert res["status"] == 2 and res["seconds"] <= 4.0, res
+    assert res["status"] == 2 and res["seconds"] <= 2 + slack(2.0), res
     assert res["stderr"].strip() == (f"inspector: --root {capture}: no progress reading "
                                      f"{capture} for 2 s {HINT}")

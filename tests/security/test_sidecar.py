@@ -12,6 +12,7 @@ import pytest
 from conftest import inspector_bin, run_bin
 from inspector.model import Unknown
 from inspector.roots.host import MAX_SIDECAR_BYTES, HostRoot, Unavailable
+from slowness import slack
 
 SIDECAR = "inspector-sidecar.json"
 
@@ -39,8 +40,8 @@ def test_a_fifo_sidecar_does_not_hang_report_check_or_top(tmp_path):
     os.mkfifo(tmp_path / SIDECAR)
     for argv in (["report"], ["check"], ["top", "--count", "1"]):
         start = time.monotonic()
-        res = run_bin(*argv, "--root", str(tmp_path), timeout=30)
-        assert time.monotonic() - start < 10
+        res = run_bin(*argv, "--root", str(tmp_path), timeout=30)     # a FIFO's open: for ever
+        assert time.monotonic() - start < slack(2.5), (argv, res)     # refused at once
         assert "a FIFO, not a file" in res.stdout + res.stderr, (argv, res)
 
 
