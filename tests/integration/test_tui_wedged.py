@@ -17,6 +17,8 @@ import psutil
 import pytest
 
 from conftest import inspector_bin
+from inspector.tui.app import EXIT_WATCHDOG_S
+from slowness import slack
 
 # its exit is timed, and the 4 s watchdog must not be starved by other tests
 pytestmark = pytest.mark.serial
@@ -82,16 +84,17 @@ def test_a_wedged_tui_leaves_when_its_terminal_goes(tmux, tmp_path):
     tmux.run("kill-session", "-t", "ui")      # SIGHUP from the kernel, as ssh dropping does
     took = exit_after(tui, 10)
     print(f"wedged TUI gone {took} s after its terminal")
-    assert took is not None and took <= 1.0
+    # at once, not by the exit watchdog: the bound grows with the machine's slowness but
+    # stays under the watchdog
+    assert took is not None and took <= min(slack(1.0), EXIT_WATCHDOG_S - 0.5), took
 
 
 def test_a_wedged_tui_leaves_on_sigterm_by_its_watchdog(tmux, tmp_path):
-    from inspector.tui.app import EXIT_WATCHDOG_S
     tui = wedged_tui(tmux, tmp_path)
     os.kill(tui.pid, signal.SIGTERM)
     took = exit_after(tui, EXIT_WATCHDOG_S + 10)
     print(f"wedged TUI gone {took} s after SIGTERM")
-    assert took is not None and took <= EXIT_WATCHDOG_S + 1.5
+    assert took is not None and took <= EXIT_WATCHDOG_S + slack(1.5), took
     status_file = tmp_path / "status"
     deadline = time.monotonic() + 5    # the shell writes it once it has reaped the TUI
     while not (status_file.exists() and status_file.read_text().strip()):
