@@ -54,19 +54,22 @@ def build_parser(argv: list[str] | None = None) -> OneLineErrorParser:
     """The parser; given argv, only the named command's module is imported (each command
     imports its own machinery, and `inspector report` over a slow SSH link should not pay
     for the probes' imports). `--help` and unknown commands get every command."""
-    from inspector.probes.request import SPEC_HELP
-    parser = OneLineErrorParser(
-        prog="inspector",
-        description="Storage stack and health, virtualization layers, NICs and resolver at a "
-                    "glance; live probes. With no command, opens the terminal UI: `inspector "
-                    "--probe SPEC [--probe SPEC]... [--probe-seconds DURATION]` opens it with "
-                    f"those probes started, in order ({SPEC_HELP}; see `inspector tui --help`).",
-        epilog=EPILOG)
+    needed = _commands_needed(argv)
+    description = None
+    # only where the top-level help can be shown (a named command shows its own): the probe
+    # specs it names would import the probes for `inspector report`
+    if needed == COMMANDS or needed == ["tui"]:
+        from inspector.probes.request import SPEC_HELP
+        description = (
+            "Storage stack and health, virtualization layers, NICs and resolver at a glance; "
+            "live probes. With no command, opens the terminal UI: `inspector --probe SPEC "
+            "[--probe SPEC]... [--probe-seconds DURATION]` opens it with those probes "
+            f"started, in order ({SPEC_HELP}; see `inspector tui --help`).")
+    parser = OneLineErrorParser(prog="inspector", description=description, epilog=EPILOG)
     parser.add_argument("-V", "--version", action="version", version=f"inspector {__version__}")
     add_root_argument(parser, top_level=True)
     add_ssh_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    needed = _commands_needed(argv)
     for name in needed:
         importlib.import_module(f"inspector.commands.{name}").register(sub)
     # unknown options are reported by the top-level parser: it speaks for check too
