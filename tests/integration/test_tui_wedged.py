@@ -18,7 +18,7 @@ import pytest
 
 from conftest import inspector_bin
 from inspector.tui.app import EXIT_WATCHDOG_S
-from slowness import slack
+from slowness import factor, slack
 
 # its exit is timed, and the 4 s watchdog must not be starved by other tests
 pytestmark = pytest.mark.serial
@@ -60,7 +60,9 @@ def wedged_tui(tmux, tmp_path) -> psutil.Process:
         assert time.monotonic() < deadline, "the help key did not reach the wedge"
         time.sleep(0.05)
     time.sleep(0.3)
-    assert tui.cpu_percent(0.5) > 50      # it spins, as the stuck TUI did
+    # it spins, as the stuck TUI did (an idle one uses 1-2 %): a spinning process gets less of
+    # a CPU on a loaded machine (40 % beside another test here)
+    assert tui.cpu_percent(0.5) > 50 / factor()
     return tui
 
 
