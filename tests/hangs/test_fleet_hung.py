@@ -11,6 +11,7 @@ import pytest
 from conftest import fixture_root, inspector_bin, require_root, run_bin
 from hung_mount import run_hung
 from inspector.roots.input_files import READ_STALL_S
+from slowness import slack
 from stall_mount import run_stalled
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -56,7 +57,7 @@ def test_ctrl_c_ends_fleet_on_a_held_listing(tmp_path):
     fleet = tmp_path / "fleet"
     fleet.mkdir()
     res = run_hung([str(fleet)], [inspector_bin(), "fleet", str(fleet)], signal_after=1.0,
-                   cap=60)
+                   signal_from="held", cap=60)         # 1 s after it reached the mount
     assert not res["hung"] and res["stuck_after_release"] == 0, res
     assert res["status"] in (130, -signal.SIGINT), res
-    assert res["signal_to_exit"] <= 2.0, res
+    assert res["signal_to_exit"] <= slack(2.0), res

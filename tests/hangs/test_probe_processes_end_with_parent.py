@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from conftest import inspector_bin
+from slowness import slack
 
 # A parent that starts a probe run as the TUI does (inspector.probes.child.command), waits for
 # it to start, prints its pid and then dies without a word.
@@ -58,9 +59,9 @@ def test_a_probe_run_stops_when_its_parent_is_killed(memcached):
     assert parent.returncode == -signal.SIGKILL, parent.stderr
     pid, started = parent.stdout.split(" ", 1)
     assert json.loads(started)["type"] == "started"
-    took = gone_within([int(pid)], 5.0)
+    took = gone_within([int(pid)], 30.0)
     print("the orphaned run ended after", took, "s")
-    assert took is not None and took <= 2.0
+    assert took is not None and took <= slack(2.0)
 
 
 @pytest.mark.serial
@@ -80,9 +81,9 @@ def test_memcached_workers_die_with_their_probe(memcached):
         assert all(os.getsid(w.pid) == w.pid for w in workers)   # sessions of their own
         probe.kill()                   # no chance to end its workers itself
         probe.wait(5)
-        took = gone_within([w.pid for w in workers], 5.0)
+        took = gone_within([w.pid for w in workers], 30.0)
         print("the orphaned workers ended after", took, "s")
-        assert took is not None and took <= 1.0
+        assert took is not None and took <= slack(1.0)
     finally:
         if probe.poll() is None:
             probe.kill()
@@ -114,6 +115,6 @@ def test_a_child_orphaned_before_it_asks_still_ends():
     parent = subprocess.run([sys.executable, "-c", LATE_CHILD], capture_output=True, text=True,
                             timeout=30)
     assert parent.returncode == 0, parent.stderr
-    took = gone_within([int(parent.stdout)], 10.0)
+    took = gone_within([int(parent.stdout)], 30.0)
     print("the child orphaned before prctl ended after", took, "s")
-    assert took is not None and took <= 5.0
+    assert took is not None and took <= slack(5.0)

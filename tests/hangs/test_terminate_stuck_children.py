@@ -12,6 +12,7 @@ import pytest
 
 from conftest import require_root
 from hung_mount import run_hung
+from slowness import slack
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -55,5 +56,5 @@ def test_a_child_stuck_in_the_kernel_is_not_waited_for(tmp_path):
     print("terminate_children took", round(out["took"], 3), "s")
     assert out["found"] and out["plain_reaped"], out
     assert out["stuck_status"] == "disk-sleep", out
-    assert out["took"] < 0.3, out
+    assert out["took"] < slack(0.3), out
     assert res["stuck_after_release"] == 0, res      # it does die once the read returns

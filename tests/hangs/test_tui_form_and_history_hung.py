@@ -15,6 +15,7 @@ import pytest
 
 from conftest import require_root
 from hung_mount import run_hung
+from slowness import slack
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -80,7 +81,7 @@ def test_the_probe_form_says_an_io_target_does_not_answer(tmp_path):
     for write in ("write=False", "write=True"):
         problem, took = out[write]
         assert problem == f"no answer from {mnt} after 2 s {HINT}", out
-        assert took <= 2.5, out
+        assert took <= 2 + slack(0.5), out
     reason, took = out["confirm"]              # unanswered: confirmed rather than not
     assert reason.startswith(f"writes a private 64 MiB temporary file inside {mnt}"), out
     assert res["held"] >= 1 and res["stuck_after_release"] == 0, res
@@ -94,5 +95,5 @@ def test_the_history_screen_says_its_database_does_not_answer(tmp_path):
     assert not res["hung"] and res["status"] == 0, res
     out = json.loads(res["stdout"])
     assert out["text"] == f"{db}: no answer after 2 s {HINT}", out
-    assert out["shown"] <= 3.0, out
+    assert out["shown"] <= 2 + slack(1.0), out
     assert res["held"] >= 1 and res["stuck_after_release"] == 0, res

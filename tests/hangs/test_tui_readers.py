@@ -20,6 +20,7 @@ from inspector.roots.bounded import TimedOut
 from inspector.roots.host import HostRoot
 from inspector.tui import live as live_module
 from inspector.tui.discovery import DiscoveryProcess
+from slowness import slack
 
 
 def _threads(pid: int) -> int:
@@ -45,9 +46,9 @@ def test_discovery_names_the_section_still_out_then_times_it_out(storage_hangs):
         report = discovery.collect(0.5, lambda r, pending: interims.append(
             (time.monotonic() - start, r, pending)))
         took = time.monotonic() - start
-        assert 1.9 <= took < 3.0, took
+        assert 1.9 <= took < 2 + slack(1.0), took
         [(after, early, pending)] = interims
-        assert after < 1.2 and pending == ["storage"]
+        assert after < 0.5 + slack(0.7) and pending == ["storage"]
         assert early.sections["storage"] == Unknown("no answer yet after 0.5 s "
                                                     "(waiting up to 2 s)")
         assert any(f.code == "storage.not_collected" for f in early.findings)
@@ -62,7 +63,7 @@ def test_discovery_names_the_section_still_out_then_times_it_out(storage_hangs):
         for _ in range(3):
             start = time.monotonic()
             again = discovery.collect()
-            assert time.monotonic() - start < 1.5
+            assert time.monotonic() - start < slack(1.5)
             assert again.sections["storage"].reason.startswith("timed out: no answer for ")
             assert known(again.sections["cpu"])
         assert _threads(pid) == threads
@@ -96,7 +97,7 @@ def test_live_memory_that_hangs_is_named_and_not_read_again(hang):
     time.sleep(0.1)
     start = time.monotonic()
     view = sampler.sample()
-    assert time.monotonic() - start < 0.6
+    assert time.monotonic() - start < 0.3 + slack(0.3)
     assert view.memory.reason.startswith("/proc/meminfo timed out: no answer for ")
     assert "/proc/meminfo" in view.timed_out
     assert isinstance(view.pressure, (dict, Unknown)) and view.cpu is not None
@@ -131,7 +132,7 @@ def test_a_mount_list_that_hangs_is_named_and_not_read_again(monkeypatch):
     try:
         start = time.monotonic()
         first = sampler.sample()
-        assert time.monotonic() - start < 0.5
+        assert time.monotonic() - start < 0.3 + slack(0.2)
         assert first == Unknown("/proc/self/mountinfo timed out after 0.3 s")
         second = sampler.sample()
         assert second.reason.startswith("/proc/self/mountinfo timed out: no answer for ")
