@@ -266,10 +266,11 @@ def format_single(snap: Counters, since: Rates | Unknown, width: int | None = No
     source, dstate = visible(snap.source), printable(snap.dstate)   # host strings: see format_block
     taken = (f"taken {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snap.wall))}"
              if snap.wall_known else "(the tree does not say when it was taken)")
-    note = (f"capture {source}: one sample {taken}; rates need two samples, "
-            "so below are averages since boot (like iostat's first report).")
+    head = f"capture {source}: one sample {taken}"      # the source may hold a ';' itself
+    note = (f"{head}; rates need two samples, so below are averages since boot (like "
+            "iostat's first report).")
     if not known(since):
-        lines = _wrap(note.split(";")[0] + f"; rates need two samples ({since.reason}).", width)
+        lines = _wrap(f"{head}; rates need two samples ({since.reason}).", width)
         if known(snap.load):
             lines.append(f"load {snap.load.load1:.2f} {snap.load.load5:.2f} "
                          f"{snap.load.load15:.2f}")
