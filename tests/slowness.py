@@ -32,8 +32,8 @@ MAX_AGE = 15.0            # seconds a measure stands for
 SPIN_S = 0.25
 # the reference machine, quiet: loop rounds per CPU second (best of many) and the wall time
 # of `python -c "import inspector.cli"` (its CPU time plus the exec)
-REFERENCE_ROUNDS_PER_CPU_S = 100_000
-REFERENCE_START_S = 0.15
+REFERENCE_ROUNDS_PER_CPU_S = 95_000
+REFERENCE_START_S = 0.12
 _ROUND = range(1000)
 
 
