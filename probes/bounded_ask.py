@@ -3,20 +3,20 @@
 A probe's checks and set-up read paths the operator names (a stat of an IO target, a
 resolv.conf); on a mount that never answers, a read in the asking process would hang it for
 good, so the read runs in a child (inspector.roots.bounded.Worker). The child exits as soon as
-its socket closes; it is waited for here a moment, so a long-lived process (the TUI) asking
-now and then keeps no `<defunct>` child until its next fork.
+its socket closes, and a thread waits for that, so a long-lived process (the TUI) asking now
+and then keeps no `<defunct>` child until its next fork, however late a loaded host runs the
+child's exit.
 """
 from __future__ import annotations
 
 import os
-import time
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
 from inspector.roots.bounded import Worker
 
 T = TypeVar("T")
-REAP_WAIT_S = 0.2       # an answered child exits in well under a millisecond
 
 
 def ask_bounded(func: Callable[[], T], timeout: float) -> T:
@@ -34,11 +34,14 @@ def ask_bounded(func: Callable[[], T], timeout: float) -> T:
 
 
 def _reap(pid: int) -> None:
-    give_up = time.monotonic() + REAP_WAIT_S
-    while True:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() >= give_up:
-                return
-        except ChildProcessError:      # reaped already (inspector.roots.bounded.reap)
-            return
-        time.sleep(0.002)
+    """Now if the answered child has exited, else as soon as it does (a thread waits)."""
+    if not _reaped(pid, os.WNOHANG):
+        threading.Thread(target=_reaped, args=(pid, 0), name=f"reap {pid}",
+                         daemon=True).start()
+
+
+def _reaped(pid: int, options: int) -> bool:
+    try:
+        return bool(os.waitpid(pid, options)[0])
+    except ChildProcessError:      # reaped already (inspector.roots.bounded.reap)
+        return True
