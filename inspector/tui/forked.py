@@ -5,45 +5,15 @@ mount) keeps its whole process from finishing its exit, and the interpreter join
 loop's worker threads before it even tries (see inspector.roots.bounded). The TUI's discovery and
 live sampling therefore read the host in children (inspector.roots.bounded.Worker), each kept for
 the session; the UI process only waits on a socket, always with a deadline, from daemon
-threads.
+threads. (A one-off read, a form's check or a history query: inspector.probes.bounded_ask.)
 """
 from __future__ import annotations
 
-import os
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from inspector.roots.bounded import Worker, WorkerFailed
-
-REAP_WAIT_S = 0.1
-
-
-def ask_forked(func: Callable[[], Any], timeout: float) -> Any:
-    """inspector.roots.bounded.run_forked for a one-off read of the UI (a form's check, a history
-    query): `func()` in a child under `timeout`, TimedOut or WorkerFailed otherwise. A child
-    that answered exits as its socket closes and is reaped here at once, so the UI's process
-    does not keep a zombie until its next fork."""
-    worker = Worker(lambda _request: func())
-    try:
-        return worker.call(None, timeout)
-    finally:
-        answered = worker.alive
-        worker.close()
-        if answered:
-            _reap(worker.pid, REAP_WAIT_S)
-
-
-def _reap(pid: int, wait: float) -> None:
-    give_up = time.monotonic() + wait
-    while True:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() >= give_up:
-                return
-        except ChildProcessError:      # reaped already (inspector.roots.bounded.reap)
-            return
-        time.sleep(0.002)
 
 
 class ForkedService:

@@ -29,8 +29,8 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from inspector.escapes import visible
+from inspector.probes.bounded_ask import ask_bounded
 from inspector.record.history_table import render_buckets
-from inspector.tui.forked import ask_forked
 from inspector.widgets.chart import LiveChart
 
 VIEWS = ("charts", "hour", "day")       # what `t` cycles through
@@ -99,7 +99,7 @@ def read_history(db_path: str, what: str, args: tuple = (),
         except (HistoryError, OSError) as exc:
             return "error", str(exc)
     try:
-        status, value = ask_forked(in_child, timeout)
+        status, value = ask_bounded(in_child, timeout)
     except TimedOut:
         raise HistoryUnreadable(f"{db_path}: no answer after {timeout:g} s {HUNG}") from None
     except WorkerFailed as exc:
