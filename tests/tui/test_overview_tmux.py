@@ -15,6 +15,7 @@ from inspector.tui.dashboard import TITLES
 from screen_panels import panels
 
 LAST = TITLES[-1]
+NO_SAMPLE = ("live sampling ", "waiting for the first live sample")   # tui.base.live_reason
 
 
 def seen_panels(tmux, screens: int = 6) -> dict[str, list]:
@@ -47,7 +48,12 @@ def test_every_panel_present_and_none_with_rows_of_nothing(tmux, size):
     found = seen_panels(tmux)
     assert set(TITLES) <= set(found), (sorted(found), found)
     for title, sightings in found.items():
-        for panel, screen in sightings:
+        # a sample that failed as a whole (a loaded machine) leaves every panel one reason
+        # line and nothing to lay out: judged are the screens with a sample
+        judged = [(panel, screen) for panel, screen in sightings
+                  if not any(reason in screen for reason in NO_SAMPLE)]
+        assert judged, (title, sightings)
+        for panel, screen in judged:
             assert panel.blank_rows <= 2, (title, panel.rows, screen)
 
 
