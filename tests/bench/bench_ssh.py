@@ -4,6 +4,8 @@ A real sshd on loopback (tests/remote/sshd.py); the client samples at 1 Hz as `t
 TUI do (inspector.remote.streamed_root.RemoteSampler) for --seconds. Printed:
 - the remote loop's CPU, measured on the target: utime+stime of its shell and of the greps it
   waited for (cutime+cstime), per second of wall time, in % of one core (goal: at most 0.5 %);
+  beside it, over the same seconds, the same loop reading every process's io and every NIC
+  counter file each frame, as it did before (inspector.remote.process_io, netdev);
 - the sshd session's CPU (encryption), apart;
 - the bytes per second on the wire each way (TCP payload of the connection, `ss -ti`), and the
   frames' own bytes;
@@ -20,13 +22,17 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
 
 from sshd import SshServer  # noqa: E402
 
+from inspector.live.netstats import COUNTERS  # noqa: E402
+from inspector.remote import live  # noqa: E402
 from inspector.remote.capture import capture, open_capture  # noqa: E402
 from inspector.remote.live import LiveStream  # noqa: E402
 from inspector.remote.ssh import Target  # noqa: E402
@@ -66,10 +72,13 @@ def _ticks(pid: int, children: bool = True) -> int:
     return own + (int(fields[13]) + int(fields[14]) if children else 0)
 
 
-def _find(server: SshServer, argv0: str, args: list[str]) -> int:
+def _find(server: SshServer, argv0: str, args: list[str],
+          exclude: frozenset[int] | set[int] = frozenset()) -> int:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         for pid in _descendants(server.proc.pid):
+            if pid in exclude:
+                continue
             cmd = _cmdline(pid)
             if cmd[:1] and os.path.basename(cmd[0]) == argv0 and cmd[1:] == args:
                 return pid
@@ -88,45 +97,97 @@ def _session(server: SshServer, worker: int) -> int:
     return server.proc.pid
 
 
-def _wire(port: int) -> tuple[int, int]:
-    """(bytes the client sent, bytes it received) on its connection to `port`."""
-    out = subprocess.run(["ss", "-tinH", "state", "established", f"( dport = :{port} )"],
+def _wire(port: int, pid: int | None = None) -> tuple[int, int]:
+    """(bytes the client sent, bytes it received) on its connections to `port` (those of
+    process `pid` only, when given)."""
+    out = subprocess.run(["ss", "-tinpH", "state", "established", f"( dport = :{port} )"],
                          capture_output=True, text=True).stdout
-    sent = sum(int(m) for m in re.findall(r"bytes_sent:(\d+)", out))
-    received = sum(int(m) for m in re.findall(r"bytes_received:(\d+)", out))
+    sent = received = 0
+    for conn in re.split(r"\n(?=\S)", out):
+        if pid is None or f"pid={pid}," in conn:
+            sent += sum(int(m) for m in re.findall(r"bytes_sent:(\d+)", conn))
+            received += sum(int(m) for m in re.findall(r"bytes_received:(\d+)", conn))
     return sent, received
 
 
-def measure_ours(server: SshServer, seconds: float) -> dict:
-    target = Target(server.destination, tuple(server.options()))
-    static = open_capture(capture(target))
-    stream = LiveStream(target)
-    root = StreamedRoot(stream, static, frame_timeout=3.0)
-    sampler = RemoteSampler(root)
-    loop = _find(server, "sh", ["-s"])
-    session = _session(server, loop)
-    sampler.sample()                 # first frame: every process's command line once
-    ticks0, sshd0 = _ticks(loop), _ticks(session, children=False)
-    wire0, payload0 = _wire(server.port), stream.reader.received
-    start = time.monotonic()
-    samples = 0
-    while time.monotonic() - start < seconds:
-        samples += 1
-        delay = start + samples - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        counters = sampler.sample()
-        assert isinstance(counters.procs, dict), counters.procs
-    elapsed = time.monotonic() - start
-    ticks1, sshd1 = _ticks(loop), _ticks(session, children=False)
-    wire1, payload1 = _wire(server.port), stream.reader.received
-    processes = len(counters.procs)
-    sampler.close()
-    return {"samples": samples, "processes": processes,
-            "cpu_pct": 100.0 * (ticks1 - ticks0) / HZ / elapsed,
-            "sshd_pct": 100.0 * (sshd1 - sshd0) / HZ / elapsed,
-            "up_Bps": (wire1[0] - wire0[0]) / elapsed, "down_Bps": (wire1[1] - wire0[1]) / elapsed,
-            "payload_Bps": (payload1 - payload0) / elapsed}
+class EveryFileRoot(StreamedRoot):
+    """The loop reading as it did before its cost was cut: every process's io (kernel
+    threads' too), every NIC counter from its sysfs file and the md files, each frame."""
+
+    def _name_io(self, frame) -> None:
+        self._io.update({}, {})
+        self._io.sweep_due = lambda: True        # type: ignore[method-assign]
+
+
+EVERY_FILE_BASE = " ".join([live.BASE, live.MD, *(f"/sys/class/net/*/statistics/{c}"
+                                                    for c in COUNTERS)])
+
+
+class Session:
+    """One live view of the host over its own ssh connection, and the loop serving it."""
+
+    def __init__(self, server: SshServer, static, every_file: bool = False):
+        target = Target(server.destination, tuple(server.options()))
+        before = set(_descendants(server.proc.pid))
+        if every_file:
+            with mock.patch.object(live, "BASE", EVERY_FILE_BASE):
+                self.stream = LiveStream(target)
+            root: StreamedRoot = EveryFileRoot(self.stream, static, frame_timeout=3.0)
+        else:
+            self.stream = LiveStream(target)
+            root = StreamedRoot(self.stream, static, frame_timeout=3.0)
+        self.sampler = RemoteSampler(root)
+        self.loop = _find(server, "sh", ["-s"], exclude=before)
+        self.session = _session(server, self.loop)
+        self.port = server.port
+        self.sampler.sample()            # first frame: every process's command line once
+
+    def run(self, seconds: float, offset: float, out: dict) -> None:
+        """Samples at 1 Hz for `seconds`, `offset` s into each second; figures into `out`."""
+        ticks0, sshd0 = _ticks(self.loop), _ticks(self.session, children=False)
+        wire0, payload0 = _wire(self.port, self.stream.proc.pid), self.stream.reader.received
+        start = time.monotonic()
+        samples = 0
+        seen: set[int] = set()
+        while time.monotonic() - start < seconds:
+            samples += 1
+            delay = start + offset + samples - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            counters = self.sampler.sample()
+            assert isinstance(counters.procs, dict), counters.procs
+            if samples == 1:
+                first = set(counters.procs)
+            seen |= set(counters.procs)
+        elapsed = time.monotonic() - start
+        ticks1, sshd1 = _ticks(self.loop), _ticks(self.session, children=False)
+        wire1, payload1 = _wire(self.port, self.stream.proc.pid), self.stream.reader.received
+        out.update({"samples": samples, "processes": len(counters.procs),
+                    "started_per_s": len(seen - first) / elapsed,
+                    "cpu_pct": 100.0 * (ticks1 - ticks0) / HZ / elapsed,
+                    "sshd_pct": 100.0 * (sshd1 - sshd0) / HZ / elapsed,
+                    "up_Bps": (wire1[0] - wire0[0]) / elapsed,
+                    "down_Bps": (wire1[1] - wire0[1]) / elapsed,
+                    "payload_Bps": (payload1 - payload0) / elapsed})
+
+
+def measure_ours(server: SshServer, seconds: float) -> tuple[dict, dict]:
+    """Ours and the every-file reference side by side over the same seconds (half a second
+    apart), so both meet the same load: (ours, reference)."""
+    static = open_capture(capture(Target(server.destination, tuple(server.options()))))
+    sessions = [Session(server, static), Session(server, static, every_file=True)]
+    results: list[dict] = [{}, {}]
+    threads = [threading.Thread(target=s.run, args=(seconds, i / 2, results[i]))
+               for i, s in enumerate(sessions)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for session in sessions:
+            session.sampler.close()
+    return results[0], results[1]
 
 
 def measure_top(server: SshServer, seconds: float) -> dict | None:
@@ -163,13 +224,15 @@ def measure_top(server: SshServer, seconds: float) -> dict | None:
 def run(seconds: float) -> dict:
     server = SshServer.start()
     try:
-        ours = measure_ours(server, seconds)
+        ours, before = measure_ours(server, seconds)
         theirs = measure_top(server, seconds)
     finally:
         server.stop()
     print(f"\nlive view over ssh at 1 Hz, {ours['samples']} samples, {ours['processes']} "
-          f"processes on the host")
+          f"processes on the host ({ours['started_per_s']:.1f} started a second)")
     print(f"  remote loop CPU on the host : {ours['cpu_pct']:.3f} % of a core (goal <= 0.5 %)")
+    print(f"    beside it, reading every io and NIC file: {before['cpu_pct']:.3f} % "
+          f"({before['down_Bps']:.0f} B/s to us)")
     print(f"  sshd session CPU            : {ours['sshd_pct']:.3f} %")
     print(f"  on the wire                 : {ours['down_Bps']:.0f} B/s to us, "
           f"{ours['up_Bps']:.0f} B/s to the host; frames {ours['payload_Bps']:.0f} B/s")
