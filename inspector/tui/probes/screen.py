@@ -359,6 +359,11 @@ class ProbesScreen(InspectorScreen):
     def confirm_and_start(self, request: ProbeRequest) -> None:
         """The form's rules for a request: checked (limits, target), then a run that writes
         or loads a server is confirmed."""
+        remote = getattr(getattr(self.app, "sampler", None), "remote", None)
+        if remote:      # --ssh: the run would be this machine's, not the host shown
+            self.notify(f"probes run on this machine only; the TUI is showing {remote} over "
+                        "ssh", severity="error")
+            return
         problem = check_target(request)
         if problem:
             self.notify(problem, severity="error")
