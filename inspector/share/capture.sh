@@ -1,7 +1,11 @@
 # Inspector capture with nothing but a POSIX shell on the host (no Python, nothing installed).
 #
 #   ssh HOST sh -s < capture.sh > HOST.tar.gz       then: inspector --root HOST.tar.gz
-#   ansible HOST -m raw -a "$(cat capture.sh)" ...   (or paste it into a console, stdout to a file)
+#   Ansible's raw module (no Python on the host; its output is text, and it templates its
+#   argument, so the script goes and comes back in base64):
+#   ansible HOST -m raw -a "echo $(base64 -w0 capture.sh) | base64 -d | sh | base64" |
+#       grep -E '^[A-Za-z0-9+/=]+$' | base64 -d > HOST.tar.gz
+#   or paste it into a console, stdout to a file.
 #
 # Prints to stdout the capture `inspector capture` writes (a tar.gz; a plain tar where gzip is
 # missing): the sysfs, procfs and /etc files discovery reads, and the sidecar
