@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from ssh_fixtures import host_sshd  # noqa: F401  (fixture)
+from ssh_fixtures import chroot_sshd, host_sshd  # noqa: F401  (fixtures)
 
 from conftest import inspector_bin, require_root
 from inspector.remote.capture import capture, open_capture
@@ -155,6 +155,33 @@ def test_filesystem_fill_over_ssh_is_the_hosts(host_sshd, full_tmpfs):  # noqa: 
     found = {(lf["finding"]["code"], lf["finding"]["subject"]) for lf in doc["live_findings"]}
     assert ("live.fs.fill", str(full_tmpfs)) in found, found
     assert ("live.fs.inodes", str(full_tmpfs)) in found, found
+
+
+def test_fill_from_busybox_df_under_each_shell(chroot_sshd, tmp_path):  # noqa: F811
+    """A root with busybox's df (no --output: -P -k and -P -i at once, each on its own
+    descriptor) under busybox sh, dash and bash: the rows of a tmpfs mounted inside are the
+    ones statvfs gives here."""
+    mnt = chroot_sshd.chroot.path / "fill"
+    mnt.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=64", "inspector-fill",
+                    str(mnt)], check=True)
+    try:
+        (mnt / "data").write_bytes(b"x" * (960 << 10))
+        top = _top_over_ssh(chroot_sshd, 2)
+        out, err = top.communicate(timeout=240)
+        assert top.returncode == 0, err
+        doc = json.loads(out.splitlines()[-1])
+        assert isinstance(doc["filesystems"], list), doc["filesystems"]
+        row = {fs["mountpoint"]: fs for fs in doc["filesystems"]}["/fill"]
+        st = os.statvfs(mnt)
+        assert (row["size_bytes"], row["used_bytes"], row["avail_bytes"]) == (
+            st.f_blocks * st.f_frsize, (st.f_blocks - st.f_bfree) * st.f_frsize,
+            st.f_bavail * st.f_frsize)
+        assert abs(row["inodes_used_pct"] - 100.0 * (st.f_files - st.f_ffree) / st.f_files) < 0.01
+        found = {(lf["finding"]["code"], lf["finding"]["subject"]) for lf in doc["live_findings"]}
+        assert ("live.fs.fill", "/fill") in found, found
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.fixture

@@ -159,3 +159,58 @@ def test_a_cut_stream_keeps_the_members_that_arrived_whole(tmp_path):
     incomplete = sidecar["facts"]["capture"]["incomplete"]
     assert incomplete["storage"] == "ssh h: no end after 8 s"
     assert set(incomplete) <= {"storage", "virt", "net", "dns", "cpu"}
+
+
+def test_the_kernel_log_from_dmesg_reads_as_kmsg():
+    """Where the host has no GNU dd, the loop reads the kernel log with `dmesg -r` (busybox's
+    too): every line of this machine's becomes a kmsg record with its time as sequence, in
+    order, and an OOM kill line gives the victim /dev/kmsg would."""
+    from inspector.live.kernel_log import parse_kmsg
+    from inspector.remote.kernel_log import as_kmsg
+    raw = subprocess.run(["busybox", "dmesg", "-r"], capture_output=True).stdout
+    assert raw.startswith(b"<"), raw[:80]
+    records = as_kmsg(raw).splitlines()
+    assert len(records) == len(raw.splitlines())
+    seqs = [int(r.split(b",")[1]) for r in records]
+    assert all(re.match(rb"^\d+,\d+,\d+,-;", r) for r in records) and seqs == sorted(seqs)
+    later = seqs[-1] // 1_000_000 + 1          # a second after the log's last record
+    oom = (b"<3>[%5d.004567] Memory cgroup out of memory: Killed process 4321 (java) "
+           b"total-vm:2000kB, anon-rss:1024kB, file-rss:0kB, shmem-rss:0kB, UID:0 "
+           b"pgtables:40kB oom_score_adj:0\n" % later)
+    from_dmesg = parse_kmsg(as_kmsg(raw + oom).decode())[-1]
+    from_kmsg = parse_kmsg("3,991,1,-;" + oom.decode().partition("] ")[2])[-1]
+    assert (from_dmesg.pid, from_dmesg.comm, from_dmesg.rss_kib, from_dmesg.cgroup) == \
+        (from_kmsg.pid, from_kmsg.comm, from_kmsg.rss_kib, from_kmsg.cgroup) == \
+        (4321, "java", 1024, True)
+    assert from_dmesg.seq == later * 1_000_000 + 4567 > seqs[-1]
+
+
+def test_df_output_reads_as_the_local_samplers_rows():
+    """GNU df's one run and busybox df's -P -k and -P -i, on this machine's mounts, give the
+    rows the local sampler makes with statvfs (the same mounts; figures equal but for those
+    that moved between the two reads)."""
+    from inspector.live.filesystems import FilesystemSampler
+    from inspector.remote.fill import GNU_COLUMNS, fill_rows, parse_gnu, parse_posix
+    from inspector.roots.host import HostRoot
+
+    def run(*argv: str) -> str:
+        return subprocess.run(argv, capture_output=True, text=True).stdout
+    mountinfo = Path("/proc/self/mountinfo").read_text()
+    local = FilesystemSampler(HostRoot("/")).sample()
+    assert isinstance(local, list) and local
+    tables = {"gnu": parse_gnu(run("df", "-k", f"--output={GNU_COLUMNS}")),
+              "busybox": parse_posix(run("busybox", "df", "-P", "-k"),
+                                     run("busybox", "df", "-P", "-i"))}
+    for name, table in tables.items():
+        rows = fill_rows(mountinfo, table)
+        assert isinstance(rows, list), (name, rows)
+        assert [r.mountpoint for r in rows] == [r.mountpoint for r in local], name
+        for remote, here in zip(rows, local):
+            assert (remote.fstype, remote.source, remote.majmin) == \
+                (here.fstype, here.source, here.majmin)
+            assert remote.size_bytes == here.size_bytes, (name, remote, here)
+            assert abs(remote.used_bytes - here.used_bytes) < 64 << 20, (name, remote, here)
+            assert (remote.inodes_used_pct is None) == (here.inodes_used_pct is None)
+    # df that printed not even its header (its timeout ended it): unknown, not "no mounts"
+    assert not isinstance(fill_rows(mountinfo, parse_gnu("")), list)
+    assert not isinstance(fill_rows(mountinfo, parse_posix("", "")), list)
