@@ -10,7 +10,9 @@
 - live.py and frames.py: the live samplers' reads over one SSH connection: a shell loop
   prints the few files each sample needs when asked, framed and checked; streamed_root.py
   serves them to the samplers as a HostRoot, so `top`, the TUI and the live findings work
-  unchanged.
+  unchanged. What a frame reads is cut to what moved (process_io.py: the io of processes
+  that ran; netdev.py: NIC counters from /proc/net/dev); fill.py makes filesystem fill of
+  the host's df, kernel_log.py its kernel log read with dmesg.
 - fleet.py: many hosts captured with bounded concurrency into DIR/<host>/.
 
 Nothing from a host is ever executed here, and nothing is written on the host.
