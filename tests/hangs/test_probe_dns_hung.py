@@ -58,7 +58,7 @@ def test_a_resolv_conf_that_never_answers(tmp_path):
                                  "--timeout", "0.5"])
     print("probe dns ended after", res["seconds"], "s")
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
-    assert res["status"] == 2 and res["seconds"] <= RESOLVE_TIMEOUT + slack(1.5), res
+    assert res["status"] == 2 and res["after_held"] <= RESOLVE_TIMEOUT + slack(1.5), res
     assert res["stderr"] == (f"inspector: reading {file}: no answer after 5 s (a hung "
                              "filesystem? look for processes in D state)\n")
 
@@ -85,7 +85,7 @@ def test_the_tui_form_on_a_resolv_conf_that_never_answers(tmp_path):
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
     took, problem = res["stdout"].strip().split(" ", 1)
     assert float(took) <= RESOLVE_TIMEOUT + slack(0.5), res
-    assert res["seconds"] <= RESOLVE_TIMEOUT + slack(1.5), res
+    assert res["after_held"] <= RESOLVE_TIMEOUT + slack(1.5), res
     assert problem == (f"{file}: no answer after 5 s (a hung filesystem? look for processes "
                        "in D state)")
 
@@ -102,7 +102,7 @@ def test_a_hostname_that_never_answers_does_not_stop_the_probe(tmp_path):
                    [inspector_bin(), "probe", "dns", "--resolv-conf", str(conf),
                     "--timeout", "0.3", "--json"])
     assert not res["hung"] and res["stuck_after_release"] == 0, res
-    assert res["seconds"] <= 5.0 and res["status"] in (0, 1), res
+    assert res["seconds"] <= slack(2.5) and res["status"] in (0, 1), res
     assert '"example.test"' in res["stdout"], res["stdout"][:500]
 
 

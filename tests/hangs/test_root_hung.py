@@ -5,6 +5,7 @@ killed (and `check` never printed its UNKNOWN line). Now they happen in a forked
 the command's --timeout (at most 5 s), and the command says what did not answer."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -47,11 +48,14 @@ def test_a_sidecar_that_never_answers(capture_dir, command):
     print(command, "ended after", res["seconds"], "s:", res["stderr"].strip())
     ended_cleanly(res)
     assert res["status"] == 2, res
-    # report: its --timeout; top has none: the fixed bound of 5 s
+    # report: its --timeout; top has none: the fixed bound of 5 s. The sidecar's read gets
+    # what is left of it after the survey of the tree (a moment; 0.1 s under load)
     bound = 2 if command == "report" else 5
-    assert res["seconds"] <= bound + slack(1.0), res
-    assert res["stderr"].strip() == (f"inspector: --root {capture_dir}: no answer from "
-                                     f"{sidecar} after {bound} s {HINT}")
+    assert res["after_held"] <= bound + slack(1.0), res
+    said = re.fullmatch(rf"inspector: --root {re.escape(str(capture_dir))}: no answer from "
+                        rf"{re.escape(str(sidecar))} after (\d+(?:\.\d)?) s "
+                        rf"{re.escape(HINT)}", res["stderr"].strip())
+    assert said and bound - 1 < float(said[1]) <= bound, res["stderr"]
     assert res["stdout"] == ""
 
 
@@ -62,7 +66,7 @@ def test_a_root_directory_that_never_answers(tmp_path):
                                 "2"], cap=30)
     print("report ended after", res["seconds"], "s:", res["stderr"].strip())
     ended_cleanly(res)
-    assert res["status"] == 2 and res["seconds"] <= 2 + slack(1.0), res
+    assert res["status"] == 2 and res["after_held"] <= 2 + slack(1.0), res
     assert res["stderr"].strip() == (f"inspector: --root {mnt}: no answer from {mnt} after "
                                      f"2 s {HINT}")
 
@@ -99,6 +103,6 @@ def test_a_capture_whose_reads_stall(tmp_path):
                                     "--timeout", "2"], cap=30)
     print("report ended after", res["seconds"], "s:", res["stderr"].strip())
     ended_cleanly(res)
-    assert res["status"] == 2 and res["seconds"] <= 2 + slack(2.0), res
+    assert res["status"] == 2 and res["after_held"] <= 2 + slack(2.0), res
     assert res["stderr"].strip() == (f"inspector: --root {capture}: no progress reading "
                                      f"{capture} for 2 s {HINT}")
