@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from dns_responders import Responder
 from inspector.probes.base import ProbeKind
+from inspector.tui.fields import EditField
 from inspector.tui.probes.runs import ProbeRequest
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.histogram import LatencyHistogram
@@ -276,6 +277,49 @@ async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_tar
         burst(app, "n", "v", "m", "e", "0", "n", "1")
         await pilot.pause(0.3)
         assert target_field.value == "/dev/nvme0n1" and target_field.has_focus
+
+
+async def test_an_edit_ended_before_its_start_was_heard_stays_ended(tmp_path):
+    """On a loaded host the target's 'editing' message reached the screen after the Enter
+    that ended the edit: the screen took the target for edited again, so the next `n` was
+    refused and its Enter fell on the runs table (the fifty-runs tmux test stopped at run 16).
+    Here `n` and Enter act before any message is handled."""
+    target = tmp_path / "probe.bin"
+    target.write_bytes(os.urandom(1 << 20))
+    app = capture_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await goto_probes(app, pilot)
+        screen = app.screen
+        screen.query_one("#probe-target", Input).value = str(target)
+        screen.query_one("#probe-seconds", Input).value = "0.2"
+        screen.query_one("#runs", DataTable).focus()
+        await pilot.pause(0.1)
+        # the target's messages as a loaded host delivered them: 'editing' after the Enter,
+        # 'not editing' at once (before the runs table took the focus)
+        field = screen.query_one("#probe-target", EditField)
+        held: list = []
+
+        def post(message) -> bool:
+            if not isinstance(message, EditField.EditingChanged):
+                return post_now(message)
+            if message.editing:
+                held.append(message)
+            else:
+                screen.on_edit_field_editing_changed(message)
+            return True
+        post_now, field.post_message = field.post_message, post
+        screen.action_new()
+        screen.action_field_enter()
+        for message in held:
+            screen.on_edit_field_editing_changed(message)
+        await wait_for(pilot, lambda: len(app.probes.runs) == 1, timeout=5)
+        field.post_message = post_now
+        await wait_for(pilot, lambda: not app.probes.runs[0].active, timeout=15)
+        await pilot.pause(0.3)
+        assert held and screen._edited is None, screen._edited
+        burst(app, "n", "enter")                # the next run starts as the first did
+        await wait_for(pilot, lambda: len(app.probes.runs) == 2, timeout=5)
+        await wait_for(pilot, lambda: not app.probes.runs[1].active, timeout=15)
 
 
 async def test_focus_changes_leave_no_widgets_behind():

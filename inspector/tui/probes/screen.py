@@ -266,19 +266,37 @@ class ProbesScreen(InspectorScreen):
     # priority keys act when they arrive. So the field being edited is tracked here, in key
     # order (`_edited`): an edit starts at once (the field has no key of its own pending: an
     # idle field types nothing), and ends in the field's own queue, after the keys typed
-    # before the Esc, Enter or Tab that ends it.
+    # before the Esc, Enter or Tab that ends it. The EditingChanged messages of those starts
+    # and ends come later still (a loaded host: after the next keys): they are counted in
+    # `_own_changes` and do not move `_edited` again.
     _edited: EditField | None = None
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._own_changes: dict[EditField, int] = {}     # see _edited
 
     def _focused_field(self) -> EditField | None:
         focused = self.focused
         return focused if isinstance(focused, EditField) else None
 
     def on_edit_field_editing_changed(self, event: EditField.EditingChanged) -> None:
-        if event.editing:
+        own = self._own_changes.get(event.field, 0)
+        if own:                                  # ours: `_edited` followed it in key order
+            self._own_changes[event.field] = own - 1
+        elif event.editing:
             self._edited = event.field           # a click, a paste
-        elif self._edited is event.field and not event.field.has_focus:
-            self._edited = None                  # left by the mouse
+        elif self._edited is event.field:
+            self._edited = None                  # left by the mouse, ended in the field
         self._hint()
+
+    def _begin_edit(self, field: EditField) -> None:
+        self._edited = field
+        if not field.editing:
+            self._count_own(field)
+        field.start_editing()
+
+    def _count_own(self, field: EditField) -> None:
+        self._own_changes[field] = self._own_changes.get(field, 0) + 1
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("next_field", "previous_field"):
@@ -302,8 +320,7 @@ class ProbesScreen(InspectorScreen):
             self._end_edit(field)
             self.action_start()
         else:
-            self._edited = field
-            field.start_editing()
+            self._begin_edit(field)
 
     def action_field_escape(self) -> None:
         field = self._focused_field()
@@ -313,7 +330,12 @@ class ProbesScreen(InspectorScreen):
     def _end_edit(self, field: EditField) -> None:
         if self._edited is field:
             self._edited = None
-        field.call_later(field.stop_editing)     # after the keys typed before this one
+
+        def stop() -> None:                      # after the keys typed before this one
+            if field.editing:
+                self._count_own(field)
+                field.stop_editing()
+        field.call_later(stop)
 
     def action_next_field(self) -> None:
         self._focus_and_edit(self.focus_next)
@@ -330,8 +352,7 @@ class ProbesScreen(InspectorScreen):
             self._end_edit(left)
         moved = move()
         if editing and isinstance(moved, EditField) and not moved.disabled:
-            self._edited = moved
-            moved.start_editing()
+            self._begin_edit(moved)
 
     def action_start(self) -> None:
         """After every field has handled the keys it was sent before this one: `/srv`, Tab,
@@ -527,9 +548,8 @@ class ProbesScreen(InspectorScreen):
         target = self._field("target")
         if self._edited is not None and self._edited is not target:
             self._end_edit(self._edited)
-        self._edited = target
         self.set_focus(target)          # now, not after the keys already on their way
-        target.start_editing()
+        self._begin_edit(target)
 
     def action_leave_form(self) -> None:
         self.query_one("#runs", DataTable).focus()
