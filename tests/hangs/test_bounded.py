@@ -23,16 +23,19 @@ from slowness import extra, slack
 @pytest.mark.serial
 def test_a_source_that_hangs_is_timed_out_once_and_the_rest_is_kept(hang):
     calls = hang(sampler_module, "read_diskstats")
-    sampler = LiveSampler(HostRoot("/"), read_timeout=0.3)
+    # the sample's budget is wall time: on a loaded machine the other reads (and the kernel
+    # log's, started once vmstat is in) need more of it than 0.3 s
+    budget = round(slack(0.3), 1)
+    sampler = LiveSampler(HostRoot("/"), read_timeout=budget)
     start = time.monotonic()
     first = sampler.sample()
     took = time.monotonic() - start
-    assert took < 0.3 + slack(0.3), took
+    assert took < budget + slack(0.3), took
     assert isinstance(first.disks, Unknown)
-    # the time the read had: the sample's 0.3 s less the moments before its thread began it
-    # (at once when quiet; a loaded machine starts it later)
+    # the time the read had: the budget less the moments before its thread began it (at once
+    # when quiet; a loaded machine starts it later)
     waited = re.fullmatch(r"timed out after (\d+(?:\.\d)?) s", first.timed_out["/proc/diskstats"])
-    assert waited and float(waited[1]) <= 0.3, first.timed_out
+    assert waited and float(waited[1]) <= budget, first.timed_out
     assert first.disks.reason == f"/proc/diskstats {first.timed_out['/proc/diskstats']}"
     assert list(first.timed_out) == ["/proc/diskstats"], first.timed_out
     assert known(first.cpu) and known(first.nics) and known(first.load) and known(first.dstate)
