@@ -353,14 +353,15 @@ fact_cpuid() {
 }
 
 # udev properties of each block device as libudev (pyudev, live) gives them: DEVTYPE from the
-# device's uevent, ID_*, DM_* and MD_* from udev's database, DEVLINKS from its S: lines
+# device's uevent, ID_*, DM_* and MD_* from udev's database, DEVLINKS from its S: lines; for
+# partitions too (/sys/class/block): discovery asks for each device it lists
 UDEV_AWK='FILENAME ~ /uevent$/ { if ($0 ~ /^DEVTYPE=/) print; next }
 /^E:(ID_|DM_|MD_)/ { print substr($0, 3); next }
 /^S:/ { links = links (links == "" ? "" : " ") "/dev/" substr($0, 3) }
 END { if (links != "") print "DEVLINKS=" links }'
 fact_udev() {
     FACTS_UDEV=
-    for _b in /sys/block/*; do
+    for _b in /sys/class/block/*; do
         [ -e "$_b/uevent" ] || continue
         _n=${_b##*/}
         slurp "$_b/dev" || C=

@@ -52,6 +52,31 @@ def bracketed(before, remote, after, path=""):
     return [d for d in unexplained(differences(before, remote, path)) if d[0] in seen_after]
 
 
+@pytest.fixture
+def partitioned_loop(tmp_path):
+    """A loop device with one partition: discovery lists the partition (loop0p1) beside the
+    disk, so a capture must carry its udev properties too (capture.sh once read only
+    /sys/block, and the report over ssh lost every device's udev on a host that had one)."""
+    image = tmp_path / "parted.img"
+    with open(image, "wb") as f:
+        f.truncate(8 << 20)
+        f.seek(446)     # an MBR: one Linux partition, sectors 2048..10239
+        f.write(bytes([0, 0, 0, 0, 0x83, 0, 0, 0]) + (2048).to_bytes(4, "little")
+                + (8192).to_bytes(4, "little"))
+        f.seek(510)
+        f.write(b"\x55\xaa")
+    device = subprocess.run(["losetup", "-f", "--show", str(image)], capture_output=True,
+                            text=True, check=True, timeout=30).stdout.strip()
+    name = os.path.basename(device)
+    try:
+        # partx adds it through BLKPG: this kernel's own scan (losetup -P) finds no MBR table
+        subprocess.run(["partx", "-a", device], capture_output=True, timeout=30)
+        assert os.path.exists(f"/sys/class/block/{name}p1")
+        yield name
+    finally:
+        subprocess.run(["losetup", "-d", device], capture_output=True, timeout=30)
+
+
 def report_json(*args: str) -> dict:
     result = run_bin(*args, "report", "--json", timeout=240)
     assert result.returncode == 0, result.stderr
@@ -59,7 +84,7 @@ def report_json(*args: str) -> dict:
 
 
 @pytest.mark.parametrize("server", ["host_sshd", "bash_sshd"])
-def test_report_over_ssh_equals_the_local_report(server, request):
+def test_report_over_ssh_equals_the_local_report(server, request, partitioned_loop):
     sshd = request.getfixturevalue(server)
     local = report_json()
     remote = report_json("--ssh", sshd.destination, *sshd.cli_options())
@@ -70,6 +95,8 @@ def test_report_over_ssh_equals_the_local_report(server, request):
     # the comparison saw the sections, not two empty documents
     assert set(remote["sections"]) >= {"storage", "net", "cpu", "virt", "dns"}
     assert remote["sections"]["storage"]["devices"] == local["sections"]["storage"]["devices"]
+    assert remote["sections"]["storage"]["devices"][f"{partitioned_loop}p1"]["udev"][
+        "DEVTYPE"] == "partition"
     assert len(diffs) < 60
 
 
@@ -102,7 +129,8 @@ def test_a_root_with_only_a_shell_gives_the_hosts_storage_cpu_and_nics(chroot_ss
     assert "ethtool not installed" in json.dumps(offloads)
 
 
-def test_the_shipped_script_alone_makes_the_capture(host_sshd, tmp_path):  # noqa: F811
+def test_the_shipped_script_alone_makes_the_capture(host_sshd, tmp_path,  # noqa: F811
+                                                   partitioned_loop):
     """`ssh HOST sh -s < capture.sh > host.tar.gz`, no Inspector involved, then --root."""
     path = run_bin("files", "capture.sh").stdout.strip()
     assert path == shipped_path("capture.sh") and Path(path).is_file()
@@ -118,6 +146,8 @@ def test_the_shipped_script_alone_makes_the_capture(host_sshd, tmp_path):  # noq
     from_file = report_json("--root", str(out))
     after = report_json()
     assert bracketed(before, from_file, after) == []
+    assert from_file["sections"]["storage"]["devices"][f"{partitioned_loop}p1"]["udev"] == \
+        {"DEVTYPE": "partition"}
 
 
 def test_a_host_whose_key_is_not_known_is_not_read(host_sshd, tmp_path):  # noqa: F811
