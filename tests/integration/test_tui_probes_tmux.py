@@ -20,6 +20,7 @@ import pytest
 
 from conftest import inspector_bin
 from memcached_server import MemcachedServer
+from slowness import factor, slack
 from tmux_session import Tmux
 
 # alone, after the parallel part of `make test`: measures a load's throughput with and without the UI busy
@@ -173,5 +174,7 @@ def test_memcached_run_is_not_distorted_by_screen_switching_and_resizes(tmux, me
     # the load runs in its own process: redraws cannot stall it (that would show as max
     # latency); what they cost is CPU, on 2 cores shared with memcached and the load
     assert ratio >= BUDGET, (ratio, quiet, busy)
+    # a stall of the load by the UI would be one redraw or more (tens of ms); a loaded
+    # machine's scheduler adds its own, hence the bound scales by its slowness
     worst = max(r["max_s"] for r in rows)
-    assert worst <= 5 * max(alone["max_s"], cli["max_s"]), (alone, rows, cli)
+    assert worst <= slack(5 * max(alone["max_s"], cli["max_s"])), (alone, rows, cli, factor())
