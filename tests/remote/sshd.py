@@ -67,9 +67,9 @@ class Chroot:
             binaries.append(real)
         for binary in binaries:
             for lib in _libraries(binary):
-                target = path / lib.lstrip("/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(os.path.realpath(lib), target)
+                lib_copy = path / lib.lstrip("/")
+                lib_copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(os.path.realpath(lib), lib_copy)
         for name, target in (("usr/bin", "../bin"), ("usr/sbin", "../bin"), ("sbin", "bin")):
             (path / name).parent.mkdir(parents=True, exist_ok=True)
             if not (path / name).exists():
@@ -80,10 +80,10 @@ class Chroot:
         os.chmod(dev / "null", 0o666)
         for tree in ("proc", "sys"):
             (path / tree).mkdir()
-            target = str(path / tree)
-            subprocess.run(["mount", "--bind", f"/{tree}", target], check=True)
-            subprocess.run(["mount", "-o", "remount,bind,ro", target], check=True)
-            made.mounts.append(target)
+            mountpoint = str(path / tree)
+            subprocess.run(["mount", "--bind", f"/{tree}", mountpoint], check=True)
+            subprocess.run(["mount", "-o", "remount,bind,ro", mountpoint], check=True)
+            made.mounts.append(mountpoint)
         return made
 
     def has_python(self) -> bool:

@@ -13,6 +13,7 @@ import tarfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,9 @@ SOS_ETHTOOL = (TESTS / "fixtures/sos/sosreport-oldhost.12345-20190312101500/sos_
 
 
 def _features_awk() -> str:
-    return re.search(r"^FEATURES_AWK='(.*?)'$", shipped_text("capture.sh"), re.S | re.M)[1]
+    found = re.search(r"^FEATURES_AWK='(.*?)'$", shipped_text("capture.sh"), re.S | re.M)
+    assert found, "capture.sh defines FEATURES_AWK"
+    return found[1]
 
 
 def _ethtool_outputs() -> list[str]:
@@ -51,6 +54,7 @@ def test_the_scripts_offload_rows_are_inspectors(awk):
     for text in outputs:
         got = subprocess.run([*awk.split(), _features_awk()], input=text, capture_output=True,
                              text=True, check=True).stdout
+        expected: list[dict[str, Any]] | dict[str, str] | None
         try:
             expected = feature_rows(text)
         except LegacyFormat as exc:          # the sosreport's: ethtool before 3.0
@@ -151,7 +155,9 @@ def test_a_cut_stream_keeps_the_members_that_arrived_whole(tmp_path):
     kept = salvage(str(cut), str(tmp_path / "kept.tar.gz"), "ssh h: no end after 8 s")
     with tarfile.open(tmp_path / "kept.tar.gz") as tar:
         names = tar.getnames()
-        sidecar = json.load(tar.extractfile("inspector-sidecar.json"))
+        sidecar_file = tar.extractfile("inspector-sidecar.json")
+        assert sidecar_file is not None, "the salvaged capture keeps its sidecar"
+        sidecar = json.load(sidecar_file)
     with tarfile.open(out) as tar:
         assert 0 < kept.members < len(tar.getnames())
     assert "etc/passwd" in names
@@ -209,6 +215,7 @@ def test_df_output_reads_as_the_local_samplers_rows():
             assert (remote.fstype, remote.source, remote.majmin) == \
                 (here.fstype, here.source, here.majmin)
             assert remote.size_bytes == here.size_bytes, (name, remote, here)
+            assert isinstance(remote.used_bytes, int) and isinstance(here.used_bytes, int)
             assert abs(remote.used_bytes - here.used_bytes) < 64 << 20, (name, remote, here)
             assert (remote.inodes_used_pct is None) == (here.inodes_used_pct is None)
     # df that printed not even its header (its timeout ended it): unknown, not "no mounts"
