@@ -112,6 +112,7 @@ def wait_for_intervals(db: str, count: int, proc: subprocess.Popen | None = None
         if len(rows) >= count:
             return rows
         if proc is not None and proc.poll() is not None:
+            assert proc.stderr is not None, "start_recorder pipes the recorder's stderr"
             raise AssertionError(f"recorder exited {proc.returncode}: {proc.stderr.read()}")
         time.sleep(0.05)
     raise AssertionError(f"fewer than {count} intervals after {timeout} s: {committed(db)}")

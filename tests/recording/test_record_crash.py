@@ -91,9 +91,9 @@ with db.writing("interval"):
 def test_kill_9_inside_an_interval_transaction_leaves_none_of_it(tmp_path):
     db = str(tmp_path / "h.sqlite")
     tests = os.path.dirname(os.path.abspath(__file__))
-    proc = subprocess.run([sys.executable, "-c", MID_WRITE.format(tests=tests, db=db)],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == -signal.SIGKILL and "committed" in proc.stdout, proc.stderr
+    writer = subprocess.run([sys.executable, "-c", MID_WRITE.format(tests=tests, db=db)],
+                            capture_output=True, text=True, timeout=60)
+    assert writer.returncode == -signal.SIGKILL and "committed" in writer.stdout, writer.stderr
     assert os.path.getsize(db + "-wal") > 0         # the torn transaction was in the log
     rows = _check(db)
     assert len(rows) == 5
@@ -114,6 +114,7 @@ def test_kill_9_inside_an_interval_transaction_leaves_none_of_it(tmp_path):
 
 
 def _read_until(proc: subprocess.Popen, text: str, lines: list[str], timeout: float = 20) -> None:
+    assert proc.stderr is not None, "start_recorder pipes the recorder's stderr"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stderr.readline()

@@ -111,8 +111,9 @@ def test_reading_writes_nothing_and_refuses_foreign_files(recorded, tmp_path):
     c.commit()
     c.close()
     mark = _fingerprint(str(foreign))
-    for argv in (("top", "--db", str(foreign)), ("history", "--db", str(foreign), "--samples")):
-        res = run_cli(*argv)
+    for foreign_argv in (("top", "--db", str(foreign)),
+                         ("history", "--db", str(foreign), "--samples")):
+        res = run_cli(*foreign_argv)
         assert res.status == 2 and "not a usable history database" in res.err, res.err
     assert _fingerprint(str(foreign)) == mark and os.listdir(tmp_path) == ["app.sqlite"]
 

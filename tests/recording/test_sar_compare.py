@@ -121,6 +121,7 @@ def test_recorded_intervals_match_sar_under_real_load(tmp_path):
             time.sleep(max(0.0, first - time.time()))
             sadc = subprocess.Popen(["ip", "netns", "exec", ns_a, SADC, "-S", "DISK", "1",
                                      str(INTERVALS + 1), sa], stderr=subprocess.PIPE)
+            assert sadc.stderr is not None
             assert sadc.wait(timeout=INTERVALS + 10) == 0, sadc.stderr.read()
             wait_for_intervals(db, len(rows) + INTERVALS + 2, recorder)
         finally:
