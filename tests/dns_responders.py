@@ -77,19 +77,20 @@ class Responder:
 
     def __init__(self, address: str = "127.0.0.1", port: int = 0, mode: str = "ok",
                  delay: float = 0.0, *, a: str | None = None, aaaa: str | None = None,
-                 tcp: str | dict | None = None, names: dict | None = None):
+                 tcp: str | dict[str, str] | None = None,
+                 names: dict[str, str | dict[str, str]] | None = None):
         if mode not in _SERVER_MODES:
             raise ValueError(f"unknown server mode {mode!r}")
         self.mode, self.delay = mode, delay     # `mode` may change while it runs
         self.a_mode, self.aaaa_mode = a, aaaa
         self.names = {k.lower().rstrip("."): v for k, v in (names or {}).items()}
-        self.tcp_mode = "silent" if mode == "tcp-silent" and tcp is None else tcp
+        self.tcp_mode: str | dict[str, str] | None = "silent" if mode == "tcp-silent" and tcp is None else tcp
         self.queries: list[str] = []
         self.tcp_queries: list[str] = []
         self.udp = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM)
         self.udp.bind((address, port))
         self.address, self.port = self.udp.getsockname()[:2]
-        self.tcp = None
+        self.tcp: socket.socket | None = None
         truncating = "truncate" in self.udp_modes.values() or any(
             "truncate" in (v.values() if isinstance(v, dict) else [v]) for v in self.names.values())
         if (tcp is None and truncating) or (tcp is not None and tcp != "closed"):
@@ -97,7 +98,7 @@ class Responder:
             self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.tcp.bind((address, self.port))
             self.tcp.listen(16)
-            threading.Thread(target=self._serve_tcp, daemon=True).start()
+            threading.Thread(target=self._serve_tcp, args=(self.tcp,), daemon=True).start()
         self._held: list[socket.socket] = []
         threading.Thread(target=self._serve_udp, daemon=True).start()
 
@@ -125,7 +126,7 @@ class Responder:
         if transport == "tcp":
             if isinstance(self.tcp_mode, dict):
                 mode = self.tcp_mode.get(rdtype.lower(), mode)
-            elif self.tcp_mode not in (None, "same"):
+            elif self.tcp_mode is not None and self.tcp_mode != "same":
                 mode = self.tcp_mode
             if mode == "truncate":
                 mode = "answer"
@@ -152,10 +153,10 @@ class Responder:
             except OSError:
                 return
 
-    def _serve_tcp(self) -> None:
+    def _serve_tcp(self, listener: socket.socket) -> None:
         while True:
             try:
-                conn, _ = self.tcp.accept()
+                conn, _ = listener.accept()
             except OSError:
                 return
             if self.tcp_mode == "silent":

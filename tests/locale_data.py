@@ -133,7 +133,7 @@ def table(locpath: Path) -> dict:
     for name in LOCALES:
         data = lc_time(name, locpath)
         fmt = expand(data["date_fmt"], data)
-        entry = {"fmt": fmt, **{k: [v.strip() for v in data[k]] for k in
+        entry: dict[str, str | int | list[str]] = {"fmt": fmt, **{k: [v.strip() for v in data[k]] for k in
                                 ("abday", "day", "abmon", "mon", "ab_alt_mon", "alt_mon",
                                  "am_pm")}}
         if "%E" in fmt:

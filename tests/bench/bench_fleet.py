@@ -77,6 +77,7 @@ def timed(argv: list[str], runs: int = 3) -> tuple[float, int, int, int]:
         with tempfile.TemporaryFile() as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE,
                                     env={**os.environ, "COLUMNS": "160"})
+            assert proc.stderr is not None      # stderr=PIPE
             err = proc.stderr.read()
             _pid, wait_status, usage = os.wait4(proc.pid, 0)
             times.append(time.perf_counter() - start)

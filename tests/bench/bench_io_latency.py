@@ -126,7 +126,7 @@ def bench() -> dict:
         path = make_file(d)
         run_ioping(path, sub)            # one untimed round each: page tables, binaries cached
         run_inspector(path, sub)
-        ratios = {"iops_wall": [], "iops_mean": [], "avg_ns": []}
+        ratios: dict[str, list[float]] = {"iops_wall": [], "iops_mean": [], "avg_ns": []}
         print(f"\nIO latency QD1, O_DIRECT, 4 KiB random reads, 64 MiB file, {COUNT} requests "
               f"per tool and pair, in {SPLIT} runs of {sub} each, ABBA order"
               + (f" ({' '.join(priority())})" if priority() else ""))
@@ -165,7 +165,7 @@ def bench_concurrent() -> dict:
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR", "/var/tmp")) as d:
         path = make_file(d)
         w = f"{CONCURRENT_SECONDS:g}"
-        ratios = {"iops_wall": [], "iops_mean": [], "avg_ns": []}
+        ratios: dict[str, list[float]] = {"iops_wall": [], "iops_mean": [], "avg_ns": []}
         print(f"\nconcurrent: both tools at once, {w} s each, O_DIRECT 4 KiB random reads, "
               f"{PAIRS} rounds")
         print(f"{'round':>5} {'ioping iops':>12} {'ours iops':>10} {'ioping avg':>11} "

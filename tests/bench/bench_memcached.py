@@ -117,12 +117,12 @@ def bench_pairs(n: int, pairs: int) -> float:
     ratios = [ours[0] / theirs[0] for ours, theirs in zip(got["C loop"], got["memcslap"])]
     cheaper = sum(ours[1] <= theirs[1] for ours, theirs in zip(got["C loop"], got["memcslap"]))
     py = [ours[0] / theirs[0] for ours, theirs in zip(got["Python path"], got["memcslap"])]
-    cpu = {name: statistics.median(c for _, c in runs_) * 1e6 for name, runs_ in got.items()}
+    cpu_us = {name: statistics.median(c for _, c in runs_) * 1e6 for name, runs_ in got.items()}
     print(f"C loop / memcslap ops/s over {pairs} rounds: lowest {min(ratios):.2f}x, median "
           f"{statistics.median(ratios):.2f}x, {sum(r >= GOAL for r in ratios)} of {pairs} at "
           f">= {GOAL}x; no more CPU per request than memcslap in {cheaper} of {pairs}. "
           f"Python path: median {statistics.median(py):.2f}x. Median CPU per request: "
-          + ", ".join(f"{name} {us:.1f} us" for name, us in cpu.items()))
+          + ", ".join(f"{name} {us:.1f} us" for name, us in cpu_us.items()))
     return statistics.median(ratios)
 
 

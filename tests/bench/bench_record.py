@@ -161,6 +161,7 @@ def bench_cpu(tmp: str, seconds: float) -> bool:
                                  "--db", db], stderr=subprocess.PIPE, text=True)
         try:
             line = ""
+            assert proc.stderr is not None           # stderr=PIPE
             while "sample 1:" not in line:           # the first findings tick is done
                 line = proc.stderr.readline()
                 if not line:

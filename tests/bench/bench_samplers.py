@@ -68,6 +68,7 @@ def our_tick_costs(n: int = 300) -> tuple[list[float], list[float], int]:
         tick_cpu.append(c2 - c0)
         prev = cur
         time.sleep(0.005)
+    assert isinstance(cur.procs, dict), cur.procs   # this host's /proc lists its processes
     return sample_cpu, tick_cpu, len(cur.procs)
 
 

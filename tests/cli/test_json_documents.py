@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the test deps
 import pytest
 
 from conftest import fixture_root, inspector_bin, run_bin, run_cli

@@ -156,5 +156,7 @@ def test_timers_spread_a_fleet_and_oneshots_are_bounded():
 
 
 def _seconds(value: str) -> float:
-    number, unit = re.fullmatch(r"(\d+)(s|min)", value).groups()
+    span = re.fullmatch(r"(\d+)(s|min)", value)
+    assert span is not None, f"not a time span in seconds or minutes: {value!r}"
+    number, unit = span.groups()
     return float(number) * (60 if unit == "min" else 1)

@@ -75,7 +75,7 @@ def test_one_row_per_host_worst_first(fleet_dir):
     assert set(rows) == {*HOSTS, "app-01"}
     order = [r["level"] for r in doc["hosts"]]
     rank = {"crit": 0, "unknown": 1, "warn": 2, "ok": 3}
-    assert order == sorted(order, key=rank.get) and order[0] == "crit"
+    assert order == sorted(order, key=lambda level: rank[level]) and order[0] == "crit"
     flash = rows["flash-01"]
     assert flash["worst"].startswith("fct1: card failed") and flash["findings"] == 11
     assert flash["drives"] == {"hioa": "crit", "fct1": "crit", "fioa": "warn", "sda": "warn",

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from conftest import FIXTURES, own_peak_rss_snippet, run_cli
 from inspector.compare.snapshot import MAX_SNAPSHOT_BYTES
 from safety_helpers import one_line
 
-SNAPSHOT = {
+SNAPSHOT: dict[str, Any] = {     # a JSON document, edited per test
     "kind": "inspector-snapshot", "snapshot_version": 1, "schema_version": 1,
     "created_at": 1_700_000_000.0,
     "report": {"host": {"hostname": "db1", "kernel": "6.1", "machine": "x86_64",

@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import unicodedata
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,7 @@ def test_the_report_header_shows_bidi_controls_escaped(hostile_root):
 
 
 def test_diff_shows_hostile_strings_escaped(tmp_path):
-    doc = {"kind": "inspector-snapshot", "snapshot_version": 1, "created_at": 1.0,
+    doc: dict[str, Any] = {"kind": "inspector-snapshot", "snapshot_version": 1, "created_at": 1.0,
            "report": {"host": {"hostname": "db1"}, "sections": {},
                       "findings": [{"level": "warn", "subject": "eth0\x1b]0;x\x07",
                                     "message": "m\u202eessage", "code": "net.a"}]},

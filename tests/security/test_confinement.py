@@ -34,6 +34,7 @@ def mode(request, monkeypatch):
 
 def open_root(path, mode) -> HostRoot:
     root = HostRoot(str(path))
+    assert isinstance(root._tree, confined.ConfinedTree)
     assert root._tree.uses_openat2 is (mode == "openat2")
     return root
 

@@ -14,11 +14,12 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from conftest import inspector_bin, run_bin, signal_after
-from inspector.roots.safe_extract import ExtractError, Limits, _member_parts, extract
+from inspector.roots.safe_extract import Extracted, ExtractError, Limits, _member_parts, extract
 from slowness import slack
 
 CAPTURE_TIME = 60
@@ -32,14 +33,14 @@ def member(name: str, kind=tarfile.REGTYPE, data: bytes = b"", link: str = "",
     return info, data
 
 
-def write_tar(path: Path, members, mode: str = "w:gz") -> Path:
+def write_tar(path: Path, members, mode: Literal["w:gz", "w"] = "w:gz") -> Path:
     with tarfile.open(path, mode, format=tarfile.PAX_FORMAT) as tar:
         for info, data in members:
             tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
     return path
 
 
-def unpack(tmp_path: Path, archive: Path, **limits) -> tuple[Path, object]:
+def unpack(tmp_path: Path, archive: Path, **limits) -> tuple[Path, Extracted]:
     dest = tmp_path / "dest"
     dest.mkdir(mode=0o700)
     return dest, extract(str(archive), str(dest), Limits(**limits) if limits else None)

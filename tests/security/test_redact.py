@@ -13,6 +13,12 @@ from inspector.redact import redact_cmdline
 from inspector.roots.host import HostRoot
 
 
+def member_bytes(tar: tarfile.TarFile, name: str) -> bytes:
+    member = tar.extractfile(name)
+    assert member is not None, f"{name} is not a regular file in the capture"
+    return member.read()
+
+
 @pytest.mark.parametrize("line, expected, keys", [
     ("ro quiet rd.iscsi.password=hunter2 root=/dev/sda1",
      "ro quiet rd.iscsi.password=<redacted> root=/dev/sda1", ["rd.iscsi.password"]),
@@ -64,8 +70,8 @@ def test_a_capture_records_the_redacted_line_and_says_so(tmp_path):
     info = write_capture(root, str(out))
     assert info["redacted"] == {"proc/cmdline": ["rd.iscsi.password"]}
     with tarfile.open(out) as tar:
-        cmdline = tar.extractfile("proc/cmdline").read().decode()
-        sidecar = json.load(tar.extractfile("inspector-sidecar.json"))
+        cmdline = member_bytes(tar, "proc/cmdline").decode()
+        sidecar = json.loads(member_bytes(tar, "inspector-sidecar.json"))
     assert "hunter2" not in cmdline
     assert cmdline == "reboot=k panic=1 rd.iscsi.password=<redacted> pci=off\n"
     assert sidecar["redactions"] == {"proc/cmdline": ["rd.iscsi.password"]}
@@ -79,8 +85,8 @@ def test_a_capture_without_secrets_keeps_the_line_whole(tmp_path):
     out = tmp_path / "cap.tar.gz"
     assert run_bin("capture", "-o", str(out)).returncode == 0
     with tarfile.open(out) as tar:
-        recorded = tar.extractfile("proc/cmdline").read().decode()
-        sidecar = json.load(tar.extractfile("inspector-sidecar.json"))
+        recorded = member_bytes(tar, "proc/cmdline").decode()
+        sidecar = json.loads(member_bytes(tar, "inspector-sidecar.json"))
     live = Path("/proc/cmdline").read_text()
     assert redact_cmdline(live)[1] == []     # this machine's line holds nothing secret-looking
     assert recorded == live and "redactions" not in sidecar

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the test deps
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -10,9 +10,9 @@ import json
 import typing
 from dataclasses import dataclass, field
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the test deps
 import pytest
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import best_match  # type: ignore[import-untyped]  # no stubs in the test deps
 
 from conftest import ROOTS, run_cli
 from inspector.model import Finding, HostIdentity, Level, Report, Unknown, to_jsonable
