@@ -43,6 +43,7 @@ def test_a_source_that_hangs_is_timed_out_once_and_the_rest_is_kept(hang):
     start = time.monotonic()
     second = sampler.sample()          # the read still hangs: not started again, not awaited
     assert time.monotonic() - start < slack(0.2)
+    assert isinstance(second.disks, Unknown)
     assert second.disks.reason.startswith("/proc/diskstats timed out: no answer for ")
     assert calls["read_diskstats"] == 1
     assert known(second.cpu)
@@ -87,7 +88,11 @@ def test_run_forked_gives_the_value_an_error_or_a_timeout():
 
 
 def test_a_worker_that_times_out_is_killed_and_not_waited_for():
-    worker = Worker(lambda seconds: time.sleep(seconds) or seconds)
+    def sleep_then_return(seconds: float) -> float:
+        time.sleep(seconds)
+        return seconds
+
+    worker = Worker(sleep_then_return)
     assert worker.call(0.01, 5) == 0.01
     with pytest.raises(TimedOut):
         worker.call(30, 0.2)

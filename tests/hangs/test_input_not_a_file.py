@@ -5,6 +5,7 @@ it did not). Stdin ("-") is the one exception: a pipe or a terminal."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -12,9 +13,14 @@ from conftest import run_bin
 from inspector.roots.input_files import InputError, read_input
 
 
+def _fifo(tmp: Path) -> Path:
+    os.mkfifo(tmp / "fifo")
+    return tmp / "fifo"
+
+
 @pytest.mark.parametrize("kind, make", [
     ("a directory", lambda tmp: tmp),
-    ("a FIFO", lambda tmp: (os.mkfifo(tmp / "fifo"), tmp / "fifo")[1]),
+    ("a FIFO", _fifo),
     ("a character device", lambda tmp: "/dev/null"),
 ])
 def test_what_is_not_a_regular_file_is_refused_in_one_line(tmp_path, kind, make):

@@ -9,6 +9,7 @@ import os
 import resource
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,11 +20,21 @@ from inspector.probes.dns.run import RESOLVE_TIMEOUT, read_resolv_conf_bounded
 from slowness import slack
 
 
+def _fifo(tmp: Path) -> Path:
+    os.mkfifo(tmp / "fifo")
+    return tmp / "fifo"
+
+
+def _sparse_2gib(tmp: Path) -> Path:
+    (tmp / "big").write_bytes(b"")
+    os.truncate(tmp / "big", 1 << 31)
+    return tmp / "big"
+
+
 @pytest.mark.parametrize("make, says", [
     (lambda tmp: "/dev/zero", "a character device, not a resolv.conf file"),
-    (lambda tmp: os.mkfifo(tmp / "fifo") or tmp / "fifo", "a FIFO, not a resolv.conf file"),
-    (lambda tmp: os.truncate(_touch(tmp / "big"), 1 << 31) or tmp / "big",
-     "2147483648 bytes, over the 1 MiB a resolv.conf can be"),
+    (_fifo, "a FIFO, not a resolv.conf file"),
+    (_sparse_2gib, "2147483648 bytes, over the 1 MiB a resolv.conf can be"),
     (lambda tmp: tmp, "a directory, not a resolv.conf file"),
 ])
 def test_a_resolv_conf_that_is_not_one_is_refused(tmp_path, make, says):
@@ -105,7 +116,3 @@ def test_a_hostname_that_never_answers_does_not_stop_the_probe(tmp_path):
     assert res["seconds"] <= slack(2.5) and res["status"] in (0, 1), res
     assert '"example.test"' in res["stdout"], res["stdout"][:500]
 
-
-def _touch(path):
-    path.write_bytes(b"")
-    return path

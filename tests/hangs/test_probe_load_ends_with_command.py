@@ -22,6 +22,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -179,7 +180,7 @@ def as_from_a_terminal() -> None:
 
 
 def stop_and_check(argv: list[str], activity, signum: int, tmp_path: Path,
-                   wrapper: list[str] = (), children: bool = True,
+                   wrapper: Sequence[str] = (), children: bool = True,
                    set_up: bool = False) -> tuple[int, str]:
     """Start the command, wait for its load, signal it; assert that it ends in time, that no
     probe process outlives it, and that the target then sees nothing. Its status and stderr.
@@ -224,7 +225,7 @@ def exit_status(signum: int) -> int:
     return -signal.SIGKILL if signum == signal.SIGKILL else 128 + signum
 
 
-STOPPED = {signal.SIGINT: "interrupted", signal.SIGTERM: "stopped by SIGTERM",
+STOPPED: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "stopped by SIGTERM",
            signal.SIGHUP: "stopped by SIGHUP", signal.SIGQUIT: "stopped by SIGQUIT"}
 
 
@@ -425,6 +426,7 @@ STUBBORN = textwrap.dedent("""
 def test_a_run_that_ignores_the_stop_is_killed(second):
     proc = subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
+    assert proc.stderr is not None
     try:
         deadline = time.monotonic() + 10
         while not (runs := psutil.Process(proc.pid).children()):

@@ -37,8 +37,8 @@ def _many_members(path, count: int) -> None:
     blocks = []
     for i in range(count):
         block = bytearray(template)
-        name = f"etc/many/f{i}".encode()
-        block[0:100] = name.ljust(100, b"\0")
+        member_name = f"etc/many/f{i}".encode()
+        block[0:100] = member_name.ljust(100, b"\0")
         block[148:156] = b" " * 8                      # the checksum counts itself as spaces
         block[148:156] = b"%06o\0 " % sum(block)
         blocks.append(bytes(block))
