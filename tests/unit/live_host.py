@@ -4,10 +4,12 @@ on a virtual clock (one second per step unless told) so no test sleeps."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from inspector.config import LiveThresholds
 from inspector.health.live.session import LiveSession, Step
+from inspector.live.findings import LiveFinding
 from inspector.live.sampler import LiveSampler
 from inspector.roots.host import HostRoot
 
@@ -42,7 +44,7 @@ class LiveHost:
         os.replace(tmp, target)
 
     # ------------------------------------------------------------------ devices
-    def add_disk(self, name: str, members: list[str] = (), major: int = 8, minor: int = 0):
+    def add_disk(self, name: str, members: Sequence[str] = (), major: int = 8, minor: int = 0):
         self.disks[name] = [0] * 11
         self.majmin = getattr(self, "majmin", {})
         self.majmin[name] = (major, minor or len(self.disks) * 16)
@@ -119,6 +121,6 @@ class LiveHost:
         return session.step()
 
 
-def codes(step: Step, active: bool = True) -> dict[tuple[str, str], object]:
+def codes(step: Step, active: bool = True) -> dict[tuple[str, str], LiveFinding]:
     return {(lf.finding.code, lf.finding.subject): lf for lf in step.findings
             if lf.active == active}

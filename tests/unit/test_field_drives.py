@@ -15,7 +15,7 @@ from conftest import FIXTURES, run_cli
 from inspector.collect import build_report
 from inspector.discover import smart
 from inspector.health.drives import device_findings
-from inspector.model import Level, Unknown
+from inspector.model import Finding, Level, Unknown
 from inspector.roots.host import HostRoot
 
 sys.path.insert(0, str(FIXTURES))
@@ -25,7 +25,7 @@ OPEN_FAILED = "smartctl-open-failed"
 MEGARAID_HINT = "DELL or MegaRaid controller, please try adding '-d megaraid,N'"
 
 
-def drive_findings(root: Path) -> dict[tuple[str, str], object]:
+def drive_findings(root: Path) -> dict[tuple[str, str], Finding]:
     report = build_report(HostRoot(str(root)), ["storage"])
     return {(f.code, f.subject): f for f in report.findings
             if f.code.startswith(("drive.", "smart."))}
@@ -57,6 +57,7 @@ def test_text_open_failure_without_exit_status_is_unreadable_too():
 
 def test_unreadable_drive_is_an_unknown_finding_naming_it_and_the_way_to_its_drives():
     reason = smart.usable(smart.parse_smartctl(field_roots.output(OPEN_FAILED, "smartctl-json-a-sda.json")))
+    assert isinstance(reason, smart.Unreadable)
     (finding,) = device_findings("sda", reason)
     assert (finding.level, finding.code, finding.subject) == (Level.UNKNOWN, "drive.health_unknown", "sda")
     assert MEGARAID_HINT in finding.message and finding.message.startswith("drive health unknown")
@@ -259,6 +260,7 @@ def test_a_controller_with_no_volume_shows_its_drives_under_it(tmp_path):
         "smartctl -a -d sat+megaraid,60 /dev/bus/0":
             (0, field_roots.output(LONE, "smartctl-a-d-sat+megaraid60-dev-bus-0.txt"))})
     section = section_of(Path(r.path))
+    assert section.controllers is not None
     (drive,) = section.controllers.drives      # the NVMe lines are no controller's drives
     assert (drive.address, drive.volumes, drive.placement) == (
         "/dev/bus/0 -d sat+megaraid,60", [], "host0 shows no volume: a drive of the controller alone")
@@ -324,6 +326,8 @@ def test_storcli_answer_joins_the_smartctl_drives_and_the_findings(tmp_path):
     doc["Controllers"][0]["Response Data"]["VD LIST"][0]["State"] = "Pdgd"
     root = proxmox_root(tmp_path, **{"storcli64 /call show all J": (0, json.dumps(doc))})
     section = section_of(root)
+    assert section.controllers is not None
+    assert isinstance(section.controllers.cli, raid_cli.RaidCliReport)
     assert section.controllers.cli.tool == "storcli64"
     disk0 = next(d for d in section.controllers.drives if d.address == DISK0)
     assert disk0.cli == "252:0 online in DG 0 (storcli64)"
@@ -333,6 +337,7 @@ def test_storcli_answer_joins_the_smartctl_drives_and_the_findings(tmp_path):
 
 def test_no_megaraid_cli_is_unknown_with_each_tools_reason(tmp_path):
     section = section_of(proxmox_root(tmp_path))
+    assert section.controllers is not None
     assert isinstance(section.controllers.cli, Unknown)
     assert section.controllers.cli.reason.startswith("no MegaRAID CLI: not recorded in capture (command "
                                                      "storcli64 /call show all J)")

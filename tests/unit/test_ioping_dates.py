@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.record.locale_dates import LOCALES
-from inspector.record.log_dates import DateError, ZoneRules, parse_date_line
+from inspector.record.log_dates import DateError, LogDate, ZoneRules, parse_date_line
 from locale_data import TEST_LOCALES, date_lines, expand, lc_time
 
 # 08:00:01 and 20:00:01 JST, a summer afternoon, and both sides of Europe's and the US's
@@ -24,7 +24,15 @@ ZONES = ["Asia/Tokyo", "Europe/Berlin", "America/New_York", "America/Los_Angeles
 
 
 def expected_offset(ts: int, zone: str) -> int:
-    return int(datetime.fromtimestamp(ts, ZoneInfo(zone)).utcoffset().total_seconds())
+    offset = datetime.fromtimestamp(ts, ZoneInfo(zone)).utcoffset()
+    assert offset is not None          # an aware datetime has one
+    return int(offset.total_seconds())
+
+
+def date_of(text: str, rules: ZoneRules | None = None) -> LogDate:
+    got = parse_date_line(text, rules)
+    assert got is not None, f"{text!r} was not read as a date line"
+    return got
 
 
 @pytest.mark.parametrize("locale", ["C"] + [name for name in TEST_LOCALES if name != "id_ID"])
@@ -63,9 +71,9 @@ def test_date_options_forms():
                  "Sat Feb 14 23:00:01 UTC 2015", "Sun Feb 15 08:00:01 +09 2015"):
         got = parse_date_line(text)
         assert got is not None and int(got.timestamp) == ts, text
-    assert parse_date_line("2015-02-15T08:00:01+09:00").tz_offset_s == 9 * 3600
-    assert parse_date_line("1423954801").tz_offset_s == 0      # unix time: UTC hours
-    assert parse_date_line("1423954801", ZoneRules.parse(["Asia/Tokyo"])).tz_offset_s == 32400
+    assert date_of("2015-02-15T08:00:01+09:00").tz_offset_s == 9 * 3600
+    assert date_of("1423954801").tz_offset_s == 0      # unix time: UTC hours
+    assert date_of("1423954801", ZoneRules.parse(["Asia/Tokyo"])).tz_offset_s == 32400
 
 
 def test_real_date_option_output(glibc_locales):
@@ -79,31 +87,31 @@ def test_real_date_option_output(glibc_locales):
 
 
 def test_zones():
-    assert parse_date_line("Sun Feb 15 08:00:01 KST 2015").tz_offset_s == 9 * 3600
-    assert parse_date_line("Sun Jul 05 08:00:01 CEST 2015").tz_offset_s == 2 * 3600
-    assert parse_date_line("Sun Jul 05 08:00:01 CDT 2015").tz_offset_s == -5 * 3600
-    assert parse_date_line("Sun Jul 05 08:00:01 BST 2015").tz_offset_s == 3600
-    assert parse_date_line("Sun Jul 05 08:00:01 +0530 2015").tz_offset_s == 19800
+    assert date_of("Sun Feb 15 08:00:01 KST 2015").tz_offset_s == 9 * 3600
+    assert date_of("Sun Jul 05 08:00:01 CEST 2015").tz_offset_s == 2 * 3600
+    assert date_of("Sun Jul 05 08:00:01 CDT 2015").tz_offset_s == -5 * 3600
+    assert date_of("Sun Jul 05 08:00:01 BST 2015").tz_offset_s == 3600
+    assert date_of("Sun Jul 05 08:00:01 +0530 2015").tz_offset_s == 19800
     for zone, what in (("CST", "China"), ("IST", "India"), ("AST", "Atlantic")):
         with pytest.raises(DateError, match=f"time zone {zone} is ambiguous .*{what}.*--tz {zone}="):
             parse_date_line(f"Sun Feb 15 08:00:01 {zone} 2015")
     with pytest.raises(DateError, match="unknown time zone 'XYZ': .*--tz XYZ="):
         parse_date_line("Sun Feb 15 08:00:01 XYZ 2015")
     china = ZoneRules.parse(["CST=+08:00"])
-    assert parse_date_line("Sun Feb 15 08:00:01 CST 2015", china).tz_offset_s == 8 * 3600
+    assert date_of("Sun Feb 15 08:00:01 CST 2015", china).tz_offset_s == 8 * 3600
     # an IANA name: the offset its abbreviation has at that date (CST in winter, CDT in summer)
     chicago = ZoneRules.parse(["CST=America/Chicago", "CDT=America/Chicago"])
-    assert parse_date_line("Sun Feb 15 08:00:01 CST 2015", chicago).tz_offset_s == -6 * 3600
-    assert parse_date_line("Sun Jul 05 08:00:01 CDT 2015", chicago).tz_offset_s == -5 * 3600
+    assert date_of("Sun Feb 15 08:00:01 CST 2015", chicago).tz_offset_s == -6 * 3600
+    assert date_of("Sun Jul 05 08:00:01 CDT 2015", chicago).tz_offset_s == -5 * 3600
     # a fall-back hour happens twice: the abbreviation says which
     dublin = ZoneRules.parse(["IST=Europe/Dublin", "GMT=Europe/Dublin"])
-    a = parse_date_line("Sun Oct 25 01:30:00 IST 2015", dublin)
-    b = parse_date_line("Sun Oct 25 01:30:00 GMT 2015", dublin)
+    a = date_of("Sun Oct 25 01:30:00 IST 2015", dublin)
+    b = date_of("Sun Oct 25 01:30:00 GMT 2015", dublin)
     assert b.timestamp - a.timestamp == 3600
     # zone-less dates: UTC with a note, or the bare --tz
-    got = parse_date_line("2015-02-15 08:00:01")
-    assert got.tz_offset_s == 0 and "no time zone" in got.note
-    got = parse_date_line("2015-02-15 08:00:01", ZoneRules.parse(["Asia/Tokyo"]))
+    got = date_of("2015-02-15 08:00:01")
+    assert got.tz_offset_s == 0 and got.note is not None and "no time zone" in got.note
+    got = date_of("2015-02-15 08:00:01", ZoneRules.parse(["Asia/Tokyo"]))
     assert got.timestamp == 1423954801 and got.note is None
 
 

@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 
 from inspector.config import LiveThresholds
+from inspector.live.findings import LiveFinding
 from live_host import T0, LiveHost, codes
 
 
@@ -248,7 +249,7 @@ def test_filesystem_fill_inodes_and_time_to_full(host):
     base = host.step(session).sample
     rules = LiveRules()
     gib = 1 << 30
-    found = []
+    found: dict[tuple[str, str], LiveFinding] = {}
     for i in range(8):      # /data: 96 % full and 1 GiB a second more; /var: inodes at 97 %
         data = FsUse("/data", "xfs", "/dev/vdb", "252:16", 100 * gib, (90 + i) * gib,
                      (10 - i) * gib, 12.0)

@@ -2,7 +2,13 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inspector.discover.md import Mdstat, MdstatArray, parse_mdstat, parse_sync_completed
+from inspector.discover.md import (
+    Mdstat,
+    MdstatArray,
+    MdstatProgress,
+    parse_mdstat,
+    parse_sync_completed,
+)
 
 RECOVERING = """Personalities : [raid1] [linear] [multipath] [raid0] [raid6] [raid5] [raid4] [raid10]
 md0 : active raid1 sdb2[2] sda2[0]
@@ -43,6 +49,11 @@ unused devices: <none>
 """  # noqa: W293, E101  (mdstat as the kernel prints it: blank lines of spaces, a tab)
 
 
+def progress(array: MdstatArray) -> MdstatProgress:
+    assert array.progress is not None, f"{array.name} has no resync/recovery line"
+    return array.progress
+
+
 def test_recovering_array():
     result = parse_mdstat(RECOVERING)
     assert result.problems == []
@@ -52,13 +63,13 @@ def test_recovering_array():
     assert [(m.name, m.number, m.flags) for m in md1.members] == [("sdb1", 2, []), ("sda1", 0, [])]
     assert (md1.blocks_kib, md1.metadata, md1.raid_disks, md1.active_disks, md1.status) == \
         (195310144, "1.2", 2, 1, "U_")
-    p = md1.progress
+    p = progress(md1)
     assert (p.action, p.state, p.percent, p.done_kib, p.total_kib, p.finish_minutes, p.speed_kib_s) == \
         ("recovery", "running", 8.5, 16775552, 195310144, 17.0, 259783)
-    assert md1.bitmap.startswith("2/2 pages")
-    md0 = result.arrays["md0"]
-    assert (md0.progress.action, md0.progress.state, md0.progress.percent) == ("resync", "delayed", None)
-    assert md0.metadata == "1.0"
+    assert md1.bitmap is not None and md1.bitmap.startswith("2/2 pages")
+    md0 = progress(result.arrays["md0"])
+    assert (md0.action, md0.state, md0.percent) == ("resync", "delayed", None)
+    assert result.arrays["md0"].metadata == "1.0"
     assert md1.lines[0] == "md1 : active raid1 sdb1[2] sda1[0]"
 
 
@@ -71,11 +82,11 @@ def test_flags_states_levels_and_layouts():
         "sdc1": [], "sdd1": ["faulty"], "sde1": ["spare"], "sdf1": ["write_mostly"]}
     assert not a["md2"].active and a["md2"].level is None
     assert a["md2"].members[0].flags == ["spare"] and a["md2"].metadata == "external:/md127/0"
-    assert a["md3"].chunk_kib == 512 and a["md3"].progress.action == "resync"
-    assert a["md4"].chunk_kib == 512 and a["md4"].progress.action == "reshape"
-    assert a["md4"].progress.speed_kib_s == 15534
+    assert a["md3"].chunk_kib == 512 and progress(a["md3"]).action == "resync"
+    assert a["md4"].chunk_kib == 512 and progress(a["md4"]).action == "reshape"
+    assert progress(a["md4"]).speed_kib_s == 15534
     assert a["md5"].level == "raid0" and a["md5"].raid_disks is None
-    assert a["md6"].metadata is None and a["md6"].progress.state == "pending"
+    assert a["md6"].metadata is None and progress(a["md6"]).state == "pending"
 
 
 def test_broken_arrays_raid10_layouts_and_old_kernel_lines():
@@ -182,7 +193,8 @@ def test_generated_mdstat_round_trips(arrays):
         assert [bool(m.flags) for m in array.members] == [bool(f) for f in flags]
         assert (array.raid_disks, array.active_disks, array.blocks_kib) == (raid_disks, active, blocks)
         if action:
-            assert (array.progress.action, array.progress.percent, array.progress.speed_kib_s) == (action, pct, speed)
+            p = progress(array)
+            assert (p.action, p.percent, p.speed_kib_s) == (action, pct, speed)
         else:
             assert array.progress is None
 
