@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover.md import parse_mdstat
-from inspector.model import Level
+from inspector.model import Finding, Level
 from inspector.roots.host import HostRoot
 
 FIELD = FIXTURES / "field"
@@ -20,7 +20,7 @@ MDSTAT = FIXTURES / "mdstat"
 REAL_LAYOUTS = sorted(MDSTAT.glob("*.mdstat"))
 
 
-def md_findings(root: Path) -> dict[tuple[str, str], object]:
+def md_findings(root: Path) -> dict[tuple[str, str], Finding]:
     report = build_report(HostRoot(str(root)), ["storage"])
     return {(f.code, f.subject): f for f in report.findings if f.code.startswith("md.")}
 

@@ -15,9 +15,18 @@ from conftest import fixture_root
 from dns_responders import Responder
 from inspector.cli import build_parser
 from inspector.health.dns import LEGACY_CODES, canonical_code, probe_rules
-from inspector.probes.base import Interval, ProbeError, ProbeKind, RunStatus, RunSummary
+from inspector.probes.base import (
+    DnsInterval,
+    Interval,
+    ProbeError,
+    ProbeKind,
+    ProbeResult,
+    RunStatus,
+    RunSummary,
+)
 from inspector.probes.dns.run import DnsRun, DnsRunConfig, parse_dns_target, resolve
 from inspector.probes.driver import ProbeDriver
+from inspector.probes.memcached.run import McRunConfig
 from inspector.probes.request import ProbeRequest, config_for, open_probe, parse_spec
 from inspector.roots.host import HostRoot
 from inspector.tui.probes.runs import form_request
@@ -29,6 +38,16 @@ def cli_config(*argv: str):
     args = build_parser(list(argv)).parse_args(list(argv))
     module = {"io": probe_io, "memcached": probe_memcached, "dns": probe_dns}[argv[1]]
     return module.config_from_args(args)
+
+
+def result_of(probe) -> ProbeResult:
+    assert probe.result is not None, "the run left no result"
+    return probe.result
+
+
+def dns_round(interval: Interval) -> DnsInterval:
+    assert interval.dns is not None, interval
+    return interval.dns
 
 
 def test_the_same_io_request_is_the_same_config_everywhere(tmp_path):
@@ -45,6 +64,7 @@ def test_the_same_memcached_request_is_the_same_config_everywhere():
     cli = cli_config("probe", "memcached", "[::1]:11311", "-c", "4", "--duration", "3",
                      "-t", "get", "--read-only")
     assert spec == form == cli
+    assert isinstance(spec, McRunConfig)
     load = cli.load()
     # a request without write stores nothing: gets of keys the server does not hold
     assert (load.host, load.port, load.test, load.preload) == ("::1", 11311, "get", False)
@@ -66,6 +86,7 @@ def test_the_same_dns_request_resolves_the_same_everywhere(tmp_path):
     cli = cli_config("probe", "dns", "--resolv-conf", str(conf), "--count", "3",
                      "--interval", "1", "--deadline", "3")
     assert form == cli
+    assert isinstance(form, DnsRunConfig)
     root = HostRoot(str(fixture_root("dns-four-servers")))
     settings, _ = resolve(form, root)
     # the drift this layer ended: the TUI asked A+AAAA for '.', ignoring no-aaaa
@@ -76,7 +97,9 @@ def test_the_same_dns_request_resolves_the_same_everywhere(tmp_path):
 
 def test_dns_settings_follow_the_root_search_list_and_stub():
     search = HostRoot(str(fixture_root("dns-search")))
-    settings, _ = resolve(config_for(parse_spec("dns", duration=2)), search)
+    config = config_for(parse_spec("dns", duration=2))
+    assert isinstance(config, DnsRunConfig)
+    settings, _ = resolve(config, search)
     assert settings.name == "a.example" and settings.rdtypes == ["A", "AAAA"]
     stub = HostRoot(str(fixture_root("dns-resolved-stub")))
     settings, notes = resolve(DnsRunConfig(), stub)
@@ -109,14 +132,15 @@ def test_io_run_intervals_and_summary_survive_a_json_round_trip(tmp_path):
     probe = open_probe(parse_spec(f"io:{target}", duration=0.6))
     intervals: list[Interval] = []
     ProbeDriver(probe, intervals.append).run()
-    summary = probe.result.summary()
+    summary = result_of(probe).summary()
     assert summary.status == RunStatus.COMPLETED and summary.requests > 0 and intervals
     assert intervals[-1].ops_total == sum(i.ops for i in intervals)
     for interval in intervals:
         assert Interval.from_json(json.loads(json.dumps(interval.to_json()))) == interval
     back = RunSummary.from_json(json.loads(json.dumps(summary.to_json())))
     assert back == summary and back.figures() == summary.figures()
-    assert back.figures()["p99_us"] == summary.latency.p("p99") / 1000
+    p99_ns = summary.latency.p("p99")
+    assert p99_ns is not None and back.figures()["p99_us"] == p99_ns / 1000
 
 
 def test_dns_rounds_are_intervals_and_failures_are_errors():
@@ -129,18 +153,18 @@ def test_dns_rounds_are_intervals_and_failures_are_errors():
     finally:
         ok.close()
         refusing.close()
-    assert [i.dns.round for i in intervals] == [0, 1]
+    assert [dns_round(i).round for i in intervals] == [0, 1]
     assert all(i.ops == 2 and i.errors == 1 for i in intervals)
     assert intervals[-1].errors_total == 2
-    assert list(intervals[0].dns.per_server_ms) == [ok.server, refusing.server]
-    summary = probe.result.summary()
+    assert list(dns_round(intervals[0]).per_server_ms) == [ok.server, refusing.server]
+    summary = result_of(probe).summary()
     assert summary.requests == 4 and summary.ops_per_s > 0 and summary.latency.count == 2
     assert summary.error == f"{refusing.server} rcode-refused"
     assert RunSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
     for interval in intervals:
         assert Interval.from_json(json.loads(json.dumps(interval.to_json()))) == interval
     # its findings come from health/dns.py, in the resolver's vocabulary
-    codes = {f.code for f in probe_rules(probe.result.detail)}
+    codes = {f.code for f in probe_rules(result_of(probe).detail)}
     assert "dns.server_error" in codes and codes <= documented_codes()
 
 
@@ -156,8 +180,9 @@ def test_the_drivers_deadline_stops_a_run_waiting_on_a_silent_server():
     finally:
         silent.close()
     assert driver.expired and took < 1.5, took
+    assert probe.result is not None
     summary = probe.result.summary()
-    assert summary.status == RunStatus.STOPPED
+    assert summary.status == RunStatus.STOPPED and summary.dns is not None
     assert summary.dns.servers[silent.server].kind == "timeout"
 
 
@@ -170,7 +195,7 @@ def test_stop_from_another_thread_keeps_the_partial_figures(tmp_path):
     start = time.monotonic()
     driver.run()
     assert time.monotonic() - start < 3
-    summary = probe.result.summary()
+    summary = result_of(probe).summary()
     assert summary.status == RunStatus.STOPPED and summary.requests > 0
 
 
@@ -208,7 +233,8 @@ def test_one_set_of_limits_for_the_form_and_the_command_line():
         request = form_request(kind, target, seconds, count, False)
         with pytest.raises(ProbeError, match=re.escape(says)):
             request.validate()
-        assert says in check_target(request)
+        refused = check_target(request)
+        assert refused is not None and says in refused
     with pytest.raises(ProbeError, match="must be numbers"):
         form_request("memcached", "127.0.0.1:1", "3", "many", False)
     with pytest.raises(ProbeError, match=r"^--probe memcached:/x: .*not a memcached address"):
@@ -231,14 +257,16 @@ def test_a_run_is_filed_under_its_request_whatever_became_of_it(monkeypatch):
         measured = run_probe(replace(request, target=ok.server))
     finally:
         ok.close()
-    assert measured.error is None and measured.summary.requests > 0, measured.error
+    assert measured.error is None and measured.summary is not None, measured.error
+    assert measured.summary.requests > 0
 
     def hangs(request, signals=()):
         time.sleep(30)
     monkeypatch.setattr(probe_runs, "run_probe", hangs)
     monkeypatch.setattr(probe_runs, "GRACE_S", 0.3)
     timed_out = probe_runs.run_probe_forked(request, 0.2)
-    assert "timed out" in timed_out.error and timed_out.summary is None
+    assert timed_out.error is not None and "timed out" in timed_out.error
+    assert timed_out.summary is None
     never = ProbeOutcome(request, error="not run: the command was stopped by SIGTERM")
     for outcome in (measured, timed_out, never):
         doc = json.loads(json.dumps(outcome.to_json()))

@@ -6,12 +6,24 @@ import os
 from conftest import fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import resolver
-from inspector.model import Unknown
+from inspector.discover.resolver_conf import ResolverConfig
+from inspector.discover.resolver_delay import DelayEstimate
+from inspector.model import Finding, Unknown
 from inspector.roots.host import HostRoot
 
 
 def collect(name: str) -> resolver.ResolverSection:
     return resolver.collect(HostRoot(str(fixture_root(name))))
+
+
+def config(s: resolver.ResolverSection) -> ResolverConfig:
+    assert isinstance(s.config, ResolverConfig), s.config
+    return s.config
+
+
+def delay(estimate: DelayEstimate | Unknown) -> DelayEstimate:
+    assert isinstance(estimate, DelayEstimate), estimate
+    return estimate
 
 
 def codes(name: str) -> list[str]:
@@ -24,27 +36,27 @@ def test_four_servers():
     assert s.used_nameservers == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
     assert s.ignored_nameservers == ["10.0.0.4"]
     assert s.server_waits == [5, 3, 6]
-    assert s.first_server_loss.seconds == 5 and s.all_servers_down.seconds == 28
+    assert delay(s.first_server_loss).seconds == 5 and delay(s.all_servers_down).seconds == 28
     assert codes("dns-four-servers") == ["dns.failover_delay", "dns.too_many_nameservers"]
 
 
 def test_rotate_and_caps():
     s = collect("dns-rotate-caps")
-    cfg = s.config
+    cfg = config(s)
     assert (cfg.timeout, cfg.attempts, cfg.ndots, cfg.rotate) == (30, 5, 15, True)
     assert s.server_waits == [30, 20, 40]
-    assert s.first_server_loss.average == 10
+    assert delay(s.first_server_loss).average == 10
     assert codes("dns-rotate-caps") == ["dns.failover_delay"]
 
 
 def test_search_list_and_environment_from_sidecar():
     s = collect("dns-search")
-    cfg = s.config
+    cfg = config(s)
     assert cfg.search == ["a.example", "b.example"] and cfg.search_source == "search"
     assert (cfg.timeout, cfg.attempts, cfg.single_request, cfg.edns0, cfg.trust_ad) == (
         2, 1, True, True, True)
     assert s.environment == {"RES_OPTIONS": "attempts:1 single-request"}
-    assert s.all_servers_down.seconds == 1 * (2 + 2) * 2
+    assert delay(s.all_servers_down).seconds == 1 * (2 + 2) * 2
     assert codes("dns-search") == []
 
 
@@ -55,7 +67,7 @@ def test_systemd_resolved_stub_with_upstreams():
     assert (s.manager, s.mode, s.stub) == ("systemd-resolved", "stub", True)
     assert s.used_nameservers == ["127.0.0.53"]
     assert s.upstreams == ["192.168.1.1", "2001:db8::53"]
-    assert s.nss_hosts.startswith("mymachines resolve")
+    assert isinstance(s.nss_hosts, str) and s.nss_hosts.startswith("mymachines resolve")
     assert codes("dns-resolved-stub") == []        # one stub address is not a single server
 
 
@@ -73,8 +85,8 @@ def test_stub_with_single_upstream_warns(tmp_path):
 
 def test_use_vc_single_server_and_typo():
     s = collect("dns-use-vc")
-    assert s.config.use_vc and s.config.unknown_options == ["timeout=2"]
-    assert s.first_server_loss.seconds == 127
+    assert config(s).use_vc and config(s).unknown_options == ["timeout=2"]
+    assert delay(s.first_server_loss).seconds == 127
     assert codes("dns-use-vc") == ["dns.single_nameserver", "dns.unknown_option",
                                    "dns.use_vc_no_timeout"]
 
@@ -114,7 +126,7 @@ def test_report_renders_resolver_roots():
 
 # A missing or broken /etc/resolv.conf is reported with the cause an operator can act on.
 
-def finding(root) -> object:
+def finding(root) -> Finding:
     found = build_report(HostRoot(str(root)), ["dns"]).findings
     assert [f.code for f in found] == ["dns.unreadable"]
     return found[0]
