@@ -13,7 +13,7 @@ import pytest
 
 from conftest import fixture_root
 from inspector.captures.capture import open_root, write_capture
-from inspector.live import LiveSampler, capture_sample, rates, since_boot
+from inspector.live import CpuRates, LiveSampler, Rates, capture_sample, rates, since_boot
 from inspector.model import Unknown, known, to_jsonable
 from inspector.roots.host import HostRoot
 
@@ -37,6 +37,7 @@ def two_samples(root_dir, seconds=2.0):
 def test_busy_member_under_idle_md0_via_sysfs_slaves(busy_root):
     _, first, second = two_samples(busy_root)
     r = rates(first, second)
+    assert isinstance(r.disks, list), r.disks
     by = {d.name: d for d in r.disks}
     md0 = by["md0"]
     assert md0.kind == "md" and md0.members == ["sda1", "sdb1"]
@@ -59,6 +60,7 @@ def test_fixture_dstate_wchan_and_capture_has_no_process_io(busy_root):
         (18901, 18833, "mysqld (io)", "io_schedule")}
     r = rates(first, second)
     assert isinstance(r.top_io, Unknown) and "capture" in r.top_io.reason
+    assert isinstance(r.nics, list) and isinstance(r.cpu, CpuRates), (r.nics, r.cpu)
     assert [n.name for n in r.nics] == ["eth0"] and r.nics[0].carrier is True
     assert r.cpu.procs_blocked == 2
 
@@ -86,6 +88,8 @@ def test_dstate_time_tracks_first_sighting_and_forgets_on_exit(busy_root):
 def test_since_boot_from_one_sample(busy_root):
     snap = LiveSampler(HostRoot(str(busy_root))).sample()
     r = since_boot(snap)
+    assert isinstance(r, Rates), r
+    assert isinstance(r.disks, list) and isinstance(r.cpu, CpuRates), (r.disks, r.cpu)
     assert r.since_boot and r.interval == pytest.approx(864012.34)
     sda = next(d for d in r.disks if d.name == "sda")
     assert sda.r_s == pytest.approx(812345 / 864012.34)
@@ -117,7 +121,7 @@ def test_capture_carries_one_sample(tmp_path):
     root = open_root(info["path"])
     snap = LiveSampler(root).sample()
     live_disks = LiveSampler(HostRoot("/")).sample().disks
-    assert known(snap.disks) and set(snap.disks) == set(live_disks)
+    assert known(snap.disks) and known(live_disks) and set(snap.disks) == set(live_disks)
     assert known(snap.cpu) and known(snap.nics) and "eth0" in snap.nics
     assert known(snap.load) and known(snap.uptime) and known(snap.dstate)
     assert snap.proc_io == Unknown("capture: no live data")
@@ -141,7 +145,9 @@ def test_one_sample_of_everything_costs_under_5_ms():
         if min(cpu) < 0.004:
             break
         time.sleep(0.2)
-    print(f"one live sample ({len(sampler.sample().procs)} processes): CPU best "
+    procs = sampler.sample().procs
+    assert isinstance(procs, dict), procs         # this host's /proc lists its processes
+    print(f"one live sample ({len(procs)} processes): CPU best "
           f"{min(cpu) * 1e3:.2f} ms, wall best {min(wall) * 1e3:.2f} ms, "
           f"wall median {sorted(wall)[len(wall) // 2] * 1e3:.2f} ms")
     assert min(cpu) < 0.005, f"{min(cpu) * 1e3:.2f} ms"
@@ -160,6 +166,7 @@ def test_memory_stays_flat_over_many_samples():
         for i in range(90):
             cur = sampler.sample()
             rates(prev, cur)
+            assert isinstance(cur.procs, dict), cur.procs
             prev = cur
             if i == 29:
                 gc.collect()
@@ -170,6 +177,7 @@ def test_memory_stays_flat_over_many_samples():
     finally:
         tracemalloc.stop()
     growth = sum(s.size_diff for s in after.compare_to(base, "filename"))
+    assert isinstance(prev.procs, dict), prev.procs
     more = max(0, len(prev.procs) - base_procs)
     print(f"traced memory growth from sample 30 to sample 90: {growth} bytes, {more} more "
           "processes")
@@ -182,6 +190,7 @@ def test_threads_are_walked_only_while_tasks_are_blocked(busy_root):
     stat = busy_root / "proc" / "stat"
     stat.write_text(stat.read_text().replace("procs_blocked 2", "procs_blocked 0"))
     snap = LiveSampler(HostRoot(str(busy_root))).sample()
+    assert isinstance(snap.dstate, list), snap.dstate
     assert [d.pid for d in snap.dstate] == [2417]       # the process-level scan only
 
 
@@ -202,6 +211,7 @@ def test_text_columns_stay_apart_for_awk_even_with_huge_figures(busy_root):
     from inspector.live.text import DISK_COLS, format_block
     _, first, second = two_samples(busy_root)
     r = rates(first, second)
+    assert isinstance(r.disks, list), r.disks
     sdb1 = next(d for d in r.disks if d.name == "sdb1")
     sdb1.rkB_s, sdb1.r_s = 123456789.5, 9876543.25
     text = format_block(r)

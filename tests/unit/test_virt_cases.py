@@ -11,8 +11,8 @@ from conftest import fixture_root, run_cli
 from inspector.discover import virt
 from inspector.discover.virt import IGNORED, SUSPECT
 from inspector.health import virt as virt_rules
-from inspector.model import Report
 from inspector.roots.host import HostRoot
+from virt_layers import layer_of, virt_report
 
 NONE = ("none", None)
 VM_NONE = [("none", None, None)]
@@ -99,11 +99,11 @@ def test_layers(name, container, vms, roles, hw_flavor, summary):
     section = collect(name)
     kinds = [layer.kind for layer in section.layers]
     assert kinds[0] == "container" and kinds[-1] == "hardware"
-    c = section.layer("container")
+    c = layer_of(section, "container")
     assert (c.verdict, c.flavor) == container
     assert [(layer.verdict, layer.flavor, layer.guest_mode) for layer in section.vm_layers] == vms
     assert [r.role for r in section.roles] == roles
-    assert section.layer("hardware").flavor == hw_flavor
+    assert layer_of(section, "hardware").flavor == hw_flavor
     assert section.summary == summary
     for layer in section.layers:
         assert layer.confidence in ("high", "medium", "low")
@@ -120,11 +120,11 @@ def test_enough_machine_kinds_first_studied():
 
 
 def test_stray_dockerenv_is_suspect_with_reason():
-    c = collect("virt-18-stray-dockerenv").layer("container")
+    c = layer_of(collect("virt-18-stray-dockerenv"), "container")
     marker = next(e for e in c.evidence if e.source == "/.dockerenv")
     assert marker.weight == SUSPECT and "initial" in marker.note
     # the same file inside a real container namespace counts
-    d = collect("virt-17-docker-in-kvm-cgroup2").layer("container")
+    d = layer_of(collect("virt-17-docker-in-kvm-cgroup2"), "container")
     assert next(e for e in d.evidence if e.source == "/.dockerenv").weight != SUSPECT
     assert any(e.source == "/proc/self/mountinfo" and "/docker/containers/" in e.value
                for e in d.evidence)
@@ -151,7 +151,7 @@ def test_no_cpuid_falls_back_to_cpuinfo_flag():
 
 
 def findings(name: str):
-    report = Report(host=None, sections={"virt": collect(name)})
+    report = virt_report(collect(name))
     return {f.code: f for f in virt_rules.rules(report)}
 
 
@@ -181,8 +181,8 @@ def test_conflicting_container_signals_warn(tmp_path):
     (root / "run/systemd").mkdir(parents=True)
     (root / "run/systemd/container").write_text("lxc\n")
     section = virt.collect(HostRoot(str(root)))
-    assert section.layer("container").present and section.layer("container").confidence != "high"
-    report = Report(host=None, sections={"virt": section})
+    assert layer_of(section, "container").present and layer_of(section, "container").confidence != "high"
+    report = virt_report(section)
     codes = [f.code for f in virt_rules.rules(report)]
     assert "virt.container_conflict" in codes
     assert any("disagree" in c for c in section.conflicts)
@@ -195,9 +195,9 @@ def test_proot_is_seen_through_its_tracer(tmp_path):
     (root / "proc/self/status").write_text("Name:\tbash\nState:\tS (sleeping)\nTracerPid:\t4242\n")
     (root / "proc/4242").mkdir()
     (root / "proc/4242/comm").write_text("proot\n")
-    assert virt.collect(HostRoot(str(root))).layer("container").verdict == "proot"
+    assert layer_of(virt.collect(HostRoot(str(root))), "container").verdict == "proot"
     (root / "proc/4242/comm").write_text("gdb\n")                  # a debugger is not a container
-    assert virt.collect(HostRoot(str(root))).layer("container").verdict == "none"
+    assert layer_of(virt.collect(HostRoot(str(root))), "container").verdict == "none"
 
 
 def test_dmi_only_guess_is_low_confidence_and_says_so(tmp_path):
@@ -208,5 +208,5 @@ def test_dmi_only_guess_is_low_confidence_and_says_so(tmp_path):
     section = virt.collect(HostRoot(str(root)))
     vm = section.vm_layers[0]
     assert vm.verdict == "kvm" and vm.confidence == "low"
-    report = Report(host=None, sections={"virt": section})
+    report = virt_report(section)
     assert "virt.low_confidence" in [f.code for f in virt_rules.rules(report)]

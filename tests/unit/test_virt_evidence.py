@@ -10,8 +10,8 @@ from inspector.discover import virt
 from inspector.discover.virt import IGNORED, INFO, MEDIUM, STRONG, WEAK
 from inspector.discover.virt.firmware import parse_bios_information
 from inspector.health import virt as virt_rules
-from inspector.model import Report
 from inspector.roots.host import HostRoot
+from virt_layers import layer_of, virt_report
 
 
 def collect(name_or_path) -> virt.VirtSection:
@@ -30,7 +30,7 @@ def copy_root(tmp_path, name: str):
 
 
 def codes(section) -> list[str]:
-    return [f.code for f in virt_rules.rules(Report(host=None, sections={"virt": section}))]
+    return [f.code for f in virt_rules.rules(virt_report(section))]
 
 
 # --------------------------------------------------------------------------- Xen
@@ -186,12 +186,12 @@ def test_s390_without_sysinfo_is_low_confidence(tmp_path):
     root = copy_root(tmp_path, "virt-49-s390x-zvm")
     (root / "proc/sysinfo").unlink()
     section = collect(root)
-    assert section.vm_layers[0].confidence == "low" and section.layer("hardware").flavor is None
+    assert section.vm_layers[0].confidence == "low" and layer_of(section, "hardware").flavor is None
 
 
 # --------------------------------------------------------------------------- containers
 def test_manager_marker_must_be_one_word():
-    c = collect("virt-52-container-manager-script").layer("container")
+    c = layer_of(collect("virt-52-container-manager-script"), "container")
     marker = evidence(c, "/run/host/container-manager")[0]
     assert marker.weight == IGNORED and marker.value.startswith("#!/bin/sh")
     assert c.verdict == "container-other"       # the namespaces still show a container
@@ -203,11 +203,11 @@ def test_systemd_container_file(tmp_path, content, verdict):
     root = copy_root(tmp_path, "virt-33-docker-cgroup1-baremetal")
     (root / "run/systemd").mkdir(parents=True)
     (root / "run/systemd/container").write_text(content)
-    assert collect(root).layer("container").verdict == verdict
+    assert layer_of(collect(root), "container").verdict == verdict
 
 
 def test_pid1_container_from_a_foreign_tree_keeps_only_container():
-    c = collect("virt-53-nspawn-pid1-environ").layer("container")
+    c = layer_of(collect("virt-53-nspawn-pid1-environ"), "container")
     env = evidence(c, "/proc/1/environ")[0]
     assert env.value == "systemd-nspawn" and "container= only" in env.note
     assert "PATH" not in json.dumps([e.__dict__ for e in c.evidence])
@@ -218,14 +218,14 @@ def test_vserver_host_context_is_a_role(tmp_path):
     status = root / "proc/self/status"
     status.write_text(status.read_text().replace("VxID: 41639", "VxID: 0"))
     section = collect(root)
-    assert section.layer("container").verdict == "none"
+    assert layer_of(section, "container").verdict == "none"
     assert [r.role for r in section.roles] == ["vserver-host"]
 
 
 def test_kubernetes_runtime_evidence():
-    crio = collect("virt-55-kubernetes-crio").layer("container")
+    crio = layer_of(collect("virt-55-kubernetes-crio"), "container")
     runtime = next(e for e in crio.evidence if e.note == "the pod's container runtime")
     assert runtime.points_to == "cri-o" and "/etc/hostname" in runtime.value
-    containerd = collect("virt-56-kubernetes-containerd").layer("container")
+    containerd = layer_of(collect("virt-56-kubernetes-containerd"), "container")
     runtime = next(e for e in containerd.evidence if e.note == "the pod's container runtime")
     assert runtime.points_to == "containerd" and "cri-containerd-" in runtime.value

@@ -13,6 +13,7 @@ import pytest
 from conftest import fixture_root
 from inspector.discover import virt
 from inspector.roots.host import HostRoot
+from virt_layers import layer_of
 from virt_reference import (
     prepare_for_virt_what,
     run_virt_what,
@@ -34,8 +35,8 @@ def vm_is(*verdicts: str, flavor: str | None = None, mode: tuple[str, ...] = ())
 
 
 def container_is(*verdicts: str, flavor: str | None = None):
-    return lambda s: s.layer("container").verdict in verdicts and \
-        (flavor is None or s.layer("container").flavor == flavor)
+    return lambda s: layer_of(s, "container").verdict in verdicts and \
+        (flavor is None or layer_of(s, "container").flavor == flavor)
 
 
 def role_is(role: str):
@@ -63,9 +64,9 @@ VIRT_WHAT = {
     "linux_vserver": lambda s: container_is("linux-vserver")(s) or role_is("vserver-host")(s),
     "linux_vserver-guest": container_is("linux-vserver"),
     "linux_vserver-host": role_is("vserver-host"),
-    "ibm_systemz": lambda s: s.layer("hardware").flavor == "lpar" or vm_is("zvm", "kvm")(s),
+    "ibm_systemz": lambda s: layer_of(s, "hardware").flavor == "lpar" or vm_is("zvm", "kvm")(s),
     "ibm_systemz-zvm": vm_is("zvm"), "ibm_systemz-kvm": vm_is("kvm"),
-    "ibm_systemz-lpar": lambda s: s.layer("hardware").flavor == "lpar",
+    "ibm_systemz-lpar": lambda s: layer_of(s, "hardware").flavor == "lpar",
     "ibm_power-lpar_shared": vm_is("powervm", mode=("shared LPAR",)),
     "ibm_power-lpar_dedicated": vm_is("powervm", mode=("dedicated LPAR",)),
     "ibm_power-kvm": vm_is("kvm", "qemu"),
@@ -82,7 +83,7 @@ SYSTEMD_VM = {
 SYSTEMD_CONTAINER = {name: container_is(name) for name in (
     "docker", "podman", "lxc", "systemd-nspawn", "openvz", "wsl", "proot", "rkt", "pouch")}
 SYSTEMD_CONTAINER["lxc-libvirt"] = container_is("lxc")
-SYSTEMD_CONTAINER["container-other"] = lambda s: s.layer("container").present
+SYSTEMD_CONTAINER["container-other"] = lambda s: layer_of(s, "container").present
 
 # (root, tool, answer): why Inspector answers otherwise.
 DISAGREE = {
@@ -141,8 +142,8 @@ def test_agrees_with_systemd_detect_virt(name):
         problems.append(check(name, "systemd", vm, SYSTEMD_VM, section))
     if container != "none":
         problems.append(check(name, "systemd", container, SYSTEMD_CONTAINER, section))
-    problems = [p for p in problems if p]
-    assert not problems, "\n".join(problems)
+    stated = [p for p in problems if p]
+    assert not stated, "\n".join(stated)
 
 
 def test_every_verdict_has_evidence_and_low_confidence_is_thin():
@@ -150,7 +151,7 @@ def test_every_verdict_has_evidence_and_low_confidence_is_thin():
     evidence of strong or medium weight supports the layer's verdict."""
     for name in ROOTS:
         section = virt.collect(HostRoot(str(fixture_root(name))))
-        for layer in vms(section) + [section.layer("container")]:
+        for layer in vms(section) + [layer_of(section, "container")]:
             if not layer.present:
                 continue
             assert layer.evidence, f"{name}: {layer.label()} without evidence"
