@@ -135,7 +135,7 @@ def test_store_persists_and_survives_corruption(tmp_path):
     before, after = store.update("k", 0.1, now=1)
     assert before is None and after.value == 0.1
     before, after = TrendStore(str(tmp_path)).update("k", 0.2, now=2)
-    assert before.value == 0.1 and after.rose_from == 0.1
+    assert before is not None and before.value == 0.1 and after.rose_from == 0.1
     Path(store.path).write_text("{not json")
     assert store.get("k") is None
     store.update("k", 0.3, now=3)
@@ -160,6 +160,7 @@ def test_capture_uses_recorded_trend_and_never_writes(tmp_path, monkeypatch):
         "drive_trend": {key: Trend(0.2, 5.0, rose_from=0.112, rose_at=5.0).to_json()}}}
     (tmp_path / "inspector-sidecar.json").write_text(json.dumps(sidecar))
     h = hio.collect(HostRoot(str(tmp_path)), "hioa", timeout=1)
+    assert isinstance(h, hio.HioHealth), h
     assert h.bad_block_rate_rose_from == 0.112
     assert "rose from 0.112% to 0.2%" in h.bad_block_trend
     assert isinstance(h.temperature_c, Unknown)       # hio_temperature not recorded
@@ -170,12 +171,17 @@ def test_store_does_not_rewrite_unchanged_values(tmp_path, monkeypatch):
     store = TrendStore(str(tmp_path))
     saves = []
     real_save = store._save
-    monkeypatch.setattr(store, "_save", lambda data: (saves.append(1), real_save(data)))
+
+    def counted_save(data: dict) -> None:
+        saves.append(1)
+        real_save(data)
+    monkeypatch.setattr(store, "_save", counted_save)
     store.update("k", 0.1, now=1)
     store.update("k", 0.1, now=2)      # a TUI refresh: same value, no write
     store.update("k", 0.2, now=3)      # a rise: written
     assert len(saves) == 2
-    assert store.get("k").rose_from == 0.1
+    trend = store.get("k")
+    assert trend is not None and trend.rose_from == 0.1
 
 
 def test_live_collect_without_store_has_no_trend(tmp_path, monkeypatch):
@@ -187,5 +193,6 @@ def test_live_collect_without_store_has_no_trend(tmp_path, monkeypatch):
     (tmp_path / "out.txt").write_text(SAMPLE)
     monkeypatch.setenv("PATH", str(bin_dir))
     h = hio.collect(HostRoot("/"), "hioa", timeout=5, store=None)
+    assert isinstance(h, hio.HioHealth), h
     assert h.health == "OK" and h.bad_block_trend == "no earlier value"
     assert h.bad_block_rate_rose_from is None

@@ -7,7 +7,7 @@ import shutil
 from conftest import fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import net
-from inspector.discover.net_offloads import find_offload
+from inspector.discover.net_offloads import Offload, find_offload
 from inspector.model import Level, Unknown
 from inspector.roots.host import HostRoot
 
@@ -17,7 +17,14 @@ def collect(name: str) -> net.NetSection:
 
 
 def nic(section: net.NetSection, name: str) -> net.Nic:
+    assert isinstance(section.nics, list), section.nics
     return next(n for n in section.nics if n.name == name)
+
+
+def offload(offloads: list[Offload] | Unknown, name: str) -> Offload:
+    found = find_offload(offloads, name)
+    assert found is not None, f"{name} not among the offloads: {offloads}"
+    return found
 
 
 def findings(name: str, code_prefix: str = "net."):
@@ -30,11 +37,11 @@ def test_xen_pv_guest_netfront_with_tso_on_warns():
     eth0 = nic(section, "eth0")
     assert (eth0.kind, eth0.driver, eth0.bus, eth0.device) == ("xen-netfront", "vif", "xen",
                                                                 "vif-0")
-    assert find_offload(eth0.offloads, "tcp-segmentation-offload").on
-    assert find_offload(eth0.offloads, "tx-tcp-segmentation").group == "tcp-segmentation-offload"
-    assert find_offload(eth0.offloads, "generic-segmentation-offload").on
+    assert offload(eth0.offloads, "tcp-segmentation-offload").on
+    assert offload(eth0.offloads, "tx-tcp-segmentation").group == "tcp-segmentation-offload"
+    assert offload(eth0.offloads, "generic-segmentation-offload").on
     assert isinstance(eth0.speed_mbps, Unknown)          # netfront reports no speed
-    assert [n.name for n in section.nics] == ["lo", "eth0"]
+    assert isinstance(section.nics, list) and [n.name for n in section.nics] == ["lo", "eth0"]
     assert nic(section, "lo").kind == "loopback"
     found = findings("xen-pv-guest")
     assert [(f.code, f.subject, f.level) for f in found] == [("net.xen_tso", "eth0", Level.WARN)]
@@ -46,7 +53,7 @@ def test_xen_pv_guest_netfront_with_tso_on_warns():
 def test_xenserver_hvm_with_tso_off_is_quiet():
     eth0 = nic(collect("xenserver-hvm"), "eth0")
     assert eth0.kind == "xen-netfront"
-    tso = find_offload(eth0.offloads, "tx-tcp-segmentation")
+    tso = offload(eth0.offloads, "tx-tcp-segmentation")
     assert tso.on is False and tso.fixed is False and tso.requested is None
     assert findings("xenserver-hvm") == []
 
@@ -54,7 +61,7 @@ def test_xenserver_hvm_with_tso_off_is_quiet():
 def test_dom0_netback_is_not_netfront():
     vif = nic(collect("net-xen-dom0"), "vif3.0")
     assert vif.kind == "xen-netback" and vif.bus == "xen-backend"
-    assert find_offload(vif.offloads, "tcp-segmentation-offload").on
+    assert offload(vif.offloads, "tcp-segmentation-offload").on
     assert findings("net-xen-dom0") == []
 
 
@@ -64,6 +71,7 @@ def test_kvm_virtio_guest():
                                                                    "virtio", "pci")
     assert eth0.device == "virtio0"
     assert isinstance(eth0.speed_mbps, Unknown) and isinstance(eth0.duplex, Unknown)
+    assert isinstance(eth0.offloads, list), eth0.offloads
     assert [o.ethtool_line() for o in eth0.offloads][:3] == [
         "rx-checksumming: on [fixed]", "tx-checksumming: on", "\ttx-checksum-ipv4: off [fixed]"]
 
@@ -78,7 +86,7 @@ def test_physical_nics_counters_carrier_and_findings():
     assert (eno2.admin_up, eno2.carrier, eno2.operstate) == (True, False, "down")
     assert eno3.admin_up is False and isinstance(eno3.carrier, Unknown)
     assert nic(section, "br0").kind == "bridge" and nic(section, "br0").devtype == "bridge"
-    veth_tso = find_offload(nic(section, "veth1a2b").offloads, "tx-tcp-segmentation")
+    veth_tso = offload(nic(section, "veth1a2b").offloads, "tx-tcp-segmentation")
     assert veth_tso.on is True and veth_tso.requested is None
     got = sorted((f.code, f.subject) for f in findings("net-errors"))
     assert got == [("net.carrier_down", "eno2"), ("net.drops", "eno1"), ("net.errors", "eno1")]

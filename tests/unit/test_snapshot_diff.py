@@ -2,6 +2,7 @@
 corrupt files and schema versions."""
 import copy
 import json
+from typing import Any
 
 import pytest
 
@@ -9,7 +10,7 @@ from conftest import run_cli
 from inspector.compare.diff import diff_snapshots, latency_significance
 from inspector.compare.snapshot import SnapshotError, read_snapshot, write_snapshot
 
-BASE = {
+BASE: dict[str, Any] = {     # a snapshot document, edited per test
     "kind": "inspector-snapshot", "snapshot_version": 1, "schema_version": 1, "created_at": 1.0,
     "report": {
         "host": {"hostname": "db1", "kernel": "6.1", "machine": "x86_64", "source": "live", "collected_at": 1},

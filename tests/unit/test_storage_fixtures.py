@@ -51,10 +51,12 @@ def test_lvm_striped_over_fusion_io():
     s = section_of("storage-lvm-striped-fio")
     dm1 = s.dm["dm-1"]
     assert (dm1.dm_name, dm1.kind, dm1.slaves, dm1.suspended) == ("vgflash-data", "lvm", ["fioa", "fiob"], False)
+    assert dm1.striping is not None
     assert (dm1.striping.stripes, dm1.striping.stripe_bytes, dm1.striping.width_bytes) == (2, 65536, 131072)
     assert s.dm["dm-0"].striping is None
     assert s.devices["dm-1"].type == "lvm" and s.devices["dm-1"].mounts[0].mountpoint == "/data"
-    assert s.devices["dm-0"].swap.filename == "/dev/dm-0" and s.devices["dm-0"].swap.size_kib == 8388604
+    swap = s.devices["dm-0"].swap
+    assert swap is not None and (swap.filename, swap.size_kib) == ("/dev/dm-0", 8388604)
     assert s.devices["sda2"].children == ["dm-0"]
 
 
@@ -141,7 +143,8 @@ def test_dm_crypt_over_md_and_plain_crypt_swap():
     assert (s.dm["dm-0"].kind, s.dm["dm-0"].detail, s.dm["dm-0"].slaves) == ("crypt", "LUKS2", ["md0"])
     assert (s.dm["dm-1"].kind, s.dm["dm-1"].detail) == ("crypt", "PLAIN")
     assert s.devices["md0"].children == ["dm-0"] and s.devices["sdb"].children == ["md0"]
-    assert s.devices["dm-1"].swap.filename == "/dev/mapper/swapcrypt"
+    swap = s.devices["dm-1"].swap
+    assert swap is not None and swap.filename == "/dev/mapper/swapcrypt"
     paths = [(depth, name) for depth, name in s.walk() if name in ("sdb", "md0", "dm-0")]
     assert paths[:3] == [(0, "sdb"), (1, "md0"), (2, "dm-0")]
 
@@ -202,7 +205,7 @@ def test_nvme_bare_metal():
     s = section_of("nvme-bare-metal")
     n = s.devices["nvme0n1"]
     assert (n.family, n.model, n.serial) == ("nvme", "SAMSUNG MZQL2960HCJR-00A07", "S64FNE0R600123")
-    assert n.wwn.startswith("eui.")
+    assert isinstance(n.wwn, str) and n.wwn.startswith("eui.")
     assert s.devices["nvme0n1p2"].children == ["md0"] and s.md["md0"].disagreements == []
     assert findings_of("nvme-bare-metal") == []
 
@@ -244,10 +247,12 @@ def lsblk_rows(root) -> list[tuple]:
 
 
 def our_rows(s: storage.StorageSection) -> list[tuple]:
-    rows, path = [], []
+    rows: list[tuple] = []
+    path: list[str] = []
     for depth, name in s.walk():
         dev = s.devices[name]
         label = s.dm[name].dm_name if name in s.dm else name
+        assert isinstance(label, str), f"{name}: {label}"     # lsblk names every dm device
         del path[depth:]
         path.append(label)
         rows.append((tuple(path), dev.type, dev.size_bytes, dev.maj_min, dev.read_only, dev.removable))

@@ -1,4 +1,6 @@
 """Storage health rules on hand-built models: the cases the fixture roots do not cover."""
+import dataclasses
+
 import pytest
 
 from conftest import fixture_root, replace_section
@@ -13,18 +15,16 @@ from inspector.roots.host import HostRoot
 
 
 def array(**kw) -> MdArray:
-    base = dict(name="md0", level="raid1", array_state="clean", raid_disks=2, degraded=0,
-                sync_action="idle", sync_completed="none", mismatch_cnt=0)
-    base.update(kw)
-    return MdArray(**base)
+    base = MdArray(name="md0", level="raid1", array_state="clean", raid_disks=2, degraded=0,
+                   sync_action="idle", sync_completed="none", mismatch_cnt=0)
+    return dataclasses.replace(base, **kw)
 
 
-def device(name="sdb", **kw) -> BlockDevice:
-    base = dict(name=name, type="disk", family="scsi", maj_min="8:16", sysfs_path="sys/x",
-                size_bytes=1 << 30, read_only=False, removable=False, rotational=True,
-                scheduler="none", schedulers=["none"], queue=QueueLimits(512, 512, 512, 0))
-    base.update(kw)
-    return BlockDevice(**base)
+def device(name: str = "sdb", **kw) -> BlockDevice:
+    base = BlockDevice(name=name, type="disk", family="scsi", maj_min="8:16", sysfs_path="sys/x",
+                       size_bytes=1 << 30, read_only=False, removable=False, rotational=True,
+                       scheduler="none", schedulers=["none"], queue=QueueLimits(512, 512, 512, 0))
+    return dataclasses.replace(base, **kw)
 
 
 def test_healthy_array_has_no_findings():
