@@ -64,8 +64,8 @@ def test_bad_roots_are_one_line_errors(tmp_path):
         assert res.returncode == 2
         assert res.stderr.startswith("inspector: --root") and "Traceback" not in res.stderr
         assert len(res.stderr.strip().splitlines()) == 1
-    res = run_cli("report", "--section", "bogus")
-    assert res.status == 2 and "unknown section" in res.err
+    cli = run_cli("report", "--section", "bogus")
+    assert cli.status == 2 and "unknown section" in cli.err
 
 
 # `inspector capture` on this machine: it says when the capture is incomplete.

@@ -69,10 +69,10 @@ def test_json_names_each_regression_with_its_identity(window):
     assert "md.degraded@md0" in regressions                            # and the finding for it
     res = run_cli("diff", *map(str, window["flash"]), "--json")
     assert res.status == 1
-    regressions = {c["path"]: c for c in res.json()["changes"] if c["regression"]}
-    wear = regressions["storage.health[device=hioa].max_bad_block_rate_pct"]
+    regressed = {c["path"]: c for c in res.json()["changes"] if c["regression"]}
+    wear = regressed["storage.health[device=hioa].max_bad_block_rate_pct"]
     assert (wear["before"], wear["after"]) == (0.135, 0.31)
-    assert regressions["storage.health[device=fioa].reserves_pct"]["after"] == 4.0
+    assert regressed["storage.health[device=fioa].reserves_pct"]["after"] == 4.0
 
 
 @pytest.mark.parametrize("columns", [80, 200])

@@ -61,12 +61,14 @@ def test_hio_output_trend_and_recording(fake, tmp_path):
     fake({"hio_info -d /dev/hioa": out(HIO), "hio_temperature -d hioa": out("temperature: 51 C\n")})
     store = TrendStore(str(tmp_path / "state"))
     first = hio.collect(HostRoot("/"), "hioa", ROOMY, store)
+    assert isinstance(first, hio.HioHealth), first
     assert first.health == "OK" and first.temperature_c == 51
     assert first.source == "hio_info -d /dev/hioa"
     assert first.bad_block_trend.startswith("first reading")
     fake({"hio_info -d /dev/hioa": out(HIO.replace("0.112%", "0.150%"))})
     root = HostRoot("/", record=True)
     second = hio.collect(root, "hioa", ROOMY, store)
+    assert isinstance(second, hio.HioHealth), second
     assert second.bad_block_rate_rose_from == 0.112
     assert [f.code for f in device_findings("hioa", second)] == ["hio.bad_block_rising"]
     # The run is recorded: the same health comes back from the sidecar facts.
@@ -77,6 +79,7 @@ def test_hio_output_trend_and_recording(fake, tmp_path):
     capture.mkdir()
     (capture / "inspector-sidecar.json").write_text(json.dumps(sidecar))
     replay = hio.collect(HostRoot(str(capture)), "hioa", ROOMY, None)
+    assert isinstance(replay, hio.HioHealth), replay
     assert replay.max_bad_block_rate_pct == 0.15 and replay.bad_block_rate_rose_from == 0.112
     # hio_temperature "fails" here (not in the script: usage error), which is only a detail
     assert isinstance(second.temperature_c, Unknown) and "exited with status 1" in second.temperature_c.reason
@@ -112,6 +115,7 @@ def test_nonzero_garbage_and_hang_are_unknown_with_reason(fake):
 def test_fio_json_first_then_text(fake):
     fake({"fio-status -fj": out(FJ)})
     status = fio_status.run_fio_status(HostRoot("/"), ROOMY)
+    assert isinstance(status, fio_status.FioStatus), status
     assert status.controllers[0].source == "fio-status -fj"
     # An older VSL rejects -fj: the text form is used.
     fake({"fio-status -a": out(VSL3.replace("Reserves: 100.00%", "Reserves: 4.00%"))})
@@ -157,6 +161,7 @@ def test_smartctl_exit_bits_are_output_not_failure(fake):
     doc["smart_status"]["passed"] = False
     fake({"smartctl --json -a /dev/sda": out(json.dumps(doc), rc=0x48)})
     h = smart.collect(HostRoot("/"), "sda", ROOMY)
+    assert isinstance(h, smart.SmartHealth), h
     assert h.exit_status == 0x48
     assert {f.code for f in device_findings("sda", h)} == {"smart.failed", "smart.logged_errors"}
 

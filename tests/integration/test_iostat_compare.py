@@ -61,6 +61,7 @@ def _iostat_on(dev: str, first: tuple[str, str], second: tuple[str, str], workdi
     proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "LC_ALL": "C", "S_COLORS": "never"})
+    assert proc.stdout is not None and proc.stderr is not None
     lines: list[str] = []
     try:
         reports = 0
@@ -89,6 +90,7 @@ def _wait_for_io(dev: str, fio: subprocess.Popen, timeout: float = 20) -> None:
     start, deadline = ios(), time.monotonic() + timeout
     while ios() - start < 100:
         if fio.poll() is not None:
+            assert fio.stderr is not None, "fio's stderr is piped"
             pytest.fail(f"fio exited early: {fio.stderr.read().decode(errors='replace')}")
         if time.monotonic() > deadline:
             pytest.fail(f"fio did no IO on {dev} within {timeout:g} s")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from inspector.config import LiveThresholds
-from inspector.health.live.session import LiveSession
+from inspector.health.live.session import LiveSession, Step
 from inspector.live.worker import SamplerProcess
 from inspector.roots.host import HostRoot
 
@@ -32,7 +32,7 @@ class Watch:
         self.sampler = SamplerProcess(HostRoot("/"))
         self.session = LiveSession(self.sampler.sample, thresholds)
         self.session.step()
-        self.last = None
+        self.last: Step | None = None
 
     def until(self, predicate, timeout: float, what: str):
         """Step until predicate(active findings by (code, subject), step) is truthy."""
@@ -45,9 +45,10 @@ class Watch:
             got = predicate(active, self.last)
             if got:
                 return got, time.monotonic() - start
-        active = [(lf.finding.code, lf.finding.subject, lf.finding.message)
-                  for lf in self.last.findings if lf.active]
-        raise AssertionError(f"no {what} within {timeout} s; active: {active}")
+        assert self.last is not None, f"no step within {timeout} s"
+        still_active = [(lf.finding.code, lf.finding.subject, lf.finding.message)
+                        for lf in self.last.findings if lf.active]
+        raise AssertionError(f"no {what} within {timeout} s; active: {still_active}")
 
     def close(self):
         self.sampler.close()
@@ -70,7 +71,7 @@ def _kill(procs):
 
 @pytest.mark.serial
 def test_busy_loops_saturate_the_cpus_and_are_named(watch):
-    n = max(4, 2 * os.cpu_count())
+    n = max(4, 2 * (os.cpu_count() or 1))
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     ours = {p.pid for p in loops}
     try:

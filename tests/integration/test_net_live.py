@@ -74,6 +74,7 @@ def test_capture_carries_offloads(tmp_path):
     before = net.collect(recording)
     write_capture(recording, str(tmp_path / "cap.tar.gz"))
     replay = net.collect(open_root(str(tmp_path / "cap.tar.gz")))
+    assert isinstance(before.nics, list) and isinstance(replay.nics, list), (before, replay)
     assert [(n.name, n.kind, n.driver, n.mtu) for n in replay.nics] == \
         [(n.name, n.kind, n.driver, n.mtu) for n in before.nics]
     assert [n.offloads for n in replay.nics] == [n.offloads for n in before.nics]
@@ -125,7 +126,7 @@ def test_changed_features_in_a_private_netns():
 
 def test_feature_bits_equal_pyroute2(live):
     """Our three ioctls read the same bits as pyroute2's IoctlEthtool, row for row."""
-    from pyroute2.ethtool.ioctl import IoctlEthtool
+    from pyroute2.ethtool.ioctl import IoctlEthtool  # type: ignore[import-untyped]  # no hints
 
     from inspector.discover.net_offloads import _ioctl_feature_rows
     for nic in live.nics:

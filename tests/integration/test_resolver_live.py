@@ -13,7 +13,7 @@ import pytest
 import inspector
 from conftest import require_root
 from inspector.discover import resolver
-from inspector.discover.resolver_conf import parse_resolv_conf
+from inspector.discover.resolver_conf import ResolverConfig, parse_resolv_conf
 from inspector.discover.resolver_delay import all_servers_down, first_server_loss
 from inspector.roots.host import HostRoot
 
@@ -30,6 +30,7 @@ def test_config_equals_etc_resolv_conf():
     words = [w for line in text.splitlines() if line.startswith("options")
              for w in line.split()[1:]]
     cfg = section.config
+    assert isinstance(cfg, ResolverConfig), cfg
     if not any(w.startswith("timeout:") for w in words):
         assert cfg.timeout == 5
     if not any(w.startswith("attempts:") for w in words):

@@ -42,7 +42,9 @@ def copy(tmp_path: Path, fixture: Path) -> Path:
 def test_load_average_comes_from_uptime_and_says_so():
     doc = report(COMPUTE4, "--section", "cpu")
     uptime = sos_output(COMPUTE4, "host/uptime")
-    said = [float(v) for v in re.search(r"load average: (.*)$", uptime.strip())[1].split(", ")]
+    loads = re.search(r"load average: (.*)$", uptime.strip())
+    assert loads, uptime
+    said = [float(v) for v in loads[1].split(", ")]
     cpu = doc["sections"]["cpu"]
     assert cpu["load_average"] == said == [3.58, 3.27, 2.58]
     assert cpu["load_source"] == "uptime"
@@ -141,10 +143,12 @@ def test_compute4_report_agrees_with_the_sosreports_own_outputs(tmp_path):
     kernel = {e.name: k for k, e in info.items()}
     lsblk = sos_output(root, "block/lsblk")
     for row in parse_lsblk_rows(lsblk):       # every device lsblk lists with its number
+        assert row.name is not None, row
         name = kernel.get(row.name, row.name)
         if name in devices:
             assert devices[name]["maj_min"] == row.devno, name
     for upper, lower in lsblk_edges(lsblk):   # and the stack it draws
+        assert upper.name is not None and lower.name is not None, (upper, lower)
         up, low = kernel.get(upper.name, upper.name), kernel.get(lower.name, lower.name)
         if up in devices and devices[up]["type"] != "part":
             assert low in devices[up]["slaves"], (up, low)

@@ -56,17 +56,24 @@ def test_a_recreated_nic_is_new_not_a_wrap():
         time.sleep(1.5)          # IPv6 DAD and router solicitations: a few hundred bytes
         sampler = LiveSampler(HostRoot("/"), process_io=False)
         first = sampler.sample()
-        assert first.nics[name].counters[1] > 0, first.nics[name]     # tx_bytes moved
+        assert isinstance(first.nics, dict), first.nics
+        tx_bytes = first.nics[name].counters[1]
+        assert tx_bytes is not None and tx_bytes > 0, first.nics[name]     # tx_bytes moved
         _ip("del", name)
         _ip("add", name, "type", "veth", "peer", "name", "qaopsr1")
         second = sampler.sample()
         r = rates(first, second)
+        assert isinstance(r.nics, list) and isinstance(second.nics, dict), (r.nics, second.nics)
         assert name not in {n.name for n in r.nics}, [
             (n.name, n.rx_bytes_s, n.tx_bytes_s) for n in r.nics if n.name.startswith("qaops")]
         assert second.nics[name].ifindex != first.nics[name].ifindex
         time.sleep(0.2)
         third = sampler.sample()                      # from the next interval: its own rates
-        again = {n.name: n for n in rates(second, third).nics}
-        assert again[name].tx_bytes_s < 1e6 and again[name].rx_bytes_s < 1e6
+        third_rates = rates(second, third).nics
+        assert isinstance(third_rates, list), third_rates
+        again = {n.name: n for n in third_rates}
+        tx, rx = again[name].tx_bytes_s, again[name].rx_bytes_s
+        assert isinstance(tx, float) and isinstance(rx, float), again[name]
+        assert tx < 1e6 and rx < 1e6
     finally:
         subprocess.run(["ip", "link", "del", name], capture_output=True)

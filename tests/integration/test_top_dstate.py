@@ -22,7 +22,7 @@ import pytest
 
 from conftest import require_root, run_bin
 from inspector.live import LiveSampler
-from inspector.live.procs import dstate_findings
+from inspector.live.procs import DStateProc, dstate_findings
 from inspector.roots.host import HostRoot
 
 # alone, after the parallel part of `make test`: lists the host's D-state tasks: only this test's may be there
@@ -134,6 +134,12 @@ class MiniFuse:
         os.close(self.fd)
 
 
+def _dstate(sampler: LiveSampler) -> list[DStateProc]:
+    procs = sampler.sample().dstate
+    assert isinstance(procs, list), procs
+    return procs
+
+
 def _wait_for(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -167,9 +173,9 @@ def test_reader_blocked_on_a_stalled_fuse_backed_loop_device_is_in_d_state(tmp_p
         _wait_for(lambda: _state(dd.pid) == "D", 10, "dd to enter D state")
 
         sampler = LiveSampler(HostRoot("/"), process_io=False)
-        first = {d.pid: d for d in sampler.sample().dstate}
+        first = {d.pid: d for d in _dstate(sampler)}
         time.sleep(0.4)
-        second = {d.pid: d for d in sampler.sample().dstate}
+        second = {d.pid: d for d in _dstate(sampler)}
         assert dd.pid in first and dd.pid in second
         d = second[dd.pid]
         assert d.comm == "dd"
@@ -236,7 +242,7 @@ def test_one_slow_io_after_another_is_not_a_stuck_task(tmp_path):
         sampler = LiveSampler(HostRoot("/"), process_io=False)
         seen = []
         for _ in range(8):
-            ours = [d for d in sampler.sample().dstate if d.pid == dd.pid]
+            ours = [d for d in _dstate(sampler) if d.pid == dd.pid]
             seen += ours
             time.sleep(0.3)
         assert dd.poll() is None, "dd finished early: the reads were not slow"
