@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from inspector.live.sampler import READ_TIMEOUT, Counters, LiveSampler
@@ -30,7 +31,9 @@ ANSWER_GRACE = 1.0
 class SamplerProcess:
     """`counters()` / `sample()` like LiveSampler.sample() (same options), from a child."""
 
-    def __init__(self, root: HostRoot, **options: Any):
+    def __init__(self, root: HostRoot, worker: Worker | None = None, **options: Any):
+        """`worker`: a child already serving `sampler_service(root, **options)` (one it
+        shares with other services, inspector.tui.readers); by default one is forked."""
         self.root = root
         self.options = options
         self.read_timeout = float(options.get("read_timeout", READ_TIMEOUT))
@@ -38,11 +41,10 @@ class SamplerProcess:
         self._lock = threading.Lock()
         self._busy = False
         self._closed = False
-        self._worker: Worker | None = self._fork()
+        self._worker: Worker | None = worker if worker is not None else self._fork()
 
     def _fork(self) -> Worker:
-        sampler = LiveSampler(self.root, **self.options)     # lives on in the child only
-        return Worker(lambda _request: sampler.sample())
+        return Worker(sampler_service(self.root, **self.options))
 
     def counters(self) -> Counters:
         """The child's sample; inspector.roots.bounded.TimedOut or WorkerFailed when it does not
@@ -51,6 +53,8 @@ class SamplerProcess:
             if self._closed:
                 raise WorkerFailed("closed")
             if self._worker is None or not self._worker.alive:
+                if self._worker is not None:
+                    self._worker.close()     # its child was ended by another of its workers
                 self._worker = self._fork()
             worker, self._busy = self._worker, True
         try:
@@ -87,6 +91,13 @@ class SamplerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def sampler_service(root: HostRoot, **options: Any) -> Callable[[Any], Counters]:
+    """What the child answers each request with: a sample of the sampler built here, before
+    the fork (its state lives on in the child only)."""
+    sampler = LiveSampler(root, **options)
+    return lambda _request: sampler.sample()
 
 
 def unknown_counters(root: HostRoot, reason: str) -> Counters:

@@ -232,17 +232,30 @@ class Worker:
     starting threads where possible (a lock held by another thread stays held in the child)."""
 
     def __init__(self, serve: Callable[[Any], Any]):
-        reap()
-        # a socket pair, not pipes: a send to a child that died must be an error here, not
-        # a SIGPIPE (the CLI leaves SIGPIPE at its default so `| head` ends it quietly)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        pid = os.fork()
-        if pid == 0:                          # the child: never returns
-            ours.close()
-            _child_main(serve, theirs)
-        theirs.close()
-        self.pid, self._sock = pid, ours
-        self.alive = True
+        pid, [sock] = _fork_serving([serve])
+        self._adopt(pid, sock, _Child())
+
+    @classmethod
+    def in_one_child(cls, serves: list[Callable[[Any], Any]]) -> list[Worker]:
+        """Workers answered by one child, each `serve` on a socket and in a thread of its own:
+        one interpreter's memory for several services instead of one each. Abandoning one
+        ends the child for all: the others are then not `alive` (their owners fork anew)."""
+        pid, socks = _fork_serving(serves)
+        child = _Child()
+        workers = []
+        for sock in socks:
+            worker = cls.__new__(cls)
+            worker._adopt(pid, sock, child)
+            workers.append(worker)
+        return workers
+
+    def _adopt(self, pid: int, sock: socket.socket, child: _Child) -> None:
+        self.pid, self._sock, self._child = pid, sock, child
+        self._open = True
+
+    @property
+    def alive(self) -> bool:
+        return self._open and not self._child.killed
 
     def call(self, request: Any, timeout: float) -> Any:
         """The child's answer; TimedOut or WorkerFailed otherwise (the child is then gone)."""
@@ -324,13 +337,15 @@ class Worker:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
+            self._child.killed = True
         self.close()
 
     def close(self) -> None:
-        """End the child: its socket closes, so it exits once its work is done."""
-        if not self.alive:
+        """End the child: its socket closes, so it exits once its work is done (the work of
+        every worker it serves)."""
+        if not self._open:
             return
-        self.alive = False
+        self._open = False
         self._sock.close()
         with _unreaped_lock:
             _unreaped.add(self.pid)
@@ -406,7 +421,32 @@ def reap() -> None:
                 _unreaped.discard(pid)
 
 
-def _child_main(serve: Callable[[Any], Any], sock: socket.socket) -> None:
+class _Child:
+    """What the workers of one child share: whether one of them killed it."""
+
+    def __init__(self) -> None:
+        self.killed = False
+
+
+def _fork_serving(serves: list[Callable[[Any], Any]]) -> tuple[int, list[socket.socket]]:
+    """Fork a child answering each of `serves` on its own socket; (pid, our sockets)."""
+    reap()
+    # socket pairs, not pipes: a send to a child that died must be an error here, not a
+    # SIGPIPE (the CLI leaves SIGPIPE at its default so `| head` ends it quietly)
+    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in serves]
+    pid = os.fork()
+    if pid == 0:                          # the child: never returns
+        for ours, _ in pairs:
+            ours.close()
+        _child_main(serves, [theirs for _, theirs in pairs])
+    for _, theirs in pairs:
+        theirs.close()
+    return pid, [ours for ours, _ in pairs]
+
+
+def _child_main(serves: list[Callable[[Any], Any]], socks: list[socket.socket]) -> None:
+    """Set the child apart (signals, descriptors), then serve: one service in this thread,
+    several each in a thread of its own; the child exits when every socket has closed."""
     status = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
@@ -419,37 +459,52 @@ def _child_main(serve: Callable[[Any], Any], sock: socket.socket) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        keep = sock.fileno()
-        os.closerange(3, keep)
-        os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
-        while True:
-            try:
-                request = _receive(sock, None)
-            except (OSError, EOFError, pickle.UnpicklingError):
-                break
-            if request is None:
-                break
-            fds: list[int] = []
-            try:
-                value = serve(request[1])
-                if isinstance(value, WithFds):
-                    value, fds = value.value, value.fds
-                reply: tuple[str, Any, int | str] = ("ok", value, len(fds))
-            except BaseException as exc:
-                reply = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
-            try:
-                _send(sock, reply)
-            except (pickle.PicklingError, TypeError, AttributeError) as exc:
-                _send(sock, ("error", f"result not transferable: {exc}", ""))
-                fds = []
-            if fds:
-                socket.send_fds(sock, [b"F"], fds)
-                for fd in fds:
-                    os.close(fd)
+        low = 3
+        for keep in sorted(sock.fileno() for sock in socks):
+            os.closerange(low, keep)
+            low = keep + 1
+        os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+        if len(serves) == 1:
+            _serve(serves[0], socks[0])
+        else:
+            threads = [threading.Thread(target=_serve, args=pair, daemon=True,
+                                        name="serve") for pair in zip(serves, socks)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
     except BaseException:
         status = 1
     finally:
         os._exit(status)       # never the parent's atexit handlers or buffered output
+
+
+def _serve(serve: Callable[[Any], Any], sock: socket.socket) -> None:
+    """Answer requests on `sock` until it closes."""
+    while True:
+        try:
+            request = _receive(sock, None)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            break
+        if request is None:
+            break
+        fds: list[int] = []
+        try:
+            value = serve(request[1])
+            if isinstance(value, WithFds):
+                value, fds = value.value, value.fds
+            reply: tuple[str, Any, int | str] = ("ok", value, len(fds))
+        except BaseException as exc:
+            reply = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        try:
+            _send(sock, reply)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            _send(sock, ("error", f"result not transferable: {exc}", ""))
+            fds = []
+        if fds:
+            socket.send_fds(sock, [b"F"], fds)
+            for fd in fds:
+                os.close(fd)
 
 
 def _send(sock: socket.socket, obj: Any) -> None:

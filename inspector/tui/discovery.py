@@ -16,12 +16,13 @@ findings and the status line; the rest follows when they answer or their deadlin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from inspector.collect import _finish_report, host_identity
 from inspector.escapes import printable
 from inspector.model import HostIdentity, Report, Unknown, known
-from inspector.roots.bounded import Reads
+from inspector.roots.bounded import Reads, Worker
 from inspector.roots.host import HostRoot
 from inspector.sections import BY_NAME, NAMES
 from inspector.tui.forked import ForkedService
@@ -37,9 +38,11 @@ class DiscoveryProcess:
     TimedOut or WorkerFailed when the child itself does not answer (then a new one is
     forked for the next collection)."""
 
-    def __init__(self, root: HostRoot, timeout: float):
+    def __init__(self, root: HostRoot, timeout: float, worker: Worker | None = None):
+        """`worker`: a child already serving `discovery_service(root, timeout)`
+        (inspector.tui.readers); by default one is forked."""
         self.timeout = timeout
-        self._service = ForkedService(lambda: _Collection(root, timeout).serve)
+        self._service = ForkedService(lambda: discovery_service(root, timeout), worker)
 
     def collect(self, patience: float | None = None, interim=None) -> Report:
         """The report when every section answered or the deadline passed. With `patience`,
@@ -57,6 +60,11 @@ class DiscoveryProcess:
 
     def close(self) -> None:
         self._service.close()
+
+
+def discovery_service(root: HostRoot, timeout: float) -> Callable[[Any], Any]:
+    """What the child answers DiscoveryProcess's requests with (built before the fork)."""
+    return _Collection(root, timeout).serve
 
 
 class _Collection:

@@ -25,12 +25,15 @@ class ForkedService:
     the child behind (Worker.abandon) and the next call forks a new one. `close()` never
     closes a socket another thread is waiting on: a call in flight closes it when it returns."""
 
-    def __init__(self, make_serve: Callable[[], Callable[[Any], Any]]):
+    def __init__(self, make_serve: Callable[[], Callable[[Any], Any]],
+                 worker: Worker | None = None):
+        """`worker`: a child already serving `make_serve()` (one shared with other services,
+        inspector.tui.readers); by default one is forked."""
         self._make_serve = make_serve
         self._lock = threading.Lock()
         self._busy = False
         self._closed = False
-        self._worker: Worker | None = Worker(make_serve())
+        self._worker: Worker | None = worker if worker is not None else Worker(make_serve())
 
     def call(self, request: Any, timeout: float) -> Any:
         """The child's answer; inspector.roots.bounded.TimedOut or WorkerFailed otherwise."""
@@ -38,6 +41,8 @@ class ForkedService:
             if self._closed:
                 raise WorkerFailed("closed")
             if self._worker is None or not self._worker.alive:
+                if self._worker is not None:
+                    self._worker.close()     # its child was ended by another of its workers
                 self._worker = Worker(self._make_serve())
             worker, self._busy = self._worker, True
         try:

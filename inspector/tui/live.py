@@ -27,6 +27,7 @@ from inspector.live.processes import ProcessRate
 from inspector.live.sampler import READ_TIMEOUT, Counters, Rates
 from inspector.live.worker import SamplerProcess
 from inspector.model import Finding, Level, Unknown
+from inspector.roots.bounded import Worker
 from inspector.roots.host import HostRoot
 
 
@@ -156,18 +157,23 @@ class LiveProcess(LiveFeed):
     bounded = True      # the app calls sample() as it is: no thread of its own around it
 
     def __init__(self, root: HostRoot, read_timeout: float = READ_TIMEOUT,
-                 thresholds: LiveThresholds | None = None):
-        self._sampler = SamplerProcess(root, read_timeout=read_timeout)
+                 thresholds: LiveThresholds | None = None, worker: Worker | None = None):
+        """`worker`: a child already serving inspector.live.worker.sampler_service(root,
+        read_timeout=read_timeout) (inspector.tui.readers); by default one is forked."""
+        self._sampler = SamplerProcess(root, worker, read_timeout=read_timeout)
         super().__init__(self._sampler.counters, thresholds)
 
     def close(self) -> None:
         self._sampler.close()
 
 
-def make_sampler(root: HostRoot) -> LiveProcess | None:
+def make_sampler(root: HostRoot, worker: Worker | None = None) -> LiveProcess | None:
     """The live sampler with the thresholds of the configuration file; a file that cannot be
-    used leaves the defaults and is listed as an UNKNOWN finding `config.invalid`."""
+    used leaves the defaults and is listed as an UNKNOWN finding `config.invalid`.
+    `worker`: as LiveProcess's (closed here when there is nothing live to sample)."""
     if unavailable_reason(root) is not None:
+        if worker is not None:
+            worker.close()
         return None
     try:
         thresholds, problem = LiveThresholds(), None
@@ -177,10 +183,12 @@ def make_sampler(root: HostRoot) -> LiveProcess | None:
             problem = Finding(Level.UNKNOWN, "config", str(exc), code="config.invalid",
                               advice="Fix the key or value; the live rules use their "
                                      "defaults meanwhile.")
-        sampler = LiveProcess(root, thresholds=thresholds)
+        sampler = LiveProcess(root, thresholds=thresholds, worker=worker)
         sampler.problems = [problem] if problem else []
         return sampler
     except Exception:
+        if worker is not None:
+            worker.close()
         return None
 
 
