@@ -66,6 +66,12 @@ def test_mountinfo_and_swaps_never_raise(text):
     parse_scheduler(text)
 
 
+def reason(value: object) -> str:
+    """Why the value is unknown; fails when it was read."""
+    assert isinstance(value, Unknown), value
+    return value.reason
+
+
 def copy_root(tmp_path, name):
     dest = tmp_path / name
     shutil.copytree(fixture_root(name), dest, symlinks=True)
@@ -87,16 +93,16 @@ def test_garbage_sysfs_values_become_unknown_with_a_reason(tmp_path):
     (root / "proc/mdstat").write_text("md1 : active raid1 sdb1[2] sda1[0]\n      19531")  # truncated
     s = storage.collect(HostRoot(str(root)))
     dev = s.devices["sda"]
-    assert "unparsable value 'lots'" in dev.size_bytes.reason
-    assert "unexpected value 7" in dev.read_only.reason
-    assert "no [selected] scheduler" in dev.scheduler.reason
-    assert "unparsable value ''" in dev.queue.logical_block_size.reason
+    assert "unparsable value 'lots'" in reason(dev.size_bytes)
+    assert "unexpected value 7" in reason(dev.read_only)
+    assert "no [selected] scheduler" in reason(dev.scheduler)
+    assert "unparsable value ''" in reason(dev.queue.logical_block_size)
     assert dev.rotational == Unknown("not present")
     assert isinstance(s.devices["sda1"].size_bytes, int)  # the partition is still fine
     array = s.md["md1"]
-    assert "unparsable value 'two'" in array.raid_disks.reason
+    assert "unparsable value 'two'" in reason(array.raid_disks)
     members = {m.name: m for m in array.members}
-    assert "unparsable slot" in members["sdb1"].slot.reason
+    assert "unparsable slot" in reason(members["sdb1"].slot)
     assert members["sda1"].state == Unknown("not present")
     assert array.mdstat is not None and array.mdstat.blocks_kib is None
     # the report still renders and serialises

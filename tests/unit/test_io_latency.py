@@ -54,6 +54,7 @@ def test_statistics_match_a_known_distribution(data_file):
     assert res.error is None and res.requests == len(timed) and res.warmups == 1
     lat = res.latency
     assert lat.min_ns == min(timed) and lat.max_ns == max(timed)
+    assert lat.avg_ns is not None and lat.mdev_ns is not None
     assert math.isclose(lat.avg_ns, statistics.fmean(timed), rel_tol=1e-12)
     assert math.isclose(lat.mdev_ns, statistics.pstdev(timed), rel_tol=1e-9)   # ioping: pop.
     assert math.isclose(res.iops_mean, 1e9 * len(timed) / sum(timed), rel_tol=1e-12)
@@ -63,7 +64,8 @@ def test_statistics_match_a_known_distribution(data_file):
         assert abs(lat.percentiles_ns[f"p{q:g}"] - exact) <= exact * 0.001 + 1
     # the interval samples (4 per real second) cover every request exactly once
     assert sum(s.requests for s in res.samples) == len(timed)
-    assert max(s.stats.max_ns for s in res.samples if s.requests) == max(timed)
+    maxima = [s.stats.max_ns for s in res.samples if s.requests]
+    assert None not in maxima and max(m for m in maxima if m is not None) == max(timed)
     assert res.samples[0].warmups_ns == [777_777]
     assert sum(c for _, c in res.histogram()) == len(timed)
 
@@ -189,13 +191,17 @@ def test_ramp_steps_and_knee(data_file):
     assert ramp_jobs(1) == [1] and ramp_jobs(4) == [1, 2, 4] and ramp_jobs(6) == [1, 2, 4, 6]
 
     def step(jobs, iops, p99, avg=None):
-        return IoRampStep(jobs, iops, p99, avg or p99 / 2, result=None)
+        # the knee reads jobs, IOPS and latency, never the step's run
+        return IoRampStep(jobs, iops, p99, avg or p99 / 2, result=None)  # type: ignore[arg-type]
     # IOPS doubles while p99 grows slowly, then IOPS +10% for p99 x2: knee at 2 workers
     steps = [step(1, 10_000, 100), step(2, 19_000, 110), step(4, 21_000, 220)]
-    assert find_knee(steps).jobs == 2
+    knee = find_knee(steps)
+    assert knee is not None and knee.jobs == 2
     r = summarize_ramp(steps)
+    assert r.max_iops is not None and r.min_latency is not None
     assert r.max_iops.jobs == 4 and r.min_latency.jobs == 1
-    assert find_knee(steps[:2]).jobs == 2              # never grew faster: the last step
+    knee = find_knee(steps[:2])
+    assert knee is not None and knee.jobs == 2          # never grew faster: the last step
 
     async def run():
         with open_target(data_file) as target:
@@ -209,6 +215,7 @@ def test_ramp_steps_and_knee(data_file):
 
 def test_config_needs_a_bound_and_sane_values():
     for bad in (IoConfig(), IoConfig(count=1, jobs=2), IoConfig(deadline=-1),
-                IoConfig(count=5, mode="append"), IoConfig(count=5, jobs=0)):
+                IoConfig(count=5, mode="append"),  # type: ignore[arg-type]  # refused by validate()
+                IoConfig(count=5, jobs=0)):
         with pytest.raises(ValueError):
             bad.validate()

@@ -20,8 +20,15 @@ from rich.console import Console
 from conftest import FIXTURES, fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.discover import storage
-from inspector.discover.md import array_from_mdstat, is_container, missing_slots, parse_mdstat
-from inspector.health.md_mdstat import mdstat_redundancy as redundancy
+from inspector.discover.md import (
+    MdstatArray,
+    array_from_mdstat,
+    is_container,
+    missing_slots,
+    parse_mdstat,
+)
+from inspector.health.md_mdstat import mdstat_redundancy
+from inspector.health.md_verdicts import Redundancy
 from inspector.health.storage import md_findings
 from inspector.model import Level, known
 from inspector.render.storage import render
@@ -37,8 +44,19 @@ MD_CODES = {"md.inactive", "md.failed", "md.degraded", "md.member_faulty", "md.s
 def mdstat_root(tmp: Path, fixture: str | None = None, text: str | None = None) -> Path:
     """A root holding only proc/mdstat."""
     (tmp / "proc").mkdir(parents=True, exist_ok=True)
-    (tmp / "proc" / "mdstat").write_text(text if text is not None else (MDSTAT / fixture).read_text())
+    if text is None:
+        assert fixture is not None, "a fixture name or the text"
+        text = (MDSTAT / fixture).read_text()
+    (tmp / "proc" / "mdstat").write_text(text)
     return tmp
+
+
+def redundancy(level: str, entry: MdstatArray | None) -> Redundancy:
+    """The failures the array takes; fails when mdstat shows too little to tell."""
+    assert entry is not None, "no such array in mdstat"
+    judged = mdstat_redundancy(level, entry)
+    assert judged is not None, entry
+    return judged
 
 
 def md_codes(root: Path) -> set:
