@@ -26,6 +26,7 @@ def test_a_log_of_probe_io_runs_imports_like_one_of_ioping(tmp_path):
     assert len(log.runs) == 4
     for run, (args, out) in zip(log.runs, blocks):
         completed = next(line for line in out.splitlines() if " requests completed in " in line)
+        assert run.requests is not None, args
         assert completed.startswith(f"{run.requests} requests") or run.requests >= 1000, args
         assert run.target == str(data) and run.avg_us and run.iops and run.wall_iops
     # `date +%s` headers are unix time

@@ -96,7 +96,9 @@ def test_check_live_is_critical_for_a_filling_tmpfs_unless_ignored(tmp_path):
     status, _, perf = res.stdout.splitlines()[0].partition(" | ")
     assert status.startswith("INSPECTOR CRITICAL - ") and f"{mnt} full in " in status
     # at least this one (a machine others load may add a saturated CPU)
-    crit = int(re.search(r"live_crit=(\d+);", perf).group(1))
+    live_crit = re.search(r"live_crit=(\d+);", perf)
+    assert live_crit, perf
+    crit = int(live_crit.group(1))
     assert crit >= 1 and "live_samples=" in perf
     assert f"[CRIT] {mnt}: {mnt} full in " in res.stdout and "(live.fs.time_to_full)" in res.stdout
     assert "live.fs.time_to_full" not in ignored.stdout and "live_crit=" in ignored.stdout

@@ -152,6 +152,7 @@ def test_loop_device_that_shrinks_mid_run_keeps_partial_results(tmp_path):
     with loop_device(backing) as dev:
         proc = subprocess.Popen([inspector_bin(), "probe", "io", dev, "-w", "10"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
         first = proc.stdout.readline()          # the first interval sample: the run is on
         assert "iops" in first, first
         os.truncate(backing, 1 << 20)
@@ -168,6 +169,7 @@ def test_loop_device_that_shrinks_mid_run_keeps_partial_results(tmp_path):
 def test_ctrl_c_prints_partial_results_and_exits_130(data_file):
     proc = subprocess.Popen([inspector_bin(), "probe", "io", data_file, "-w", "20"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
     first = proc.stdout.readline()              # an interval line: the probe is running
     assert re.search(r"t=[\d.]+ s .* iops", first), first
     t = time.monotonic()

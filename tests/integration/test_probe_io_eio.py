@@ -71,6 +71,7 @@ def test_cli_exits_1_with_the_failure_and_the_summary(failing_fs):
     fuse, path = failing_fs
     proc = subprocess.Popen([inspector_bin(), "probe", "io", path, "-w", "10"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
     first = proc.stdout.readline()               # an interval line: the run is on
     assert "iops" in first, first
     fuse.failing.set()

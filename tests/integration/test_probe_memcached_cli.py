@@ -170,7 +170,8 @@ def test_ipv6_loopback_target_end_to_end(memcached):
 def test_ipv6_stats_and_ramp(memcached):
     server = memcached(host="::1")
     stats = read_stats("::1", server.port, 1.0)
-    assert stats.error is None and stats.values["pid"] == server.proc.pid
+    assert stats.error is None and stats.values is not None
+    assert stats.values["pid"] == server.proc.pid
     r = run_cli("probe", "memcached", f"[::1]:{server.port}", "--ramp", "--max-connections", "8",
                 "--start-connections", "4", "--step-seconds", "0.2", *SMALL)
     assert r.status == 0, r.err

@@ -141,6 +141,7 @@ def test_nohup_recorder_outlives_the_ssh_session(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert proc.stderr is not None
     assert "signal 1," not in proc.stderr.read()
 
 

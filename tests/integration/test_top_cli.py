@@ -113,6 +113,7 @@ def test_bad_arguments_are_one_line_errors():
 def test_ctrl_c_ends_cleanly():
     proc = subprocess.Popen([inspector_bin(), "top", "--interval", "0.2"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
     try:
         first = proc.stdout.readline()          # the first block has begun
         assert "interval" in first

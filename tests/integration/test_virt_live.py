@@ -70,6 +70,7 @@ def test_live_firmware_fallback_and_capture_privacy(tmp_path):
     section = virt.collect(live_root)
     commands = live_root.sidecar()["facts"].get("command", {})
     vm = section.layer("vm")
+    assert vm is not None, section
     if os.path.exists("/sys/class/dmi/id"):
         assert not any(key.startswith("dmidecode") for key in commands)
     else:
