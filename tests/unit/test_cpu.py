@@ -25,6 +25,7 @@ def findings(name: str):
 def test_powersave_server_with_steal():
     s = collect("cpu-powersave-server")
     assert (s.sockets, s.cores, s.threads, s.threads_per_core) == (2, 8, 16, 2)
+    assert isinstance(s.model, str) and isinstance(s.cpufreq, list), (s.model, s.cpufreq)
     assert s.topology_source == "sysfs" and s.model.startswith("Intel(R) Xeon(R) Gold 6248")
     assert len(s.cpufreq) == 16
     p0 = s.cpufreq[0]
@@ -43,6 +44,7 @@ def test_powersave_server_with_steal():
 def test_laptop_with_intel_pstate_is_quiet():
     s = collect("cpu-pstate-laptop")
     assert s.role == "laptop" and s.intel_pstate == "active"
+    assert isinstance(s.cpufreq, list), s.cpufreq
     assert s.cpufreq[0].energy_performance_preference == "balance_power"
     assert findings("cpu-pstate-laptop") == []
 
@@ -65,14 +67,14 @@ def test_arm_cpuinfo_without_topology_and_garbage_loadavg():
     assert s.model == "ARM implementer 0x41 part 0xd0c"
     assert s.threads == 4 and isinstance(s.cores, Unknown) and s.topology_source == "cpuinfo"
     assert isinstance(s.load_average, Unknown) and "unparsable" in s.load_average.reason
-    assert s.steal_percent == 0.0 and "guest" not in s.cpu_times
+    assert s.steal_percent == 0.0 and isinstance(s.cpu_times, dict) and "guest" not in s.cpu_times
     assert isinstance(s.cpufreq, Unknown)
 
 
 def test_shared_machine_roots():
     bare = collect("nvme-bare-metal")
     assert (bare.sockets, bare.cores, bare.threads) == (1, 32, 64)
-    assert {p.governor for p in bare.cpufreq} == {"performance"}
+    assert isinstance(bare.cpufreq, list) and {p.governor for p in bare.cpufreq} == {"performance"}
     xen = collect("xen-pv-guest")
     assert xen.threads == 2 and isinstance(xen.steal_percent, float)
 

@@ -43,18 +43,23 @@ def test_view_from_sidecar(tmp_path):
         "0x40000100": regs_for("XenVMMXenVMM", 0x40000100)})
     view = cpuid.read(root)
     assert view.vendor == "GenuineIntel" and view.hypervisor_bit is True
+    assert isinstance(view.blocks, list), view.blocks
     assert [b.hypervisor for b in view.blocks] == ["microsoft", "xen"]
     assert view.first_hypervisor() == "xen"
-    assert view.block("microsoft").leaves[0x40000003][1] == 1 << 12
+    microsoft = view.block("microsoft")
+    assert microsoft is not None
+    assert microsoft.leaves[0x40000003][1] == 1 << 12
     # 0x40000001/2 were not recorded: absent, not invented as zeros
-    assert 0x40000001 not in view.block("microsoft").leaves
+    assert 0x40000001 not in microsoft.leaves
 
 
 def test_missing_and_malformed_records(tmp_path):
     view = cpuid.read(write_root(tmp_path, {"method": {"__unknown__": "permission denied"}}))
-    assert isinstance(view.hypervisor_bit, Unknown) and view.method.reason == "permission denied"
+    assert isinstance(view.hypervisor_bit, Unknown) and isinstance(view.method, Unknown)
+    assert view.method.reason == "permission denied"
     bad = cpuid.CpuidReader(write_root(tmp_path, {"method": "dev-cpu", "0x00000001": [1, 2]}))
-    assert isinstance(bad.leaf(1), Unknown) and "malformed" in bad.leaf(1).reason
+    leaf = bad.leaf(1)
+    assert isinstance(leaf, Unknown) and "malformed" in leaf.reason
     assert isinstance(cpuid.read(HostRoot(str(tmp_path / "nothing"))).method, Unknown)
 
 
@@ -113,7 +118,8 @@ def test_signature_table(tmp_path, sig, hypervisor):
     root = write_root(tmp_path, {"method": "dev-cpu", "0x00000000": [0x16, 0, 0, 0],
                                  "0x00000001": [0, 0, 1 << 31, 0], "scan": ["0x40000000"],
                                  "0x40000000": regs, "0x40000001": [0, 0, 0, 0]})
-    assert cpuid.read(root).blocks[0].hypervisor == hypervisor
+    blocks = cpuid.read(root).blocks
+    assert isinstance(blocks, list) and blocks[0].hypervisor == hypervisor
     assert cpuid.hypervisor_of("") is None and cpuid.hypervisor_of("\0\0\0") is None
 
 
@@ -124,7 +130,8 @@ def test_blocks_are_read_with_the_hypervisor_bit_clear(tmp_path):
                                  "0x40000000": regs_for("XenVMMXenVMM", 0x40000002),
                                  "0x40000001": [0x30001, 0, 0, 0], "0x40000002": [0, 0, 0, 0]})
     view = cpuid.read(root)
-    assert view.hypervisor_bit is False and [b.hypervisor for b in view.blocks] == ["xen"]
+    assert view.hypervisor_bit is False and isinstance(view.blocks, list)
+    assert [b.hypervisor for b in view.blocks] == ["xen"]
     # a capture made before the scan ignored the bit has no "scan" key then: no blocks
     old = write_root(tmp_path, {"method": "dev-cpu", "0x00000000": [0x16, 0, 0, 0],
                                 "0x00000001": [0, 0, 0, 0]})

@@ -49,6 +49,7 @@ def lsblk_says(root: Path) -> set[tuple[str, str]]:
     names = {e.name: k for k, e in parse_info_columns((sos / "devicemapper/dmsetup_info_-c").read_text()).items()}
     edges = set()
     for upper, lower in lsblk_edges((sos / "block/lsblk").read_text()):
+        assert upper.name and lower.name, (upper, lower)      # every row of the tree is named
         up, low = names.get(upper.name, upper.name), names.get(lower.name, lower.name)
         if not (up.startswith(low) and up[len(low):].isdigit()):
             edges.add((up, low))

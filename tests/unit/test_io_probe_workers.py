@@ -56,17 +56,20 @@ def test_summary_is_the_merge_of_the_workers(data_file):
     assert sum(c for _, c in res.histogram()) == res.requests
     # each worker's own figures are exactly one of the latency lists
     timed = sorted((sorted(lst[1:]) for lst in lists), key=lambda times: times[0])
-    mine = sorted(workers, key=lambda w: w.latency.min_ns)
+    assert all(w.latency.min_ns is not None for w in workers)
+    mine = sorted(workers, key=lambda w: w.latency.min_ns or 0)
     for w, values in zip(mine, timed):
         assert w.requests == len(values) and w.busy_ns == sum(values)
         assert w.latency.min_ns == values[0] and w.latency.max_ns == values[-1]
     # percentiles: those of the workers' histograms added, and of the sorted union
     merged = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
     for w in workers:
+        assert w.recorder is not None, "an in-process run keeps each worker's recorder"
         merged.add(w.recorder.hist)
     union = sorted(itertools.chain.from_iterable(timed))
     lat = res.latency
     assert lat.min_ns == union[0] and lat.max_ns == union[-1]
+    assert lat.avg_ns is not None
     assert math.isclose(lat.avg_ns, sum(union) / len(union), rel_tol=1e-12)
     for q in (50, 90, 99, 99.9):
         p = lat.percentiles_ns[f"p{q:g}"]
@@ -100,11 +103,13 @@ def test_human_summary_lists_workers_whose_requests_add_up(data_file):
     per_worker = [line for line in lines if re.match(r"worker \d: ", line)]
     assert [line.split(":")[0] for line in per_worker] == ["worker 1", "worker 2"]
 
-    def count(text):                         # ioping's "12.3 k" numbers
-        num, _, unit = text.partition(" ")
+    def count(pattern: str, text: str) -> float:      # ioping's "12.3 k" numbers
+        found = re.search(pattern, text, re.M)
+        assert found, (pattern, text)
+        num, _, unit = found[1].partition(" ")
         return float(num) * {"k": 10**3, "M": 10**6, "G": 10**9}.get(unit, 1)
-    total = count(re.search(r"^([\d.]+(?: [kMG])?) requests completed", r.out, re.M)[1])
-    parts = [count(re.match(r"worker \d: ([\d.]+(?: [kMG])?) requests", line)[1]) for line in per_worker]
+    total = count(r"^([\d.]+(?: [kMG])?) requests completed", r.out)
+    parts = [count(r"^worker \d: ([\d.]+(?: [kMG])?) requests", line) for line in per_worker]
     assert abs(sum(parts) - total) <= 0.01 * total + 2, (parts, total)
     assert all("p50" in line and "p99" in line for line in per_worker)
 

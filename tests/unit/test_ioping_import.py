@@ -34,7 +34,8 @@ def test_shared_sample():
     a, b = log.runs
     assert a.target == "/" and a.requests == 8170 and a.iops == 2770 and a.duration_s == 3.0
     assert (a.min_us, a.avg_us, a.max_us, a.mdev_us) == (99, 360, 143_700, 3_140)
-    assert b.requests == 671 and b.avg_us == 4460 and abs(b.bytes_per_s - 896.6 * 1024) < 1
+    assert b.requests == 671 and b.avg_us == 4460 and b.bytes_per_s is not None
+    assert abs(b.bytes_per_s - 896.6 * 1024) < 1
     # JST is UTC+9: 08:00:01 JST == 23:00:01 UTC the day before
     assert a.tz_offset_s == 9 * 3600 and a.date_form == "C"
     assert datetime.fromtimestamp(a.timestamp, UTC) == datetime(2015, 2, 14, 23, 0, 1, tzinfo=UTC)
@@ -189,7 +190,8 @@ def test_bare_locale_dates_through_stdin(glibc_locales, tmp_path):
     assert proc.returncode == 0 and f"imported {RUNS} runs" in proc.stderr, proc.stderr
     with HistoryDB(str(db), create=False) as h:
         hours = aggregate(h.runs("io", "/data"), "hour")
-    assert {int(b.key) for b in hours if b.lat_mean_us > 1000} == SLOW_HOURS
+    assert all(b.lat_mean_us is not None for b in hours)
+    assert {int(b.key) for b in hours if (b.lat_mean_us or 0) > 1000} == SLOW_HOURS
 
 
 def test_real_ioping_output_of_each_kind(glibc_locales, tmp_path):
@@ -214,7 +216,8 @@ def test_real_ioping_output_of_each_kind(glibc_locales, tmp_path):
         assert run.tz_offset_s == 9 * 3600 and run.date_form == "ja_JP"
     rate = log.runs[1]
     printed = next(line for line in outputs[1].splitlines() if "requests completed" in line)
-    assert printed.endswith(f"{rate.bytes_per_s / MIB:.1f} MiB/s") and rate.wall_bytes_per_s
+    assert rate.bytes_per_s is not None and rate.wall_bytes_per_s
+    assert printed.endswith(f"{rate.bytes_per_s / MIB:.1f} MiB/s")
     # -B: ioping's 10 numbers, bytes per second among them
     raw = outputs[2].split()
     assert log.runs[2].bytes_per_s == float(raw[3]) and log.runs[2].requests == int(raw[0])
@@ -225,7 +228,7 @@ def test_ioping_1_3_samples():
         text = (SAMPLES / f"ioping-1.3-{name}.txt").read_text()
         log = parse_ioping_log("Sun Feb 15 08:00:01 JST 2015\n" + text)
         assert log.problems == [] and len(log.runs) == 1, (name, log.problems)
-        assert log.runs[0].bytes_per_s > 0 and log.runs[0].avg_us > 0
+        assert (log.runs[0].bytes_per_s or 0) > 0 and (log.runs[0].avg_us or 0) > 0
 
 
 def test_unreadable_lines_are_reported_and_the_rest_is_kept():
@@ -256,11 +259,12 @@ def test_unreadable_lines_are_reported_and_the_rest_is_kept():
     assert eight == "run skipped: no ioping statistics after this date"
     assert nine == "unrecognised line 'min/avg/max/mdev = 1 us / 2 us'"
     assert ten.startswith("time zone CST is ambiguous") and ten.endswith("the run after it is skipped")
-    assert log.runs[0].requests == 19 and abs(log.runs[0].avg_us - 44.757) < 1e-9
+    first_avg = log.runs[0].avg_us
+    assert log.runs[0].requests == 19 and first_avg is not None and abs(first_avg - 44.757) < 1e-9
     assert log.runs[1].avg_us == 2800 and log.runs[1].target == "."
     assert log.runs[2].avg_us == 900
     merged = log.runs[3]
-    assert merged.requests == 40 and abs(merged.avg_us - 250) < 1e-6
+    assert merged.requests == 40 and merged.avg_us is not None and abs(merged.avg_us - 250) < 1e-6
     assert merged.min_us == 50 and merged.max_us == 400
     assert merged.timestamp == 1423998001
     # the oldest 0.x forms: no comma before mb/s, no rates at all, no (fs device)
@@ -309,6 +313,7 @@ def test_any_block_reads_back(form, avg, target):
     tolerance = 0.05 if not form.startswith("0.x") or form == "0.x -p" else 60 / avg + 0.01
     assert run.avg_us == pytest.approx(avg, rel=tolerance)
     mib_s = 4096 * 1e6 / avg / MIB
+    assert run.bytes_per_s is not None
     assert run.bytes_per_s / MIB == pytest.approx(mib_s, rel=0.05, abs=0.06)
     if not form.endswith(("-B", "-p")) or form == "1.x -p":
         assert run.target in (target, None)
