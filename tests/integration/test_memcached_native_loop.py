@@ -13,14 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inspector.probes.memcached.latency as mc_latency
+from inspector.probes.base import McTest
 from inspector.probes.latency import LatencyRecorder
 from inspector.probes.memcached import engine as mc_engine
-from inspector.probes.memcached.probe import MemcachedLoad, MemcachedProbe
+from inspector.probes.memcached.probe import MemcachedLoad, MemcachedProbe, ProbeSummary
 from inspector.probes.memcached.workload import SizeRange
 
 
 def run(load: MemcachedLoad, loop: str, monkeypatch, lanes: list[int] | None = None
-        ) -> tuple[object, bool]:
+        ) -> tuple[ProbeSummary, bool]:
     """The probe's summary and whether the C loop drove the load (its lanes into `lanes`)."""
     if loop == "python":
         monkeypatch.setenv(mc_engine.LOOP_ENV, "python")
@@ -36,6 +37,7 @@ def run(load: MemcachedLoad, loop: str, monkeypatch, lanes: list[int] | None = N
                 seen.append(engine.native is not None)
                 if engine.native is not None and lanes is not None:
                     lanes.append(engine.native.lanes())
+        assert probe.summary is not None, "a finished run has its summary"
         return probe.summary
     summary = asyncio.run(main())
     return summary, any(seen)
@@ -47,7 +49,7 @@ def test_error_replies_are_counted_and_the_load_goes_on(memcached, monkeypatch, 
     as a rejected set, the connection sends its next request, and the server's counters agree."""
     server = memcached("-I", "1k", "-o", "slab_chunk_max=1024")
     load = MemcachedLoad(server.host, server.port, concurrency=8, execute_number=300,
-                         test="set", key_count=400, key_size=SizeRange(10, 20),
+                         test=McTest.SET, key_count=400, key_size=SizeRange(10, 20),
                          value_size=SizeRange(10, 3000))
     summary, native = run(load, loop, monkeypatch)
     assert native == (loop == "c")
@@ -57,6 +59,7 @@ def test_error_replies_are_counted_and_the_load_goes_on(memcached, monkeypatch, 
     sets = summary.ops["set"]
     assert sets.sent == 8 * 300 == sets.ok + sets.failed and sets.failed == rejected
     assert summary.connections_failed == 0
+    assert summary.server is not None, "the server's counters were read"
     assert all(c.ok for c in summary.server.checks), summary.server.checks
 
 
@@ -66,7 +69,7 @@ def test_big_values_arrive_over_several_reads(memcached, monkeypatch, loop):
     (and sets several writes), and still counts as one hit with one latency."""
     server = memcached("-m", "256", "-I", "2m")
     load = MemcachedLoad(server.host, server.port, concurrency=4, execute_number=40,
-                         test="get", key_count=20, key_size=SizeRange(10, 20),
+                         test=McTest.GET, key_count=20, key_size=SizeRange(10, 20),
                          value_size=SizeRange(100_000, 300_000))
     summary, native = run(load, loop, monkeypatch)
     assert native == (loop == "c")
@@ -74,19 +77,21 @@ def test_big_values_arrive_over_several_reads(memcached, monkeypatch, loop):
     assert summary.errors == {}
     assert summary.get_hits == 4 * 40 == summary.ops["get"].ok
     assert summary.ops["get"].latency.count == 160
+    assert summary.server is not None, "the server's counters were read"
     assert all(c.ok for c in summary.server.checks), summary.server.checks
 
 
 def test_mix_draws_sets_at_the_ratio(memcached, monkeypatch):
     server = memcached()
     load = MemcachedLoad(server.host, server.port, concurrency=8, execute_number=500,
-                         test="mix", set_ratio=0.3, key_count=300,
+                         test=McTest.MIX, set_ratio=0.3, key_count=300,
                          key_size=SizeRange(10, 20), value_size=SizeRange(10, 200))
     summary, native = run(load, "c", monkeypatch)
     assert native and summary.status == "completed" and summary.errors == {}
     sets, gets = summary.ops["set"].ok, summary.ops["get"].ok
     assert sets + gets == 8 * 500 and 0.25 < sets / (sets + gets) < 0.35
     assert summary.get_hits + summary.get_misses == gets
+    assert summary.server is not None, "the server's counters were read"
     assert all(c.ok for c in summary.server.checks), summary.server.checks
 
 
@@ -128,7 +133,7 @@ def test_two_lanes_share_the_connections(memcached, monkeypatch, connections, wa
     monkeypatch.setattr(mc_engine.os, "cpu_count", lambda: 2)
     server = memcached()
     load = MemcachedLoad(server.host, server.port, concurrency=connections, execute_number=300,
-                         test="mix", set_ratio=0.5, key_count=100,
+                         test=McTest.MIX, set_ratio=0.5, key_count=100,
                          key_size=SizeRange(10, 20), value_size=SizeRange(10, 200))
     lanes: list[int] = []
     summary, native = run(load, "c", monkeypatch, lanes)
@@ -136,4 +141,5 @@ def test_two_lanes_share_the_connections(memcached, monkeypatch, connections, wa
     assert summary.status == "completed" and summary.errors == {}
     assert summary.ops_total == connections * 300
     assert summary.ops["set"].sent + summary.ops["get"].sent == connections * 300
+    assert summary.server is not None, "the server's counters were read"
     assert all(c.ok for c in summary.server.checks), summary.server.checks

@@ -10,11 +10,13 @@ import signal
 import socket
 import threading
 import time
+from typing import TypedDict
 
 import pytest
 
 import inspector.probes.memcached.probe as mc_module
 from inspector.probes import outcome
+from inspector.probes.base import McTest
 from inspector.probes.memcached.probe import MemcachedLoad, MemcachedProbe
 from inspector.probes.memcached.stats import read_stats
 from inspector.probes.memcached.workload import SizeRange
@@ -25,7 +27,12 @@ from memcached_server import free_port
 # bounds include CPU-bound work (building and preloading 300k keys) a loaded box slows down
 pytestmark = pytest.mark.serial
 
-SMALL = dict(key_size=SizeRange(10, 30), value_size=SizeRange(10, 300))
+class Sizes(TypedDict):
+    key_size: SizeRange
+    value_size: SizeRange
+
+
+SMALL: Sizes = {"key_size": SizeRange(10, 30), "value_size": SizeRange(10, 300)}
 
 
 def run_probe(load: MemcachedLoad, during=None):
@@ -94,20 +101,21 @@ def test_counts_match_server_counters(memcached, test):
 
 def test_percentiles_match_recorded_latencies(memcached, monkeypatch):
     server = memcached()
-    recorded = {"set": [], "get": []}
+    recorded: dict[str, list[int]] = {"set": [], "get": []}
     real = mc_module.record_array
+    grabbed: list[MemcachedProbe] = []
 
     def spy(rec, values):
-        name = "set" if rec is spy.probe.total["set"] else "get"
+        name = "set" if rec is grabbed[-1].total["set"] else "get"
         recorded[name].extend(values)
         real(rec, values)
 
     monkeypatch.setattr(mc_module, "record_array", spy)
 
     async def grab(probe):
-        spy.probe = probe
+        grabbed.append(probe)
     load = MemcachedLoad(server.host, server.port, concurrency=4, execute_number=1000,
-                         test="mix", set_ratio=0.5, key_count=200, **SMALL)
+                         test=McTest.MIX, set_ratio=0.5, key_count=200, **SMALL)
     summary, samples, _ = run_probe(load, during=grab)
     assert summary.status == "completed"
     for name in ("set", "get"):
@@ -236,7 +244,7 @@ def test_worker_processes_counts_match_and_samples_add_up(memcached):
     server = memcached()
     before = server.stats()
     load = MemcachedLoad(server.host, server.port, concurrency=6, execute_number=300,
-                         test="mix", set_ratio=0.5, key_count=300, workers=2, **SMALL)
+                         test=McTest.MIX, set_ratio=0.5, key_count=300, workers=2, **SMALL)
     summary, samples, elapsed = run_probe(load)
     after = server.stats()
     assert summary.status == "completed", summary.reason
@@ -293,9 +301,10 @@ def test_latency_backlog_is_recorded_during_the_run_when_large(memcached, monkey
     real = mc_module.record_array
     during_load = []
     recorded_during_load = []
+    grabbed: list[MemcachedProbe] = []
 
     def spy(rec, values):
-        engine = spy.probe._engine
+        engine = grabbed[-1]._engine
         running = engine is not None and not engine.done.is_set()
         during_load.append(running)
         if running:
@@ -303,7 +312,7 @@ def test_latency_backlog_is_recorded_during_the_run_when_large(memcached, monkey
         real(rec, values)
 
     async def grab(probe):
-        spy.probe = probe
+        grabbed.append(probe)
     monkeypatch.setattr(mc_module, "record_array", spy)
     load = MemcachedLoad(server.host, server.port, concurrency=4, duration_s=0.7,
                          key_count=100, **SMALL)
@@ -398,6 +407,7 @@ def test_stats_reply_that_is_not_stat_lines_is_explained():
         stats = read_stats("127.0.0.1", sock.getsockname()[1], 1.0)
     finally:
         sock.close()
+    assert stats.error is not None
     assert stats.error.startswith("stats unavailable: ") and "index" not in stats.error
     assert "STAT lines" in stats.error
 
@@ -413,7 +423,7 @@ def test_stats_of_a_killed_server_is_unavailable(memcached):
 def _big_get_load(server, **kw):
     from inspector.probes.memcached.probe import MemcachedLoad
     from inspector.probes.memcached.workload import SizeRange
-    return MemcachedLoad(host=server.host, port=server.port, concurrency=2, test="get",
+    return MemcachedLoad(host=server.host, port=server.port, concurrency=2, test=McTest.GET,
                          duration_s=5, key_count=300_000, key_size=SizeRange(20, 20),
                          value_size=SizeRange(4000, 4000), **kw)
 
@@ -445,6 +455,7 @@ def test_stop_during_the_preload_ends_it_at_once(memcached):
     took = time.monotonic() - stopped_at[0]
     s = probe.summary
     assert took < 0.5, f"ended {took:.2f} s after stop()"
+    assert s is not None and s.preload is not None, s
     assert s.status == "stopped" and s.preload.error == "stopped by the user"
     assert 1000 <= s.preload.stored < 300_000
 
@@ -467,6 +478,7 @@ def test_the_preload_keeps_to_the_deadline(memcached):
     took = time.monotonic() - start
     s = probe.summary
     assert took < 1.2, took
+    assert s is not None and s.preload is not None, s
     assert s.status == "deadline"
     assert s.preload.error == "preload: timed out" and s.preload.stored < 300_000
 
@@ -481,7 +493,7 @@ def test_ramp_preload_keeps_to_the_deadline(memcached):
     from inspector.probes.memcached.workload import SizeRange
     server = memcached("-m", "32")
     cfg = RampConfig(server.host, server.port, start=2, max_connections=4, step_s=0.2,
-                     test="get", key_count=300_000, key_size=SizeRange(20, 20),
+                     test=McTest.GET, key_count=300_000, key_size=SizeRange(20, 20),
                      value_size=SizeRange(4000, 4000), deadline_s=0.6)
     start = time.monotonic()
     summary = uvloop.run(MemcachedRamp(cfg).run())
@@ -500,16 +512,16 @@ def test_building_the_keys_keeps_to_the_deadline(memcached):
     from inspector.probes.memcached.probe import MAX_KEY_COUNT, MemcachedLoad, MemcachedProbe
     from inspector.probes.memcached.ramp import MemcachedRamp, RampConfig
     server = memcached()
-    sizes = dict(key_size=SizeRange(250, 250), value_size=SizeRange(10, 10))
+    sizes: Sizes = {"key_size": SizeRange(250, 250), "value_size": SizeRange(10, 10)}
 
     async def load_run():
-        probe = MemcachedProbe(MemcachedLoad(host=server.host, port=server.port, test="get",
+        probe = MemcachedProbe(MemcachedLoad(host=server.host, port=server.port, test=McTest.GET,
                                              key_count=MAX_KEY_COUNT, deadline_s=0.2, **sizes))
         async for _ in probe:
             pass
         return probe.summary
 
-    ramp = MemcachedRamp(RampConfig(server.host, server.port, test="get",
+    ramp = MemcachedRamp(RampConfig(server.host, server.port, test=McTest.GET,
                                     key_count=MAX_KEY_COUNT, deadline_s=0.2, **sizes))
     for run in (load_run, ramp.run):
         # the last run's build, left to finish in its thread, would share the CPU with this one
