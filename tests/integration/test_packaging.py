@@ -33,22 +33,36 @@ def source_copy(dest: Path) -> Path:
 
 
 def build(kind: str, outdir: Path, pattern: str) -> Path:
-    """`python -m build --wheel|--sdist` of a copy of this checkout (no isolation: no network)."""
+    """`python -m build [--wheel|--sdist]` of a copy of this checkout (no isolation: no
+    network); with neither, the sdist and then a wheel built from it."""
     tree = source_copy(outdir / "src")
-    res = subprocess.run([sys.executable, "-m", "build", kind, "--no-isolation",
+    res = subprocess.run([sys.executable, "-m", "build", *filter(None, [kind]), "--no-isolation",
                           "--outdir", str(outdir), str(tree)],
                          capture_output=True, text=True, timeout=240)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     return next(outdir.glob(pattern))
 
 
-def test_every_module_is_in_the_wheel_and_nothing_else(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, Path]:
+    """(sdist, wheel) of one `python -m build`: the sdist first, then the wheel built from that
+    sdist, as pip builds it from PyPI (a build takes 10-30 s: once for the tests below)."""
+    outdir = tmp_path_factory.mktemp("dist")
+    build("", outdir, "live_inspector-*.tar.gz")
+    return next(outdir.glob("live_inspector-*.tar.gz")), next(outdir.glob("live_inspector-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def wheel(built) -> Path:
+    return built[1]
+
+
+def test_every_module_is_in_the_wheel_and_nothing_else(wheel):
     """Every .py of inspector/, probes/ and widgets/ under its installed name, and no other:
     an explicit package list that misses a new package installs a broken Inspector with pipx
     while the editable install of the tests works."""
-    wheel = build("--wheel", tmp_path, "live_inspector-*.whl")
     in_wheel = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith((".py", ".pyi"))}
-    src = tmp_path / "src"
+    src = wheel.parent / "src"
     expected = set()
     for top, installed in (("inspector", "inspector"), ("probes", "inspector/probes"),
                            ("widgets", "inspector/widgets")):
@@ -59,8 +73,7 @@ def test_every_module_is_in_the_wheel_and_nothing_else(tmp_path):
     assert in_wheel - expected == set(), "modules in the wheel without a source"
 
 
-def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
-    wheel = build("--wheel", tmp_path, "live_inspector-*.whl")
+def test_wheel_has_no_top_level_widgets_or_probes(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names}
     assert "widgets" not in tops and "probes" not in tops
@@ -79,8 +92,8 @@ def test_wheel_has_no_top_level_widgets_or_probes(tmp_path):
     assert "inspector/share/systemd/inspector-record.timer" in names
 
 
-def test_sdist_carries_the_c_loop_source(tmp_path):
-    sdist = build("--sdist", tmp_path, "live_inspector-*.tar.gz")
+def test_sdist_carries_the_c_loop_source(built):
+    sdist = built[0]
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     assert "probes/io/_ioloop.c" in names and "pyproject.toml" in names
