@@ -20,6 +20,7 @@ from inspector.model import Unknown, known
 from inspector.roots.host import HostRoot, Unavailable
 
 SECTOR_BYTES = 512  # /sys/block/*/size is always in 512-byte sectors, whatever the block size
+ATTRIBUTE_BYTES = 4096  # a sysfs attribute is at most a page
 
 # PCIe flash cards sit on their PCI function, whose `vendor` is a PCI id, not a name.
 _PCI_VENDORS = {"0x19e5": "Huawei", "0x1aed": "Fusion-io"}
@@ -122,39 +123,58 @@ def _optional(value: Any) -> Any:
 def _line(root: HostRoot, rel: str) -> str | Unknown:
     """First line of a sysfs attribute. HostRoot.try_line without its layers: this runs ~15
     times per device, and a multipath host has thousands of devices."""
+    return _line_of(_read(root, rel))
+
+
+def _read(root: HostRoot, rel: str) -> bytes | Unavailable:
     try:
-        data = root.read_bytes(rel, 4096)
+        return root.read_bytes(rel, ATTRIBUTE_BYTES)
     except Unavailable as exc:
-        return Unknown(exc.reason)
+        return exc
+
+
+def _line_of(data: bytes | Unavailable) -> str | Unknown:
+    if isinstance(data, Unavailable):
+        return Unknown(data.reason)
     return data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
 
 
-def _int(root: HostRoot, rel: str) -> int | Unknown:
-    try:
-        data = root.read_bytes(rel, 4096)
-    except Unavailable as exc:
-        return Unknown(exc.reason)
+# The parsers of a read's result take the file's directory and name apart: its path is
+# only needed to explain a bad value, and joining them for every read costs more than that.
+def _int_of(data: bytes | Unavailable, directory: str, name: str) -> int | Unknown:
+    if isinstance(data, Unavailable):
+        return Unknown(data.reason)
     try:
         return int(data)  # int() takes bytes and ignores the trailing newline
     except ValueError:
         text = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-        return Unknown(f"unparsable value {text[:40]!r} in /{rel}")
+        return Unknown(f"unparsable value {text[:40]!r} in /{directory}/{name}")
 
 
-def _bool(root: HostRoot, rel: str) -> bool | Unknown:
-    value = _int(root, rel)
+def _bool_of(data: bytes | Unavailable, directory: str, name: str) -> bool | Unknown:
+    value = _int_of(data, directory, name)
     if value == 0 or value == 1:
         return value == 1
     if isinstance(value, Unknown):
         return value
-    return Unknown(f"unexpected value {value} in /{rel}")
+    return Unknown(f"unexpected value {value} in /{directory}/{name}")
 
 
-def _positive_int(root: HostRoot, rel: str) -> int | Unknown:
-    value = _int(root, rel)
+def _positive_int_of(data: bytes | Unavailable, directory: str, name: str) -> int | Unknown:
+    value = _int_of(data, directory, name)
     if isinstance(value, int) and value < 0:
-        return Unknown(f"negative value {value} in /{rel}")
+        return Unknown(f"negative value {value} in /{directory}/{name}")
     return value
+
+
+def _size_of(data: bytes | Unavailable, directory: str) -> int | Unknown:
+    sectors = _positive_int_of(data, directory, "size")
+    return sectors * SECTOR_BYTES if known(sectors) else sectors
+
+
+def _lines(root: HostRoot, directory: str, names: tuple[str, ...]) -> list[str | Unknown]:
+    """First lines of several attributes of one directory, read in one batch."""
+    return [_line_of(data) for data in root.read_many(directory, names, ATTRIBUTE_BYTES)]
 
 
 def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
@@ -307,22 +327,31 @@ def device_order(name: str) -> tuple:
     return _natural_key(name)
 
 
+_DIGIT_RUNS = re.compile(r"(\d+)")
+
+
 def _natural_key(name: str) -> tuple:
     """Digit runs compare as numbers: nvme2n1 < nvme10n1, sda2 < sda10."""
-    parts = re.split(r"(\d+)", name)
+    parts = _DIGIT_RUNS.split(name)
     return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
+
+
+_QUEUE_FILES = ("logical_block_size", "physical_block_size", "minimum_io_size",
+                "optimal_io_size", "rotational", "scheduler")
 
 
 def _read_queue(root: HostRoot, base: str
                 ) -> tuple[QueueLimits, bool | Unknown, str | None | Unknown, list[str]]:
     q = f"{base}/queue"
+    logical, physical, minimum, optimal, rotational_data, scheduler_data = \
+        root.read_many(q, _QUEUE_FILES, ATTRIBUTE_BYTES)
     limits = QueueLimits(
-        logical_block_size=_positive_int(root, f"{q}/logical_block_size"),
-        physical_block_size=_positive_int(root, f"{q}/physical_block_size"),
-        minimum_io_size=_positive_int(root, f"{q}/minimum_io_size"),
-        optimal_io_size=_positive_int(root, f"{q}/optimal_io_size"))
-    rotational = _bool(root, f"{q}/rotational")
-    sched_text = _line(root, f"{q}/scheduler")
+        logical_block_size=_positive_int_of(logical, q, "logical_block_size"),
+        physical_block_size=_positive_int_of(physical, q, "physical_block_size"),
+        minimum_io_size=_positive_int_of(minimum, q, "minimum_io_size"),
+        optimal_io_size=_positive_int_of(optimal, q, "optimal_io_size"))
+    rotational = _bool_of(rotational_data, q, "rotational")
+    sched_text = _line_of(scheduler_data)
     if isinstance(sched_text, Unknown):
         return limits, rotational, _optional(sched_text), []
     selected, names = parse_scheduler(sched_text)
@@ -331,20 +360,19 @@ def _read_queue(root: HostRoot, base: str
     return limits, rotational, selected, names
 
 
-def _size(root: HostRoot, rel: str) -> int | Unknown:
-    sectors = _positive_int(root, rel)
-    return sectors * SECTOR_BYTES if known(sectors) else sectors
-
-
 def _read_whole(root: HostRoot, name: str, devmap: dict) -> BlockDevice:
     majmin, path = _whole_device_path(root, name, devmap)
     # Read through the real directory: the kernel then skips the sys/block link on every open.
     base = path if isinstance(path, str) else f"sys/block/{name}"
     family = family_of(name, path)
+    never_removable = family in _NEVER_REMOVABLE
+    # base's own files first: its fd is then cached, and queue/ and device/ open from it
+    size, ro, *removable_data = root.read_many(
+        base, ("size", "ro") if never_removable else ("size", "ro", "removable"), ATTRIBUTE_BYTES)
+    removable = False if never_removable else _bool_of(removable_data[0], base, "removable")
     limits, rotational, scheduler, schedulers = _read_queue(root, base)
-    removable = False if family in _NEVER_REMOVABLE else _bool(root, f"{base}/removable")
     dev = BlockDevice(name=name, type="disk", family=family, maj_min=majmin, sysfs_path=path,
-                      size_bytes=_size(root, f"{base}/size"), read_only=_bool(root, f"{base}/ro"),
+                      size_bytes=_size_of(size, base), read_only=_bool_of(ro, base, "ro"),
                       removable=removable, rotational=rotational, scheduler=scheduler,
                       schedulers=schedulers, queue=limits)
     if family in _MAY_HAVE_SLAVES:  # disks and flash cards sit at the bottom of every stack
@@ -357,22 +385,18 @@ def _read_identity(root: HostRoot, dev: BlockDevice, base: str) -> None:
     """Model/vendor/serial/wwn and the lsblk TYPE, reading only what this family has."""
     family = dev.family
     if family in ("scsi", "ata", "usb", "rom"):
-        dev.model = _optional(_line(root, f"{base}/device/model"))
-        dev.vendor = _optional(_line(root, f"{base}/device/vendor"))
-        dev.wwn = _optional(_line(root, f"{base}/device/wwid"))
-        dev.state = _optional(_line(root, f"{base}/device/state"))
+        dev.model, dev.vendor, dev.wwn, dev.state = map(_optional, _lines(
+            root, f"{base}/device", ("model", "vendor", "wwid", "state")))
         dev.type = "rom" if family == "rom" else "disk"
     elif family == "nvme":
-        dev.model = _optional(_line(root, f"{base}/device/model"))
-        dev.serial = _optional(_line(root, f"{base}/device/serial"))
+        dev.model, dev.serial = map(_optional, _lines(root, f"{base}/device", ("model", "serial")))
         dev.wwn = _optional(_line(root, f"{base}/wwid"))
     elif family == "virtio":
         dev.serial = _optional(_line(root, f"{base}/serial"))
     elif family in ("flash-hio", "flash-fio", "mmc"):
-        dev.model = _optional(_line(root, f"{base}/device/model"))
-        vendor = _optional(_line(root, f"{base}/device/vendor"))
+        dev.model, vendor, dev.serial = map(_optional, _lines(
+            root, f"{base}/device", ("model", "vendor", "serial")))
         dev.vendor = _PCI_VENDORS.get(vendor, vendor) if isinstance(vendor, str) else vendor
-        dev.serial = _optional(_line(root, f"{base}/device/serial"))
     elif family == "loop":
         dev.type = "loop"
         dev.loop_backing_file = _optional(_line(root, f"{base}/loop/backing_file"))
@@ -387,13 +411,16 @@ def _read_partition(root: HostRoot, disk: BlockDevice, name: str, devmap: dict) 
         majmin = _line(root, f"{base}/dev")
         path = (f"{disk.sysfs_path}/{name}" if isinstance(disk.sysfs_path, str)
                 else Unknown("parent path unknown"))
+    size, ro, number, start = root.read_many(base, ("size", "ro", "partition", "start"),
+                                             ATTRIBUTE_BYTES)
     # A partition shares its disk's request queue: sysfs has no queue/ under it.
     return BlockDevice(name=name, type="part", family=disk.family, maj_min=majmin, sysfs_path=path,
-                       size_bytes=_size(root, f"{base}/size"), read_only=_bool(root, f"{base}/ro"),
+                       size_bytes=_size_of(size, base), read_only=_bool_of(ro, base, "ro"),
                        removable=disk.removable, rotational=disk.rotational,
                        scheduler=disk.scheduler, schedulers=list(disk.schedulers), queue=disk.queue,
-                       parent=disk.name, partition_number=_optional(_int(root, f"{base}/partition")),
-                       start_sector=_optional(_int(root, f"{base}/start")))
+                       parent=disk.name,
+                       partition_number=_optional(_int_of(number, base, "partition")),
+                       start_sector=_optional(_int_of(start, base, "start")))
 
 
 def _link_holders(devices: dict[str, BlockDevice], problems: list[str]) -> None:

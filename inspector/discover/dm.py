@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from inspector.discover.block import QueueLimits
 from inspector.discover.dmsetup_text import dm_info
 from inspector.model import Unknown, known
-from inspector.roots.host import HostRoot
+from inspector.roots.host import HostRoot, int_of_line
 
 
 @dataclass
@@ -71,15 +71,15 @@ def striping_from_limits(queue: QueueLimits) -> Striping | None:
 
 def read_dm(root: HostRoot, name: str, slaves: list[str], queue: QueueLimits) -> DmDevice:
     base = f"sys/block/{name}/dm"
-    uuid: str | Unknown | None = root.try_line(f"{base}/uuid")
+    uuid: str | Unknown | None
+    uuid, suspended_line, dm_name = root.try_lines(base, ("uuid", "suspended", "name"))
     if isinstance(uuid, str) and not uuid or isinstance(uuid, Unknown) and uuid.reason == "not present":
         uuid = None
     kind, detail = kind_from_uuid(uuid if isinstance(uuid, str) else None)
-    suspended = root.try_int(f"{base}/suspended")
+    suspended = int_of_line(suspended_line, f"{base}/suspended")
     if known(suspended):
         suspended = (bool(suspended) if suspended in (0, 1) else
                      Unknown(f"unexpected value {suspended} in /{base}/suspended"))
-    dm_name = root.try_line(f"{base}/name")
     if not root.live and isinstance(dm_name, Unknown) and dm_name.reason == "not present":
         # no dm/ in this root's sysfs (a sosreport): what `dmsetup info -c` printed
         info = dm_info(root, name)

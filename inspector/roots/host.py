@@ -26,7 +26,7 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from inspector.roots.confined import ConfinedTree, Refused
 SIDECAR_NAME = "inspector-sidecar.json"
 SIDECAR_VERSION = 1
 MAX_READ_BYTES = 4 * 1024 * 1024  # /proc files can be endless (kmsg); nothing we parse is bigger
+LINE_BYTES = 65536                # what read_line reads of a file for its first line
 # A sidecar is foreign input: bounded in size (a real one is tens of kB; 1000 drives of smartctl
 # JSON stay far below), in containers (an empty object costs 64 bytes of memory for its 2 bytes
 # of JSON) and in depth (nothing we write nests past 6).
@@ -268,12 +269,41 @@ class HostRoot:
             self._record_file(self._resolved_for_record(rel), data)
         return data
 
+    def read_many(self, directory: str, names: Sequence[str],
+                  limit: int = MAX_READ_BYTES) -> list[bytes | Unavailable]:
+        """The files `names` of `directory`, in order: each its bytes or the Unavailable that
+        read_bytes would raise for it. On a non-live root the directory is resolved once for
+        all of them (ConfinedTree.read_many); every file is checked and recorded as one
+        read_bytes call would."""
+        directory = directory.strip("/")
+        tree = self._tree
+        if tree is None:
+            return [self._read_or_unavailable(_join(directory, name), limit) for name in names]
+        if isinstance(tree, str):
+            return [Unavailable(tree) for _ in names]
+        # each OSError replaced in place by its Unavailable
+        results: list[Any] = tree.read_many(directory, names, limit)
+        recording = self._recording
+        for i, result in enumerate(results):
+            if type(result) is not bytes:       # OSError: the reason
+                results[i] = self._unavailable(_join(directory, names[i]), result)
+            elif recording is not None:
+                rel = self._resolved_for_record(_join(directory, names[i]))
+                self._record_file(rel, result)
+        return results
+
+    def _read_or_unavailable(self, rel: str, limit: int) -> bytes | Unavailable:
+        try:
+            return self.read_bytes(rel, limit)
+        except Unavailable as exc:
+            return exc
+
     def read_text(self, rel: str, limit: int = MAX_READ_BYTES) -> str:
         return self.read_bytes(rel, limit).decode("utf-8", "replace")
 
     def read_line(self, rel: str) -> str:
         """First line, stripped: the shape of nearly every sysfs attribute."""
-        text = self.read_text(rel, 65536)
+        text = self.read_text(rel, LINE_BYTES)
         return text.split("\n", 1)[0].strip()
 
     def try_line(self, rel: str) -> str | Unknown:
@@ -288,14 +318,14 @@ class HostRoot:
         except Unavailable as exc:
             return exc.unknown()
 
+    def try_lines(self, directory: str, names: Sequence[str]) -> list[str | Unknown]:
+        """try_line of each of `names` in `directory`, read in one batch (read_many)."""
+        return [data.unknown() if isinstance(data, Unavailable)
+                else data.decode("utf-8", "replace").split("\n", 1)[0].strip()
+                for data in self.read_many(directory, names, LINE_BYTES)]
+
     def try_int(self, rel: str, base: int = 10) -> int | Unknown:
-        value = self.try_line(rel)
-        if isinstance(value, Unknown):
-            return value
-        try:
-            return int(value, base)
-        except ValueError:
-            return Unknown(f"unparsable value {value[:40]!r} in /{self._rel(rel)}")
+        return int_of_line(self.try_line(rel), rel, base)
 
     def exists(self, rel: str) -> bool:
         """True when `rel` is there, a dangling link included (lexists)."""
@@ -547,6 +577,20 @@ class _TreeOpener:
         except OSError as exc:
             return ("refused", f"unreadable sidecar {SIDECAR_NAME}: {_reason(exc)}")
         return too_big if len(data) > MAX_SIDECAR_BYTES else ("data", data)
+
+
+def int_of_line(value: str | Unknown, rel: str, base: int = 10) -> int | Unknown:
+    """The integer a try_line result holds, or why not (`rel`: the file it came from)."""
+    if isinstance(value, Unknown):
+        return value
+    try:
+        return int(value, base)
+    except ValueError:
+        return Unknown(f"unparsable value {value[:40]!r} in /{rel.lstrip('/')}")
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory}/{name}" if directory else name
 
 
 def _read_to_end(fd: int, limit: int) -> bytes:
