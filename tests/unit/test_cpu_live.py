@@ -17,8 +17,11 @@ def test_live_cpu_section():
     assert isinstance(s.sockets, int) and s.sockets >= 1
     assert isinstance(s.model, str) and s.model
     load = os.getloadavg()
+    assert isinstance(s.load_average, list), s.load_average
     assert s.load_average[0] == pytest.approx(load[0], abs=1.0)
-    assert s.volatile.tasks >= s.volatile.runnable >= 1
+    tasks, runnable = s.volatile.tasks, s.volatile.runnable
+    assert isinstance(tasks, int) and isinstance(runnable, int), (tasks, runnable)
+    assert tasks >= runnable >= 1
     times = psutil.cpu_times()
     share = 100 * times.steal / (sum(times) - times.guest - times.guest_nice)
     assert s.steal_percent == pytest.approx(share, abs=0.5)

@@ -36,6 +36,7 @@ def limits(minimum, optimal):
 
 def test_striping():
     s = striping_from_limits(limits(65536, 262144))
+    assert s is not None
     assert (s.stripe_bytes, s.stripes, s.width_bytes) == (65536, 4, 262144)
     assert striping_from_limits(limits(512, 0)) is None            # linear LV
     assert striping_from_limits(limits(4096, 4096)) is None        # one stripe is not striping

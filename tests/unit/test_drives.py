@@ -56,7 +56,7 @@ def test_collect_flash_mixed_types():
 
 def test_rules_each_device_state():
     findings = list(rules_mod.rules(report_with(FakeStorage(collect_fixture()))))
-    worst = {}
+    worst: dict[str, Level] = {}
     for f in findings:
         worst[f.subject] = max(worst.get(f.subject, Level.OK), f.level)
     assert worst == {"hioa": Level.CRIT, "hiob": Level.UNKNOWN, "fioa": Level.WARN,

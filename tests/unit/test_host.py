@@ -74,7 +74,8 @@ def test_command_missing_timeout_and_capture(tmp_path):
     (tmp_path / "inspector-sidecar.json").write_text(live_sidecar_json(live))
     cap = HostRoot(str(tmp_path))
     assert cap.run(["echo", "hello"]).stdout == "hello\n"
-    assert "not recorded" in cap.run(["echo", "bye"]).error
+    missing = cap.run(["echo", "bye"]).error
+    assert missing is not None and "not recorded" in missing
 
 
 def test_corrupt_sidecar_is_a_clear_error(tmp_path):
@@ -92,6 +93,7 @@ def test_recorded_readlink_through_a_link_is_stored_at_its_real_path(tmp_path):
     os.symlink("subsystem_target", tmp_path / "sys/devices/virtual/block/dm-0/subsystem")
     rec = HostRoot(str(tmp_path), record=True)
     assert rec.readlink("sys/block/dm-0/subsystem") == "subsystem_target"
+    assert rec.recording is not None          # record=True
     assert "sys/devices/virtual/block/dm-0/subsystem" in rec.recording.links
     assert "sys/block/dm-0/subsystem" not in rec.recording.links
     out = tmp_path / "cap.tar.gz"
@@ -130,7 +132,8 @@ def test_malformed_recordings_in_a_capture_are_unknown(tmp_path):
         "uid": {"uid": "root"},
         "time": {"collected_at": "yesterday"}}}))
     root = HostRoot(str(tmp_path))
-    assert isinstance(root.uname(), Unknown) and "malformed" in root.uname().reason
+    uname = root.uname()
+    assert isinstance(uname, Unknown) and "malformed" in uname.reason
     assert root.run(["hio_info", "-d", "/dev/hioa"]).error == "malformed recording in capture"
     assert root.run(["ethtool", "-k", "eth0"]).error == "malformed recording in capture"
     assert root.environ("RES_OPTIONS") is None

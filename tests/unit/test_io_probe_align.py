@@ -3,7 +3,7 @@ through a HostRoot (fixture tree here: a disk with 4 KiB logical blocks and its 
 import os
 
 from inspector.model import Unknown
-from inspector.probes.io.align import device_geometry, required_multiple
+from inspector.probes.io.align import BlockGeometry, device_geometry, required_multiple
 from inspector.roots.host import HostRoot
 
 
@@ -25,6 +25,7 @@ def test_disk_and_partition_read_the_disk_queue(tmp_path):
     root = HostRoot(str(tmp_path))
     disk = device_geometry(root, os.makedev(259, 0))
     part = device_geometry(root, os.makedev(259, 1))
+    assert isinstance(disk, BlockGeometry) and isinstance(part, BlockGeometry), (disk, part)
     assert (disk.device, disk.logical_block_size) == ("nvme0n1", 4096)
     assert (part.device, part.logical_block_size) == ("nvme0n1p1", 4096)
     assert required_multiple(part) == 4096

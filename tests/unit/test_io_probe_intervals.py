@@ -117,4 +117,4 @@ def test_interval_p50_of_busy_intervals_is_within_a_few_ranks():
     everything = sorted(v for p in parts for v in p)
     p50 = BatchStats.combine([IntervalPart.of(p) for p in parts]).p50_ns
     lo, hi = nearest_rank(everything, 46), nearest_rank(everything, 54)
-    assert lo <= p50 <= hi, (lo, p50, hi)
+    assert p50 is not None and lo <= p50 <= hi, (lo, p50, hi)

@@ -69,5 +69,6 @@ def test_interval_p99_from_worker_parts_matches_sorted_list(parts):
         return
     assert stats.count == len(everything)
     assert stats.min_ns == everything[0] and stats.max_ns == everything[-1]
+    assert stats.avg_ns is not None
     assert math.isclose(stats.avg_ns, sum(everything) / len(everything))
     assert stats.p99_ns == nearest_rank(everything, 99)

@@ -21,6 +21,7 @@ def test_percentiles_match_sorted_list_within_bound(values):
     rec.record_many(values)
     s = rec.summary()
     assert s.count == len(values) and s.min_ns == min(values) and s.max_ns == max(values)
+    assert s.avg_ns is not None
     assert math.isclose(s.avg_ns, sum(values) / len(values), rel_tol=1e-9)
     for q in (50, 90, 99, 99.9):
         exact = sorted_percentile(values, q)
@@ -37,7 +38,8 @@ def test_mdev_is_population_stdev_and_merge():
     allv = a + b
     mean = sum(allv) / len(allv)
     pstdev = math.sqrt(sum((v - mean) ** 2 for v in allv) / len(allv))
-    assert math.isclose(ra.summary().mdev_ns, pstdev, rel_tol=1e-6)
+    mdev_ns = ra.summary().mdev_ns
+    assert mdev_ns is not None and math.isclose(mdev_ns, pstdev, rel_tol=1e-6)
     assert sum(c for _, c in ra.buckets()) == len(allv)
 
 

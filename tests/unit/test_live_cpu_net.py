@@ -85,7 +85,10 @@ def test_nic_rates_per_second_and_wrap():
     assert r.rx_dropped_s == 2.0 and isinstance(r.tx_dropped_s, Unknown)
 
 
-def run_sequence(det, steps):
+Step = tuple[int, int, int, dict]      # t, rx packets, tx packets, nic() keywords
+
+
+def run_sequence(det: StallDetector, steps: list[Step]):
     """steps: (t, rx_packets, tx_packets, kwargs) -> findings of the last step."""
     findings = []
     for t, rx, tx, kw in steps:
@@ -95,7 +98,7 @@ def run_sequence(det, steps):
 
 def test_stall_found_with_the_time_it_started():
     det = StallDetector(threshold=10)
-    steps = [(0, 100, 100, {}), (1, 150, 160, {}), (2, 200, 220, {})]      # traffic both ways
+    steps: list[Step] = [(0, 100, 100, {}), (1, 150, 160, {}), (2, 200, 220, {})]  # both ways
     steps += [(t, 200, 220 + 10 * t, {}) for t in range(3, 12)]           # rx frozen, tx goes on
     assert run_sequence(det, steps) == []                                  # 9 s silent: not yet
     findings = run_sequence(det, [(12, 200, 400, {})])
@@ -123,10 +126,11 @@ def test_no_stall_without_link(kw, note):
 
 def test_no_stall_on_idle_link_or_one_that_never_received():
     det = StallDetector(threshold=5)
-    idle = [(0, 100, 100, {}), (1, 150, 150, {})] + [(t, 150, 150, {}) for t in range(2, 20)]
+    idle: list[Step] = [(0, 100, 100, {}), (1, 150, 150, {})]
+    idle += [(t, 150, 150, {}) for t in range(2, 20)]
     assert run_sequence(det, idle) == []          # nothing sent either: just idle
     det = StallDetector(threshold=5)
-    never = [(t, 0, 10 * t, {}) for t in range(0, 20)]
+    never: list[Step] = [(t, 0, 10 * t, {}) for t in range(0, 20)]
     assert run_sequence(det, never) == []         # never received while watched
 
 

@@ -67,7 +67,7 @@ def test_load_validation():
     with pytest.raises(ProbeError):
         MemcachedLoad(execute_number=5, duration_s=1).validate()
     with pytest.raises(ProbeError):
-        MemcachedLoad(test="delete").validate()
+        MemcachedLoad(test="delete").validate()  # type: ignore[arg-type]  # refused: no such test
     assert MemcachedLoad().effective_execute_number == 10000
     assert MemcachedLoad(duration_s=3).effective_execute_number is None
     assert MemcachedLoad(execute_number=7).effective_key_count == 7
@@ -167,8 +167,9 @@ def test_parse_server_rejects(text):
 
 
 # --- reply parsing on a fake transport -----------------------------------------------------------
-class FakeTransport:
+class FakeTransport(asyncio.Transport):
     def __init__(self):
+        super().__init__()
         self.written = []
         self.aborted = False
 
@@ -178,8 +179,8 @@ class FakeTransport:
     def abort(self):
         self.aborted = True
 
-    def get_extra_info(self, name):
-        return None
+    def get_extra_info(self, name, default=None):
+        return default
 
 
 def make_conn(set_ratio, limit=100):

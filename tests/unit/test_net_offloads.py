@@ -67,11 +67,14 @@ def test_requested_off_and_unnamed_bits_skipped():
 def test_find_offload_by_legacy_or_kernel_name():
     offloads = ethtool_offloads([row("tx-generic-segmentation", active=False),
                                  row("tx-tcp-segmentation"), row("tx-tcp6-segmentation")])
-    assert find_offload(offloads, "generic-segmentation-offload").on is False
-    assert find_offload(offloads, "tx-generic-segmentation").name == \
-        "generic-segmentation-offload"
-    assert find_offload(offloads, "tcp-segmentation-offload").fixed is None  # a header
-    assert find_offload(offloads, "tx-tcp6-segmentation").group == "tcp-segmentation-offload"
+    gso = find_offload(offloads, "generic-segmentation-offload")
+    assert gso is not None and gso.on is False
+    assert find_offload(offloads, "tx-generic-segmentation") == gso
+    assert gso.name == "generic-segmentation-offload"
+    tso = find_offload(offloads, "tcp-segmentation-offload")
+    assert tso is not None and tso.fixed is None  # a header
+    tso6 = find_offload(offloads, "tx-tcp6-segmentation")
+    assert tso6 is not None and tso6.group == "tcp-segmentation-offload"
     assert find_offload(Unknown("x"), "rx-gro") is None
     assert find_offload(offloads, "nope") is None
 

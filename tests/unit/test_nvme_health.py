@@ -149,6 +149,7 @@ def test_tool_failures_are_reasons_on_every_smart_field(tmp_path):
                                                      "stderr": "Permission denied\n", "error": None}}
     (tmp_path / "inspector-sidecar.json").write_text(json.dumps({"version": 1, "facts": {"command": facts}}))
     h = nvme_health.collect(HostRoot(str(tmp_path)), "nvme0n1", 1)
+    assert isinstance(h.percent_used, Unknown), h.percent_used
     assert h.percent_used.reason == ("nvme exited with status 1: Permission denied; "
                                      "not recorded in capture (command smartctl --json -a /dev/nvme0n1)")
 

@@ -3,10 +3,11 @@ the exact permutation distribution of mid-ranks with ties (scipy.stats.permutati
 every split), and the tie-corrected normal approximation beyond the exact limit. scipy is a
 test-only reference, never imported by Inspector."""
 import random
+from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import stats  # type: ignore[import-untyped]  # no stubs in the test deps
 
 from inspector.compare.diff import _EXACT_RANK_MAX, latency_significance, rank_test_p
 
@@ -89,7 +90,7 @@ def test_largest_exact_case_is_quick():
 
 def test_significance_rule_no_longer_flags_the_tied_case():
     before = {"p99_us": 300.0, "intervals": {"p99_us": [100.0, 100, 200, 200, 300]}}
-    after = {"p99_us": 400.0, "intervals": {"p99_us": [300.0, 300, 400, 400, 400]}}
+    after: dict[str, Any] = {"p99_us": 400.0, "intervals": {"p99_us": [300.0, 300, 400, 400, 400]}}
     significant, note = latency_significance(before, after)
     assert not significant and "within the run-to-run spread" in note
     # one bucket more and the rank test is sure: every after interval above every before one

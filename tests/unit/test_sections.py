@@ -23,6 +23,7 @@ def test_every_screen_loads_and_shows_its_section():
     screens = [s for s in SECTIONS if s.screen is not None]
     assert [s.name for s in screens] == ["storage", "virt", "net", "dns"]
     for section in screens:
+        assert section.screen is not None
         cls = load(section.screen.ref)
         assert issubclass(cls, InspectorScreen) and section.name == cls.MODE, section.screen
 

@@ -38,7 +38,7 @@ def test_uname_a_of_debian_and_rhel():
         "version": "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)", "machine": "x86_64"}
     rhel = parse_uname_a("Linux db1 4.18.0-305.el8.x86_64 #1 SMP Thu Apr 29 08:54:30 EDT 2021 "
                          "x86_64 x86_64 x86_64 GNU/Linux")
-    assert rhel["machine"] == "x86_64" and rhel["version"].endswith("EDT 2021")
+    assert rhel is not None and rhel["machine"] == "x86_64" and rhel["version"].endswith("EDT 2021")
     assert parse_uname_a("") is None and parse_uname_a("uname: not found") is None
 
 
@@ -61,7 +61,9 @@ def test_ethtool_k_with_requested_states_reads_back_the_same_lines():
             "\ttx-checksum-ipv4: off [requested on]\n\ttx-checksum-ip-generic: off [fixed]\n"
             "generic-receive-offload: on\nlarge-receive-offload: off [fixed]\n"
             "rx-vlan-filter: on [fixed]\nhsr-fwd-offload: off [fixed]\n")
-    lines = [o.ethtool_line() for o in ethtool_offloads(feature_rows(text))]
+    rows = feature_rows(text)
+    assert rows is not None, "ethtool -k output not read"
+    lines = [o.ethtool_line() for o in ethtool_offloads(rows)]
     # the legacy groups this output lacks print as ethtool prints them for a kernel without
     # their features: only the ones listed here are compared
     assert [line for line in lines if line.split(":")[0].strip() in text] == text.splitlines()[1:]
@@ -185,7 +187,8 @@ def test_dmsetup_info_columns():
             "luks-3f2a         253   2 L-sw    0    1      0 CRYPT-LUKS2-3f2a0c-luks-3f2a\n"
             "bare              253   7 L--r    0    1      0\n")
     info = parse_info_columns(text)
-    assert info["dm-0"].name == "vg0-root" and info["dm-0"].uuid.startswith("LVM-")
+    uuid = info["dm-0"].uuid
+    assert info["dm-0"].name == "vg0-root" and uuid is not None and uuid.startswith("LVM-")
     assert info["dm-2"].suspended and not info["dm-0"].suspended
     assert info["dm-7"].uuid is None
     assert parse_info_columns("No devices found\n") == {}
