@@ -8,6 +8,7 @@ millisecond, %util is busy milliseconds per interval (capped at 100 like iostat)
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from inspector.model import Unknown
@@ -122,7 +123,7 @@ class DiskInfo:
     alias: str | None = None        # dm: the mapper name (vg0-data), what `iostat -N` prints
 
 
-def read_topology(root: HostRoot, names) -> dict[str, DiskInfo]:
+def read_topology(root: HostRoot, names: Iterable[str]) -> dict[str, DiskInfo]:
     """Kind, parent disk and slaves of each device name, through the root."""
     whole = set(root.try_listdir("sys/block"))
     info: dict[str, DiskInfo] = {}

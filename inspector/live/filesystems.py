@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from inspector.discover.block import Mount, parse_mountinfo
@@ -69,7 +70,7 @@ class FilesystemSampler:
     """`sample()` -> [FsUse] | Unknown. Live roots only: a capture holds no statvfs."""
 
     def __init__(self, root: HostRoot, timeout: float = STATVFS_TIMEOUT,
-                 statvfs=os.statvfs):
+                 statvfs: Callable[[str], os.statvfs_result] = os.statvfs):
         self.root = root
         self.timeout = timeout
         self._statvfs = statvfs
@@ -104,7 +105,7 @@ class FilesystemSampler:
         mounts = self.mounts()
         if isinstance(mounts, Unknown):
             return mounts
-        results: dict[str, object] = {}
+        results: dict[str, os.statvfs_result | OSError] = {}
         threads = []
         for _, mount in mounts:
             path = mount.mountpoint
@@ -134,7 +135,7 @@ class FilesystemSampler:
                 out.append(self._use(mount, majmin, got))
         return out
 
-    def _stat(self, path: str, results: dict) -> None:
+    def _stat(self, path: str, results: dict[str, os.statvfs_result | OSError]) -> None:
         try:
             results[path] = self._statvfs(self.root.host_path(path))
         except OSError as exc:
@@ -144,7 +145,7 @@ class FilesystemSampler:
                 self._blocked.pop(path, None)
 
     @staticmethod
-    def _use(mount, majmin: str, st) -> FsUse:
+    def _use(mount: Mount, majmin: str, st: os.statvfs_result) -> FsUse:
         frsize = st.f_frsize or st.f_bsize
         size = st.f_blocks * frsize
         used = (st.f_blocks - st.f_bfree) * frsize

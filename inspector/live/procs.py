@@ -13,7 +13,7 @@ layer), live only: a capture holds one moment, and rates need two.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from inspector.live.waits import read_stack, wait_point
@@ -210,7 +210,7 @@ def dstate_findings(dstate: list[DStateProc],
     return out
 
 
-def read_io(root: HostRoot, pids) -> dict[int, ProcIo] | Unknown:
+def read_io(root: HostRoot, pids: Iterable[int]) -> dict[int, ProcIo] | Unknown:
     """Block-layer bytes per process. Unknown on a capture, and when nothing is readable
     (other users' /proc/[pid]/io needs root)."""
     if not root.live:

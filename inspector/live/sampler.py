@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from inspector.live.cpustat import CpuCounters, CpuRates, LoadAvg, cpu_rates, read_cpu, read_loadavg
 from inspector.live.diskstats import (
@@ -353,7 +354,7 @@ class LiveSampler:
             self._oom_seq = max(v.seq for v in victims)
         return None if only_mark_old else new
 
-    def _outcome(self, name: str, read: Read, deadline: float, timeouts: dict[str, str]):
+    def _outcome(self, name: str, read: Read, deadline: float, timeouts: dict[str, str]) -> Any:
         value = read.result(deadline)
         label = SOURCES[name]
         if read.timed_out:
@@ -472,7 +473,13 @@ def fs_devices(filesystems: object, disks: object) -> dict[str, str]:
             if fs.majmin in by_majmin}
 
 
-def _pair(prev, cur, kind, rate, interval):
+_Counts = TypeVar("_Counts")
+_Rate = TypeVar("_Rate")
+
+
+def _pair(prev: object, cur: object, kind: type[_Counts],
+          rate: Callable[[_Counts, _Counts, float], _Rate], interval: float
+          ) -> _Rate | Unknown | None:
     """rate(prev, cur, interval) when both are of `kind`; else the Unknown (or None) why not."""
     if isinstance(prev, kind) and isinstance(cur, kind):
         return rate(prev, cur, interval)
@@ -481,7 +488,7 @@ def _pair(prev, cur, kind, rate, interval):
     return None
 
 
-def _zero_disks(disks):
+def _zero_disks(disks: dict[str, DiskCounters] | Unknown) -> dict[str, DiskCounters] | Unknown:
     if not known(disks):
         return disks
     out = {}
@@ -495,7 +502,7 @@ def _zero_disks(disks):
     return out
 
 
-def _zero_nics(nics):
+def _zero_nics(nics: dict[str, NicCounters] | Unknown) -> dict[str, NicCounters] | Unknown:
     if not known(nics):
         return nics
     return {name: NicCounters(name, n.operstate, n.carrier,
@@ -503,7 +510,7 @@ def _zero_nics(nics):
             for name, n in nics.items()}
 
 
-def _zero_cpu(cpu):
+def _zero_cpu(cpu: CpuCounters | Unknown) -> CpuCounters | Unknown:
     if not known(cpu):
         return cpu
     zero = (0,) * 8

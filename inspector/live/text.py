@@ -26,7 +26,7 @@ CPU_COLS = ("%usr", "%nice", "%sys", "%iowait", "%irq", "%soft", "%steal", "%idl
 _CPU_ATTRS = ("user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle")
 
 
-def _num(value, width: int = 8, fit: bool = False) -> str:
+def _num(value: float | Unknown | None, width: int = 8, fit: bool = False) -> str:
     # always a leading space: a figure never merges with its neighbour. Fitted to a terminal,
     # a big one gives up decimals before it widens its row (246086.27 kB/s in 9 columns:
     # 246086.3); unfitted (--wide, a pipe) it keeps them and widens the row.
@@ -46,7 +46,7 @@ def _wrap(line: str, width: int | None) -> list[str]:
     return textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) or [line]
 
 
-def _int(value) -> str:
+def _int(value: float | Unknown | None) -> str:
     return f"{value:.0f}" if known(value) else "-"
 
 
@@ -227,7 +227,7 @@ def _nic_lines(r: Rates, term_width: int | None = None) -> list[str]:
     return out
 
 
-def _sum(a, b):
+def _sum(a: float | Unknown, b: float | Unknown) -> float | Unknown:
     return a + b if known(a) and known(b) else (a if known(a) else b)
 
 
