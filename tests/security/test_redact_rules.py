@@ -18,6 +18,12 @@ from inspector.roots.host import HostRoot
 CMDLINE = FIXTURES / "cmdline"
 
 
+def file_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    data = tar.extractfile(member)
+    assert data is not None, f"{member.name} is not a regular file"
+    return data.read()
+
+
 def _lines(name: str) -> list[str]:
     return [line.split("  #")[0].strip() for line in (CMDLINE / name).read_text().splitlines()
             if line.strip() and not line.startswith("#")]
@@ -66,8 +72,7 @@ def test_secrets_among_plain_parameters_in_a_capture(tmp_path):
         member = tar.extractfile("proc/cmdline")
         assert member is not None
         recorded = member.read().decode()
-        every_member = b"".join(tar.extractfile(m).read() for m in tar.getmembers()  # type: ignore[union-attr]
-                                if m.isfile())
+        every_member = b"".join(file_bytes(tar, m) for m in tar.getmembers() if m.isfile())
     assert b"PLANTED" not in every_member
     assert all(p in recorded.split() for p in plain), "a plain parameter was changed"
     assert len(info["redacted"]["proc/cmdline"]) == len(SECRET)

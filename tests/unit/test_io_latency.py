@@ -191,8 +191,8 @@ def test_ramp_steps_and_knee(data_file):
     assert ramp_jobs(1) == [1] and ramp_jobs(4) == [1, 2, 4] and ramp_jobs(6) == [1, 2, 4, 6]
 
     def step(jobs, iops, p99, avg=None):
-        # the knee reads jobs, IOPS and latency, never the step's run
-        return IoRampStep(jobs, iops, p99, avg or p99 / 2, result=None)  # type: ignore[arg-type]
+        return IoRampStep(jobs, iops, p99, avg or p99 / 2,
+                          result=None)  # type: ignore[arg-type]  # the knee never reads the run
     # IOPS doubles while p99 grows slowly, then IOPS +10% for p99 x2: knee at 2 workers
     steps = [step(1, 10_000, 100), step(2, 19_000, 110), step(4, 21_000, 220)]
     knee = find_knee(steps)

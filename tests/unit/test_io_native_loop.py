@@ -38,8 +38,9 @@ def test_the_c_loop_is_built_and_times_runs_by_default(data_file):
     with open_target(data_file) as target:
         res = asyncio.run(IoLatencyProbe(target, IoConfig(count=50)).run_to_end())
         assert res.loop == "c" and res.summary_json()["loop"] == "c"
-        # an injected clock (here seconds, not monotonic_ns) keeps the run on the Python loop
-        injected = IoConfig(count=50, clock=time.monotonic)  # type: ignore[arg-type]
+        # an injected clock (seconds here, not monotonic_ns) keeps the run on the Python loop
+        injected = IoConfig(count=50,
+                            clock=time.monotonic)  # type: ignore[arg-type]  # any injected clock
         assert not io_latency.uses_native_loop(injected)
         forced = asyncio.run(IoLatencyProbe(target, IoConfig(count=50, native=False))
                              .run_to_end())
