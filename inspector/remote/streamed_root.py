@@ -96,11 +96,18 @@ class StreamedRoot(HostRoot):
             flags += "m"
         if self._io.sweep_due():
             flags += "a"
-        fill = self._fill_due()
+        # after a frame given up on, the host's awk may still be writing it: what grep reads
+        # beside it (df; busybox: command lines, wait channels) waits for the next frame
+        # (inspector.remote.live, direct_ok)
+        direct = self.stream.direct_ok
+        fill = direct and self._fill_due()
         timeout = self.frame_timeout + (DF_TIMEOUT_S if fill else 0.0)
+        words, asked = self._next, self._next_pids
+        if not direct and self.stream.by_grep:
+            words, asked = [w for w in words if w[:1] not in self.stream.by_grep], set()
         try:
-            frame = self.stream.ask(flags + ("f" if fill else ""), self._next, timeout=timeout)
-            self._answer(frame, self._next_pids)
+            frame = self.stream.ask(flags + ("f" if fill else ""), words, timeout=timeout)
+            self._answer(frame, asked)
             self._next, self._next_pids = self._wanted(frame)
             self._name_io(frame)
             if self._samples == 1 and self._next:
