@@ -69,7 +69,7 @@ PYTEST := $(VENV)/bin/pytest -q
 test: system-deps test-deps
 	$(VENV)/bin/ruff check inspector probes widgets tests
 	$(VENV)/bin/mypy
-	@$(PYTEST) -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS); parallel=$$?; \
+	@$(PYTEST) -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS); parallel=$$?; \
 	$(PYTEST) -m serial $(PYTEST_ARGS); serial=$$?; \
 	for s in $$parallel $$serial; do [ $$s = 0 ] || [ $$s = 5 ] || exit $$s; done; \
 	[ $$parallel = 5 ] && [ $$serial = 5 ] && exit 5; exit 0

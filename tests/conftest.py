@@ -206,3 +206,28 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.failed and call.when == "call" and slowness.used:
         report.sections.append(("slowness", "\n".join(str(m) for m in slowness.used)))
+
+
+# session fixtures that cost seconds of CPU (glibc's locales compiled): one worker builds them
+_SHARED_SESSION_FIXTURES = {"glibc_locales"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under `make test` (xdist, --dist loadgroup) the tests that share a fixture wider than one
+    test (a module's sosreport, wheel, 199k-member archive, sshd; the compiled locales) run on
+    one worker, so it is built once and not once per worker: on 2 cores the copies were CPU
+    taken from the rest of the suite. Tests that share nothing still spread one by one."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        groups = set()
+        for name, defs in info.name2fixturedefs.items():
+            scope = defs[-1].scope if defs else "function"
+            if scope in ("module", "package", "class"):
+                groups.add(item.nodeid.split("::", 1)[0])
+            elif scope == "session" and name in _SHARED_SESSION_FIXTURES:
+                groups.add(name)
+        for group in sorted(groups):
+            item.add_marker(pytest.mark.xdist_group(group))
