@@ -2,16 +2,23 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import io
 import os
 import re
 import signal
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import psutil
 import pytest
 from rich.console import Console
+from rich.text import Text
+from textual.command import CommandList, CommandPalette
+from textual.content import Content
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
 from conftest import fixture_root
@@ -19,6 +26,8 @@ from inspector.collect import build_report
 from inspector.model import Finding, HostIdentity, Level, Report
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
+from inspector.tui.fields import EditField
+from inspector.tui.flow_canvas import FlowCanvas
 from inspector.tui.modelview import detail_table, fmt_value
 from inspector.tui.probes.runs import ProbeRequest
 from inspector.tui.probes.screen import RunPanel
@@ -44,14 +53,23 @@ def capture_app(name: str = "kvm-virtio-guest", **kw) -> InspectorApp:
     return InspectorApp(root, sampler=False, **kw)
 
 
-async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.05) -> None:
+async def wait_for(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 30.0,
+                   step: float = 0.05) -> None:
     """Until `predicate()`: a hang fails it, not a slow machine (the suite runs beside
     others' work: a first screen mount took over 10 s in a CI run)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
+            raise AssertionError(f"not reached in {timeout:g} s: {_source_of(predicate)}")
         await pilot.pause(step)
+
+
+def _source_of(predicate: Callable[[], object]) -> str:
+    """The predicate's source line, to say which wait failed."""
+    try:
+        return inspect.getsource(predicate).strip()
+    except (OSError, TypeError):
+        return repr(predicate)
 
 
 def text_of(app, selector: str) -> str:
@@ -61,9 +79,8 @@ def text_of(app, selector: str) -> str:
 async def test_navigate_every_screen_on_a_capture():
     app = capture_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.report is not None)
-        await pilot.pause()
-        assert "capture kvm-virtio-guest" in text_of(app, "#statusline")
+        await wait_for(pilot, lambda: app.report is not None
+                       and "capture kvm-virtio-guest" in text_of(app, "#statusline"))
         for key, name in SCREEN_CLASSES.items():
             await pilot.press(key)
             await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name)
@@ -73,8 +90,8 @@ async def test_navigate_every_screen_on_a_capture():
         await pilot.press("escape", "1")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
         # the live panels say plainly that a capture has no live data
-        await pilot.pause()
-        assert "capture: no live data" in app.screen.query_one("#dashboard").text()
+        await wait_for(pilot, lambda: "capture: no live data"
+                       in app.screen.query_one("#dashboard", FlowCanvas).text())
         assert "kvm-virtio-guest" in text_of(app, "#identity")
         # esc goes back to the overview from another screen
         await pilot.press("3")
@@ -101,28 +118,38 @@ async def test_navigate_every_screen_on_a_capture():
         all_labels = labels()
         assert any(lbl.startswith("vda") for lbl in all_labels), all_labels
         await pilot.press("slash")
-        await pilot.pause()
-        for ch in "vda":
-            await pilot.press(ch)
-        await pilot.pause(0.2)
-        filtered = labels()
-        assert filtered and len(filtered) < len(all_labels)
-        assert all("vda" in lbl for lbl in filtered), filtered
-        assert app.screen._selected.name.startswith("vda") and table.cursor_row == 0
+        await wait_for(pilot, lambda: app.screen.query_one("#tree-filter", EditField).editing)
+        await pilot.press(*"vda")
+
+        def filtered_to_vda() -> bool:
+            shown = labels()
+            return bool(shown) and len(shown) < len(all_labels) and all("vda" in lbl for lbl in shown)
+        await wait_for(pilot, filtered_to_vda)
+        selected = app.screen._selected
+        assert selected is not None and selected.name.startswith("vda") and table.cursor_row == 0
         detail = app.screen.query_one("#device-detail", Static).content
         assert detail.renderables[0].plain.startswith("vda")     # the detail follows
         await pilot.press("escape")
-        await pilot.pause(0.2)
-        assert len(labels()) == len(all_labels)
+        await wait_for(pilot, lambda: len(labels()) == len(all_labels))
 
         # the command palette reaches every screen (and the probes)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
-        for ch in "netw":
-            await pilot.press(ch)
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"netw")
+        # the search runs in a worker: Enter picks what is highlighted once it has answered
+        await wait_for(pilot, lambda: palette_first(app) == "Screen: Network")
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "NetScreen")
+
+
+def palette_first(app: InspectorApp) -> str | None:
+    """The command palette's first hit once its list shows: its title, as plain text."""
+    hits = app.screen.query_one(CommandList)
+    if not hits.display or hits.option_count == 0:
+        return None
+    prompt = hits.get_option_at_index(0).prompt
+    text = prompt.plain if isinstance(prompt, (Text, Content)) else str(prompt)
+    return text.splitlines()[0]
 
 
 async def test_hung_collector_shows_timed_out_and_keys_still_work():
@@ -142,8 +169,7 @@ async def test_hung_collector_shows_timed_out_and_keys_still_work():
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_for(pilot, lambda: app.collect_error is not None)
             assert "timed out after 1 s" in app.collect_error and not app.collecting
-            await pilot.pause()
-            assert "timed out after 1 s" in text_of(app, "#statusline")
+            await wait_for(pilot, lambda: "timed out after 1 s" in text_of(app, "#statusline"))
             # the next collection hangs with a bound no loaded machine reaches while the
             # screens mount (they took over 5 s in a CI run): the keys cannot be waiting on it
             app.collect_timeout = 120.0
@@ -195,9 +221,9 @@ async def start_probe(app, pilot, kind: str, target: str, seconds: str = "5",
     screen.query_one("#probe-seconds").value = seconds
     screen.query_one("#probe-concurrency").value = concurrency
     screen.query_one("#probe-write").value = write
-    await pilot.pause()
+    await pilot.pause()     # the fields' Changed messages handled before the keys below
     await pilot.press("escape")  # leave the form field: keys go to the screen again
-    await pilot.pause()
+    await wait_for(pilot, lambda: screen.query_one("#runs", DataTable).has_focus)
     await pilot.press("s")
 
 
@@ -222,11 +248,13 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         await pilot.press("c")
         table = app.screen.query_one("#runs", DataTable)
         table.move_cursor(row=0)
-        await pilot.pause(0.2)
-        panels = {p.id: p.run_id for p in app.screen.query(RunPanel)}
-        assert panels == {"panel-a": first.run_id, "panel-b": second.run_id}
+
+        def panels() -> dict[str | None, int | None]:
+            return {p.id: p.run_id for p in app.screen.query(RunPanel)}
+        await wait_for(pilot, lambda: panels() == {"panel-a": first.run_id,
+                                                   "panel-b": second.run_id})
         table.move_cursor(row=1)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: panels()["panel-a"] == second.run_id)
         await pilot.press("x")  # stops the highlighted (newest) run
         await wait_for(pilot, lambda: not second.active, timeout=8)
         assert second.state == "stopped" and first.active
@@ -244,17 +272,19 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
 async def test_confirmation_refused_then_accepted(tmp_path):
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await start_probe(app, pilot, "io", str(tmp_path), seconds="1", write=True)
+        # 4 s: a run's target set-up is bounded by its duration (2 s at least), and beside two
+        # busy loops a 1 s run's set-up fork found no answer after 2 s
+        await start_probe(app, pilot, "io", str(tmp_path), seconds="4", write=True)
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#confirm-body", Static).render())
-        assert str(tmp_path) in body and "1 s" in body  # names the target and the bound
+        assert str(tmp_path) in body and "4 s" in body  # names the target and the bound
         await pilot.press("n")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         assert app.probes.runs == []
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
+        await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active)
         run = app.probes.runs[0]
         assert run.state == "done", run.error
         assert run.request.write and run.last.ops > 0
@@ -289,9 +319,8 @@ async def test_run_row_shows_whole_figures_and_a_failed_run_says_why(tmp_path):
         run = app.probes.runs[0]
         ops = run.summary.requests
         assert run.state == "done" and ops >= 1000, (run.state, run.error)
-        await pilot.pause(0.2)
         table = app.screen.query_one("#runs", DataTable)
-        assert str(table.get_row_at(0)[4]) == str(ops)
+        await wait_for(pilot, lambda: str(table.get_row_at(0)[4]) == str(ops))
         ops_column = table.columns["ops"]
         assert ops_column.get_render_width(table) - 2 * table.cell_padding >= len(str(ops))
 
@@ -301,9 +330,9 @@ async def test_run_row_shows_whole_figures_and_a_failed_run_says_why(tmp_path):
                        timeout=10)
         failed = app.probes.runs[1]
         assert failed.state == "failed" and failed.error
-        await pilot.pause(0.2)
         chart = app.screen.query_one("#panel-a LatencyChart", LatencyChart)
-        assert chart.placeholder == f"failed: {failed.error}"
+        await wait_for(pilot, lambda: chart.placeholder == f"failed: {failed.error}")
+        await pilot.pause()     # laid out and drawn with it
         shown = " ".join(chart.render_line(y).text.strip() for y in range(chart.size.height)).strip()
         # wrapped over the chart's lines, a long path broken where it must be
         assert shown.startswith("failed:") and "no such file" in shown
@@ -319,8 +348,8 @@ async def test_escape_sequences_in_host_strings_never_reach_the_terminal(tmp_pat
     (root / "proc" / "sys" / "kernel" / "hostname").write_text("host\x1b]0;pwned\x07x\n")
     app = InspectorApp(HostRoot(str(root)), sampler=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.report is not None)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.report is not None
+                       and "pwned" in text_of(app, "#identity"))
         identity = text_of(app, "#identity")
         assert "host\\x1b]0;pwned\\x07x" in identity and "\x1b" not in identity
         assert "\x1b" not in str(app.report.host.hostname)
@@ -338,10 +367,9 @@ async def test_a_host_without_findings_says_so_once_discovered():
         return report
     app = InspectorApp(root, collector=clean, sampler=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.report is not None)
-        await pilot.pause(0.2)
         table = app.screen.query_one("#findings", DataTable)
-        assert "no findings" in str(table.get_row_at(0)[2])
+        await wait_for(pilot, lambda: app.report is not None
+                       and "no findings" in str(table.get_row_at(0)[2]))
 
 
 NO_C_LOOP = """
@@ -365,10 +393,14 @@ async def test_io_run_panel_warns_only_when_requests_are_timed_in_python(tmp_pat
         await start_probe(app, pilot, "io", str(target), seconds="1")
         await wait_for(pilot, lambda: len(app.probes.runs) > index
                        and not app.probes.runs[index].active, timeout=15)
-        await pilot.pause(0.2)
         assert app.probes.runs[index].state == "done", app.probes.runs[index].error
         table = app.screen.query_one("#panel-a .run-table", Static)
-        return "\n".join(table.render_line(y).text for y in range(table.size.height))
+
+        def shown() -> str:
+            return "\n".join(table.render_line(y).text for y in range(table.size.height))
+        # the panel shows the ended run (its state row) once it has drawn the final update
+        await wait_for(pilot, lambda: re.search(r"state\s+done", shown()) is not None)
+        return shown()
 
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -403,7 +435,7 @@ async def goto(app, pilot, key: str, name: str) -> None:
     await wait_for(pilot, lambda: app.report is not None)
     await pilot.press(key)
     await wait_for(pilot, lambda: type(app.screen).__name__ == name)
-    await pilot.pause()
+    await pilot.pause()     # the screen has handled its mount and the report's messages
 
 
 async def test_b6_network_without_interfaces_lists_no_sysctl_as_nic():
@@ -440,9 +472,11 @@ async def test_b7_storage_detail_shows_queue_limits_readably():
         table = app.screen.query_one("#device-table", DataTable)
         table.move_cursor(row=next(i for i in range(table.row_count)
                                    if str(table.get_row_at(i)[0]) == "vda"))
-        await pilot.pause(0.2)
-        detail = " ".join(static_text(app, "#device-detail").split())
-        assert "QueueLimits" not in detail and "logical block 512" in detail
+
+        def detail() -> str:
+            return " ".join(static_text(app, "#device-detail").split())
+        await wait_for(pilot, lambda: detail().startswith("vda"))
+        assert "QueueLimits" not in detail() and "logical block 512" in detail()
 
 
 async def test_c1_failed_flash_controller_without_block_device_is_in_the_table():
@@ -454,7 +488,7 @@ async def test_c1_failed_flash_controller_without_block_device_is_in_the_table()
         index = next(i for i, r in enumerate(rows) if r[0] == "fct1")
         assert "CRIT" in rows[index][4] and "failed" in rows[index][4], rows[index]
         table.move_cursor(row=index)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: static_text(app, "#device-detail").startswith("fct1"))
         detail = static_text(app, "#device-detail")
         assert "no block device" in detail and "DEVICE IS OFFLINE" in detail
         assert "card failed" in detail           # its findings
@@ -473,20 +507,20 @@ def _with_findings(name: str, extra: int, hostname: str | None = None):
 async def test_c2_80x24_every_tab_and_a_truncated_findings_list_says_so():
     app, total = _with_findings("flash-mixed", 15, hostname="a-very-long-hostname.example.internal")
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.report is not None)
-        await pilot.pause(0.5)
+        more = app.screen.query_one("#findings-more", Static)
+        await wait_for(pilot, lambda: app.report is not None
+                       and "more findings below" in str(more.render()))
         tabs = text_of(app, "#tabbar")
         for label in ("1 Overview", "2 Storage", "3 Virt", "4 Net", "5 DNS", "6 Probes"):
             assert label in tabs, tabs
-        more = app.screen.query_one("#findings-more", Static)
         assert more.display
         table = app.screen.query_one("#findings", DataTable)
         shown = table.scrollable_content_region.height - 1
         assert f"+{total - shown} more findings below" in str(more.render())
         # scrolling to the end: nothing left below
         table.move_cursor(row=total - 1)
-        await pilot.pause(0.2)
-        assert "below" not in str(more.render()) and "above" in str(more.render())
+        await wait_for(pilot, lambda: "above" in str(more.render()))
+        assert "below" not in str(more.render())
 
 
 async def test_d_hotkeys_typed_into_the_target_field_are_letters():
@@ -495,15 +529,15 @@ async def test_d_hotkeys_typed_into_the_target_field_are_letters():
         await goto(app, pilot, "2", "StorageScreen")
         await pilot.press("down", "p")                    # the IO form, target focused
         await pilot.press("enter", "end", *"s2x6cS?q")    # edited: screen, probe, app keys
-        await pilot.pause(0.3)
-        assert type(app.screen).__name__ == "ProbesScreen"
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         target = app.screen.query_one("#probe-target", Input)
-        assert target.value.endswith("s2x6cS?q")
+        # the keys act in order: once the last is typed, none of them did anything else
+        await wait_for(pilot, lambda: target.value.endswith("s2x6cS?q"))
+        assert type(app.screen).__name__ == "ProbesScreen"
         assert app.probes.runs == [] and app.return_code is None
         # the palette opening the form from the Probes screen itself prefills it too
         app.open_probe_form("memcached")
-        await pilot.pause(0.2)
-        assert target.value == "127.0.0.1:11211" and target.has_focus
+        await wait_for(pilot, lambda: target.value == "127.0.0.1:11211" and target.has_focus)
 
 
 async def test_d_help_lists_only_inspectors_keys():
@@ -540,7 +574,7 @@ async def test_d_charts_stay_inside_their_borders(size):
                                 [i % 9 == 0 for i in range(400)])
                 elif isinstance(widget, RateChart):
                     widget.show([float(i % 11) * 1e3 for i in range(400)], [False] * 400)
-            await pilot.pause()
+            await pilot.pause()     # the data given above laid out and drawn
             for widget in widgets:
                 if not widget.display or widget.region.area == 0:
                     continue

@@ -27,7 +27,8 @@ from test_pilot import capture_app, wait_for
 async def goto_probes(app, pilot) -> None:
     await pilot.press("6")
     await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
-    await pilot.pause(0.2)
+    # shown: the form opens on its target (focused once the screen has refreshed)
+    await wait_for(pilot, lambda: app.screen.query_one("#probe-target", Input).has_focus)
 
 
 def recorded_notes(app) -> list[str]:
@@ -73,13 +74,12 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             io = app.screen.start_request(ProbeRequest("io", str(target), duration=4))
             panel = app.screen.query_one("#panel-a")
             await wait_for(pilot, lambda: io.last is not None)
-            await pilot.pause(0.1)
-            assert re.search(r"state\s+running", panel_text(app, "panel-a"))
+            await wait_for(pilot, lambda: re.search(r"state\s+running", panel_text(app, "panel-a")))
             assert "≈ live" in app.screen.query_one("#panel-a LatencyHistogram").border_title
             # the run ends while the panel shows it: state, figures and histogram follow at
             # once, with nothing re-selected
-            await wait_for(pilot, lambda: not io.active, timeout=15)
-            await pilot.pause(0.2)
+            await wait_for(pilot, lambda: not io.active)
+            await wait_for(pilot, lambda: re.search(r"state\s+done", panel_text(app, "panel-a")))
             text = panel_text(app, "panel-a")
             assert io.state == "done" and re.search(r"state\s+done", text), text
             hist = app.screen.query_one("#panel-a LatencyHistogram", LatencyHistogram)
@@ -101,19 +101,23 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             # resizes (several, narrow and wide) redraw the attached run, never the previous
             for size in ((80, 24), (200, 50), (100, 30)):
                 await pilot.resize_terminal(*size)
-                await pilot.pause(0.3)
+                await wait_for(pilot, lambda size=size: app.screen.size == size)
                 chart = app.screen.query_one("#panel-a LatencyChart", LatencyChart)
-                assert chart.border_title.startswith(f"A: #{dns.run_id} DNS")
+                assert chart.border_title and chart.border_title.startswith(f"A: #{dns.run_id} DNS")
                 assert hist._buckets != io.summary.histogram
                 assert chart.p50 == [i.p50_ns for i in dns.intervals]
-            await wait_for(pilot, lambda: not dns.active, timeout=15)
-            await pilot.pause(0.3)
+            await wait_for(pilot, lambda: not dns.active)
             assert dns.state == "done", dns.error
-            assert hist._buckets == dns.summary.histogram
-            assert re.search(r"state\s+done", panel_text(app, "panel-a"))
+            assert dns.summary is not None and hist._buckets == dns.summary.histogram
+            await wait_for(pilot, lambda: re.search(r"state\s+done", panel_text(app, "panel-a")))
     finally:
         fast.close()
         slow.close()
+
+
+def kind_shown(screen) -> str:
+    """The kind the form shows: its fields follow once the screen has handled the change."""
+    return str(screen._kind)
 
 
 def mode_of(app) -> str:
@@ -154,8 +158,8 @@ async def test_each_key_on_the_form_lands_where_it_was_meant():
         assert app.probes.runs == []
         await pilot.press("down", "enter")          # memcached, chosen from the list
         await wait_for(pilot, lambda: kind.value == "memcached" and not kind.expanded)
-        await pilot.pause(0.1)
-        assert kind.has_focus                       # still in the form
+        # still in the form: the kind has the focus once its closing list has given it back
+        await wait_for(pilot, lambda: kind.has_focus)
         assert target.value == "127.0.0.1:11211"    # memcached's own target
         await pilot.press("tab")
         assert target.has_focus and not target.editing
@@ -202,39 +206,39 @@ async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirm
         field = {n: screen.query_one(f"#probe-{n}", Input)
                  for n in ("target", "seconds", "concurrency")}
         field["target"].value, field["seconds"].value = str(tmp_path), "7"
+        def values() -> list[str]:
+            return [f.value for f in field.values()]
+
+        def refused_because(why: str) -> bool:
+            return bool(notes) and why in notes[-1]
         kind.value = "memcached"
-        await pilot.pause(0.2)
-        assert [f.value for f in field.values()] == ["127.0.0.1:11211", "10", "4"]
+        await wait_for(pilot, lambda: values() == ["127.0.0.1:11211", "10", "4"])
         field["target"].value = "/dev/loop3"        # left over from the IO form
         await pilot.press("s")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: refused_because("not a memcached address"))
         assert not isinstance(app.screen, ConfirmScreen) and app.probes.runs == []
-        assert "not a memcached address" in notes[-1]
         kind.value = "io"
-        await pilot.pause(0.2)
-        assert [f.value for f in field.values()] == [str(tmp_path), "7", "1"]
+        await wait_for(pilot, lambda: values() == [str(tmp_path), "7", "1"])
         kind.value = "memcached"
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: kind_shown(screen) == "memcached")
         assert field["target"].value == "/dev/loop3"    # memcached's own, as left
 
         # a write probe needs a directory: refused before any confirmation
         kind.value = "io"
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: kind_shown(screen) == "io")
         afile = tmp_path / "data.bin"
         afile.write_bytes(b"x" * 8192)
         field["target"].value = str(afile)
         screen.query_one("#probe-write").value = True
         field["target"].focus()
         await pilot.press("s")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: refused_because("needs a directory"))
         assert not isinstance(app.screen, ConfirmScreen) and app.probes.runs == []
-        assert "needs a directory" in notes[-1]
         screen.query_one("#probe-write").value = False
 
         # DNS: a file without nameservers (glibc would query 127.0.0.1) and a device
         kind.value = "dns"
-        await pilot.pause(0.2)
-        assert field["concurrency"].disabled
+        await wait_for(pilot, lambda: field["concurrency"].disabled)
         empty = tmp_path / "resolv.conf"
         empty.write_text("search example.com\n")
         for target, why in ((str(empty), "names no nameserver"),
@@ -242,8 +246,7 @@ async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirm
             field["target"].value = target
             field["target"].focus()
             await pilot.press("s")
-            await pilot.pause(0.3)
-            assert why in notes[-1], notes
+            await wait_for(pilot, lambda why=why: refused_because(why))
         assert app.probes.runs == []
         # no message names an exception class
         assert not [n for n in notes if re.search(r"\b[A-Z]\w*(Error|Exception)\b", n)], notes
@@ -262,7 +265,7 @@ async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_tar
         screen.query_one("#probe-target", Input).value = str(target)
         screen.query_one("#probe-seconds", Input).value = "0.2"
         screen.query_one("#runs", DataTable).focus()
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: screen.query_one("#runs", DataTable).has_focus)
         for count in (1, 2):
             burst(app, "n", "enter")
             await wait_for(pilot, lambda count=count: len(app.probes.runs) == count, timeout=5)
@@ -275,8 +278,8 @@ async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_tar
         target_field.value = "/dev/"
         target_field.start_editing()
         burst(app, "n", "v", "m", "e", "0", "n", "1")
-        await pilot.pause(0.3)
-        assert target_field.value == "/dev/nvme0n1" and target_field.has_focus
+        await wait_for(pilot, lambda: target_field.value == "/dev/nvme0n1")
+        assert target_field.has_focus
 
 
 async def test_an_edit_ended_before_its_start_was_heard_stays_ended(tmp_path):
@@ -293,7 +296,7 @@ async def test_an_edit_ended_before_its_start_was_heard_stays_ended(tmp_path):
         screen.query_one("#probe-target", Input).value = str(target)
         screen.query_one("#probe-seconds", Input).value = "0.2"
         screen.query_one("#runs", DataTable).focus()
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: screen.query_one("#runs", DataTable).has_focus)
         # the target's messages as a loaded host delivered them: 'editing' after the Enter,
         # 'not editing' at once (before the runs table took the focus)
         field = screen.query_one("#probe-target", EditField)
@@ -314,8 +317,8 @@ async def test_an_edit_ended_before_its_start_was_heard_stays_ended(tmp_path):
             screen.on_edit_field_editing_changed(message)
         await wait_for(pilot, lambda: len(app.probes.runs) == 1, timeout=5)
         field.post_message = post_now
-        await wait_for(pilot, lambda: not app.probes.runs[0].active, timeout=15)
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: not app.probes.runs[0].active)
+        await pilot.pause()         # the edit's deferred stop and the run's end handled
         assert held and screen._edited is None, screen._edited
         burst(app, "n", "enter")                # the next run starts as the first did
         await wait_for(pilot, lambda: len(app.probes.runs) == 2, timeout=5)
@@ -337,12 +340,14 @@ async def test_focus_changes_leave_no_widgets_behind():
     async with app.run_test(size=(120, 40)) as pilot:
         await goto_probes(app, pilot)
         keys, caches = alive(FooterKey), alive(StylesCache)
+        runs = app.screen.query_one("#runs", DataTable)
+        target = app.screen.query_one("#probe-target", EditField)
         for _ in range(20):                 # the runs table, the target: 40 recomposes
             await pilot.press("escape", "escape")   # the edit ends, then the form is left
-            await pilot.pause(0.05)
+            await wait_for(pilot, lambda: runs.has_focus)
             await pilot.press("n")
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
+            await wait_for(pilot, lambda: target.has_focus and target.editing)
+        await pilot.pause()         # the last footer's recompose handled
         # one footer's worth of keys may be on its way out; 40 footers' worth was kept
         assert alive(FooterKey) <= keys + 15, (keys, alive(FooterKey))
         assert alive(StylesCache) <= caches + 15, (caches, alive(StylesCache))
@@ -356,12 +361,11 @@ async def test_a_memcached_run_the_server_refuses_shows_its_error_count():
         await goto_probes(app, pilot)
         run = app.screen.start_request(ProbeRequest(ProbeKind.MEMCACHED,
                                                     f"127.0.0.1:{free_port()}", duration=2))
-        await wait_for(pilot, lambda: not run.active, timeout=15)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: not run.active)
         assert run.state == "failed" and "refused" in (run.error or ""), (run.state, run.error)
         assert run.last is None and run.errors >= 1
-        row = app.screen.query_one("#runs", DataTable).get_row_at(0)
-        assert str(row[3]) == str(run.errors), row
+        table = app.screen.query_one("#runs", DataTable)
+        await wait_for(pilot, lambda: str(table.get_row_at(0)[3]) == str(run.errors))
         assert re.search(rf"errors\s+{run.errors}\b", panel_text(app, "panel-a"))
 
 
