@@ -9,6 +9,8 @@ body scrolls (PageDown, End, the mouse wheel).
 """
 from __future__ import annotations
 
+import time
+
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
@@ -28,6 +30,11 @@ from inspector.tui.screen_help import TextScreen
 from inspector.tui.summaries import dns_line, virt_evidence, virt_line
 
 SHORT_BELOW = 30     # rows: fewer findings rows, no identity line
+# a live finding's figures (its message, rewritten each sample) are rewritten in the table at
+# most this often: a DataTable redraws every cell on any cell's change, which was a third of
+# the Overview's CPU at 1 Hz while a finding was active; rows that come, go or change level
+# are shown at once, and the panels below show each second's figures
+MESSAGES_EVERY_S = 3.0
 
 
 class FindingsTable(DataTable):
@@ -77,6 +84,7 @@ class OverviewScreen(InspectorScreen):
     def on_mount(self) -> None:
         self._findings: list[Finding | None] = []   # per table row; None: the OK fold row
         self._findings_key: tuple | None = None
+        self._messages_at = 0.0        # when the messages were last rewritten in place
         self._show_ok = False
         super().on_mount()
 
@@ -142,15 +150,23 @@ class OverviewScreen(InspectorScreen):
         view = None if state.live_error else state.live_sample
         rows, folded = finding_rows(list(report.findings) if report else [], view, self._show_ok)
         width = self.size.width or self.app.size.width
-        key = (done, self._show_ok, width, state.collect_error, folded,
-               tuple((r.subject, r.message, str(r.badge)) for r in rows))
+        frame = (done, self._show_ok, width, state.collect_error, folded,
+                 tuple((r.subject, str(r.badge)) for r in rows))
+        key = (frame, tuple(r.message for r in rows))
         if key == self._findings_key:
             return  # unchanged: do not rebuild the table every refresh
+        table = self.query_one("#findings", DataTable)
+        # only messages changed since the table was last written (a live finding's figures)
+        messages_only = self._findings_key is not None and self._findings_key[0] == frame
+        written = self._update_messages(table, rows, folded, width, messages_only) if rows \
+            else None
+        if written is not None:
+            if written:
+                self._findings_key = key
+            return
         self._findings_key = key
         self._findings = [r.finding for r in rows] + ([None] if folded else [])
-        table = self.query_one("#findings", DataTable)
-        if rows and self._update_messages(table, rows, folded, width):
-            return
+        self._messages_at = time.monotonic()
         table.clear()
         self._cells = []
         self.call_after_refresh(self._show_more)
@@ -189,16 +205,23 @@ class OverviewScreen(InspectorScreen):
         return cells
 
     def _update_messages(self, table: DataTable, rows: list[FindingRow], folded: int,
-                         width: int) -> bool:
-        """Only the messages changed (a live finding's figures, every second): those cells
-        are rewritten in place; the table is rebuilt only when its rows change."""
+                         width: int, messages_only: bool) -> bool | None:
+        """Only the messages changed: those cells are rewritten in place (True), or, when
+        they alone changed since the table was last written (`messages_only`), not before
+        MESSAGES_EVERY_S since then (False: the next sample asks again). None: the rows
+        changed, rebuild."""
         cells = self._cells_of(rows, folded, width)
         before = getattr(self, "_cells", [])
         columns = list(table.columns.values())
         if (len(cells) != len(before) or table.row_count != len(cells) or len(columns) != 3
                 or any(a[:2] != b[:2] for a, b in zip(before, cells))
                 or any(c[2].cell_len > (columns[2].width or 0) for c in cells)):
+            return None
+        self._findings = [r.finding for r in rows] + ([None] if folded else [])  # for Enter
+        now = time.monotonic()
+        if messages_only and now - self._messages_at < MESSAGES_EVERY_S:
             return False
+        self._messages_at = now
         for i, (old, new) in enumerate(zip(before, cells)):
             if old[2] != new[2]:
                 table.update_cell(str(i), columns[2].key, new[2])

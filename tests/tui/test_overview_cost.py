@@ -1,0 +1,82 @@
+"""What the Overview costs per live sample: a live finding whose figures change every second
+rewrites its row in the findings table at most every MESSAGES_EVERY_S (a DataTable redraws
+every cell on any cell's change), while a finding that begins, ends or changes level shows
+at once."""
+from __future__ import annotations
+
+import time
+
+from textual.widgets import DataTable
+
+from frozen import view_from_report
+from inspector.live.findings import LiveFinding
+from inspector.model import Finding, Level
+from inspector.tui import screen_overview
+from inspector.tui.app import InspectorApp
+from test_console import live_app, ready, rows
+from test_pilot import wait_for
+
+SINCE = time.time() - 5
+
+
+def _with_findings(app: InspectorApp, *findings: tuple[Level, str, str]):
+    assert app.report is not None
+    view = view_from_report(app.report, 1.0)
+    since = SINCE
+    view.live_findings = [LiveFinding(Finding(level, subject, message, code=f"live.{subject}"),
+                                      since, None, worst=level)
+                          for level, subject, message in findings]
+    view.findings = [*view.findings, *(lf.as_finding() for lf in view.live_findings)]
+    return view
+
+
+def _show(app: InspectorApp, view) -> None:
+    app.live_sample = view
+    app.trends.push(view)
+    screen = app.screen
+    assert isinstance(screen, screen_overview.OverviewScreen)
+    screen.show_live(view, None)
+
+
+def _messages(app: InspectorApp) -> list[str]:
+    return [str(r[2]) for r in rows(app.screen.query_one("#findings", DataTable))]
+
+
+async def test_a_live_findings_figures_are_rewritten_at_most_every_few_seconds(monkeypatch):
+    monkeypatch.setattr(screen_overview, "MESSAGES_EVERY_S", 1.5)
+    app = live_app("kvm-virtio-guest")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(app, pilot)
+        table = app.screen.query_one("#findings", DataTable)
+        writes: list[object] = []
+        update_cell = table.update_cell
+
+        def counted(*args, **kwargs):
+            writes.append(args[2])
+            return update_cell(*args, **kwargs)
+        monkeypatch.setattr(table, "update_cell", counted)
+
+        _show(app, _with_findings(app, (Level.CRIT, "cpu", "CPU saturated (99% busy)")))
+        await wait_for(pilot, lambda: any("99% busy" in m for m in _messages(app)))
+        started = time.monotonic()
+        for busy in (98, 97, 96):              # one sample a second would bring these
+            _show(app, _with_findings(app, (Level.CRIT, "cpu", f"CPU saturated ({busy}% busy)")))
+            await pilot.pause()
+        if time.monotonic() - started < 1.5:   # a loaded machine may have taken that long
+            assert any("99% busy" in m for m in _messages(app)) and writes == []
+        # a finding that begins shows at once, with the latest figures of the other
+        _show(app, _with_findings(app, (Level.CRIT, "cpu", "CPU saturated (95% busy)"),
+                                  (Level.WARN, "vda", "vda await 900 ms")))
+        await pilot.pause()
+        assert any("vda await 900 ms" in m for m in _messages(app))
+        assert any("95% busy" in m for m in _messages(app))
+        # and figures that changed meanwhile are shown once the interval has passed
+        writes.clear()
+        _show(app, _with_findings(app, (Level.CRIT, "cpu", "CPU saturated (94% busy)"),
+                                  (Level.WARN, "vda", "vda await 900 ms")))
+        await pilot.pause()
+        await pilot.pause(1.6)
+        _show(app, _with_findings(app, (Level.CRIT, "cpu", "CPU saturated (93% busy)"),
+                                  (Level.WARN, "vda", "vda await 900 ms")))
+        await wait_for(pilot, lambda: any("93% busy" in m for m in _messages(app)))
+        assert len(writes) == 1            # the one cell that changed, not the table
