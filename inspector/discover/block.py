@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,11 +172,6 @@ def _size_of(data: bytes | Unavailable, directory: str) -> int | Unknown:
     return sectors * SECTOR_BYTES if known(sectors) else sectors
 
 
-def _lines(root: HostRoot, directory: str, names: tuple[str, ...]) -> list[str | Unknown]:
-    """First lines of several attributes of one directory, read in one batch."""
-    return [_line_of(data) for data in root.read_many(directory, names, ATTRIBUTE_BYTES)]
-
-
 def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
     """`none [mq-deadline] kyber` -> ("mq-deadline", [all]); "none" alone -> ("none", ["none"])."""
     names = [w.strip("[]") for w in text.split()]
@@ -336,21 +331,29 @@ def _natural_key(name: str) -> tuple:
     return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
 
 
-_QUEUE_FILES = ("logical_block_size", "physical_block_size", "minimum_io_size",
-                "optimal_io_size", "rotational", "scheduler")
+_QUEUE_FILES = ("queue/logical_block_size", "queue/physical_block_size", "queue/minimum_io_size",
+                "queue/optimal_io_size", "queue/rotational", "queue/scheduler")
+# What _set_identity reads, by family, under the device's directory.
+_DEVICE_IDS = ("device/model", "device/vendor", "device/wwid", "device/state")
+_IDENTITY_FILES = {"scsi": _DEVICE_IDS, "ata": _DEVICE_IDS, "usb": _DEVICE_IDS, "rom": _DEVICE_IDS,
+                   "nvme": ("device/model", "device/serial", "wwid"),
+                   "virtio": ("serial",),
+                   "flash-hio": ("device/model", "device/vendor", "device/serial"),
+                   "flash-fio": ("device/model", "device/vendor", "device/serial"),
+                   "mmc": ("device/model", "device/vendor", "device/serial"),
+                   "loop": ("loop/backing_file",)}
 
 
-def _read_queue(root: HostRoot, base: str
-                ) -> tuple[QueueLimits, bool | Unknown, str | None | Unknown, list[str]]:
-    q = f"{base}/queue"
-    logical, physical, minimum, optimal, rotational_data, scheduler_data = \
-        root.read_many(q, _QUEUE_FILES, ATTRIBUTE_BYTES)
+def _queue_of(data: Sequence[bytes | Unavailable], base: str
+              ) -> tuple[QueueLimits, bool | Unknown, str | None | Unknown, list[str]]:
+    """Limits, rotational and schedulers from the reads of _QUEUE_FILES."""
+    logical, physical, minimum, optimal, rotational_data, scheduler_data = data
     limits = QueueLimits(
-        logical_block_size=_positive_int_of(logical, q, "logical_block_size"),
-        physical_block_size=_positive_int_of(physical, q, "physical_block_size"),
-        minimum_io_size=_positive_int_of(minimum, q, "minimum_io_size"),
-        optimal_io_size=_positive_int_of(optimal, q, "optimal_io_size"))
-    rotational = _bool_of(rotational_data, q, "rotational")
+        logical_block_size=_positive_int_of(logical, base, _QUEUE_FILES[0]),
+        physical_block_size=_positive_int_of(physical, base, _QUEUE_FILES[1]),
+        minimum_io_size=_positive_int_of(minimum, base, _QUEUE_FILES[2]),
+        optimal_io_size=_positive_int_of(optimal, base, _QUEUE_FILES[3]))
+    rotational = _bool_of(rotational_data, base, _QUEUE_FILES[4])
     sched_text = _line_of(scheduler_data)
     if isinstance(sched_text, Unknown):
         return limits, rotational, _optional(sched_text), []
@@ -366,40 +369,40 @@ def _read_whole(root: HostRoot, name: str, devmap: dict) -> BlockDevice:
     base = path if isinstance(path, str) else f"sys/block/{name}"
     family = family_of(name, path)
     never_removable = family in _NEVER_REMOVABLE
-    # base's own files first: its fd is then cached, and queue/ and device/ open from it
-    size, ro, *removable_data = root.read_many(
-        base, ("size", "ro") if never_removable else ("size", "ro", "removable"), ATTRIBUTE_BYTES)
-    removable = False if never_removable else _bool_of(removable_data[0], base, "removable")
-    limits, rotational, scheduler, schedulers = _read_queue(root, base)
+    own = ("size", "ro") if never_removable else ("size", "ro", "removable")
+    # one batch for the device's own files, its queue/ and what identifies it
+    data = root.read_many(base, own + _QUEUE_FILES + _IDENTITY_FILES.get(family, ()),
+                          ATTRIBUTE_BYTES)
+    queue_at = len(own)
+    removable = False if never_removable else _bool_of(data[2], base, "removable")
+    limits, rotational, scheduler, schedulers = _queue_of(data[queue_at:queue_at + 6], base)
     dev = BlockDevice(name=name, type="disk", family=family, maj_min=majmin, sysfs_path=path,
-                      size_bytes=_size_of(size, base), read_only=_bool_of(ro, base, "ro"),
+                      size_bytes=_size_of(data[0], base), read_only=_bool_of(data[1], base, "ro"),
                       removable=removable, rotational=rotational, scheduler=scheduler,
                       schedulers=schedulers, queue=limits)
     if family in _MAY_HAVE_SLAVES:  # disks and flash cards sit at the bottom of every stack
         dev.slaves = sorted(root.try_listdir(f"{base}/slaves"), key=_natural_key)
-    _read_identity(root, dev, base)
+    _set_identity(dev, [_optional(_line_of(d)) for d in data[queue_at + 6:]])
     return dev
 
 
-def _read_identity(root: HostRoot, dev: BlockDevice, base: str) -> None:
-    """Model/vendor/serial/wwn and the lsblk TYPE, reading only what this family has."""
+def _set_identity(dev: BlockDevice, lines: list[Any]) -> None:
+    """Model/vendor/serial/wwn and the lsblk TYPE from the first lines of the family's
+    _IDENTITY_FILES (None where a file is absent)."""
     family = dev.family
     if family in ("scsi", "ata", "usb", "rom"):
-        dev.model, dev.vendor, dev.wwn, dev.state = map(_optional, _lines(
-            root, f"{base}/device", ("model", "vendor", "wwid", "state")))
+        dev.model, dev.vendor, dev.wwn, dev.state = lines
         dev.type = "rom" if family == "rom" else "disk"
     elif family == "nvme":
-        dev.model, dev.serial = map(_optional, _lines(root, f"{base}/device", ("model", "serial")))
-        dev.wwn = _optional(_line(root, f"{base}/wwid"))
+        dev.model, dev.serial, dev.wwn = lines
     elif family == "virtio":
-        dev.serial = _optional(_line(root, f"{base}/serial"))
+        dev.serial = lines[0]
     elif family in ("flash-hio", "flash-fio", "mmc"):
-        dev.model, vendor, dev.serial = map(_optional, _lines(
-            root, f"{base}/device", ("model", "vendor", "serial")))
+        dev.model, vendor, dev.serial = lines
         dev.vendor = _PCI_VENDORS.get(vendor, vendor) if isinstance(vendor, str) else vendor
     elif family == "loop":
         dev.type = "loop"
-        dev.loop_backing_file = _optional(_line(root, f"{base}/loop/backing_file"))
+        dev.loop_backing_file = lines[0]
     # md and dm types are set by md.py / dm.py, which read md/level and dm/uuid anyway.
 
 

@@ -336,20 +336,31 @@ class ConfinedTree:
     def read_many(self, directory: str, names: Sequence[str],
                   limit: int) -> list[bytes | OSError]:
         """The files `names` of `directory`, in order: each its bytes or the OSError its own
-        read() would raise. The directory is resolved once (from the thread's cache); each
-        file is then checked and reopened as open_file does, in one loop: discovery reads ten
-        attributes per device in three directories, and the Python calls around each read
-        cost as much as its six system calls."""
+        read() would raise. A name may go down sub-directories ("queue/rotational"). Each
+        directory is resolved once (from the thread's cache); each file is then checked and
+        reopened as open_file does, in one loop: discovery reads a dozen attributes per
+        device in three directories, and the Python calls around each read cost as much as
+        its system calls."""
         root_fd = self.root_fd   # first: a forked child reopens the tree (and the /proc dir)
         reopen = self._reopen_dir
         directory = directory.strip("/")
         if reopen is None:        # no /proc: every file the slow way
-            return [_result(self.read, f"{directory}/{name}", limit) for name in names]
-        try:
-            # owned by the cache, which nothing below touches: it stays open for the loop
-            dir_fd = self._dirs().get(directory, self, root_fd)
-        except OSError as exc:    # each file's read would have failed the same way
-            return [exc for _ in names]
+            return [_result(self.read, _join(directory, name), limit) for name in names]
+        # The batch's directories first. The cache owns their fds; none of them is dropped
+        # before the loop ends: only this thread uses the cache, and nothing below asks it for
+        # another directory (at most SIZE: a later one never pushes out an earlier one).
+        dirs = self._dirs()
+        dir_fds: dict[str, int | OSError] = {}
+        for name in names:
+            sub = name.rpartition("/")[0]
+            if sub not in dir_fds:
+                if len(dir_fds) == _DirCache.SIZE:
+                    return [_result(self._read_uncached, _join(directory, name), limit)
+                            for name in names]
+                try:
+                    dir_fds[sub] = dirs.get(_join(directory, sub), self, root_fd)
+                except OSError as exc:    # each file's read there would fail the same way
+                    dir_fds[sub] = exc
         out: list[bytes | OSError] = []
         # The batch's fds (O_PATH handles and read fds) are closed together at its end: held
         # open meanwhile they have consecutive numbers, closed by one close_range(2) where two
@@ -358,18 +369,23 @@ class ConfinedTree:
         append, hold, open_, fstat, read = out.append, held.append, os.open, os.fstat, os.read
         try:
             for name in names:
-                if name in _NOT_A_NAME or "/" in name:
-                    append(_result(self._read_uncached, f"{directory}/{name}", limit))
+                sub, _, leaf = name.rpartition("/")
+                dir_fd = dir_fds[sub]
+                if leaf in _NOT_A_NAME:
+                    append(_result(self._read_uncached, _join(directory, name), limit))
+                    continue
+                if not isinstance(dir_fd, int):
+                    append(dir_fd)
                     continue
                 if len(held) >= _HELD_MAX:
                     _close_all(held)
                 try:
-                    handle = open_(name, _PATH_NOFOLLOW, dir_fd=dir_fd)
+                    handle = open_(leaf, _PATH_NOFOLLOW, dir_fd=dir_fd)
                     hold(handle)
                     mode = fstat(handle).st_mode
                     if mode & _S_IFMT != _S_IFREG:
                         if stat.S_ISLNK(mode):     # resolved inside the tree, from its top
-                            handle = self.open_path(f"{directory}/{name}", _PATH_FLAGS)
+                            handle = self.open_path(_join(directory, name), _PATH_FLAGS)
                             hold(handle)
                             mode = fstat(handle).st_mode
                         if not stat.S_ISREG(mode):
@@ -393,6 +409,13 @@ class ConfinedTree:
 
     def scandir(self, rel: str) -> list[tuple[str, bool, bool]]:
         """(name, is_link, is_dir_not_following) of each entry, unsorted."""
+        root_fd = self.root_fd
+        if self._reopen_dir is not None:
+            # the directory's cached O_PATH fd, listed through /proc: half the system calls
+            # of listing an fd (os.scandir(fd) dups it, checks it and rewinds it)
+            handle = self._dirs().get(rel.strip("/"), self, root_fd)
+            with os.scandir(f"/proc/self/fd/{handle}") as it:
+                return [(e.name, *_entry_kind(e)) for e in it]
         fd = self.open_path(rel, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NONBLOCK)
         try:
             with os.scandir(fd) as it:
@@ -412,6 +435,11 @@ class ConfinedTree:
             os.close(parent)
 
     def lstat(self, rel: str) -> os.stat_result:
+        root_fd = self.root_fd
+        directory, _, last = rel.strip("/").rpartition("/")
+        if last not in _NOT_A_NAME:
+            return os.stat(last, dir_fd=self._dirs().get(directory, self, root_fd),
+                           follow_symlinks=False)
         parent, name = self._parent(rel)
         try:
             return os.stat(name, dir_fd=parent, follow_symlinks=False)
@@ -446,6 +474,7 @@ class _DirCache:
     def __init__(self) -> None:
         self.forks = _Forks.count
         self._fds: dict[str, int] = {}
+        self._links: set[str] = set()   # last components found to be links (sysfs `device`)
 
     def get(self, directory: str, tree: ConfinedTree, root_fd: int) -> int:
         """The fd of `directory` (relative to the top, no '/' at either end); the cache owns
@@ -465,12 +494,15 @@ class _DirCache:
         from the top."""
         parent, _, name = directory.rpartition("/")
         parent_fd = self._fds.get(parent) if parent else root_fd
-        if parent_fd is not None and name not in _NOT_A_NAME:
+        if parent_fd is not None and name not in _NOT_A_NAME and name not in self._links:
             try:
                 return os.open(name, _DIR_NOFOLLOW, dir_fd=parent_fd)
             except OSError as exc:
                 if exc.errno != errno.ENOTDIR:    # ENOTDIR: a link (or not a directory)
                     raise
+                if len(self._links) >= self.SIZE * 8:   # a tree of many links: bounded
+                    self._links.clear()
+                self._links.add(name)             # the next one of that name: at once below
         return tree.open_path(directory, _DIR_FLAGS)
 
     def __del__(self) -> None:
@@ -480,6 +512,10 @@ class _DirCache:
                     os.close(fd)
                 except OSError:
                     pass
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory}/{name}" if directory and name else directory or name
 
 
 def _close_all(fds: list[int]) -> None:
