@@ -107,8 +107,12 @@ async def test_keys_move_through_the_recording(db):
 
         await pilot.press("right_curly_bracket")        # an hour on: clamped at the end
         await _settle(pilot, app, lambda: "10:00:00" in _status(app) and "360/360" in _status(app))
+        said: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, *a, **kw: said.append(str(message)) or notify(message, *a, **kw)  # type: ignore[method-assign]
         await pilot.press("right_square_bracket")      # nothing after the end: said, not moved
-        await pilot.pause(0.2)
+        await _settle(pilot, app, lambda: said == ["end of the recording"])
+        app.notify = notify  # type: ignore[method-assign]
         assert "360/360" in _status(app)
         await pilot.press("left_curly_bracket")
         await _settle(pilot, app, lambda: "09:00:10" in _status(app))   # the first one
@@ -121,7 +125,7 @@ async def test_the_storage_and_network_screens_show_recorded_figures(db):
         await _settle(pilot, app, lambda: app.live_sample is not None and app.report is not None)
         await pilot.press("2")
         await _settle(pilot, app, lambda: type(app.screen).__name__ == "StorageScreen")
-        await pilot.pause(0.2)
+        await pilot.pause()     # its rows built from the recorded sample
         table = app.screen.query_one("#device-table", DataTable)
         key = next(r.key for r in app.screen._rows if r.name == "vda")
         row = [str(getattr(c, "plain", c)) for c in table.get_row(key)]
@@ -131,7 +135,6 @@ async def test_the_storage_and_network_screens_show_recorded_figures(db):
             assert figure in row, (figure, row)
         await pilot.press("4")
         await _settle(pilot, app, lambda: type(app.screen).__name__ == "NetScreen")
-        await pilot.pause(0.2)
         assert "recorded 2025-03-14 09:30:00" in _status(app)
         assert app.live_sample.nics[0].name == "eth0"
         assert app.live_sample.memory.reason.startswith("not recorded")

@@ -16,6 +16,7 @@ from inspector.collect import build_report
 from inspector.health.live.session import hypervisor_of
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
+from inspector.tui.flow_canvas import FlowCanvas
 from inspector.tui.live import LiveFeed
 from inspector.tui.screen_help import HelpScreen, TextScreen
 from test_pilot import capture_app, wait_for
@@ -90,10 +91,9 @@ async def test_a_timed_out_discovery_says_so_where_the_findings_go():
                        collect_timeout=1.0, sampler=False)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: app.collect_error is not None)
-            await pilot.pause(0.2)
-            cell = rows(app.screen.query_one("#findings", DataTable))[0][2]
-            assert "timed out after 1 s" in cell and "collecting" not in cell
+            table = app.screen.query_one("#findings", DataTable)
+            await wait_for(pilot, lambda: "timed out after 1 s" in rows(table)[0][2])
+            assert "collecting" not in rows(table)[0][2]
     finally:
         release.set()
 
@@ -191,10 +191,10 @@ async def test_a_hung_live_sample_shows_timed_out_in_the_panels():
                        live_interval=0.5)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.live_error is not None)
-            await pilot.pause(0.2)
-            text = app.screen.query_one("#dashboard").text()
-            assert "live sampling timed out after 1 s" in text and "waiting" not in text
+            def shown() -> str:
+                return app.screen.query_one("#dashboard", FlowCanvas).text()
+            await wait_for(pilot, lambda: "live sampling timed out after 1 s" in shown())
+            assert "waiting" not in shown()
     finally:
         release.set()
 
@@ -232,7 +232,8 @@ async def test_the_steal_finding_names_the_vm_layer_discovery_found(tmp_path):
         return found[0] if found and app.report is not None else ""
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "stolen by kvm" in steal_message())
-        await pilot.pause(0.2)
-        shown = " ".join(c for row in rows(app.screen.query_one("#findings", DataTable))
-                         for c in row)
-        assert "35% of CPU time stolen by kvm" in shown, shown
+
+        def shown() -> str:
+            return " ".join(c for row in rows(app.screen.query_one("#findings", DataTable))
+                            for c in row)
+        await wait_for(pilot, lambda: "35% of CPU time stolen by kvm" in shown())

@@ -46,7 +46,7 @@ async def test_probes_screen_h_charts_a_recorded_spec_over_time(tmp_path):
         await wait_for(pilot, lambda: app.report is not None)
         await pilot.press("6")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.screen.query_one("#probe-target").has_focus)
         await pilot.press("escape", "h")      # out of the form's target field (issue 20)
         await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
         screen = app.screen

@@ -52,14 +52,14 @@ async def test_help_names_places_not_classes():
         for key in sorted(SCREEN_OF, key=lambda k: SCREEN_OF[k] == "probes"):   # probes last: its form keeps digits (issue 26, another part)
             await pilot.press(key)
             await wait_for(pilot, lambda key=key: mode_of(app) == SCREEN_OF[key])
-            await pilot.pause(0.2)
+            await pilot.pause()     # its focus settled: the help rows follow the focus
             places = {where for _, _, where in app.help_rows()}
             assert "everywhere" in places
             assert not any(p.endswith(("Screen", "Table", "Input", "App")) or "_" in p
                            for p in places), places
         app.switch_mode("overview")
         await wait_for(pilot, lambda: mode_of(app) == "overview")
-        await pilot.pause(0.2)
+        await pilot.pause()
         rows = {d: where for _, d, where in app.help_rows()}
         assert rows["Finding details"] == "findings list" and rows["Quit"] == "everywhere"
         assert rows["OK findings"] == "Overview"

@@ -10,14 +10,20 @@ from textual.widgets import Input, Static
 
 from dns_responders import Responder
 from inspector.probes.base import ProbeKind
+from inspector.tui.app import InspectorApp
 from inspector.tui.probes.runs import ProbeRequest
 from inspector.widgets.chart import LiveChart
 from test_pilot import capture_app, start_probe, wait_for
 
 
-def shown(app, selector: str) -> str:
+def shown(app: InspectorApp, selector: str) -> str:
     widget = app.screen.query_one(selector, Static)
     return "\n".join(widget.render_line(y).text.rstrip() for y in range(widget.size.height))
+
+
+def one_line(app: InspectorApp, selector: str) -> str:
+    """What a Static shows with its folds undone (pytest's paths are long)."""
+    return " ".join(shown(app, selector).split())
 
 
 async def test_dns_probe_charts_per_server_latency():
@@ -33,10 +39,14 @@ async def test_dns_probe_charts_per_server_latency():
             run = app.probes.runs[0]
             await wait_for(pilot, lambda: not run.active, timeout=15)
             assert run.state == "done", run.error
-            await pilot.pause()
-            line = str(app.screen.query_one("#dns-probe-line", Static).render())
-            for server in (fast.server, slow.server):  # each server's latest latency
-                assert re.search(re.escape(server) + r" \d+\.\d ms", line), line
+
+            def probe_line() -> str:
+                return str(app.screen.query_one("#dns-probe-line", Static).render())
+            # each server's latest latency, once the screen has the run's end
+            await wait_for(pilot, lambda: all(re.search(re.escape(server) + r" \d+\.\d ms",
+                                                        probe_line())
+                                              for server in (fast.server, slow.server)))
+            line = probe_line()
             # what the run probed: the addresses given, not the host's resolv.conf
             assert f"on nameservers {fast.server}, {slow.server}" in line, line
             chart = app.screen.query_one("#dns-chart", LiveChart)
@@ -78,9 +88,9 @@ async def test_the_dns_screen_names_each_runs_source_its_verdicts_and_prediction
             await wait_for(pilot, lambda: not first.active, timeout=15)
             await pilot.press("5")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "DnsScreen")
-            await pilot.pause(0.2)
             # one line, wherever the screen folded it (the file's path is pytest's, long)
-            line = " ".join(shown(app, "#dns-probe-line").split())
+            await wait_for(pilot, lambda: f"#{first.run_id}" in one_line(app, "#dns-probe-line"))
+            line = one_line(app, "#dns-probe-line")
             assert f"on {conf}" in line and "127.0.0.9:53 refused" in line, line
             verdicts = shown(app, "#dns-probe-verdicts")
             assert re.search(r"^CRIT\s+nameserver 127\.0\.0\.9:53 refused now", verdicts,
@@ -98,10 +108,9 @@ async def test_the_dns_screen_names_each_runs_source_its_verdicts_and_prediction
                                                            name="probe.test"))
             await pilot.press("5")
             await wait_for(pilot, lambda: not second.active, timeout=15)
-            await pilot.pause(0.2)
-            # one line, wherever the screen folded it (the file's path is pytest's, long)
-            line = " ".join(shown(app, "#dns-probe-line").split())
-            assert f"#{second.run_id}" in line and f"on nameservers {ok.server}" in line, line
+            await wait_for(pilot, lambda: f"#{second.run_id}" in one_line(app, "#dns-probe-line"))
+            line = one_line(app, "#dns-probe-line")
+            assert f"on nameservers {ok.server}" in line, line
             assert str(conf) not in line
             verdicts = shown(app, "#dns-probe-verdicts")
             assert "CRIT" not in verdicts and f"if {ok.server} refuses" in verdicts, verdicts

@@ -61,14 +61,13 @@ async def test_the_runs_table_at_80_columns_then_120():
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         run = app.screen.start_request(ProbeRequest("memcached", target, duration=1))
         await wait_for(pilot, lambda: not run.active)
-        await pilot.pause(0.2)
         table = app.screen.query_one("#runs", DataTable)
+        await wait_for(pilot, lambda: "failed" in str(table.get_row_at(0)[2]))
         probe = str(table.get_row_at(0)[1])
         assert probe.startswith("memcached 127.") and probe.endswith(f":{port}"), probe
         assert "…" in probe
         assert table.virtual_size.width <= table.size.width, (table.virtual_size, table.size)
         await pilot.resize_terminal(120, 40)
         await wait_for(pilot, lambda: "max" in table.columns)
-        await pilot.pause(0.2)
-        assert str(table.get_row_at(0)[1]) == f"memcached {target}"
+        await wait_for(pilot, lambda: str(table.get_row_at(0)[1]) == f"memcached {target}")
         assert "failed" in str(table.get_row_at(0)[2])

@@ -8,7 +8,7 @@ from textual.css.stylesheet import Stylesheet
 from textual.dom import DOMNode
 from textual.screen import Screen
 
-from test_pilot import capture_app
+from test_pilot import SCREEN_CLASSES, capture_app, wait_for
 
 SCREEN_KEYS = "23456"     # from the overview; on Probes a digit goes to the target
 
@@ -23,12 +23,13 @@ async def test_first_visits_reuse_the_parsed_stylesheet(monkeypatch):
     monkeypatch.setattr(Stylesheet, "reparse", counting)
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: app.report is not None)
+        await pilot.pause()
         reparses.clear()
         seen = []
         for key in SCREEN_KEYS:
             await pilot.press(key)
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda key=key: type(app.screen).__name__ == SCREEN_CLASSES[key])
             seen.append(type(app.screen).__name__)
             # styled from the stylesheet all the same: the footer has its theme's colour
             assert app.screen.query_one("Footer").styles.background.a > 0, seen
@@ -54,19 +55,23 @@ async def test_a_revisit_neither_restyles_nor_relays_the_screen_and_looks_the_sa
     monkeypatch.setattr(Screen, "_refresh_layout", counting_layout)
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        for key in SCREEN_KEYS[:-1]:             # first visits
-            await pilot.press(key, "1")
-            await pilot.pause(0.2)
-        for key in SCREEN_KEYS[:-1]:
+        async def visit(key: str) -> None:
+            """The screen of `key` shown, drawn, and all it had queued handled."""
             await pilot.press(key)
-            await pilot.pause(0.2)
+            await wait_for(pilot, lambda: type(app.screen).__name__ == SCREEN_CLASSES[key])
+            await pilot.pause()
+
+        await wait_for(pilot, lambda: app.report is not None)
+        for key in SCREEN_KEYS[:-1]:             # first visits
+            await visit(key)
+            await visit("1")
+        for key in SCREEN_KEYS[:-1]:
+            await visit(key)
             before = app.export_screenshot()
             restyled.clear()
             laid_out.clear()
-            await pilot.press("1")
-            await pilot.pause(0.1)
-            await pilot.press(key)
-            await pilot.pause(0.2)
+            await visit("1")
+            await visit(key)
             # Textual restyled both screens and laid each out twice (once for the switch at
             # the size it had); what is left is the layout a screen's new content asks for
             assert restyled == [], (key, restyled)

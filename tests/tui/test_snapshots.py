@@ -8,12 +8,14 @@ Deterministic: discovery done once per root, no clock on screen, exactly one liv
 from __future__ import annotations
 
 import pytest
+from textual.pilot import Pilot
 
 from conftest import fixture_root
 from frozen import FrozenSampler, frozen_history
 from inspector.collect import build_report
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
+from test_pilot import wait_for
 
 _REPORTS: dict = {}
 SIZES = [(80, 24), (200, 50)]
@@ -43,12 +45,12 @@ def frozen_app(name: str) -> InspectorApp:
     return app
 
 
-async def wait_ready(pilot) -> None:
+async def wait_ready(pilot: Pilot[None]) -> None:
+    """Discovery in and, with a sampler, the live sample; then what they queued handled."""
     app = pilot.app
-    for _ in range(300):
-        if app.report is not None and (app.sampler is None or app.live_sample is not None):
-            break
-        await pilot.pause(0.02)
+    assert isinstance(app, InspectorApp)
+    await wait_for(pilot, lambda: app.report is not None
+                   and (app.sampler is None or app.live_sample is not None))
     await pilot.pause()
 
 
@@ -59,8 +61,8 @@ def ready_then(*keys: str):
         await wait_ready(pilot)
         for key in keys:
             await pilot.press(key)
-        for _ in range(3):
-            await pilot.pause(0.05)
+        for _ in range(3):      # three refreshes: the one that sizes the columns is among them
+            await pilot.pause()
     return run_before
 
 
