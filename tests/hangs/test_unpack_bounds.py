@@ -7,8 +7,12 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import shutil
 import tarfile
+import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -55,14 +59,28 @@ def many(tmp_path_factory):
     return path
 
 
+@pytest.fixture
+def unpack_dir(tmp_path) -> Iterator[Path]:
+    """TMPDIR for the command: the unpacked trees of this command only, on tmpfs where there is
+    one. 199,000 files on this VM's ext4 cost ~100 us of kernel time each (tar alike: 20,000
+    in 2.5 s), which measured the disk, not the unpacking; tmpfs leaves Inspector's own cost."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        path = Path(tempfile.mkdtemp(prefix="inspector-unpack-", dir="/dev/shm"))
+        yield path
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path = tmp_path / "tmp"
+        path.mkdir()
+        yield path
+
+
 def _trees(tmp: str) -> list[str]:
     return [name for name in os.listdir(tmp) if name.startswith("inspector-root-")]
 
 
 @pytest.mark.parametrize("bound", [2, 5])
-def test_check_answers_within_its_bound_unpacking_included(many, tmp_path, bound):
-    tmp = tmp_path / "tmp"               # TMPDIR: the unpacked trees of this command only
-    tmp.mkdir()
+def test_check_answers_within_its_bound_unpacking_included(many, unpack_dir, bound):
+    tmp = unpack_dir
     started = time.monotonic()
     res = run_bin("check", "-t", f"{bound}s", "--root", str(many), timeout=120,
                   env={"TMPDIR": str(tmp)})
@@ -80,14 +98,13 @@ def test_check_answers_within_its_bound_unpacking_included(many, tmp_path, bound
     assert _trees(str(tmp)) == [], "the partial tree was left behind"
 
 
-def test_report_unpacks_two_hundred_thousand_members_in_seconds_not_minutes(many, tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+def test_report_unpacks_two_hundred_thousand_members_in_seconds_not_minutes(many, unpack_dir):
+    tmp = unpack_dir
     started = time.monotonic()
     res = run_bin("report", "--root", str(many), timeout=600, env={"TMPDIR": str(tmp)})
     took = time.monotonic() - started
     assert res.returncode in (0, 1), res.stderr
     assert "load" in res.stdout.lower()
-    # 112 s before on an idle machine; ~45 s here beside other engineers' suites (load 12)
-    assert took < 90, f"report took {took:.0f} s"
+    # 112 s before on an idle machine; 13 s on tmpfs with other engineers' work beside (load 5)
+    assert took < slack(30), f"report took {took:.0f} s"
     assert _trees(str(tmp)) == []
