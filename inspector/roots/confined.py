@@ -32,6 +32,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Sequence
+from typing import cast
 
 RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -346,21 +347,20 @@ class ConfinedTree:
         directory = directory.strip("/")
         if reopen is None:        # no /proc: every file the slow way
             return [_result(self.read, _join(directory, name), limit) for name in names]
+        subs, entries = _plan(names)
         # The batch's directories first. The cache owns their fds; none of them is dropped
-        # before the loop ends: only this thread uses the cache, and nothing below asks it for
-        # another directory (at most SIZE: a later one never pushes out an earlier one).
+        # before the loop ends: only this thread uses the cache, nothing below asks it for
+        # another directory, and a batch has fewer than it holds (see _plan).
         dirs = self._dirs()
-        dir_fds: dict[str, int | OSError] = {}
-        for name in names:
-            sub = name.rpartition("/")[0]
-            if sub not in dir_fds:
-                if len(dir_fds) == _DirCache.SIZE:
-                    return [_result(self._read_uncached, _join(directory, name), limit)
-                            for name in names]
-                try:
-                    dir_fds[sub] = dirs.get(_join(directory, sub), self, root_fd)
-                except OSError as exc:    # each file's read there would fail the same way
-                    dir_fds[sub] = exc
+        dir_fds: list[int] = []
+        dir_errors: list[OSError | None] = []
+        for sub in subs:
+            try:
+                dir_fds.append(dirs.get(_join(directory, sub), self, root_fd))
+                dir_errors.append(None)
+            except OSError as exc:    # each file's read there would fail the same way
+                dir_fds.append(-1)
+                dir_errors.append(exc)
         out: list[bytes | OSError] = []
         # The batch's fds (O_PATH handles and read fds) are closed together at its end: held
         # open meanwhile they have consecutive numbers, closed by one close_range(2) where two
@@ -368,14 +368,13 @@ class ConfinedTree:
         held: list[int] = []
         append, hold, open_, fstat, read = out.append, held.append, os.open, os.fstat, os.read
         try:
-            for name in names:
-                sub, _, leaf = name.rpartition("/")
-                dir_fd = dir_fds[sub]
-                if leaf in _NOT_A_NAME:
+            for index, leaf, name in entries:
+                if index < 0:             # '.', '..' or nothing after the last '/'
                     append(_result(self._read_uncached, _join(directory, name), limit))
                     continue
-                if not isinstance(dir_fd, int):
-                    append(dir_fd)
+                dir_fd = dir_fds[index]
+                if dir_fd < 0:
+                    append(cast(OSError, dir_errors[index]))
                     continue
                 if len(held) >= _HELD_MAX:
                     _close_all(held)
@@ -475,34 +474,48 @@ class _DirCache:
         self.forks = _Forks.count
         self._fds: dict[str, int] = {}
         self._links: set[str] = set()   # last components found to be links (sysfs `device`)
+        self._last_parent: str | None = None   # parent of the last directory resolved in full
 
     def get(self, directory: str, tree: ConfinedTree, root_fd: int) -> int:
         """The fd of `directory` (relative to the top, no '/' at either end); the cache owns
-        it: it stays open until a later get() of this thread drops it."""
+        it: it stays open until a later get() of this thread drops it. A get() adds at most
+        two fds (the directory and its parent) and drops the least recently used."""
         fds = self._fds
         fd = fds.pop(directory, None)
         if fd is None:
             fd = self._open(directory, tree, root_fd)
-            if len(fds) >= self.SIZE:      # drop the least recently used
+            while len(fds) >= self.SIZE:   # drop the least recently used
                 os.close(fds.pop(next(iter(fds))))
         fds[directory] = fd                # most recently used last
         return fd
 
     def _open(self, directory: str, tree: ConfinedTree, root_fd: int) -> int:
         """A sub-directory of a cached one (sys/block/X/queue after sys/block/X) is opened
-        from it with O_NOFOLLOW, one plain openat; anything else, or a link, is resolved
-        from the top."""
+        from it with O_NOFOLLOW, one plain openat; so is the second of two siblings in a row
+        (dm-0 then dm-1 of sys/devices/virtual/block), whose parent is then kept. Anything
+        else, or a link, is resolved from the top."""
         parent, _, name = directory.rpartition("/")
-        parent_fd = self._fds.get(parent) if parent else root_fd
-        if parent_fd is not None and name not in _NOT_A_NAME and name not in self._links:
-            try:
-                return os.open(name, _DIR_NOFOLLOW, dir_fd=parent_fd)
-            except OSError as exc:
-                if exc.errno != errno.ENOTDIR:    # ENOTDIR: a link (or not a directory)
-                    raise
-                if len(self._links) >= self.SIZE * 8:   # a tree of many links: bounded
-                    self._links.clear()
-                self._links.add(name)             # the next one of that name: at once below
+        if name in _NOT_A_NAME or name in self._links:
+            return tree.open_path(directory, _DIR_FLAGS)
+        fds = self._fds
+        if not parent:
+            parent_fd: int | None = root_fd
+        else:
+            parent_fd = fds.pop(parent, None)
+            if parent_fd is None and parent == self._last_parent:
+                parent_fd = tree.open_path(parent, _DIR_FLAGS)
+            if parent_fd is None:
+                self._last_parent = parent
+                return tree.open_path(directory, _DIR_FLAGS)
+            fds[parent] = parent_fd        # (again) most recently used: its siblings follow
+        try:
+            return os.open(name, _DIR_NOFOLLOW, dir_fd=parent_fd)
+        except OSError as exc:
+            if exc.errno != errno.ENOTDIR:    # ENOTDIR: a link (or not a directory)
+                raise
+        if len(self._links) >= self.SIZE * 8:   # a tree of many links: bounded
+            self._links.clear()
+        self._links.add(name)                 # the next one of that name: at once below
         return tree.open_path(directory, _DIR_FLAGS)
 
     def __del__(self) -> None:
@@ -516,6 +529,35 @@ class _DirCache:
 
 def _join(directory: str, name: str) -> str:
     return f"{directory}/{name}" if directory and name else directory or name
+
+
+_Plan = tuple[tuple[str, ...], tuple[tuple[int, str, str], ...]]
+_plans: dict[tuple[str, ...], _Plan] = {}
+
+
+def _plan(names: Sequence[str]) -> _Plan:
+    """The sub-directories a read_many batch goes into, and per name (index of its
+    sub-directory, last component, name); index -1 for a name that read_many resolves in
+    full. Discovery asks for the same few tuples of names thousands of times: kept."""
+    key = tuple(names)
+    plan = _plans.get(key)
+    if plan is None:
+        subs: list[str] = []
+        entries = []
+        for name in key:
+            sub, _, leaf = name.rpartition("/")
+            if leaf in _NOT_A_NAME or len(subs) >= _DirCache.SIZE // 2 - 1 and sub not in subs:
+                # each sub-directory may add two fds to the cache (it and its parent): with
+                # more, one could push out another of the same batch
+                entries.append((-1, leaf, name))
+                continue
+            if sub not in subs:
+                subs.append(sub)
+            entries.append((subs.index(sub), leaf, name))
+        plan = (tuple(subs), tuple(entries))
+        if len(_plans) < 256:
+            _plans[key] = plan
+    return plan
 
 
 def _close_all(fds: list[int]) -> None:
