@@ -4,13 +4,13 @@ On a generated root of 1,000 multipath maps over 2,000 SCSI paths (tests/fixture
 storage_roots.py, the root of tests/perf/test_storage_perf.py), CPU time of storage discovery,
 the best of BENCH_RUNS (3) runs each, alternating:
 
-- every file read as shipped (inspector/roots/confined.py: an O_PATH handle, its type checked, then
-  reopened through /proc/self/fd) against one plain open of the file for reading, to show
-  what the second open costs;
+- every file read as shipped (inspector/roots/confined.py read_many: an O_PATH handle, its type
+  checked, then reopened through /proc/self/fd) against one plain open of the file for
+  reading, to show what the check and the second open cost;
 - the drive health checks of a capture run one after the other (as shipped: inspector/
   discover/drives.py) against the same checks in threads, live's way;
 - per call: the last component opened with a plain openat from its parent's fd, against
-  openat2 through ctypes (ConfinedTree.open_file).
+  openat2 through ctypes (how ConfinedTree opens a file or directory from a cached one).
 
 Run: `.venv/bin/python tests/bench/bench_discovery.py` (or `make bench`).
 """
@@ -38,27 +38,40 @@ RUNS = int(os.environ.get("BENCH_RUNS", 3))
 
 @contextmanager
 def one_open():
-    """ConfinedTree.open_file without the check: the file opened once, for reading, from its
-    parent's fd (a link in the last component takes the shipped path)."""
-    shipped = confined.ConfinedTree.open_file
+    """ConfinedTree.read_many without the check: each file opened once, for reading, from its
+    directory's cached fd, its fds closed together as shipped (a link in the last component,
+    or any other failure, takes the shipped path)."""
+    shipped = confined.ConfinedTree.read_many
 
-    def open_file(self, rel: str) -> int:
+    def read_many(self, directory, names, limit):
         root_fd = self.root_fd
-        parent, _, name = rel.strip("/").rpartition("/")
-        if name in ("", ".", ".."):
-            return shipped(self, rel)
-        parent_fd = self._parent_fds().get(root_fd, parent)
+        directory = directory.strip("/")
+        subs, entries = confined._plan(names)
+        dirs = self._dirs()
         try:
-            return os.open(name, confined._READ_FLAGS | os.O_NOFOLLOW, dir_fd=parent_fd)
+            dir_fds = [dirs.get(confined._join(directory, sub), self, root_fd) for sub in subs]
+        except OSError:
+            return shipped(self, directory, names, limit)
+        out, held = [], []
+        try:
+            for index, leaf, _name in entries:
+                if index < 0:
+                    return shipped(self, directory, names, limit)
+                fd = os.open(leaf, confined._READ_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fds[index])
+                held.append(fd)
+                out.append(os.read(fd, limit))
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return shipped(self, rel)
-            raise
-    confined.ConfinedTree.open_file = open_file
+            if exc.errno not in (errno.ELOOP, errno.ENOENT):
+                raise
+            return shipped(self, directory, names, limit)
+        finally:
+            confined._close_all(held)
+        return out
+    confined.ConfinedTree.read_many = read_many  # type: ignore[method-assign]
     try:
         yield
     finally:
-        confined.ConfinedTree.open_file = shipped
+        confined.ConfinedTree.read_many = shipped  # type: ignore[method-assign]
 
 
 @contextmanager
