@@ -251,7 +251,6 @@ def target_for(kind: str, tmp_path: Path, memcached):
     return dns_target(tmp_path)
 
 
-@pytest.mark.serial
 @pytest.mark.parametrize("kind,signum", CASES, ids=[f"{k}-{signal.Signals(s).name}"
                                                     for k, s in CASES])
 def test_snapshot_probe_ends_with_the_command(tmp_path, memcached, kind, signum):
@@ -268,7 +267,6 @@ EXPORT_CASES = [("io", signal.SIGTERM), ("io", signal.SIGKILL), ("memcached", si
                 ("memcached", signal.SIGKILL), ("dns", signal.SIGTERM), ("dns", signal.SIGQUIT)]
 
 
-@pytest.mark.serial
 @pytest.mark.parametrize("kind,signum", EXPORT_CASES,
                          ids=[f"{k}-{signal.Signals(s).name}" for k, s in EXPORT_CASES])
 def test_export_probe_ends_with_the_command(tmp_path, memcached, kind, signum):
@@ -281,7 +279,6 @@ def test_export_probe_ends_with_the_command(tmp_path, memcached, kind, signum):
     assert not out.exists()
 
 
-@pytest.mark.serial
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL],
                          ids=lambda s: signal.Signals(s).name)
 def test_a_signal_during_the_io_set_up_leaves_no_writer(tmp_path, signum):
@@ -295,7 +292,6 @@ def test_a_signal_during_the_io_set_up_leaves_no_writer(tmp_path, signum):
 
 
 # ---------------------------------------------------------------------- record
-@pytest.mark.serial
 def test_record_keeps_the_stopped_run_and_starts_no_other(tmp_path, memcached):
     """record finishes its sample on a signal: the run cut short is kept with its partial
     figures, the next probe of the sample is not started."""
@@ -315,7 +311,6 @@ def test_record_keeps_the_stopped_run_and_starts_no_other(tmp_path, memcached):
     assert runs["memcached"] == (None, "not run: the command was stopped by SIGTERM"), runs
 
 
-@pytest.mark.serial
 def test_record_killed_leaves_no_probe(tmp_path):
     spec, activity, _ = io_target(tmp_path)
     status, err = stop_and_check(["record", "--once", "--db", str(tmp_path / "history.db"),
@@ -325,7 +320,6 @@ def test_record_killed_leaves_no_probe(tmp_path):
 
 
 # ---------------------------------------------------------------------- probe
-@pytest.mark.serial
 @pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGKILL],
                          ids=lambda s: signal.Signals(s).name)
 def test_probe_io_ends_with_the_command(tmp_path, signum):
@@ -335,7 +329,6 @@ def test_probe_io_ends_with_the_command(tmp_path, signum):
     assert status == exit_status(signum), err
 
 
-@pytest.mark.serial
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP],
                          ids=lambda s: signal.Signals(s).name)
 def test_a_signal_during_probe_ios_set_up_ends_it_and_its_writer(tmp_path, signum):
@@ -347,7 +340,6 @@ def test_a_signal_during_probe_ios_set_up_ends_it_and_its_writer(tmp_path, signu
     check_status(status, err, signum)
 
 
-@pytest.mark.serial
 def test_the_io_engine_ends_with_a_killed_command_even_when_it_cannot_run(tmp_path):
     """The IO probe's engine runs in a child of the command; killed, the command's socket
     closes, which a running engine notices. One that cannot run (stopped here, as a child
@@ -380,7 +372,6 @@ def test_the_io_engine_ends_with_a_killed_command_even_when_it_cannot_run(tmp_pa
         activity.close()
 
 
-@pytest.mark.serial
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGKILL],
                          ids=lambda s: signal.Signals(s).name)
 def test_probe_memcached_workers_end_with_the_command(tmp_path, memcached, signum):
@@ -391,7 +382,6 @@ def test_probe_memcached_workers_end_with_the_command(tmp_path, memcached, signu
     assert status == exit_status(signum), err
 
 
-@pytest.mark.serial
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL],
                          ids=lambda s: signal.Signals(s).name)
 def test_probe_dns_ends_with_the_command(tmp_path, signum):
