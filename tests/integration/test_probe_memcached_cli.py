@@ -425,11 +425,15 @@ def test_a_huge_execute_number_does_not_build_a_key_per_request(memcached):
     import time
 
     from conftest import inspector_bin, peak_rss_kb, popen_measuring_peak_rss
+    from slowness import slack
     server = memcached()
+    # long enough for the first requests after start-up and the keys' building, which a
+    # loaded machine slows: a deadline before the first request proves nothing
+    deadline = slack(1.0)
     start = time.monotonic()
     proc = popen_measuring_peak_rss([inspector_bin(), "probe", "memcached", "-c", "2", "-e",
-                                     "10000000", "--deadline", "1", *SMALL, "--json",
-                                     server.address], stdout=subprocess.PIPE)
+                                     "10000000", "--deadline", f"{deadline:.2f}", *SMALL,
+                                     "--json", server.address], stdout=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=30)   # bounded: the probe ends at its deadline
     finally:
@@ -440,7 +444,7 @@ def test_a_huge_execute_number_does_not_build_a_key_per_request(memcached):
     doc = json.loads(out)
     assert doc["status"] == "deadline" and doc["key_count"] == 100_000
     assert doc["ops_total"] > 0
-    assert took < 5, took
+    assert took < deadline + slack(4), took
     assert peak_rss_kb(err) < 300_000, err   # KB
 
 

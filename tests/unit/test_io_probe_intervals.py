@@ -13,6 +13,7 @@ from conftest import run_cli
 from inspector.probes.io.latency import IoConfig, IoLatencyProbe
 from inspector.probes.io.stats import MID_SAMPLE, BatchStats, IntervalPart, nearest_rank
 from inspector.probes.io.target import open_target
+from slowness import slack
 
 # alone, after the parallel part of `make test`: measures interval lengths to the tens of milliseconds
 pytestmark = pytest.mark.serial
@@ -76,7 +77,9 @@ def test_ping_interval_stops_at_the_deadline_and_rates_cover_the_pause(data_file
     elapsed = time.monotonic() - t
     assert r.status == 0, r.err
     doc = r.json()
-    assert elapsed <= 1.3 + 0.3 and doc["summary"]["wall_ns"] / 1e9 <= 1.3 + 0.05
+    # the run's own clock ends at 1.3 s; the command around it (set-up, output) is what a
+    # loaded machine slows
+    assert elapsed <= 1.3 + slack(0.3) and doc["summary"]["wall_ns"] / 1e9 <= 1.3 + 0.05
     assert doc["summary"]["requests"] == 1 and doc["summary"]["warmups"] == 1
     samples = doc["samples"]
     timed = [s for s in samples if s["requests"]]
