@@ -4,6 +4,7 @@ stay confined, a forked reader that reopens the tree by path still refuses a dif
 directory put in its place, the sidecar's facts arrive, and no descriptor is left behind."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 
@@ -57,12 +58,14 @@ def test_opening_roots_leaves_no_descriptor_behind(tree):
     def open_fds() -> int:
         return len(os.listdir("/proc/self/fd"))
     HostRoot(str(tree))
+    gc.collect()        # what earlier tests in this worker left for the collector closes now
     before = open_fds()
     for _ in range(20):
         root = HostRoot(str(tree))
         root.read_line("etc/hostname")
         del root
-    assert open_fds() == before
+    # none more (a leak keeps one per root); fewer when another thread closed one meanwhile
+    assert open_fds() <= before
 
 
 def test_a_tree_that_cannot_be_opened_says_why_on_every_read(tmp_path):
