@@ -12,6 +12,9 @@ import time
 from conftest import inspector_bin
 from dns_responders import Responder, closed_port
 
+# the Probes form's hint while a field is edited (Enter edits, then Enter starts, otherwise)
+EDITING = "Enter starts · Esc done"
+
 
 def test_refusing_and_silent_nameservers_are_errors_as_the_cli_says(tmux):
     silent = Responder("127.0.0.3", 0, "silent")
@@ -28,13 +31,14 @@ def test_refusing_and_silent_nameservers_are_errors_as_the_cli_says(tmux):
         tmux.keys("6")
         tmux.wait(lambda s: "Enter starts" in s, "the probe form")
         tmux.keys("BTab")                      # from the target to the kind
-        time.sleep(0.3)
         tmux.keys("Enter")                     # opens the kind menu: IO, memcached, DNS
-        time.sleep(0.3)
+        tmux.wait(lambda s: "▲" in s and re.search(r"▊\s+DNS\s+▎", s) is not None,
+                  "the kind menu open")
         tmux.keys("Down", "Down", "Enter")
         tmux.wait(lambda s: "resolv.conf, or ADDR" in s, "the DNS form")
-        time.sleep(0.5)     # the closing menu gives the focus back to the kind, after a moment
-        tmux.keys("Tab", "Enter", "C-u")       # the target, edited
+        tmux.keys("n")                         # the target, edited, wherever the focus is
+        tmux.wait(lambda s: EDITING in s, "the target edited")
+        tmux.keys("C-u")
         tmux.keys("-l", servers)
         tmux.keys("Tab", "C-u")                # the seconds, edited too
         tmux.keys("-l", "3")
@@ -91,7 +95,7 @@ def test_fifty_runs_in_one_session_keep_memory_flat(tmux, tmp_path):
     tmux.wait(lambda s: re.search(r"#1\s+io \S+\s+done", s) is not None, "the first run done")
     rss = [tui.memory_info().rss]
     tmux.keys("n")                             # the form's target, edited: this one, 0.2 s
-    time.sleep(0.3)
+    tmux.wait(lambda s: EDITING in s, "the target edited")
     tmux.keys("C-u")
     tmux.keys("-l", str(target))
     tmux.keys("Tab", "C-u")
@@ -102,7 +106,7 @@ def test_fifty_runs_in_one_session_keep_memory_flat(tmux, tmp_path):
                   f"run #{k} done", timeout=20)
         rss.append(tui.memory_info().rss)
         tmux.keys("n")
-        time.sleep(0.2)
+        tmux.wait(lambda s: EDITING in s, f"the target edited after run #{k}")
     mb = [r / 2**20 for r in rss]
     print(f"\nTUI RSS over {RUNS} runs: first {mb[0]:.1f} MB, peak {max(mb):.1f} MB, "
           f"last {mb[-1]:.1f} MB")

@@ -28,6 +28,8 @@ pytestmark = pytest.mark.serial
 
 # the runs table: run, probe (kind and target), state, errors, ops (issue 20)
 OPS = re.compile(r"#1\s+io \S+\s+running\s+\d+\s+(\d+)")
+# the Probes form's hint while a field is edited
+EDITING = "Enter starts · Esc done"
 
 
 
@@ -52,8 +54,9 @@ def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     tmux.wait(lambda s: "p IO probe here" in s and "HEALTH" in s, "the storage screen")
     tmux.keys("p")
     tmux.wait(lambda s: "Start" in s and "Enter starts" in s, "the probe form")
-    time.sleep(0.3)  # the target field takes focus
-    tmux.keys("Enter")  # edits it: until then keys are the screen's (issue 26)
+    # n edits the target wherever the focus is: until then keys are the screen's (issue 26)
+    tmux.keys("n")
+    tmux.wait(lambda s: EDITING in s, "the target edited")
     tmux.keys("C-u")
     tmux.keys("-l", str(target))
     tmux.wait(lambda s: "probe.bin" in s, "the typed target")
@@ -89,17 +92,17 @@ def _start_from_palette(tmux: Tmux, command: str, entry: str, default_target: st
     tmux.keys("C-p")
     tmux.wait(lambda s: "Search for commands" in s, "the palette")
     tmux.keys("-l", command)
-    tmux.wait(lambda s: entry in s, "the palette entry")
-    time.sleep(0.5)
+    # Enter picks the highlighted hit, the first one: wait until the search for the whole
+    # query has put the entry there
+    tmux.wait(lambda s: _first_hit(s, command) == entry, "the palette entry first")
     tmux.keys("Enter")
     tmux.wait(lambda s: default_target in s and "Enter starts" in s
               and "Search for commands" not in s, "the probe form, palette closed")
     field = re.compile(rf"[▊│]\s+{re.escape(target)}\s+[▎│]")
     for attempt in range(3):
         tmux.keys("F2")
-        time.sleep(0.3)
         tmux.keys("n")
-        time.sleep(0.3)
+        tmux.wait(lambda s: EDITING in s, "the target edited")
         tmux.keys("End")
         tmux.keys("C-u")
         tmux.keys("-l", target)
@@ -109,13 +112,24 @@ def _start_from_palette(tmux: Tmux, command: str, entry: str, default_target: st
         except AssertionError:
             if attempt == 2:
                 raise
-    tmux.keys("Tab")
-    time.sleep(0.5)
+    tmux.keys("Tab")        # the edit goes on in the seconds (keys act in the order sent)
     tmux.keys("End")
     tmux.keys("C-u")
     tmux.keys("-l", seconds)
     tmux.wait(lambda s: re.search(rf"[▊│]\s+{seconds}\s+[▎│]", s) is not None, "the typed bound")
     tmux.keys("Enter")
+
+
+def _first_hit(screen: str, query: str) -> str | None:
+    """The command palette's first hit: the first line under its input once that input holds
+    the whole query."""
+    lines = screen.splitlines()
+    for i, line in enumerate(lines):
+        if "🔎" in line:
+            if line.split("🔎", 1)[1].strip() != query:
+                return None
+            return next((rest.strip() for rest in lines[i + 1:] if rest.strip()), None)
+    return None
 
 
 def _process_tree(pid: int) -> list[psutil.Process]:

@@ -59,7 +59,6 @@ def wedged_tui(tmux, tmp_path) -> psutil.Process:
     while not mark.exists():
         assert time.monotonic() < deadline, "the help key did not reach the wedge"
         time.sleep(0.05)
-    time.sleep(0.3)
     # it spins, as the stuck TUI did (an idle one uses 1-2 %): a spinning process gets less of
     # a CPU on a loaded machine (40 % beside another test here)
     assert tui.cpu_percent(0.5) > 50 / factor()

@@ -16,7 +16,21 @@ SCRIPT = textwrap.dedent("""
         start_new_session=True)
     plain = subprocess.Popen(["sleep", "60"])
     grandchild = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])
-    time.sleep(0.5)
+
+    def ready():        # the stubborn child ignores SIGTERM (15) and the shell has its sleep
+        try:
+            with open(f"/proc/{stubborn.pid}/status") as f:
+                ignored = next(int(line.split()[1], 16) for line in f
+                               if line.startswith("SigIgn:"))
+            with open(f"/proc/{grandchild.pid}/task/{grandchild.pid}/children") as f:
+                sleeps = f.read().split()
+        except (OSError, StopIteration):
+            return False
+        return bool(ignored & (1 << 14)) and bool(sleeps)
+    deadline = time.monotonic() + 15
+    while not ready():
+        assert time.monotonic() < deadline, "the children never got ready"
+        time.sleep(0.01)
     print(stubborn.pid, plain.pid, grandchild.pid, flush=True)
     found = terminate_children(grace=0.5)
     print(len(found), flush=True)

@@ -12,23 +12,37 @@ import time
 import pytest
 
 from inspector.tui.dashboard import TITLES
-from screen_panels import panels
+from screen_panels import Panel, panels
+from slowness import slack
+from tmux_session import Tmux
 
 LAST = TITLES[-1]
 NO_SAMPLE = ("live sampling ", "waiting for the first live sample")   # tui.base.live_reason
 
 
-def seen_panels(tmux, screens: int = 6) -> dict[str, list]:
+def layout(screen: str) -> list[tuple[str, int]]:
+    """The panels on the screen and how many of their rows show: what a scroll changes (the
+    live figures change anyway)."""
+    return [(panel.title, len(panel.rows)) for panel in panels(screen)]
+
+
+def seen_panels(tmux: Tmux, screens: int = 6) -> dict[str, list[tuple[Panel, str]]]:
     """Every panel met from the top of the Overview down to its end (PageDown)."""
-    found: dict[str, list] = {}
+    found: dict[str, list[tuple[Panel, str]]] = {}
     tmux.keys("Home")
-    time.sleep(0.3)
+    screen = tmux.wait(lambda s: "level" in s and "subject" in s, "the findings after Home")
     for _ in range(screens):
-        screen = tmux.screen()
         for panel in panels(screen):
             found.setdefault(panel.title, []).append((panel, screen))
+        before = layout(screen)
         tmux.keys("PageDown")
-        time.sleep(0.4)
+        try:
+            screen = tmux.wait(lambda s, before=before: layout(s) != before, "a scroll",
+                               timeout=slack(1.0))
+        except AssertionError:
+            # nothing scrolled in that time: the end, if the last panel has been met
+            assert LAST in found, (sorted(found), screen)
+            break
     return found
 
 
@@ -44,7 +58,9 @@ def live_overview(tmux, width: int, height: int) -> str:
 def test_every_panel_present_and_none_with_rows_of_nothing(tmux, size):
     width, height = size
     live_overview(tmux, width, height)
-    time.sleep(2.5)     # a few samples: the charts have a history
+    # fixed: a few samples on the app's 1 s clock, so the charts have a history (no count of
+    # samples is on the screen to wait for)
+    time.sleep(2.5)
     found = seen_panels(tmux)
     assert set(TITLES) <= set(found), (sorted(found), found)
     for title, sightings in found.items():
