@@ -8,6 +8,7 @@ Nothing here raises: unreadable or garbage values become Unknown(reason).
 """
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
@@ -174,7 +175,13 @@ def _size_of(data: bytes | Unavailable, directory: str) -> int | Unknown:
 
 def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
     """`none [mq-deadline] kyber` -> ("mq-deadline", [all]); "none" alone -> ("none", ["none"])."""
-    names = [w.strip("[]") for w in text.split()]
+    selected, names = _scheduler_parts(text)
+    return selected, list(names)
+
+
+@functools.lru_cache(maxsize=64)    # a host's devices offer the same few lines
+def _scheduler_parts(text: str) -> tuple[str | None, tuple[str, ...]]:
+    names = tuple(w.strip("[]") for w in text.split())
     selected = [w.strip("[]") for w in text.split() if w.startswith("[") and w.endswith("]")]
     if selected:
         return selected[0], names
@@ -224,8 +231,7 @@ def _device_map(root: HostRoot, problems: list[str]) -> dict[str, tuple[str, str
     except Unavailable as exc:
         problems.append(f"/sys/dev/block: {exc.reason}; reading each device's dev file instead")
         return out
-    for majmin in entries:
-        target = root.readlink(f"sys/dev/block/{majmin}")
+    for majmin, target in zip(entries, root.readlinks("sys/dev/block", entries)):
         if not target:
             continue
         if target.startswith("../../devices/") and "/." not in target:

@@ -433,6 +433,25 @@ class ConfinedTree:
         finally:
             os.close(parent)
 
+    def readlinks(self, directory: str, names: Sequence[str]) -> list[str | None]:
+        """The target of each link `names` of `directory`; None for what is not a link or
+        cannot be read (as HostRoot.readlink)."""
+        root_fd = self.root_fd
+        directory = directory.strip("/")
+        if any(name in _NOT_A_NAME or "/" in name for name in names):
+            return [_target_or_none(self, _join(directory, name)) for name in names]
+        try:
+            dir_fd = self._dirs().get(directory, self, root_fd)
+        except OSError:
+            return [None for _ in names]
+        out: list[str | None] = []
+        for name in names:
+            try:
+                out.append(os.readlink(name, dir_fd=dir_fd))
+            except OSError:
+                out.append(None)
+        return out
+
     def lstat(self, rel: str) -> os.stat_result:
         root_fd = self.root_fd
         directory, _, last = rel.strip("/").rpartition("/")
@@ -575,6 +594,13 @@ def _close_all(fds: list[int]) -> None:
         last = fd
     os.closerange(first, last + 1)
     fds.clear()
+
+
+def _target_or_none(tree: ConfinedTree, rel: str) -> str | None:
+    try:
+        return tree.readlink(rel)
+    except OSError:
+        return None
 
 
 def _result(read: Callable[[str, int], bytes], rel: str, limit: int) -> bytes | OSError:

@@ -388,6 +388,15 @@ class HostRoot:
             rel = self._resolved_for_record(rel, keep_last=True)
         return self._readlink_raw(rel)
 
+    def readlinks(self, directory: str, names: Sequence[str]) -> list[str | None]:
+        """readlink of each of `names` in `directory` (sys/dev/block's thousands of links):
+        on a non-live root without recording, one resolution of the directory for all."""
+        directory = directory.strip("/")
+        tree = self._tree
+        if not isinstance(tree, ConfinedTree) or self._recording is not None:
+            return [self.readlink(_join(directory, name)) for name in names]
+        return tree.readlinks(directory, names)
+
     def link_name(self, rel: str) -> str | None:
         """Last component of a symlink's target (sysfs `driver`, `subsystem`, ...)."""
         target = self.readlink(rel)
