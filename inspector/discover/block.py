@@ -234,7 +234,7 @@ def _device_map(root: HostRoot, problems: list[str]) -> dict[str, tuple[str, str
     for majmin, target in zip(entries, root.readlinks("sys/dev/block", entries)):
         if not target:
             continue
-        if target.startswith("../../devices/") and "/." not in target:
+        if target.startswith("../../devices/") and "/." not in target[13:]:
             path = "sys/" + target[6:]  # the kernel's own shape: no normpath needed
         else:
             path = _normalise(f"sys/dev/block/{target}" if not target.startswith("/") else target)
@@ -375,11 +375,10 @@ def _read_whole(root: HostRoot, name: str, devmap: dict) -> BlockDevice:
     base = path if isinstance(path, str) else f"sys/block/{name}"
     family = family_of(name, path)
     never_removable = family in _NEVER_REMOVABLE
-    own = ("size", "ro") if never_removable else ("size", "ro", "removable")
     # one batch for the device's own files, its queue/ and what identifies it
-    data = root.read_many(base, own + _QUEUE_FILES + _IDENTITY_FILES.get(family, ()),
-                          ATTRIBUTE_BYTES)
-    queue_at = len(own)
+    files = _WHOLE_FILES.get(family) or _whole_files(family)
+    data = root.read_many(base, files, ATTRIBUTE_BYTES)
+    queue_at = 2 if never_removable else 3
     removable = False if never_removable else _bool_of(data[2], base, "removable")
     limits, rotational, scheduler, schedulers = _queue_of(data[queue_at:queue_at + 6], base)
     dev = BlockDevice(name=name, type="disk", family=family, maj_min=majmin, sysfs_path=path,
@@ -388,8 +387,25 @@ def _read_whole(root: HostRoot, name: str, devmap: dict) -> BlockDevice:
                       schedulers=schedulers, queue=limits)
     if family in _MAY_HAVE_SLAVES:  # disks and flash cards sit at the bottom of every stack
         dev.slaves = sorted(root.try_listdir(f"{base}/slaves"), key=_natural_key)
-    _set_identity(dev, [_optional(_line_of(d)) for d in data[queue_at + 6:]])
+    _set_identity(dev, [_optional_line(d) for d in data[queue_at + 6:]])
     return dev
+
+
+_WHOLE_FILES: dict[str, tuple[str, ...]] = {}
+
+
+def _whole_files(family: str) -> tuple[str, ...]:
+    """What _read_whole reads of a device of `family`, in its order."""
+    own = ("size", "ro") if family in _NEVER_REMOVABLE else ("size", "ro", "removable")
+    files = _WHOLE_FILES[family] = own + _QUEUE_FILES + _IDENTITY_FILES.get(family, ())
+    return files
+
+
+def _optional_line(data: bytes | Unavailable) -> str | None | Unknown:
+    """_optional(_line_of(data)) in one call: run for every identity file."""
+    if isinstance(data, Unavailable):
+        return None if data.reason == "not present" else Unknown(data.reason)
+    return data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
 
 
 def _set_identity(dev: BlockDevice, lines: list[Any]) -> None:
