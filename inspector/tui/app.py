@@ -37,6 +37,7 @@ from inspector.probes.request import KINDS
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_bounded
 from inspector.roots.host import HostRoot
 from inspector.sections import load
+from inspector.tui import garbage
 from inspector.tui import live as live_source
 from inspector.tui.base import InspectorScreen
 from inspector.tui.discovery import PATIENCE, DiscoveryProcess
@@ -283,6 +284,8 @@ class InspectorApp(App):
             self.last_collected = message.at
             self._name_the_vm_layer(message.report)
         self._refresh_screen()
+        if self.collections == 1 and not self.is_headless:   # tests share their process
+            self.call_after_refresh(garbage.settle)       # what exists now lives on
         # chained one-shot timer: the next collection starts only after this one ended;
         # a capture does not change, so it is collected once.
         if self.root.live and self.refresh_interval > 0:

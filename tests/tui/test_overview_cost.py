@@ -1,7 +1,7 @@
-"""What the Overview costs per live sample: a live finding whose figures change every second
-rewrites its row in the findings table at most every MESSAGES_EVERY_S (a DataTable redraws
-every cell on any cell's change), while a finding that begins, ends or changes level shows
-at once."""
+"""What the Overview costs per live sample: the cycle collector is settled once for a long
+session (tui.garbage); a live finding whose figures change every second rewrites its row in
+the findings table at most every MESSAGES_EVERY_S (a DataTable redraws every cell on any
+cell's change), while a finding that begins, ends or changes level shows at once."""
 from __future__ import annotations
 
 import time
@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 from frozen import view_from_report
 from inspector.live.findings import LiveFinding
 from inspector.model import Finding, Level
-from inspector.tui import screen_overview
+from inspector.tui import garbage, screen_overview
 from inspector.tui.app import InspectorApp
 from test_console import live_app, ready, rows
 from test_pilot import wait_for
@@ -80,3 +80,20 @@ async def test_a_live_findings_figures_are_rewritten_at_most_every_few_seconds(m
                                   (Level.WARN, "vda", "vda await 900 ms")))
         await wait_for(pilot, lambda: any("93% busy" in m for m in _messages(app)))
         assert len(writes) == 1            # the one cell that changed, not the table
+
+
+def test_the_collector_is_settled_once_for_a_long_session():
+    """garbage.settle freezes what exists and widens the young generation, once (in a
+    process of its own: a frozen test process would keep every later test's cycles)."""
+    import subprocess
+    import sys
+    code = ("import gc\n"
+            "from inspector.tui import garbage\n"
+            "before = gc.get_threshold()\n"
+            "garbage.settle()\n"
+            "frozen = gc.get_freeze_count()\n"
+            "garbage.settle()\n"
+            "print(before[0], gc.get_threshold()[0], frozen > 1000, gc.get_freeze_count() == frozen)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out == ["700", str(garbage.YOUNG_THRESHOLD), "True", "True"], out
