@@ -2,10 +2,11 @@
 
 The goal (issue 2): 1,000 multipath devices over 2,000 paths in under 0.5 s, growing linearly.
 The machine running the suite is shared (other test processes on 2 cores, load often above 5),
-so the figures are CPU time, the best of several runs as timeit does; wall time is printed
-beside them. The reference tool runs in the same test on the same root: `lsblk --sysroot` with
-the columns we report. The 0.5 s bound must hold unless the machine is so loaded that lsblk
-itself needs more than that; then we must at least not be slower than lsblk.
+so the figures are CPU time (ours and that of the children we start: the forked child that
+opens the tree), the best of several runs as timeit does; wall time is printed beside them.
+The reference tool runs on the same root, its runs alternating with ours so that both meet the
+same load: `lsblk --sysroot` with the columns we report. The bound is 0.5 s while lsblk needs
+less than that; where it needs more (a slower or busier machine) we must not be slower than it.
 """
 import os
 import resource
@@ -31,27 +32,45 @@ SIZES = (250, 500, 1000, 2000)
 LSBLK_COLUMNS = "NAME,SIZE,RO,RM,MAJ:MIN,TYPE,ROTA,SCHED,MIN-IO,OPT-IO,PHY-SEC,LOG-SEC,MODEL,VENDOR,STATE"
 
 
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def discover(path: str) -> tuple[float, float, storage.StorageSection]:
+    """(CPU, wall, section) of one discovery of the root at `path`."""
+    cpu, children, wall = time.process_time(), children_cpu(), time.perf_counter()
+    section = storage.collect(HostRoot(path))
+    return (time.process_time() - cpu + children_cpu() - children, time.perf_counter() - wall,
+            section)
+
+
 def measure(path: str, runs: int) -> tuple[float, float, storage.StorageSection]:
-    best_cpu = best_wall = float("inf")
-    section = None
-    for _ in range(runs):
-        cpu, wall = time.process_time(), time.perf_counter()
-        section = storage.collect(HostRoot(path))
-        best_cpu = min(best_cpu, time.process_time() - cpu)
-        best_wall = min(best_wall, time.perf_counter() - wall)
+    best_cpu, best_wall, section = discover(path)
+    for _ in range(runs - 1):
+        cpu, wall, section = discover(path)
+        best_cpu, best_wall = min(best_cpu, cpu), min(best_wall, wall)
     return best_cpu, best_wall, section
 
 
-def measure_lsblk(path: str, runs: int = 3) -> tuple[float, int]:
-    best, count = float("inf"), 0
+def lsblk_once(path: str) -> tuple[float, int]:
+    """(CPU, rows) of one `lsblk --sysroot` of the root at `path`."""
+    before = children_cpu()
+    out = subprocess.run(["lsblk", "--sysroot", path, "-J", "-b", "-o", LSBLK_COLUMNS],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return children_cpu() - before, out.count('"name"')
+
+
+def measure_with_lsblk(path: str, runs: int
+                       ) -> tuple[float, float, storage.StorageSection, float, int]:
+    """Ours and lsblk's, each the best of `runs`, one of theirs after each of ours."""
+    best_cpu = best_wall = best_lsblk = float("inf")
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = subprocess.run(["lsblk", "--sysroot", path, "-J", "-b", "-o", LSBLK_COLUMNS],
-                             capture_output=True, text=True, timeout=60, check=True).stdout
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        best = min(best, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        count = out.count('"name"')
-    return best, count
+        cpu, wall, section = discover(path)
+        lsblk_cpu, rows = lsblk_once(path)
+        best_cpu, best_wall = min(best_cpu, cpu), min(best_wall, wall)
+        best_lsblk = min(best_lsblk, lsblk_cpu)
+    return best_cpu, best_wall, section, best_lsblk, rows
 
 
 @pytest.fixture
@@ -76,16 +95,17 @@ def test_multipath_roots_report_fast_and_linearly(roots_dir, capsys):
         path = big.path if maps == SIZES[-1] else os.path.join(roots_dir, f"mpath-{maps}")
         if maps != SIZES[-1]:
             storage_roots.multipath_subset_root(big, path, maps)
-        cpu, wall, section = measure(path, runs={250: 2, 500: 2, 1000: 4, 2000: 2}[maps])
+        lsblk_cpu = None
+        if maps == 1000 and shutil.which("lsblk"):
+            cpu, wall, section, lsblk_cpu, rows = measure_with_lsblk(path, runs=5)
+            assert rows == 4 * maps  # lsblk shows each map under both of its paths, as we do
+            assert sum(1 for _ in section.walk()) == rows
+        else:
+            cpu, wall, section = measure(path, runs={250: 2, 500: 2, 1000: 5, 2000: 2}[maps])
         # the whole stack was read, not skipped: every map over its two paths
         assert len(section.dm) == maps and len(section.devices) == 3 * maps
         assert all(d.kind == "mpath" and len(d.slaves) == 2 for d in section.dm.values())
         assert len(section.roots) == 2 * maps
-        lsblk_cpu = None
-        if maps == 1000 and shutil.which("lsblk"):
-            lsblk_cpu, rows = measure_lsblk(path)
-            assert rows == 4 * maps  # lsblk shows each map under both of its paths, as we do
-            assert sum(1 for _ in section.walk()) == rows
         figures[maps] = (cpu, wall, lsblk_cpu)
     with capsys.disabled():
         print("\nstorage discovery, N multipath maps over 2N paths (3N block devices):")
@@ -95,10 +115,9 @@ def test_multipath_roots_report_fast_and_linearly(roots_dir, capsys):
             print(f"  {maps:5d} maps / {3 * maps:5d} devices: cpu {cpu:.3f} s  wall {wall:.3f} s  "
                   f"({cpu / (3 * maps) * 1e6:.0f} us cpu per device){ref}")
     cpu_1000, _, lsblk_1000 = figures[1000]
-    if lsblk_1000 is None or lsblk_1000 < 0.5:
-        assert cpu_1000 < 0.5, figures
-    else:  # an overloaded machine: lsblk itself is over the bound; do not be slower than it
-        assert cpu_1000 < lsblk_1000, figures
+    # 0.5 s; on a machine where lsblk itself needs more (slower, or loaded), lsblk's time
+    bound = 0.5 if lsblk_1000 is None else max(0.5, lsblk_1000)
+    assert cpu_1000 < bound, figures
     # linear: 8x the devices may cost at most 2x as much per device (quadratic work would cost
     # 8x; the slack is for a loaded shared machine, where the big runs suffer most)
     per_device = {m: figures[m][0] / m for m in SIZES}
