@@ -29,7 +29,7 @@ pytestmark = pytest.mark.serial
 SECONDS = 5                 # the run left alone, and the CLI's
 SIZES = ((200, 50), (80, 24), (120, 40), (100, 30))
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-ROUNDS = 12                 # window pairs in one alternating run
+ROUNDS = 8                  # window pairs in one alternating run (23 s; MAX_RUNS pools more)
 QUIET_S = BUSY_S = 1.2
 SETTLE_S = 0.5              # after a busy window: its last redraws are not the next quiet one's
 FLIP_S = 0.3
