@@ -351,21 +351,26 @@ class ConfinedTree:
         # The batch's directories first. The cache owns their fds; none of them is dropped
         # before the loop ends: only this thread uses the cache, nothing below asks it for
         # another directory, and a batch has fewer than it holds (see _plan).
+        # The batch's fds (O_PATH handles, read fds and the directories the cache drops for
+        # the batch's) are closed together at its end: held open meanwhile they have
+        # consecutive numbers, closed by one close_range(2) where two close(2) per file were a
+        # third of the batch's system calls.
+        held: list[int] = []
         dirs = self._dirs()
         dir_fds: list[int] = []
         dir_errors: list[OSError | None] = []
-        for sub in subs:
-            try:
-                dir_fds.append(dirs.get(_join(directory, sub), self, root_fd))
-                dir_errors.append(None)
-            except OSError as exc:    # each file's read there would fail the same way
-                dir_fds.append(-1)
-                dir_errors.append(exc)
+        try:
+            for sub in subs:
+                try:
+                    dir_fds.append(dirs.get(_join(directory, sub), self, root_fd, held))
+                    dir_errors.append(None)
+                except OSError as exc:    # each file's read there would fail the same way
+                    dir_fds.append(-1)
+                    dir_errors.append(exc)
+        except BaseException:
+            _close_all(held)
+            raise
         out: list[bytes | OSError] = []
-        # The batch's fds (O_PATH handles and read fds) are closed together at its end: held
-        # open meanwhile they have consecutive numbers, closed by one close_range(2) where two
-        # close(2) per file were a third of the batch's system calls.
-        held: list[int] = []
         append, hold, open_, fstat, read = out.append, held.append, os.open, os.fstat, os.read
         try:
             for index, leaf, name in entries:
@@ -495,16 +500,22 @@ class _DirCache:
         self._links: set[str] = set()   # last components found to be links (sysfs `device`)
         self._last_parent: str | None = None   # parent of the last directory resolved in full
 
-    def get(self, directory: str, tree: ConfinedTree, root_fd: int) -> int:
+    def get(self, directory: str, tree: ConfinedTree, root_fd: int,
+            dropped: list[int] | None = None) -> int:
         """The fd of `directory` (relative to the top, no '/' at either end); the cache owns
         it: it stays open until a later get() of this thread drops it. A get() adds at most
-        two fds (the directory and its parent) and drops the least recently used."""
+        two fds (the directory and its parent) and drops the least recently used: closed,
+        or added to `dropped` for the caller to close with its own."""
         fds = self._fds
         fd = fds.pop(directory, None)
         if fd is None:
             fd = self._open(directory, tree, root_fd)
             while len(fds) >= self.SIZE:   # drop the least recently used
-                os.close(fds.pop(next(iter(fds))))
+                old = fds.pop(next(iter(fds)))
+                if dropped is None:
+                    os.close(old)
+                else:
+                    dropped.append(old)
         fds[directory] = fd                # most recently used last
         return fd
 
