@@ -97,3 +97,33 @@ def test_the_collector_is_settled_once_for_a_long_session():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split()
     assert out == ["700", str(garbage.YOUNG_THRESHOLD), "True", "True"], out
+
+
+def test_the_real_tui_reads_the_host_in_one_child_no_bigger_than_a_fresh_reader(tmux):
+    """The binary on the Overview at 200x50: the UI has one child for discovery and live
+    sampling (tui.readers), and that child is no bigger than a fresh interpreter importing
+    what it runs, measured now (a child forked after Textual was imported, or one reader per
+    service, fails this)."""
+    import subprocess
+    import sys
+
+    import psutil
+    tmux.start("", 200, 50)
+    tmux.wait(lambda s: "discovered" in s and "every 1 s" in s, "the live overview", timeout=40)
+    ui = tmux.inspector()
+    time.sleep(1.0)
+    readers = ui.children()
+    assert len(readers) == 1, [p.cmdline() for p in readers]
+    fresh = subprocess.Popen(
+        [sys.executable, "-c", "import sys, inspector.tui.readers, inspector.live.worker\n"
+         "print('ready', flush=True)\nsys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert fresh.stdout is not None and fresh.stdout.readline().strip() == "ready"
+        reference = psutil.Process(fresh.pid).memory_info().rss
+        child = readers[0].memory_info().rss
+    finally:
+        fresh.kill()
+        fresh.wait()
+    print(f"reader child {child / 2**20:.1f} MB, fresh reader {reference / 2**20:.1f} MB")
+    assert child <= 1.5 * reference, (child >> 20, reference >> 20)
