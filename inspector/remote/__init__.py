@@ -8,7 +8,8 @@
   A host that stops answering mid-stream costs its deadline: salvage.py keeps the members
   that arrived whole and says what is missing in the sidecar.
 - live.py and frames.py: the live samplers' reads over one SSH connection: a shell loop
-  prints the few files each sample needs when asked, framed and checked; streamed_root.py
+  and one awk it starts print the few files each sample needs when asked (no process
+  started per sample where the host has awk), framed and checked; streamed_root.py
   serves them to the samplers as a HostRoot, so `top`, the TUI and the live findings work
   unchanged. What a frame reads is cut to what moved (process_io.py: the io of processes
   that ran; netdev.py: NIC counters from /proc/net/dev); fill.py makes filesystem fill of

@@ -136,6 +136,7 @@ awk_frames() {
                 task=${word#?}
                 case $task in ''|*[!0-9/]*|*/*/*) continue ;; esac
                 case $task in */*) dir=/proc/${task%/*}/task/${task#*/} ;; *) dir=/proc/$task ;; esac
+                [ -e "$dir" ] || continue      # gone since the last frame: no grep for it
                 case $word in
                 c*) direct="$direct $dir/cmdline" ;;
                 w*) direct="$direct $dir/wchan" ;;
@@ -237,12 +238,8 @@ fi
 # lines in one print (not printf: its %s ends at a NUL), on a stream of its own: mawk -W
 # interactive writes stdout unbuffered, a write per print; this one is written at frame's end.
 AWK_READER = r"""
-function put(path,   line, text) {
-    if ((getline line < path) > 0) {
-        text = path ":" line
-        while ((getline line < path) > 0) text = text "\n" path ":" line
-        print text > OUT
-    }
+function put(path,   line) {
+    while ((getline line < path) > 0) print path ":" line > OUT
     close(path)
 }
 function frame(   i, j, w, t, d) {

@@ -183,3 +183,31 @@ def test_the_loop_ends_with_the_client(host_sshd):  # noqa: F811
         time.sleep(0.1)
     assert not [p for p in loop if os.path.exists(f"/proc/{p}")], _names(loop)
     stream.close()
+
+
+def test_a_process_name_cannot_forge_awks_frames(host_sshd):  # noqa: F811
+    """A process named 'a NEWLINE @@end 3 NEWLINE b' (the kernel keeps 15 bytes): awk prints
+    each part of its stat behind the path, as grep does, so frame 3 ends where the loop ends it
+    and the stat reads back whole."""
+    name = b"a\n@@end 3\nb"
+    code = ("import ctypes, time; ctypes.CDLL(None).prctl(15, ctypes.c_char_p(%r), 0, 0, 0); "
+            "time.sleep(600)" % name)
+    named = subprocess.Popen([sys.executable, "-c", code])
+    stream = _stream(host_sshd)
+    try:
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{named.pid}/comm").read_bytes() != name + b"\n":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert stream.has.get("read") == "awk"
+        for _ in range(5):
+            frame = stream.ask("-", [f"s{named.pid}"], timeout=10)
+            stat = frame.files[f"proc/{named.pid}/stat"]
+            assert stat.startswith(b"%d (a\n@@end 3\nb) S " % named.pid), stat
+            assert stat == Path(f"/proc/{named.pid}/stat").read_bytes()
+            assert "proc/vmstat" in frame.files and f"proc/{named.pid}/status" in frame.files
+        assert stream.reader.garbage == 0
+    finally:
+        stream.close()
+        named.kill()
+        named.wait()
