@@ -190,8 +190,8 @@ def test_a_process_name_cannot_forge_awks_frames(host_sshd):  # noqa: F811
     each part of its stat behind the path, as grep does, so frame 3 ends where the loop ends it
     and the stat reads back whole."""
     name = b"a\n@@end 3\nb"
-    code = ("import ctypes, time; ctypes.CDLL(None).prctl(15, ctypes.c_char_p(%r), 0, 0, 0); "
-            "time.sleep(600)" % name)
+    code = (f"import ctypes, time; ctypes.CDLL(None).prctl(15, ctypes.c_char_p({name!r}), 0, "
+            "0, 0); time.sleep(600)")
     named = subprocess.Popen([sys.executable, "-c", code])
     stream = _stream(host_sshd)
     try:
