@@ -10,32 +10,37 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 import pytest
-from rich.console import Console
+from rich.console import Console, Group
 from rich.text import Text
 from textual.command import CommandList, CommandPalette
 from textual.content import Content
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
+from textual.widgets.data_table import ColumnKey
 
 from conftest import fixture_root
 from inspector.collect import build_report
 from inspector.model import Finding, HostIdentity, Level, Report
+from inspector.probes.base import ProbeKind
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from inspector.tui.fields import EditField
 from inspector.tui.flow_canvas import FlowCanvas
 from inspector.tui.modelview import detail_table, fmt_value
-from inspector.tui.probes.runs import ProbeRequest
-from inspector.tui.probes.screen import RunPanel
+from inspector.tui.probes.runs import LiveRun, ProbeRequest
+from inspector.tui.probes.screen import ProbesScreen, RunPanel
 from inspector.tui.screen_help import ConfirmScreen, HelpScreen
+from inspector.tui.screen_storage import StorageScreen
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.histogram import LatencyHistogram
 from inspector.widgets.probe_chart import LatencyChart, RateChart, RunChart
 
+S = TypeVar("S", bound=Screen[Any])
 SCREEN_CLASSES = {"1": "OverviewScreen", "2": "StorageScreen", "3": "VirtScreen",
                   "4": "NetScreen", "5": "DnsScreen", "6": "ProbesScreen"}
 
@@ -53,9 +58,10 @@ def capture_app(name: str = "kvm-virtio-guest", **kw) -> InspectorApp:
     return InspectorApp(root, sampler=False, **kw)
 
 
-async def wait_for(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = 30.0,
+async def wait_for(pilot: Pilot[Any], predicate: Callable[..., object], timeout: float = 30.0,
                    step: float = 0.05) -> None:
-    """Until `predicate()`: a hang fails it, not a slow machine (the suite runs beside
+    """Until `predicate()` (called without arguments: a lambda may bind a loop's variable
+    as a default). A hang fails it, not a slow machine (the suite runs beside
     others' work: a first screen mount took over 10 s in a CI run)."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -64,7 +70,7 @@ async def wait_for(pilot: Pilot[Any], predicate: Callable[[], object], timeout: 
         await pilot.pause(step)
 
 
-def _source_of(predicate: Callable[[], object]) -> str:
+def _source_of(predicate: Callable[..., object]) -> str:
     """The predicate's source line, to say which wait failed."""
     try:
         return inspect.getsource(predicate).strip()
@@ -83,10 +89,11 @@ async def test_navigate_every_screen_on_a_capture():
                        and "capture kvm-virtio-guest" in text_of(app, "#statusline"))
         for key, name in SCREEN_CLASSES.items():
             await pilot.press(key)
-            await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name)
+            await wait_for(pilot, on_screen(app, name))
         # Probes opens with its target field focused but not edited (issue 26): esc leaves the
         # form, and digits switch screens from it as from anywhere
-        assert app.screen.focused.id == "probe-target"
+        focused = app.screen.focused
+        assert focused is not None and focused.id == "probe-target"
         await pilot.press("escape", "1")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "OverviewScreen")
         # the live panels say plainly that a capture has no live data
@@ -104,7 +111,7 @@ async def test_navigate_every_screen_on_a_capture():
         await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        descriptions = {d for _, d, _ in app.screen.rows}
+        descriptions = {d for _, d, _ in current(app, HelpScreen).rows}
         assert {"Overview", "Probes", "Quit", "Filter", "IO probe here"} <= descriptions
         await pilot.press("escape")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
@@ -125,9 +132,10 @@ async def test_navigate_every_screen_on_a_capture():
             shown = labels()
             return bool(shown) and len(shown) < len(all_labels) and all("vda" in lbl for lbl in shown)
         await wait_for(pilot, filtered_to_vda)
-        selected = app.screen._selected
+        selected = current(app, StorageScreen)._selected
         assert selected is not None and selected.name.startswith("vda") and table.cursor_row == 0
         detail = app.screen.query_one("#device-detail", Static).content
+        assert isinstance(detail, Group) and isinstance(detail.renderables[0], Text)
         assert detail.renderables[0].plain.startswith("vda")     # the detail follows
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(labels()) == len(all_labels))
@@ -140,6 +148,25 @@ async def test_navigate_every_screen_on_a_capture():
         await wait_for(pilot, lambda: palette_first(app) == "Screen: Network")
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "NetScreen")
+
+
+def on_screen(app: InspectorApp, name: str) -> Callable[[], bool]:
+    """A predicate: the app shows the screen class `name`."""
+    return lambda: type(app.screen).__name__ == name
+
+
+def current(app: InspectorApp, kind: type[S]) -> S:
+    """The screen shown, which the test expects to be a `kind`."""
+    screen = app.screen
+    assert isinstance(screen, kind), (screen, kind)
+    return screen
+
+
+def start_run(app: InspectorApp, request: ProbeRequest) -> LiveRun:
+    """`request` started from the Probes screen, straight (no form, no confirmation)."""
+    run = current(app, ProbesScreen).start_request(request)
+    assert run is not None, f"refused: {request}"
+    return run
 
 
 def palette_first(app: InspectorApp) -> str | None:
@@ -168,7 +195,8 @@ async def test_hung_collector_shows_timed_out_and_keys_still_work():
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_for(pilot, lambda: app.collect_error is not None)
-            assert "timed out after 1 s" in app.collect_error and not app.collecting
+            assert app.collect_error and "timed out after 1 s" in app.collect_error
+            assert not app.collecting
             await wait_for(pilot, lambda: "timed out after 1 s" in text_of(app, "#statusline"))
             # the next collection hangs with a bound no loaded machine reaches while the
             # screens mount (they took over 5 s in a CI run): the keys cannot be waiting on it
@@ -179,7 +207,7 @@ async def test_hung_collector_shows_timed_out_and_keys_still_work():
             for keys, name in ((("6",), "ProbesScreen"), (("escape", "2"), "StorageScreen"),
                                (("1",), "OverviewScreen")):
                 await pilot.press(*keys)
-                await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name)
+                await wait_for(pilot, on_screen(app, name))
             assert app.collecting and not release.is_set()    # it still hangs
             await pilot.press("ctrl+c")  # quits (no "press ctrl+q" hint), even mid-hang
             await wait_for(pilot, lambda: app.return_code is not None)
@@ -237,10 +265,10 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
         first = app.probes.runs[0]
         await wait_for(pilot, lambda: len(app.screen.query_one("#panel-a LatencyChart",
                                                                LatencyChart).p50) >= 2)
-        assert first.active and first.last.ops > 0
+        assert first.active and first.last is not None and first.last.ops > 0
         # a second run at the same time (several probes at once); the form path is covered
         # above, so this one starts straight from a request
-        app.screen.start_request(ProbeRequest("io", str(target), duration=60))
+        start_run(app, ProbeRequest(ProbeKind.IO, str(target), duration=60))
         await wait_for(pilot, lambda: len(app.probes.runs) == 2 and app.probes.runs[1].last)
         second = app.probes.runs[1]
         assert len(app.probes.active()) == 2
@@ -287,7 +315,7 @@ async def test_confirmation_refused_then_accepted(tmp_path):
         await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active)
         run = app.probes.runs[0]
         assert run.state == "done", run.error
-        assert run.request.write and run.last.ops > 0
+        assert run.request.write and run.last is not None and run.last.ops > 0
     assert list(tmp_path.iterdir()) == []  # the private file is gone
 
 
@@ -302,7 +330,7 @@ async def test_memcached_probe_against_real_server(memcached):
         await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
         run = app.probes.runs[0]
         assert run.state == "done", run.error
-        assert run.summary.requests > 100
+        assert run.summary is not None and run.summary.requests > 100
     assert server.stats()["cmd_get"] > 100
 
 
@@ -317,15 +345,16 @@ async def test_run_row_shows_whole_figures_and_a_failed_run_says_why(tmp_path):
         await start_probe(app, pilot, "io", str(target), seconds="2")
         await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active, timeout=15)
         run = app.probes.runs[0]
+        assert run.summary is not None
         ops = run.summary.requests
         assert run.state == "done" and ops >= 1000, (run.state, run.error)
         table = app.screen.query_one("#runs", DataTable)
         await wait_for(pilot, lambda: str(table.get_row_at(0)[4]) == str(ops))
-        ops_column = table.columns["ops"]
+        ops_column = table.columns[ColumnKey("ops")]
         assert ops_column.get_render_width(table) - 2 * table.cell_padding >= len(str(ops))
 
         missing = tmp_path / "no-such-file"
-        app.screen.start_request(ProbeRequest("io", str(missing), duration=2))
+        start_run(app, ProbeRequest(ProbeKind.IO, str(missing), duration=2))
         await wait_for(pilot, lambda: len(app.probes.runs) == 2 and not app.probes.runs[1].active,
                        timeout=10)
         failed = app.probes.runs[1]
@@ -352,7 +381,7 @@ async def test_escape_sequences_in_host_strings_never_reach_the_terminal(tmp_pat
                        and "pwned" in text_of(app, "#identity"))
         identity = text_of(app, "#identity")
         assert "host\\x1b]0;pwned\\x07x" in identity and "\x1b" not in identity
-        assert "\x1b" not in str(app.report.host.hostname)
+        assert app.report is not None and "\x1b" not in str(app.report.host.hostname)
 
 
 async def test_a_host_without_findings_says_so_once_discovered():
@@ -412,7 +441,9 @@ async def test_io_run_panel_warns_only_when_requests_are_timed_in_python(tmp_pat
         (site / "sitecustomize.py").write_text(NO_C_LOOP)
         monkeypatch.setenv("PYTHONPATH", str(site))
         shown = await panel_after_a_run(app, pilot, 1)
-        assert re.search(r"^ti\S*\s+Python$", shown, re.M), (shown, app.probes.runs[1].summary.io, app.probes.runs[1]._stderr)
+        python_run = app.probes.runs[1]
+        assert re.search(r"^ti\S*\s+Python$", shown, re.M), (shown, python_run.summary,
+                                                           python_run._stderr)
 
 
 # Defects of the TUI, each pinned by a pilot test: sysctls listed as NICs, class reprs as

@@ -11,24 +11,28 @@ import unicodedata
 
 import psutil
 from textual import events
-from textual.widgets import DataTable, Input, Select, Static
+from textual.pilot import Pilot
+from textual.widgets import Checkbox, DataTable, Input, Select, Static
 
 from dns_responders import Responder
 from inspector.probes.base import ProbeKind
+from inspector.tui.app import InspectorApp
 from inspector.tui.fields import EditField
 from inspector.tui.probes.runs import ProbeRequest
+from inspector.tui.probes.screen import ProbesScreen, RunPanel
 from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.histogram import LatencyHistogram
 from inspector.widgets.probe_chart import LatencyChart
 from memcached_server import free_port
-from test_pilot import capture_app, wait_for
+from test_pilot import capture_app, current, start_run, wait_for
 
 
-async def goto_probes(app, pilot) -> None:
+async def goto_probes(app: InspectorApp, pilot: Pilot[None]) -> ProbesScreen:
     await pilot.press("6")
     await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
     # shown: the form opens on its target (focused once the screen has refreshed)
     await wait_for(pilot, lambda: app.screen.query_one("#probe-target", Input).has_focus)
+    return current(app, ProbesScreen)
 
 
 def recorded_notes(app) -> list[str]:
@@ -71,11 +75,12 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             await goto_probes(app, pilot)
             # long enough that the first interval, however late a loaded box delivers it, comes
             # while the run is still going
-            io = app.screen.start_request(ProbeRequest("io", str(target), duration=4))
-            panel = app.screen.query_one("#panel-a")
+            io = start_run(app, ProbeRequest(ProbeKind.IO, str(target), duration=4))
+            panel = app.screen.query_one("#panel-a", RunPanel)
             await wait_for(pilot, lambda: io.last is not None)
             await wait_for(pilot, lambda: re.search(r"state\s+running", panel_text(app, "panel-a")))
-            assert "≈ live" in app.screen.query_one("#panel-a LatencyHistogram").border_title
+            live_title = app.screen.query_one("#panel-a LatencyHistogram").border_title
+            assert live_title and "≈ live" in live_title
             # the run ends while the panel shows it: state, figures and histogram follow at
             # once, with nothing re-selected
             await wait_for(pilot, lambda: not io.active)
@@ -84,14 +89,14 @@ async def test_a_panel_follows_its_run_to_the_end_and_across_resizes(tmp_path):
             assert io.state == "done" and re.search(r"state\s+done", text), text
             hist = app.screen.query_one("#panel-a LatencyHistogram", LatencyHistogram)
             assert hist.border_title == "histogram: whole run"
-            assert hist._buckets == io.summary.histogram
+            assert io.summary is not None and hist._buckets == io.summary.histogram
             # the runs table and the panel agree on the whole run's figures (exact now)
             row = app.screen.query_one("#runs", DataTable).get_row_at(0)
             assert re.search(rf"ops\s+\d+\s+{row[4]}\b", text), (row, text)
             assert str(row[7]) in text and "≈" not in str(row[7])     # run p99
 
             # another run attached to the same panel: nothing of the first one is left
-            dns = app.screen.start_request(ProbeRequest(
+            dns = start_run(app, ProbeRequest(
                 ProbeKind.DNS, f"{fast.server},{slow.server}", duration=2))
             assert panel.run is dns
             assert app.screen.query_one("#panel-a LatencyChart", LatencyChart).p50 == []
@@ -130,11 +135,10 @@ async def test_each_key_on_the_form_lands_where_it_was_meant():
     into the target, Enter on the kind started a probe, a chosen kind took the focus away)."""
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await goto_probes(app, pilot)
-        screen = app.screen
+        screen = await goto_probes(app, pilot)
         kind = screen.query_one("#probe-kind", Select)
-        target = screen.query_one("#probe-target", Input)
-        seconds = screen.query_one("#probe-seconds", Input)
+        target = screen.query_one("#probe-target", EditField)
+        seconds = screen.query_one("#probe-seconds", EditField)
         assert target.has_focus and not target.editing and target.value == "/tmp"
         await pilot.press("1")                      # a screen key: the overview, nothing typed
         await wait_for(pilot, lambda: mode_of(app) == "overview")
@@ -199,9 +203,8 @@ async def test_keys_sent_in_one_burst_with_tab_land_in_order():
 async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirming(tmp_path):
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await goto_probes(app, pilot)
+        screen = await goto_probes(app, pilot)
         notes = recorded_notes(app)
-        screen = app.screen
         kind = screen.query_one("#probe-kind", Select)
         field = {n: screen.query_one(f"#probe-{n}", Input)
                  for n in ("target", "seconds", "concurrency")}
@@ -229,12 +232,12 @@ async def test_each_kind_keeps_its_values_and_targets_are_checked_before_confirm
         afile = tmp_path / "data.bin"
         afile.write_bytes(b"x" * 8192)
         field["target"].value = str(afile)
-        screen.query_one("#probe-write").value = True
+        screen.query_one("#probe-write", Checkbox).value = True
         field["target"].focus()
         await pilot.press("s")
         await wait_for(pilot, lambda: refused_because("needs a directory"))
         assert not isinstance(app.screen, ConfirmScreen) and app.probes.runs == []
-        screen.query_one("#probe-write").value = False
+        screen.query_one("#probe-write", Checkbox).value = False
 
         # DNS: a file without nameservers (glibc would query 127.0.0.1) and a device
         kind.value = "dns"
@@ -260,8 +263,7 @@ async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_tar
     target.write_bytes(os.urandom(1 << 20))
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await goto_probes(app, pilot)
-        screen = app.screen
+        screen = await goto_probes(app, pilot)
         screen.query_one("#probe-target", Input).value = str(target)
         screen.query_one("#probe-seconds", Input).value = "0.2"
         screen.query_one("#runs", DataTable).focus()
@@ -274,7 +276,7 @@ async def test_n_and_enter_in_one_burst_start_a_run_and_n_is_a_letter_in_the_tar
             assert run.state == "done", run.error
             assert screen.query_one("#runs", DataTable).has_focus
         # in the target, n is typed (/dev/nvme0n1), the form stays where it is
-        target_field = screen.query_one("#probe-target", Input)
+        target_field = screen.query_one("#probe-target", EditField)
         target_field.value = "/dev/"
         target_field.start_editing()
         burst(app, "n", "v", "m", "e", "0", "n", "1")
@@ -291,8 +293,7 @@ async def test_an_edit_ended_before_its_start_was_heard_stays_ended(tmp_path):
     target.write_bytes(os.urandom(1 << 20))
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await goto_probes(app, pilot)
-        screen = app.screen
+        screen = await goto_probes(app, pilot)
         screen.query_one("#probe-target", Input).value = str(target)
         screen.query_one("#probe-seconds", Input).value = "0.2"
         screen.query_one("#runs", DataTable).focus()
@@ -310,13 +311,13 @@ async def test_an_edit_ended_before_its_start_was_heard_stays_ended(tmp_path):
             else:
                 screen.on_edit_field_editing_changed(message)
             return True
-        post_now, field.post_message = field.post_message, post
+        post_now, field.post_message = field.post_message, post  # type: ignore[method-assign]
         screen.action_new()
         screen.action_field_enter()
         for message in held:
             screen.on_edit_field_editing_changed(message)
         await wait_for(pilot, lambda: len(app.probes.runs) == 1, timeout=5)
-        field.post_message = post_now
+        field.post_message = post_now  # type: ignore[method-assign]
         await wait_for(pilot, lambda: not app.probes.runs[0].active)
         await pilot.pause()         # the edit's deferred stop and the run's end handled
         assert held and screen._edited is None, screen._edited
@@ -359,7 +360,7 @@ async def test_a_memcached_run_the_server_refuses_shows_its_error_count():
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await goto_probes(app, pilot)
-        run = app.screen.start_request(ProbeRequest(ProbeKind.MEMCACHED,
+        run = start_run(app, ProbeRequest(ProbeKind.MEMCACHED,
                                                     f"127.0.0.1:{free_port()}", duration=2))
         await wait_for(pilot, lambda: not run.active)
         assert run.state == "failed" and "refused" in (run.error or ""), (run.state, run.error)
@@ -387,8 +388,7 @@ async def test_no_defunct_child_while_the_tui_runs(tmp_path):
         return found
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await goto_probes(app, pilot)
-        screen = app.screen
+        screen = await goto_probes(app, pilot)
         screen.confirm_and_start(ProbeRequest(ProbeKind.IO, str(tmp_path / "missing"), 1))
         screen.confirm_and_start(ProbeRequest(ProbeKind.DNS, str(conf), 1))
         await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active,
