@@ -65,8 +65,8 @@ NAMES = ("size", "ro", "queue/rotational", "queue/scheduler", "device/model", "m
          "fifo", "abs_link", "outq/rotational", "queue/missing", "nodir/x", "queue", "..", "")
 
 
-def one_by_one(tree: confined.ConfinedTree, directory: str, names) -> list:
-    out = []
+def one_by_one(tree: confined.ConfinedTree, directory: str, names) -> list[bytes | OSError]:
+    out: list[bytes | OSError] = []
     for name in names:
         try:
             out.append(tree.read(f"{directory}/{name}", 4096))
@@ -140,7 +140,8 @@ def test_readlinks_answer_as_readlink(mode, tree):
     root = HostRoot(str(tree))
     names = ["sda", "missing"]
     assert root.readlinks("sys/block", names) == [root.readlink(f"sys/block/{n}") for n in names]
-    assert root.readlinks("sys/block", names)[0].endswith("block/sda")
+    sda = root.readlinks("sys/block", names)[0]
+    assert sda is not None and sda.endswith("block/sda")
     assert root.readlinks("nowhere", ["x"]) == [None]
 
 
