@@ -352,6 +352,13 @@ class HostRoot:
     def listdir(self, rel: str) -> list[str]:
         """Sorted entries of a directory; raises Unavailable."""
         rel = self._rel(rel)
+        if self._tree is not None and self._recording is None:   # the kinds are not needed
+            try:
+                names = self._confined().names(rel)
+            except OSError as exc:
+                raise self._unavailable(rel, exc) from None
+            names.sort()
+            return names
         try:
             if self._tree is None:
                 with os.scandir(self.host_path(rel)) as it:

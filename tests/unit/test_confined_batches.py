@@ -200,3 +200,16 @@ def test_a_forked_child_reads_its_own_fds(mode, tree):
     os.close(read)
     os.waitpid(pid, 0)
     assert answer == b"ok"
+
+
+def test_listings_without_recording_name_what_recorded_ones_name(mode, tree):
+    plain, recording = HostRoot(str(tree)), HostRoot(str(tree), record=True)
+    for rel in (BASE, "sys/block", "sys/block/sda", f"{BASE}/outq", ""):
+        assert plain.listdir(rel) == recording.listdir(rel), rel
+    assert "queue" in plain.listdir("sys/block/sda")
+    for rel in (f"{BASE}/fifo", f"{BASE}/size", "missing"):
+        with pytest.raises(Unavailable) as plain_error:
+            plain.listdir(rel)
+        with pytest.raises(Unavailable) as recorded_error:
+            recording.listdir(rel)
+        assert plain_error.value.reason == recorded_error.value.reason, rel
