@@ -19,11 +19,11 @@ HISTORY = 240
 class FrozenSampler:
     """Stands for inspector.tui.live._Sampler: `sample()` returns the same view each time."""
 
-    def __init__(self, view: LiveView):
-        self.view = view
+    def __init__(self, view: LiveView | None):
+        self.view = view            # None: no sample yet (the app made before its history)
         self.calls = 0
 
-    def sample(self) -> LiveView:
+    def sample(self) -> LiveView | None:
         self.calls += 1
         return self.view
 
@@ -82,4 +82,5 @@ def frozen_history(report: Report, trends, samples: int = HISTORY) -> LiveView:
     for t in range(samples):
         view = view_from_report(report, 0.55 + 0.45 * math.sin(t / 9.0))
         trends.push(view)
+    assert view is not None, "frozen_history needs one sample at least"
     return view

@@ -8,18 +8,22 @@ import importlib.util
 import io
 import threading
 
-from textual.widgets import DataTable
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Static
 
 from conftest import FIXTURES, TESTS, fixture_root
 from frozen import FrozenSampler, frozen_history, view_from_report
 from inspector.collect import build_report
 from inspector.health.live.session import hypervisor_of
+from inspector.model import Report
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from inspector.tui.flow_canvas import FlowCanvas
 from inspector.tui.live import LiveFeed
 from inspector.tui.screen_help import HelpScreen, TextScreen
-from test_pilot import capture_app, wait_for
+from inspector.tui.screen_storage import StorageScreen
+from inspector.tui.screens_detail import NetScreen
+from test_pilot import capture_app, current, wait_for
 
 _REPORTS: dict = {}
 
@@ -32,6 +36,12 @@ def live_app(name: str) -> InspectorApp:
                        sampler=FrozenSampler(None), live_interval=3600)
     app.sampler = FrozenSampler(frozen_history(report, app.trends))
     return app
+
+
+def discovered(app: InspectorApp) -> Report:
+    """The app's report, which the test has waited for."""
+    assert app.report is not None
+    return app.report
 
 
 async def ready(app, pilot) -> None:
@@ -68,14 +78,14 @@ async def test_ok_findings_fold_and_enter_opens_a_finding():
         await wait_for(pilot, lambda: app.report is not None)
         await pilot.pause()
         table = app.screen.query_one("#findings", DataTable)
-        oks = [f for f in app.report.findings if f.level.label == "ok"]
+        oks = [f for f in discovered(app).findings if f.level.label == "ok"]
         shown = rows(table)
         assert not any(r[0].strip() == "OK" for r in shown)
         if oks:
             assert f"{len(oks)} OK finding" in shown[-1][2]
             await pilot.press("o")
             await pilot.pause()
-            assert table.row_count == len(app.report.findings)
+            assert table.row_count == len(discovered(app).findings)
         table.move_cursor(row=0)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, TextScreen))
@@ -109,7 +119,7 @@ async def test_storage_hides_empty_devices_until_a(tmp_path):
     app = InspectorApp(HostRoot(str(root)), sampler=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.report is not None)
-        assert "loop0" in app.report.section("storage").devices
+        assert "loop0" in discovered(app).section("storage").devices
         await pilot.press("2")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
         await pilot.pause()
@@ -127,7 +137,7 @@ async def test_storage_lists_arrays_known_only_from_mdstat(tmp_path):
     app = InspectorApp(HostRoot(str(tmp_path)), sampler=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.report is not None)
-        arrays = list(app.report.section("storage").md)
+        arrays = list(discovered(app).section("storage").md)
         assert arrays
         await pilot.press("2")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "StorageScreen")
@@ -149,15 +159,15 @@ async def test_storage_live_cells_change_in_place():
         vda = next(i for i, r in enumerate(rows(table)) if r[0] == "vda")
         assert rows(table)[vda][2].strip() == "40G" and rows(table)[vda][8].endswith("%")
         before = rows(table)[vda][8]
-        row_key = table.coordinate_to_cell_key((vda, 0)).row_key
-        busier = view_from_report(app.report, 1.4)
+        row_key = table.coordinate_to_cell_key(Coordinate(vda, 0)).row_key
+        busier = view_from_report(discovered(app), 1.4)
         app.trends.push(busier)
         app.live_sample = busier
-        app.screen.show_live(busier, None)
+        current(app, StorageScreen).show_live(busier, None)
         await pilot.pause()
         after = rows(table)[vda][8]
         assert after != before and after == f"{busier.disks[[d.name for d in busier.disks].index('vda')].util:.1f}%"
-        assert table.coordinate_to_cell_key((vda, 0)).row_key == row_key   # same row, no rebuild
+        assert table.coordinate_to_cell_key(Coordinate(vda, 0)).row_key == row_key   # same row, no rebuild
 
 
 async def test_network_selects_the_first_physical_nic_that_is_up():
@@ -167,13 +177,13 @@ async def test_network_selects_the_first_physical_nic_that_is_up():
         await pilot.press("4")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "NetScreen")
         await pilot.pause()
-        assert app.screen._selected == "eth0"              # not lo, listed first
+        assert current(app, NetScreen)._selected == "eth0"              # not lo, listed first
         table = app.screen.query_one("#nic-table", DataTable)
         assert [r[0] for r in rows(table)].count("eth0") == 1
         assert rows(table)[table.cursor_row][0] == "eth0"
         eth0 = rows(table)[table.cursor_row]
         assert "TSO GSO GRO" in eth0[-1]
-        detail = app.screen.query_one("#nic-offloads").content
+        detail = app.screen.query_one("#nic-offloads", Static).content
         from rich.console import Console
         console = Console(width=200, record=True, file=io.StringIO())
         console.print(detail)
@@ -203,6 +213,7 @@ def live_host_module():
     """tests/unit/live_host.py: a tree whose counter files a test advances (on its own
     clock), read by the real sampler."""
     spec = importlib.util.spec_from_file_location("live_host", TESTS / "unit" / "live_host.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -32,8 +32,9 @@ def view(disks=(), nics=(), root=None, **kw) -> LiveView:
     v.pressure = {"cpu": Pressure("cpu", 5.0, 4.0, None, None),
                   "memory": Pressure("memory", 0.0, 0.0, 0.0, 0.0),
                   "io": Pressure("io", 42.0, 30.0, 35.0, 20.0)}
+    hung = Unknown("statvfs timed out after 1 s")
     v.filesystems = [FsUse("/", "ext4", "/dev/vda1", "254:1", 100 << 30, 96 << 30, 4 << 30),
-                     FsUse("/mnt/nfs", "nfs4", "srv:/x", "0:50", *[Unknown("statvfs timed out after 1 s")] * 3)]
+                     FsUse("/mnt/nfs", "nfs4", "srv:/x", "0:50", hung, hung, hung)]
     v.top_io, v.dstate = [], []
     v.processes = [process(pid) for pid in range(1, 120)]
     for k, val in kw.items():

@@ -7,7 +7,7 @@ from textual.widgets import OptionList, Static
 from inspector.record.history import HistoryDB, ProbeRun
 from inspector.tui.screen_history import HistoryScreen, history_points
 from inspector.widgets.chart import LiveChart
-from test_pilot import capture_app, wait_for
+from test_pilot import capture_app, current, wait_for
 
 T0 = 1_700_000_000.0
 
@@ -49,7 +49,7 @@ async def test_probes_screen_h_charts_a_recorded_spec_over_time(tmp_path):
         await wait_for(pilot, lambda: app.screen.query_one("#probe-target").has_focus)
         await pilot.press("escape", "h")      # out of the form's target field (issue 20)
         await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
-        screen = app.screen
+        screen = current(app, HistoryScreen)
         latency = screen.query_one("#history-latency", LiveChart)
         ops = screen.query_one("#history-ops", LiveChart)
         await wait_for(pilot, lambda: latency.points == 4 or latency.points == 12)

@@ -11,7 +11,7 @@ from textual.widgets import OptionList, Static
 from inspector.record.history import HistoryDB, ProbeRun
 from inspector.tui.screen_history import HistoryScreen, history_points
 from inspector.widgets.chart import LiveChart
-from test_pilot import capture_app, wait_for
+from test_pilot import capture_app, current, wait_for
 
 
 def shown(static: Static) -> str:
@@ -56,7 +56,7 @@ async def test_throughput_chart_and_the_hour_and_day_tables(tmp_path):
         await wait_for(pilot, lambda: app.report is not None)
         app.open_history()
         await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
-        screen = app.screen
+        screen = current(app, HistoryScreen)
         await wait_for(pilot, lambda: screen.spec is not None)
         options = screen.query_one("#history-specs", OptionList)
         throughput = screen.query_one("#history-throughput", LiveChart)

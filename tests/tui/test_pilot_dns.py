@@ -102,6 +102,8 @@ async def test_the_dns_screen_names_each_runs_source_its_verdicts_and_prediction
             await wait_for(pilot, lambda: f"#{first.run_id}" in one_line(app, "#dns-probe-line"))
             line = one_line(app, "#dns-probe-line")
             assert f"on {conf}" in line and "127.0.0.9:53 refused" in line, line
+            # the verdicts come with the run's end, and show once laid out at their height
+            await wait_for(pilot, lambda: "predicted lookup time" in shown(app, "#dns-probe-verdicts"))
             verdicts = shown(app, "#dns-probe-verdicts")
             assert re.search(r"^CRIT\s+nameserver 127\.0\.0\.9:53 refused now", verdicts,
                              re.M), verdicts
@@ -121,6 +123,7 @@ async def test_the_dns_screen_names_each_runs_source_its_verdicts_and_prediction
             line = one_line(app, "#dns-probe-line")
             assert f"on nameservers {ok.server}" in line, line
             assert str(conf) not in line
+            await wait_for(pilot, lambda: f"if {ok.server} refuses" in shown(app, "#dns-probe-verdicts"))
             verdicts = shown(app, "#dns-probe-verdicts")
             assert "CRIT" not in verdicts and f"if {ok.server} refuses" in verdicts, verdicts
     finally:

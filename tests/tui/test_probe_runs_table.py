@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable
 
+from inspector.probes.base import ProbeKind
 from inspector.tui.probes.run_columns import (
     columns_for,
     probe_cell,
@@ -14,7 +15,7 @@ from inspector.tui.probes.run_columns import (
 )
 from inspector.tui.probes.runs import ProbeRequest
 from memcached_server import free_port
-from test_pilot import capture_app, wait_for
+from test_pilot import capture_app, start_run, wait_for
 
 
 @pytest.mark.parametrize("target,room,shown", [
@@ -59,7 +60,7 @@ async def test_the_runs_table_at_80_columns_then_120():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("6")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
-        run = app.screen.start_request(ProbeRequest("memcached", target, duration=1))
+        run = start_run(app, ProbeRequest(ProbeKind.MEMCACHED, target, duration=1))
         await wait_for(pilot, lambda: not run.active)
         table = app.screen.query_one("#runs", DataTable)
         await wait_for(pilot, lambda: "failed" in str(table.get_row_at(0)[2]))
