@@ -168,11 +168,20 @@ def test_recording_keeps_every_file_of_a_batch(tree):
     assert f"{BASE}/missing" not in root.recording.files
 
 
-def test_live_batches_read_as_read_bytes():
+def test_live_batches_read_as_read_bytes(tmp_path):
     root = HostRoot("/")
     ostype, missing = root.read_many("proc/sys/kernel", ("ostype", "no-such-file"), 4096)
     assert ostype == root.read_bytes("proc/sys/kernel/ostype", 4096) == b"Linux\n"
     assert isinstance(missing, Unavailable) and missing.reason == "not present"
+    (tmp_path / "size").write_text("7\n")
+    os.mkfifo(tmp_path / "fifo")
+    recording = HostRoot("/", record=True)
+    rel = str(tmp_path).lstrip("/")
+    size, fifo = recording.read_many(rel, ("size", "fifo"), 4096)
+    assert size == b"7\n"
+    assert isinstance(fifo, Unavailable) and fifo.reason == "a FIFO, not a file"
+    assert recording.recording is not None
+    assert recording.recording.files[f"{rel}/size"] == b"7\n"
 
 
 def test_a_forked_child_reads_its_own_fds(mode, tree):
