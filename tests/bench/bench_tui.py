@@ -123,14 +123,17 @@ class Session:
         rss = pss = 0.0
         pss_known = True
         procs = self.tree()
+        self.rss_by_process: list[float] = []      # MB, in the order of the tree (UI first)
         for proc in procs:
             try:
                 mem = proc.memory_full_info()
                 rss += mem.rss
                 pss += getattr(mem, "pss", 0)
+                self.rss_by_process.append(mem.rss / 2**20)
             except psutil.AccessDenied:
                 pss_known = False
                 rss += proc.memory_info().rss
+                self.rss_by_process.append(proc.memory_info().rss / 2**20)
             except psutil.Error:
                 pass
         return (100.0 * cpu / span, rss / 2**20, pss / 2**20 if pss_known else None,
@@ -155,9 +158,10 @@ def bench_overview(size: tuple[int, int]) -> Result:
         time.sleep(WARMUP)
         cpu, rss, pss, n, kbs = s.measure(MEASURE)
         shares = " + ".join(f"{x:.2f}" for x in s.shares)
+        rss_each = " + ".join(f"{x:.1f}" for x in s.rss_by_process)
         return Result("inspector overview (1 s)", size, cpu, rss, pss, n, kbs, first,
-                      note=f"CPU % by process, UI first: {shares}; first frame after "
-                           f"{first_cpu:.2f} s of CPU")
+                      note=f"by process, UI first: CPU % {shares}, RSS MB {rss_each}; "
+                           f"first frame after {first_cpu:.2f} s of CPU")
     finally:
         s.close()
 
