@@ -6,26 +6,31 @@ IO probe run."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Static
 
+import slowness
 from conftest import fixture_root, run_cli
 from inspector.collect import build_report
 from inspector.live import rates
+from inspector.model import Report
 from inspector.record.history import HistoryDB, ProbeRun
 from inspector.record.store import SampleWriter
 from inspector.roots.host import HostRoot
 from inspector.tui.recorded_app import RecordedApp
+from inspector.tui.screen_storage import StorageScreen
 from inspector.tui.timeline import RecordedTimeline, TimelineError
 from inspector.widgets import units
+from slowness import slack
 from synthetic import START, SyntheticHost
 
 JST = 9 * 3600
 STEP = 10.0
 WARN_AT = START + 1500          # 09:25 JST: md.degraded recorded
 PROBE_AT = START + 2400         # 09:40 JST: an IO probe run
-_REPORT = {}
+_REPORT: dict[str, Report] = {}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +80,7 @@ def _vda(view):
     return next(d for d in view.disks if d.name == "vda")
 
 
-async def test_keys_move_through_the_recording(db):
+async def test_keys_move_through_the_recording(db, monkeypatch):
     app = _app(db, "09:20")
     expected = RecordedTimeline.open(db, "09:20")
     async with app.run_test(size=(160, 45)) as pilot:
@@ -96,12 +101,12 @@ async def test_keys_move_through_the_recording(db):
 
         await pilot.press("greater_than_sign")         # the next marker: the WARN check
         await _settle(pilot, app, lambda: "09:25:10" in _status(app))
-        assert [f.code for f in app.report.findings] == ["md.degraded"]
+        assert app.report is not None and [f.code for f in app.report.findings] == ["md.degraded"]
         assert "worst warn" in _status(app) and "warn md.degraded" in _status(app)
         await pilot.press("greater_than_sign")         # then the probe run
         await _settle(pilot, app, lambda: "09:40:00" in _status(app))
         assert "io:/var/lib/mysql 1234 ops/s" in _status(app)
-        assert app.report.findings == []               # the 09:40 check found nothing
+        assert app.report is not None and app.report.findings == []    # 09:40's check: nothing
         await pilot.press("less_than_sign")
         await _settle(pilot, app, lambda: "09:25:10" in _status(app))
 
@@ -109,10 +114,13 @@ async def test_keys_move_through_the_recording(db):
         await _settle(pilot, app, lambda: "10:00:00" in _status(app) and "360/360" in _status(app))
         said: list[str] = []
         notify = app.notify
-        app.notify = lambda message, *a, **kw: said.append(str(message)) or notify(message, *a, **kw)  # type: ignore[method-assign]
+
+        def recorded(message: str, **kw: Any) -> None:
+            said.append(message)
+            notify(message, **kw)
+        monkeypatch.setattr(app, "notify", recorded)
         await pilot.press("right_square_bracket")      # nothing after the end: said, not moved
         await _settle(pilot, app, lambda: said == ["end of the recording"])
-        app.notify = notify  # type: ignore[method-assign]
         assert "360/360" in _status(app)
         await pilot.press("left_curly_bracket")
         await _settle(pilot, app, lambda: "09:00:10" in _status(app))   # the first one
@@ -127,7 +135,9 @@ async def test_the_storage_and_network_screens_show_recorded_figures(db):
         await _settle(pilot, app, lambda: type(app.screen).__name__ == "StorageScreen")
         await pilot.pause()     # its rows built from the recorded sample
         table = app.screen.query_one("#device-table", DataTable)
-        key = next(r.key for r in app.screen._rows if r.name == "vda")
+        storage = app.screen
+        assert isinstance(storage, StorageScreen)
+        key = next(r.key for r in storage._rows if r.name == "vda")
         row = [str(getattr(c, "plain", c)) for c in table.get_row(key)]
         vda = _vda(expected)
         for figure in (units.per_s(vda.r_s), units.per_s(vda.w_s), units.latency_ms(vda.await_ms),
@@ -183,7 +193,8 @@ def _week(path: str) -> int:
 @pytest.mark.serial
 def test_a_week_opens_quickly(tmp_path):
     """The timeline of a week at 10 s opens at its middle, with the view and trends the panels
-    need, in well under a second (budget: 1 s)."""
+    need, in well under a second (budget: 1 s on a quiet machine; the bound grows with the
+    machine's slowness: beside two busy loops and a test run it took 2.05 s)."""
     path = str(tmp_path / "week.sqlite")
     assert _week(path) == 7 * 8640
     start = time.perf_counter()
@@ -195,4 +206,4 @@ def test_a_week_opens_quickly(tmp_path):
     assert [f.code for f in timeline.findings_at()] == ["record.no_check"]
     timeline.close()
     assert len(view.disks) == 20 and len(trends.get("disk.sda.util")) == 300
-    assert elapsed < 1.0, elapsed
+    assert elapsed < slack(1.0), (elapsed, str(slowness.current()))
