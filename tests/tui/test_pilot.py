@@ -300,22 +300,27 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
 async def test_confirmation_refused_then_accepted(tmp_path):
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        # 4 s: a run's target set-up is bounded by its duration (2 s at least), and beside two
-        # busy loops a 1 s run's set-up fork found no answer after 2 s
-        await start_probe(app, pilot, "io", str(tmp_path), seconds="4", write=True)
+        # 15 s, stopped once measuring: a run's target set-up (writing and syncing its 64 MiB
+        # file) is bounded by the run's duration, and beside two busy loops and others' disk
+        # work a 1 s run found 'no answer after 2 s', a 4 s one after 4 s (0.2-1.8 s at load 10)
+        await start_probe(app, pilot, "io", str(tmp_path), seconds="15", write=True)
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#confirm-body", Static).render())
-        assert str(tmp_path) in body and "4 s" in body  # names the target and the bound
+        assert str(tmp_path) in body and "15 s" in body  # names the target and the bound
         await pilot.press("n")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         assert app.probes.runs == []
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_for(pilot, lambda: app.probes.runs and not app.probes.runs[0].active)
+        await wait_for(pilot, lambda: app.probes.runs and (app.probes.runs[0].last is not None
+                                                           or not app.probes.runs[0].active))
         run = app.probes.runs[0]
-        assert run.state == "done", run.error
-        assert run.request.write and run.last is not None and run.last.ops > 0
+        assert run.last is not None and run.last.ops > 0, (run.state, run.error)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: not run.active)
+        assert run.state == "stopped", run.error
+        assert run.request.write
     assert list(tmp_path.iterdir()) == []  # the private file is gone
 
 
