@@ -8,7 +8,9 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 
+import psutil
 import pytest
 
 from conftest import inspector_bin
@@ -17,7 +19,7 @@ _sessions = itertools.count()
 
 
 class Tmux:
-    def __init__(self, socket: str):
+    def __init__(self, socket: str) -> None:
         self.socket = socket
 
     def run(self, *args: str) -> str:
@@ -40,9 +42,8 @@ class Tmux:
             time.sleep(0.2)     # a server that was exiting as its last session ended
         raise AssertionError(f"tmux could not start a session for: inspector {args}")
 
-    def inspector(self):
+    def inspector(self) -> psutil.Process:
         """The psutil.Process of the inspector that start() ran (a child of the pane's shell)."""
-        import psutil
         shell = psutil.Process(int(self.run("list-panes", "-t", "ui", "-F", "#{pane_pid}")))
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -65,7 +66,8 @@ class Tmux:
     def resize(self, width: int, height: int) -> None:
         self.run("resize-window", "-t", "ui", "-x", str(width), "-y", str(height))
 
-    def wait(self, predicate, what: str, timeout: float = 30.0) -> str:
+    def wait(self, predicate: Callable[[str], object], what: str, timeout: float = 30.0) -> str:
+        """The screen once `predicate(screen)` holds; fails naming `what` after `timeout` s."""
         deadline = time.monotonic() + timeout
         while True:
             text = self.screen()
@@ -79,13 +81,12 @@ class Tmux:
 
 
 @pytest.fixture
-def tmux():
+def tmux() -> Iterator[Tmux]:
     if shutil.which("tmux") is None:
         pytest.fail("tmux is not installed (make test installs it)")
     t = Tmux(f"inspector-test-{os.getpid()}-{next(_sessions)}")
     yield t
-    import psutil
-    started = []
+    started: list[psutil.Process] = []
     for pid in t.run("list-panes", "-a", "-F", "#{pane_pid}").split():
         try:
             pane = psutil.Process(int(pid))

@@ -33,6 +33,12 @@ EDITING = "Enter starts · Esc done"
 
 
 
+def ops_of(screen: str) -> int | None:
+    """The first run's operation count in the runs table, if it shows running."""
+    match = OPS.search(screen)
+    return int(match.group(1)) if match else None
+
+
 def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     target = tmp_path / "probe.bin"
     target.write_bytes(os.urandom(8 << 20))
@@ -61,10 +67,10 @@ def test_storage_to_io_probe_and_quit(tmux, tmp_path):
     tmux.keys("-l", str(target))
     tmux.wait(lambda s: "probe.bin" in s, "the typed target")
     tmux.keys("Enter")
-    first = tmux.wait(lambda s: OPS.search(s) is not None, "the probe running")
-    ops1 = int(OPS.search(first).group(1))
-    later = tmux.wait(lambda s: OPS.search(s) is not None and int(OPS.search(s).group(1)) > ops1,
-                      "the operation count to grow", timeout=10)
+    ops1 = ops_of(tmux.wait(lambda s: ops_of(s) is not None, "the probe running"))
+    assert ops1 is not None
+    later = tmux.wait(lambda s: (ops_of(s) or 0) > ops1, "the operation count to grow",
+                      timeout=10)
     # the live chart with its legend (the IO probe's intervals carry their median)
     assert "• p99" in later and "█ p50" in later
 
@@ -254,7 +260,9 @@ def test_overview_fills_200x50_and_storage_shows_the_root_disk(tmux):
     row_re = re.compile(rf"^\s*{re.escape(disk)}\s+\S+\s+(\S+)\s.*?(\d+\.\d%)\s", re.M)
     screen = tmux.wait(lambda s: "HEALTH" in s and row_re.search(s) is not None,
                        "the storage row of the root disk with %util", timeout=20)
-    shown_size = row_re.search(screen).group(1)
+    root_row = row_re.search(screen)
+    assert root_row is not None
+    shown_size = root_row.group(1)
     assert shown_size.rstrip("BKMGTP")[:3] == size.rstrip("BKMGTP")[:3], (shown_size, size, screen)
 
     tmux.keys("4")      # the network table: one row per NIC, the first physical one that is up

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -26,6 +27,10 @@ def layout(screen: str) -> list[tuple[str, int]]:
     return [(panel.title, len(panel.rows)) for panel in panels(screen)]
 
 
+def scrolled_from(before: list[tuple[str, int]]) -> Callable[[str], bool]:
+    return lambda screen: layout(screen) != before
+
+
 def seen_panels(tmux: Tmux, screens: int = 6) -> dict[str, list[tuple[Panel, str]]]:
     """Every panel met from the top of the Overview down to its end (PageDown)."""
     found: dict[str, list[tuple[Panel, str]]] = {}
@@ -37,8 +42,7 @@ def seen_panels(tmux: Tmux, screens: int = 6) -> dict[str, list[tuple[Panel, str
         before = layout(screen)
         tmux.keys("PageDown")
         try:
-            screen = tmux.wait(lambda s, before=before: layout(s) != before, "a scroll",
-                               timeout=slack(1.0))
+            screen = tmux.wait(scrolled_from(before), "a scroll", timeout=slack(1.0))
         except AssertionError:
             # nothing scrolled in that time: the end, if the last panel has been met
             assert LAST in found, (sorted(found), screen)
