@@ -242,12 +242,22 @@ function put(path,   line) {
     while ((getline line < path) > 0) print path ":" line > OUT
     close(path)
 }
+# a stat is one line: read no further (no read to see its end), but where a newline in the
+# process's name cut it (the line then holds at most "PID (" and 15 bytes of name)
+function put_stat(path,   line) {
+    if ((getline line < path) > 0) {
+        print path ":" line > OUT
+        if (length(line) < 64)
+            while ((getline line < path) > 0) print path ":" line > OUT
+    }
+    close(path)
+}
 function frame(   i, j, w, t, d) {
     for (i = 1; i <= nbase; i++) put(base[i])
     if (flags ~ /a/)
-        for (i = 1; i <= npid; i++) { put(pid[i] "/stat"); put(pid[i] "/io") }
+        for (i = 1; i <= npid; i++) { put_stat(pid[i] "/stat"); put(pid[i] "/io") }
     else {
-        for (i = 1; i <= npid; i++) put(pid[i] "/stat")
+        for (i = 1; i <= npid; i++) put_stat(pid[i] "/stat")
         for (w in io) put("/proc/" w "/io")
     }
     for (i = 1; i <= nword; i++) {
@@ -259,7 +269,7 @@ function frame(   i, j, w, t, d) {
         else if (w == "c" && NUL) put(d "/cmdline")
         else if (w == "w") { if (NUL) put(d "/wchan"); put(d "/stack") }
     }
-    for (i = 1; i <= ntask; i++) put(task[i] "/stat")
+    for (i = 1; i <= ntask; i++) put_stat(task[i] "/stat")
     for (i = 1; i <= nfile; i++) put(file[i])
     for (i = 1; i <= nnic; i++) for (j = 1; j <= nnicfile; j++) put(nic[i] "/" nicfile[j])
 }
@@ -322,11 +332,12 @@ class LiveStream:
                                f"{message or exc})") from None
         self.remote_wall = float(words[1]) if len(words) > 1 and words[1].isdigit() \
             and int(words[1]) > 0 else None
-        # what the host has: df=df (a df under `timeout`), kmsg=dd|dmesg; '-' for none
+        # what the host has: df=gnu|posix (a df under `timeout`), kmsg=dd|dmesg ('-' for
+        # none); who reads the files: read=awk|grep, and command lines: cmdline=awk|grep
         self.has = dict(w.decode("ascii", "replace").partition("=")[::2] for w in words[2:])
         self._whole = True          # the last frame came whole: the host's awk has written it
         # the words grep reads beside awk: command lines and wait channels where awk cuts a
-        # line at its NUL (busybox)
+        # line at its NUL (mawk -W interactive, busybox)
         self.by_grep = "cw" if self.has.get("read") == "awk" and \
             self.has.get("cmdline") == "grep" else ""
 

@@ -97,8 +97,8 @@ class StreamedRoot(HostRoot):
         if self._io.sweep_due():
             flags += "a"
         # after a frame given up on, the host's awk may still be writing it: what grep reads
-        # beside it (df; busybox: command lines, wait channels) waits for the next frame
-        # (inspector.remote.live, direct_ok)
+        # beside it (df; with mawk and busybox, command lines and wait channels) waits for the
+        # next frame (inspector.remote.live, direct_ok)
         direct = self.stream.direct_ok
         fill = direct and self._fill_due()
         timeout = self.frame_timeout + (DF_TIMEOUT_S if fill else 0.0)
