@@ -15,7 +15,7 @@ from conftest import FIXTURES, TESTS, fixture_root
 from frozen import FrozenSampler, frozen_history, view_from_report
 from inspector.collect import build_report
 from inspector.health.live.session import hypervisor_of
-from inspector.model import Report
+from inspector.model import Finding, Level, Report
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from inspector.tui.flow_canvas import FlowCanvas
@@ -73,19 +73,21 @@ async def test_keys_reach_every_panel_and_help_lists_them():
 
 
 async def test_ok_findings_fold_and_enter_opens_a_finding():
+    # flash-mixed's own findings are WARN, CRIT and UNKNOWN: two OK ones are added to fold
     app = capture_app("flash-mixed")
+    report = build_report(HostRoot(str(fixture_root("flash-mixed"))))
+    report.findings += [Finding(Level.OK, "md0", "in sync"), Finding(Level.OK, "eth0", "up")]
+    app.collector = lambda root: report
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.report is not None)
-        await pilot.pause()
         table = app.screen.query_one("#findings", DataTable)
         oks = [f for f in discovered(app).findings if f.level.label == "ok"]
-        shown = rows(table)
-        assert not any(r[0].strip() == "OK" for r in shown)
-        if oks:
-            assert f"{len(oks)} OK finding" in shown[-1][2]
-            await pilot.press("o")
-            await pilot.pause()
-            assert table.row_count == len(discovered(app).findings)
+        assert len(oks) == 2
+        # the table is filled from the report: the fold's row comes last
+        await wait_for(pilot, lambda: f"{len(oks)} OK finding" in rows(table)[-1][2])
+        assert not any(r[0].strip() == "OK" for r in rows(table))
+        await pilot.press("o")
+        await wait_for(pilot, lambda: table.row_count == len(discovered(app).findings))
         table.move_cursor(row=0)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, TextScreen))
@@ -127,8 +129,7 @@ async def test_storage_hides_empty_devices_until_a(tmp_path):
         assert not any(r[0] == "loop0" for r in rows(table))
         assert "1 empty device" in str(app.screen.query_one("#storage-note").render())
         await pilot.press("a")
-        await pilot.pause()
-        assert any(r[0] == "loop0" for r in rows(table))
+        await wait_for(pilot, lambda: any(r[0] == "loop0" for r in rows(table)))
 
 
 async def test_storage_lists_arrays_known_only_from_mdstat(tmp_path):
