@@ -18,8 +18,8 @@ import pytest
 import slowness
 
 # fixture modules, for every test: a test names the fixture, it imports nothing
-# (memcached, silent_server; glibc_locales; tmux)
-pytest_plugins = ["memcached_server", "locale_data", "tmux_session"]
+# (memcached, silent_server; glibc_locales; tmux); CPU per test when INSPECTOR_TEST_CPU_LOG is set
+pytest_plugins = ["memcached_server", "locale_data", "tmux_session", "cpu_accounting"]
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
