@@ -93,7 +93,7 @@ def _start_from_palette(tmux: Tmux, command: str, entry: str, default_target: st
                         target: str, seconds: str) -> None:
     """Palette -> "Probe: start ..." -> the form; type target and bound, Enter starts
     (confirming when asked). The target field is focused the way a user does it for sure
-    (f2 to the runs table, n for a new probe), not by trusting where focus landed when the
+    (n for a new probe: the target, edited), not by trusting where focus landed when the
     palette closed: on a slow box it may land after the first keys."""
     tmux.keys("C-p")
     tmux.wait(lambda s: "Search for commands" in s, "the palette")
@@ -106,18 +106,20 @@ def _start_from_palette(tmux: Tmux, command: str, entry: str, default_target: st
               and "Search for commands" not in s, "the probe form, palette closed")
     field = re.compile(rf"[▊│]\s+{re.escape(target)}\s+[▎│]")
     for attempt in range(3):
-        tmux.keys("F2")
+        # n edits the target from anywhere (a priority key of the screen); F2 first once
+        # made it act before F2 now and then, F2 then ending the edit it had started
         tmux.keys("n")
-        tmux.wait(lambda s: EDITING in s, "the target edited")
-        tmux.keys("End")
-        tmux.keys("C-u")
-        tmux.keys("-l", target)
-        try:   # the whole target, alone in its field
+        try:   # the target edited, then the whole target alone in its field
+            tmux.wait(lambda s: EDITING in s, "the target edited", timeout=slack(4.0))
+            tmux.keys("End")
+            tmux.keys("C-u")
+            tmux.keys("-l", target)
             tmux.wait(lambda s: field.search(s) is not None, "the typed target", timeout=4)
             break
         except AssertionError:
             if attempt == 2:
                 raise
+            tmux.keys("Escape")     # whatever was edited: not any more
     tmux.keys("Tab")        # the edit goes on in the seconds (keys act in the order sent)
     tmux.keys("End")
     tmux.keys("C-u")
