@@ -15,11 +15,12 @@ The loop reads one line per request on its stdin:
   taken out (inspector.remote.process_io); no answer.
 
 Who reads the files (the hello's `read=`): where the host has awk, one awk started with the
-loop reads them (AWK_READER), told by the shell what it globbed: no process is started per
-frame, which is what most of the loop's CPU went to beside the kernel's (a fork and exec of
-grep, ~1 ms a sample, and the shell's list of 200 paths). df and the kernel log, and command
-lines and wait channels where awk cuts a line at its NUL (busybox: `cmdline=grep`), are read
-by a grep the shell starts, printed before awk's part of the frame; the client asks for those
+loop reads them (AWK_READER), told by the shell what it globbed: no process is started for a
+frame of files, which is what most of the loop's CPU went to beside the kernel's (a fork and
+exec of grep, ~1 ms a sample, and the shell's list of 200 paths). df and the kernel log, and
+command lines and wait channels where awk cuts a line at its NUL (mawk -W interactive and
+busybox: `cmdline=grep`; gawk keeps them: `cmdline=awk`), are read by a grep the shell starts
+(for live processes only), printed before awk's part of the frame; the client asks for those
 only when the previous frame came whole (LiveStream.direct_ok), so awk is idle then and the
 two never write at once. Without awk (`read=grep`): one grep a frame reads the lot.
 
