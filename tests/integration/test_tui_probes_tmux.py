@@ -72,8 +72,10 @@ def start_run(tmux: Tmux, address: str, seconds: float) -> None:
 def finished_row(tmux: Tmux, seconds: float) -> dict:
     tmux.resize(120, 40)
     tmux.keys("6")
-    screen = tmux.wait(lambda s: run_row(s, 1, "done") is not None, "the run done",
-                       timeout=seconds + 30)
+    # the wide table first ('run max' shows from 100 columns): until the resize is drawn the
+    # row has fewer columns and the pattern reads the next text as the max ('ails')
+    screen = tmux.wait(lambda s: "run max" in s and run_row(s, 1, "done") is not None,
+                       "the run done, at 120 columns", timeout=seconds + 30)
     tmux.keys("q")
     row = run_row(screen, 1, "done")
     assert row is not None
