@@ -32,6 +32,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from inspector.child_pipes import no_sigpipe
 from inspector.model import Unknown, known
 from inspector.roots.host import HostRoot
 
@@ -180,9 +181,10 @@ def _probe_read(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], list[int]
     if platform.machine() not in ("x86_64", "AMD64"):
         raise RuntimeError(f"no CPUID probe for {platform.machine()}")
     try:
-        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE_CHILD, _STUB.hex()],
-                              input=json.dumps(pairs), capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT)
+        with no_sigpipe():      # a child that died early (SIGILL, seccomp) is its exit status
+            proc = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE_CHILD, _STUB.hex()],
+                                  input=json.dumps(pairs), capture_output=True, text=True,
+                                  timeout=PROBE_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"probe timed out after {PROBE_TIMEOUT:g} s") from None
     except OSError as exc:

@@ -38,6 +38,7 @@ import subprocess
 import time
 from collections.abc import Iterable
 
+from inspector.child_pipes import no_sigpipe
 from inspector.remote import ssh
 from inspector.remote.fill import GNU_COLUMNS
 from inspector.remote.frames import Frame, FrameReader, StreamError, StreamTimeout
@@ -380,8 +381,9 @@ class LiveStream:
     def _send(self, line: str) -> None:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(line.encode())
-            self.proc.stdin.flush()
+            with no_sigpipe():
+                self.proc.stdin.write(line.encode())
+                self.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise StreamError(f"the connection closed{self._said()}") from None
         self.sent += len(line)

@@ -17,6 +17,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from inspector.child_pipes import no_sigpipe
 from inspector.parent_death import PR_SET_PDEATHSIG
 
 SSH_ENV = "INSPECTOR_SSH"          # the ssh client to run (default: ssh on PATH)
@@ -152,10 +153,11 @@ def start(target: Target, script: bytes, keep_stdin: bool = False) -> subprocess
         raise SshError(f"cannot start ssh: {exc.strerror or exc}") from None
     assert proc.stdin is not None
     try:
-        proc.stdin.write(script)
-        proc.stdin.flush()
-        if not keep_stdin:
-            proc.stdin.close()
+        with no_sigpipe():
+            proc.stdin.write(script)
+            proc.stdin.flush()
+            if not keep_stdin:
+                proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass        # ssh ended before reading: its exit status and stderr say why
     return proc

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspector.child_pipes import no_sigpipe
 from inspector.model import Unknown
 from inspector.roots.bounded import TimedOut, WithFds, Worker, WorkerFailed
 from inspector.roots.confined import ConfinedTree, Refused
@@ -725,7 +726,8 @@ def _run_command(argv: list[str], timeout: float, extra_paths: Iterable[str],
         result.error = f"{argv[0]}: {exc.strerror or exc}"
         return result
     try:
-        out, err = proc.communicate(input.encode() if input else None, timeout=timeout)
+        with no_sigpipe():      # a tool that stops reading its input is its failure, not ours
+            out, err = proc.communicate(input.encode() if input else None, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         result.error = f"{argv[0]} timed out after {timeout:g} s"

@@ -25,7 +25,7 @@ SOURCES = {"inspector": REPO / "inspector", "inspector.probes": REPO / "probes",
 FLOORS: list[set[str]] = [
     {"inspector", "inspector.model", "inspector.escapes", "inspector.durations", "inspector.redact",
      "inspector.parent_death", "inspector.config", "inspector.output_paths",
-     "inspector.atomic_write", "inspector.shipped", "inspector.widgets"},
+     "inspector.atomic_write", "inspector.shipped", "inspector.widgets", "inspector.child_pipes"},
     {"inspector.roots"},
     {"inspector.discover", "inspector.probes"},
     {"inspector.captures", "inspector.live", "inspector.probe_runs"},
