@@ -20,6 +20,7 @@ is the very wait this module exists to avoid.
 """
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import select
@@ -449,6 +450,10 @@ def _child_main(serves: list[Callable[[Any], Any]], socks: list[socket.socket]) 
     several each in a thread of its own; the child exits when every socket has closed."""
     status = 0
     try:
+        # The parent's objects are never the child's to collect: one that owns a descriptor
+        # (a file, a socket, a pipe left for the collector) would close its number, closed
+        # below and perhaps reused by then for what the child opened (an extraction got EBADF)
+        gc.freeze()
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
         for signum in (signal.SIGTERM, signal.SIGHUP):   # a command's handlers are not ours
             signal.signal(signum, signal.SIG_DFL)
