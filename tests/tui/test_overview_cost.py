@@ -65,6 +65,7 @@ async def test_a_live_findings_figures_are_rewritten_at_most_every_few_seconds(m
         if time.monotonic() - started < 1.5:   # a loaded machine may have taken that long
             assert any("99% busy" in m for m in _messages(app)) and writes == []
         # a finding that begins shows at once, with the latest figures of the other
+        shown = time.monotonic()           # the interval runs from this write
         _show(app, _with_findings(app, (Level.CRIT, "cpu", "CPU saturated (95% busy)"),
                                   (Level.WARN, "vda", "vda await 900 ms")))
         await pilot.pause()
@@ -75,11 +76,15 @@ async def test_a_live_findings_figures_are_rewritten_at_most_every_few_seconds(m
         _show(app, _with_findings(app, (Level.CRIT, "cpu", "CPU saturated (94% busy)"),
                                   (Level.WARN, "vda", "vda await 900 ms")))
         await pilot.pause()
+        # within the interval, the 94 waits; a loaded machine may have let it pass already
+        within = time.monotonic() - shown < 1.5
         await pilot.pause(1.6)
         _show(app, _with_findings(app, (Level.CRIT, "cpu", "CPU saturated (93% busy)"),
                                   (Level.WARN, "vda", "vda await 900 ms")))
         await wait_for(pilot, lambda: any("93% busy" in m for m in _messages(app)))
-        assert len(writes) == 1            # the one cell that changed, not the table
+        # the one cell that changed, not the table: once, or twice when the interval passed
+        assert "93% busy" in str(writes[-1])
+        assert len(writes) == 1 if within else len(writes) <= 2, writes
 
 
 def test_the_collector_is_settled_once_for_a_long_session():
