@@ -351,6 +351,7 @@ class Worker:
         with _unreaped_lock:
             _unreaped.add(self.pid)
         reap()
+        _reap_soon()
 
     def __enter__(self) -> Worker:
         return self
@@ -420,6 +421,46 @@ def reap() -> None:
                 done = pid
             if done:
                 _unreaped.discard(pid)
+
+
+_reaper: threading.Thread | None = None
+
+
+def _reap_soon() -> None:
+    """Reap the closed children as they exit, in a thread while any is listed: a child
+    exits once it has read the closed socket, after close() returned, and would otherwise stay
+    a zombie until the next fork (a TUI that opened a capture kept a `<defunct>` until quit)."""
+    global _reaper
+    with _unreaped_lock:
+        if not _unreaped or _reaper is not None:
+            return
+        _reaper = threading.Thread(target=_reap_while_listed, name="inspector-reaper",
+                                   daemon=True)
+        _reaper.start()
+
+
+def _reap_while_listed() -> None:
+    global _reaper
+    waited = 0.0
+    while True:
+        reap()
+        with _unreaped_lock:
+            if not _unreaped:       # under the lock: a close() from now on starts another
+                _reaper = None
+                return
+        # quick for the usual child that exits at once; a child stuck in the kernel is polled
+        # once a second for as long as it stays
+        step = 0.05 if waited < 2.0 else 1.0
+        time.sleep(step)
+        waited += step
+
+
+def _no_reaper_in_child() -> None:
+    global _reaper
+    _reaper = None
+
+
+os.register_at_fork(after_in_child=_no_reaper_in_child)
 
 
 class _Child:

@@ -1,7 +1,8 @@
 """A bounded reader's forked child never collects the parent's garbage: an object that owns a
 descriptor (here a file in a reference cycle, waiting for the collector) would close its
 number in the child, where that number was closed on start and may have been reused for what
-the child opened since (a capture's extraction failed with EBADF in full runs)."""
+the child opened since (a capture's extraction failed with EBADF in full runs). And the child
+of a closed worker is reaped as it exits, not at the next fork."""
 from __future__ import annotations
 
 import gc
@@ -41,3 +42,28 @@ def test_the_parents_garbage_is_not_collected_in_the_child(tmp_path):
     finally:
         gc.enable()
         gc.collect()
+
+
+def test_a_closed_workers_child_is_reaped_without_another_fork():
+    """The child exits once it reads the closed socket, after close() returned; it was left a
+    zombie until the next fork (a TUI that opened a capture showed a <defunct> child until
+    quit). Now reaped as it exits."""
+    import time
+
+    from inspector.roots.bounded import Worker
+    from slowness import slack
+    worker = Worker(lambda request: request)
+    assert worker.call(7, 30) == 7
+    pid = worker.pid
+    worker.close()
+
+    def gone_or_zombie() -> str:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return "gone"
+    deadline = time.monotonic() + slack(3.0)
+    while gone_or_zombie() != "gone" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gone_or_zombie() == "gone"
