@@ -21,6 +21,7 @@ Also `closed_port()` gives an address:port where nothing listens (ICMP port unre
 """
 from __future__ import annotations
 
+import errno
 import socket
 import struct
 import threading
@@ -87,16 +88,30 @@ class Responder:
         self.tcp_mode: str | dict[str, str] | None = "silent" if mode == "tcp-silent" and tcp is None else tcp
         self.queries: list[str] = []
         self.tcp_queries: list[str] = []
-        self.udp = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind((address, port))
-        self.address, self.port = self.udp.getsockname()[:2]
         self.tcp: socket.socket | None = None
         truncating = "truncate" in self.udp_modes.values() or any(
             "truncate" in (v.values() if isinstance(v, dict) else [v]) for v in self.names.values())
-        if (tcp is None and truncating) or (tcp is not None and tcp != "closed"):
-            self.tcp = socket.socket(self.udp.family, socket.SOCK_STREAM)
+        wants_tcp = (tcp is None and truncating) or (tcp is not None and tcp != "closed")
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        for attempt in range(20):
+            self.udp = socket.socket(family, socket.SOCK_DGRAM)
+            self.udp.bind((address, port))
+            self.address, self.port = self.udp.getsockname()[:2]
+            if not wants_tcp:
+                break
+            self.tcp = socket.socket(family, socket.SOCK_STREAM)
             self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.tcp.bind((address, self.port))
+            try:
+                self.tcp.bind((address, self.port))
+                break
+            except OSError as exc:
+                # the UDP port the kernel chose may be another process's TCP port (a client's
+                # ephemeral one): another UDP port then, unless the caller named the port
+                self.tcp.close()
+                self.udp.close()
+                if port != 0 or exc.errno != errno.EADDRINUSE or attempt == 19:
+                    raise
+        if self.tcp is not None:
             self.tcp.listen(16)
             threading.Thread(target=self._serve_tcp, args=(self.tcp,), daemon=True).start()
         self._held: list[socket.socket] = []
