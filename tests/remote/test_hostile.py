@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import signal
 import tarfile
 import time
 from pathlib import Path
@@ -100,6 +101,20 @@ def fake_host(tmp_path):
     yield start
     for server in servers:
         server.stop()
+    # the host's side of a stalled session (`sleep 600` under sshd, in a session of its own)
+    # outlives the connection, as on a real host: end it with the test
+    _end_processes_naming(str(tmp_path))
+
+
+def _end_processes_naming(text: str) -> None:
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if text.encode() not in cmdline.read():
+                    continue
+            os.killpg(int(pid), signal.SIGKILL)     # the script and its sleep: one group
+        except OSError:
+            pass
 
 
 def _run(server: SshServer, tmp_path: Path, *argv: str, env: dict | None = None,
