@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from inspector.discover.block import Mount, parse_mountinfo
@@ -85,17 +85,7 @@ class FilesystemSampler:
             return Unknown(f"/proc/self/mountinfo {read.timed_out}")
         if isinstance(text, Unknown):
             return Unknown(f"/proc/self/mountinfo: {text.reason}")
-        seen: set[tuple[str, str]] = set()
-        out = []
-        for majmin, mount in parse_mountinfo(text):
-            if not wanted(mount.fstype, mount.source, mount.mountpoint):
-                continue
-            key = (majmin, mount.source)
-            if key in seen:              # a bind mount of a filesystem already listed
-                continue
-            seen.add(key)
-            out.append((majmin, mount))
-        return out
+        return list(distinct_mounts(text))
 
     def sample(self) -> list[FsUse] | Unknown:
         if not self.root.live:
@@ -152,3 +142,16 @@ class FilesystemSampler:
         inodes = (100.0 * (st.f_files - st.f_ffree) / st.f_files) if st.f_files else None
         return FsUse(mount.mountpoint, mount.fstype, mount.source, majmin, size, used,
                      st.f_bavail * frsize, inodes)
+
+
+def distinct_mounts(mountinfo: str) -> Iterator[tuple[str, Mount]]:
+    """(maj:min, mount) of each filesystem worth a fill figure, once: a bind mount of one
+    already listed is skipped."""
+    seen: set[tuple[str, str]] = set()
+    for majmin, mount in parse_mountinfo(mountinfo):
+        if not wanted(mount.fstype, mount.source, mount.mountpoint):
+            continue
+        key = (majmin, mount.source)
+        if key not in seen:
+            seen.add(key)
+            yield majmin, mount

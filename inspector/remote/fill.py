@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 
-from inspector.discover.block import parse_mountinfo
-from inspector.live.filesystems import FsUse, wanted
+from inspector.live.filesystems import FsUse, distinct_mounts
 from inspector.model import Unknown
 
 GNU_COLUMNS = "source,size,used,avail,itotal,iused,target"
@@ -70,15 +69,8 @@ def fill_rows(mountinfo: str, table: Table | None) -> list[FsUse] | Unknown:
     if table is None:
         return Unknown("df printed nothing")
     by_source = {row[0]: row for row in reversed(table.values())}   # the first one wins
-    seen: set[tuple[str, str]] = set()
     out: list[FsUse] = []
-    for majmin, mount in parse_mountinfo(mountinfo):
-        if not wanted(mount.fstype, mount.source, mount.mountpoint):
-            continue
-        key = (majmin, mount.source)
-        if key in seen:              # a bind mount of a filesystem already listed
-            continue
-        seen.add(key)
+    for majmin, mount in distinct_mounts(mountinfo):
         row = table.get(mount.mountpoint) or by_source.get(mount.source)
         if row is None:
             reason = Unknown("not in df's output")
