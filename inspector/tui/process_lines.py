@@ -113,11 +113,25 @@ def processes_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
 
 
 def processes_wanted(ctx: Ctx, width: int) -> int:
-    """Rows the lists can fill: as many as there are processes to show."""
+    """Rows the lists can fill at `width`: each list's header and the processes it counts
+    (a kernel thread has no memory, an idle process no CPU), laid out as processes_panel
+    lays them out. One line when the figures are unknown."""
     procs = processes_of(ctx)
     if not isinstance(procs, list):
         return 1
-    return max(PROCESS_MIN_ROWS, min(len(procs), 200) + 1)
+    global _COUNTED
+    if _COUNTED[0] is not procs:     # repaints in one second share one sample's list
+        _COUNTED = (procs, [max(1, min(LIST_ROWS_MAX, sum(1 for p in procs if counts(p))))
+                            for _, _, _, counts in LISTS])
+    cpu, mem, io, dstate = (1 + n for n in _COUNTED[1])
+    columns = 4 if width >= 160 else 2 if width >= 100 else 1
+    natural = (max(cpu, mem, io, dstate) if columns == 4
+               else max(cpu + io, mem + dstate) if columns == 2 else cpu + mem + io + dstate)
+    return max(PROCESS_MIN_ROWS, natural)
+
+
+LIST_ROWS_MAX = 200
+_COUNTED: tuple[object, list[int]] = (None, [])
 
 
 def top_line(procs: list[ProcessRate], key: SortKey, label: str,
@@ -188,20 +202,30 @@ def short_command(p: ProcessRate) -> str:
 def _joined(procs: list[ProcessRate], upper: tuple, lower: tuple, width: int,
             rows: int) -> list[Text]:
     """Two lists in one column: the lower one (IO, D state) takes the rows it has, at least
-    two, and the upper one (CPU, memory) the rest."""
+    two, and the upper one (CPU, memory) the rest; rows the upper one cannot fill go back to
+    the lower one."""
     lower_lines = process_list(procs, lower, width, max(2, rows // 3))
     upper_lines = process_list(procs, upper, width, max(2, rows - len(lower_lines)))
+    if len(upper_lines) + len(lower_lines) < rows:
+        lower_lines = process_list(procs, lower, width, max(2, rows - len(upper_lines)))
     return upper_lines + lower_lines
 
 
 def _stacked(procs: list[ProcessRate], width: int, rows: int) -> list[Text]:
     """Narrow: the four lists one under the other; IO and D state take what they have (two
-    rows at least), CPU and memory share the rest."""
+    rows at least), CPU and memory share the rest, and what those cannot fill goes back to
+    IO, then D state."""
     io = process_list(procs, LISTS[2], width, max(2, rows // 4))
     dstate = process_list(procs, LISTS[3], width, max(2, rows // 4))
     rest = max(4, rows - len(io) - len(dstate))
     cpu = process_list(procs, LISTS[0], width, max(2, rest // 2))
     mem = process_list(procs, LISTS[1], width, max(2, rest - len(cpu)))
+    spare = rows - len(cpu) - len(mem) - len(io) - len(dstate)
+    if spare > 0:
+        io = process_list(procs, LISTS[2], width, len(io) + spare)
+        spare = rows - len(cpu) - len(mem) - len(io) - len(dstate)
+    if spare > 0:
+        dstate = process_list(procs, LISTS[3], width, len(dstate) + spare)
     return (cpu + mem + io + dstate)[:rows]
 
 

@@ -182,6 +182,26 @@ def test_rows_the_processes_cannot_fill_go_to_the_charts(size):
         assert panel.blank_rows <= 2, (panel.title, panel.rows, text)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (100, 60), (200, 50), (300, 80)])
+def test_rows_the_lists_cannot_fill_go_to_the_charts(size):
+    """A quiet host: 70 processes, most of them kernel threads (no memory, no CPU), so the
+    lists hold a few lines each. The panel is sized by what its lists show, not by how many
+    processes there are, and the rows they leave go to the CPU chart (before: 9 of 50 rows
+    empty under the processes at 200x50 on a fresh CI machine)."""
+    v = busy_view()
+    v.processes = [process(1, cpu=3.0, comm="tmux", cmdline="tmux"),
+                   process(2, cpu=1.0, rss=9 << 20, comm="python3", cmdline="python3 -m x"),
+                   *[process(pid) for pid in range(3, 10)],
+                   *[ProcessRate(pid, f"kworker/{pid}", "root", "I", 0.0, 0, None, 0.0, 0.0,
+                                 0.0, 0.0, 1, "") for pid in range(10, 71)]]
+    lines = paint(v, *size).splitlines()
+    text = "\n".join(lines)
+    assert size[1] - 2 <= len(lines) <= size[1], (len(lines), text)
+    procs = next(p for p in panels(text) if p.title == "Processes")
+    assert procs.blank_rows <= 2, (procs.rows, text)
+    assert "kworker" not in text      # a kernel thread has no memory to rank
+
+
 def test_without_live_data_each_panel_says_why():
     text = paint(None, 120, 40, reason="capture: no live data")
     assert text.count("capture: no live data") >= 4
