@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspector.probes.base import Interval, ProbeError, RunSummary
+from inspector.probes.base import Interval, ProbeError, RunStatus, RunSummary
 from inspector.probes.request import ProbeRequest
 
 FAILED = "failed"       # the status of an outcome with nothing measured
@@ -68,6 +68,7 @@ def run_probe(request: ProbeRequest, *, signals: tuple[int, ...] = (),
         if on_interval is not None:
             on_interval(interval)
     probe = None
+    driver: ProbeDriver | None = None
     try:
         probe = open_probe(request)
         prepared = None if on_prepared is None else (lambda: on_prepared(probe))
@@ -81,4 +82,14 @@ def run_probe(request: ProbeRequest, *, signals: tuple[int, ...] = (),
     if result is not None:
         outcome.summary = result.summary()
         outcome.error = outcome.error or outcome.summary.error
+        if driver is not None and driver.expired and not driver.signum:
+            _ended_by_its_deadline(outcome.summary, driver.probe.deadline)
     return outcome
+
+
+def _ended_by_its_deadline(summary: RunSummary, deadline: float | None) -> None:
+    """The driver's deadline stopped the run: that is not an operator's stop."""
+    if summary.status == RunStatus.STOPPED:
+        summary.status = RunStatus.DEADLINE
+        summary.reason = f"deadline of {deadline:g} s reached" + (
+            f"; {summary.reason}" if summary.reason else "")

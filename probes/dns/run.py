@@ -249,7 +249,7 @@ class DnsRunResult:
         note = f"glibc lookup now: {pred.text()}"       # the outcome, its families, the time
         return RunSummary(
             ProbeKind.DNS, r.name, RunStatus.STOPPED if self.stopped else RunStatus.COMPLETED,
-            self.latency.summary(), reason="stopped (partial rounds)" if self.stopped else "",
+            self.latency.summary(), reason="partial rounds kept" if self.stopped else "",
             error="; ".join(down) or None, requests=self.queries, errors=self.errors,
             seconds=self.seconds,
             ops_per_s=self.queries / self.seconds if self.seconds else 0.0,
