@@ -92,6 +92,14 @@ def test_wheel_has_no_top_level_widgets_or_probes(wheel):
     assert "inspector/share/systemd/inspector-record.timer" in names
 
 
+def test_rules_tests_and_dashboard_ship_in_the_wheel(wheel):
+    """The monitoring files (alert rules, their unit tests, the dashboard) as package data."""
+    monitoring = REPO / "inspector" / "monitoring"
+    shipped = {p.name for p in monitoring.iterdir()}
+    assert {"inspector-alerts.yml", "inspector-alerts.test.yml", "inspector-dashboard.json"} <= shipped
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {f"inspector/monitoring/{name}" for name in shipped} <= names
+
 def test_sdist_carries_the_c_loop_source(built):
     sdist = built[0]
     with tarfile.open(sdist) as tar:
