@@ -128,15 +128,24 @@ def test_a_link_in_the_middle_of_the_path_is_not_followed(scene, command):
     scene.assert_untouched(before)
 
 
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> Path:
+    """A recording made by root, once for the module (each test links its own copy)."""
+    made = tmp_path_factory.mktemp("recording") / "h.sqlite"
+    res = run_bin("record", "--once", "--root", ROOT, "--db", str(made))
+    assert res.returncode == 0, res.stderr
+    return made
+
+
 @pytest.mark.parametrize("argv", [
     ["history", "--db"], ["history", "--checks", "--db"], ["top", "--db"],
     ["history", "import-ioping", "LOG", "--db"],
 ], ids=lambda a: " ".join(a))
-def test_history_readers_and_imports_refuse_a_planted_database_link(scene, argv):
+def test_history_readers_and_imports_refuse_a_planted_database_link(scene, recording, argv):
     """Every command that opens the history database applies the rule before SQLite opens
     anything (a recording made by root, linked by nobody)."""
     made = scene.private / "h.sqlite"
-    assert run_bin("record", "--once", "--root", ROOT, "--db", str(made)).returncode == 0
+    shutil.copy(recording, made)
     link = plant(scene.shared / "h.sqlite", made)
     recorded = state(made)
     log = scene.private / "ioping.log"
