@@ -24,7 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hung_mount import HERE, PR_SET_CHILD_SUBREAPER, time_command
+from hung_mount import PR_SET_CHILD_SUBREAPER, light_fuse_server_import, time_command
 
 
 def run_stalled(mount: str, answer: int, argv: list[str], *, term_after: float | None = None,
@@ -42,7 +42,7 @@ def run_stalled(mount: str, answer: int, argv: list[str], *, term_after: float |
 
 
 def _stalling_fuse_class():
-    sys.path[:0] = [str(HERE.parent / "integration"), str(HERE.parent)]
+    light_fuse_server_import()
     from test_top_dstate import READ, MiniFuse
 
     class StallingFuse(MiniFuse):
