@@ -77,7 +77,7 @@ def runs(request, tmp_path_factory):
     """Every selected test's command, their STALL_S waits overlapped (12 runs of ~7 s each
     took 94 s one after another)."""
     require_root()
-    runs = OverlappedRuns(at_once=12)
+    runs = OverlappedRuns(at_once=12, stagger=0.5)
 
     def start(test: str, make, command: str, **ending) -> None:
         for params in selected_params(request, test):
