@@ -15,6 +15,7 @@ import pytest
 
 from conftest import inspector_bin, require_root
 from hung_mount import run_hung
+from overlapped_runs import OverlappedRuns, selected_params
 from slowness import slack
 from stall_mount import run_stalled
 
@@ -33,10 +34,43 @@ def _root():
     require_root()
 
 
-def test_the_set_up_waits_for_w(tmp_path):
+def _set_up_on_a_silent_mount(tmp_path) -> tuple[dict, object]:
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    res = run_hung([str(mnt)], [inspector_bin(), "probe", "io", str(mnt), "-w", "3"])
+    return run_hung([str(mnt)], [inspector_bin(), "probe", "io", str(mnt), "-w", "3"]), mnt
+
+
+def _stalled(tmp_path, *args: str, term_after: float | None = None) -> tuple[dict, object]:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    return run_stalled(str(mnt), READS_BEFORE_THE_STALL,
+                       [inspector_bin(), "probe", "io", str(mnt / "disk.img"), *args],
+                       term_after=term_after), mnt
+
+
+# Each run waits out -w and its graces on a mount that stopped answering: ~30 s of a worker
+# one after another; three at a time, a second apart, the waits overlap (the bounds are from
+# the moment each run reached the hang)
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory):
+    require_root()
+    runs = OverlappedRuns(at_once=3, stagger=1.0)
+    for _ in selected_params(request, "test_the_set_up_waits_for_w"):
+        runs.start("set-up", _set_up_on_a_silent_mount, tmp_path_factory.mktemp("setup"))
+    for params in selected_params(request, "test_reads_that_stop_answering_end_the_run_after_w"):
+        runs.start(("-j", params["jobs"]), _stalled, tmp_path_factory.mktemp("stall"), "-w",
+                   "2", "-j", params["jobs"])
+    for _ in selected_params(request, "test_json_output_is_whole_when_reads_stop"):
+        runs.start("json", _stalled, tmp_path_factory.mktemp("json"), "-w", "1", "--json")
+    for _ in selected_params(request, "test_sigterm_ends_a_run_bounded_by_a_count_only"):
+        runs.start("sigterm", _stalled, tmp_path_factory.mktemp("term"), "-c", "1000000",
+                   term_after=1.0)
+    yield runs
+    runs.close()
+
+
+def test_the_set_up_waits_for_w(runs):
+    res, mnt = runs.result("set-up")
     print("probe io -w 3 ended after", res["seconds"], "s")
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
     assert res["status"] == 2 and res["after_held"] <= 3 + slack(QUIET_START_AND_OUTPUT), res
@@ -45,12 +79,8 @@ def test_the_set_up_waits_for_w(tmp_path):
 
 
 @pytest.mark.parametrize("jobs", ["1", "3"])
-def test_reads_that_stop_answering_end_the_run_after_w(tmp_path, jobs):
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
-                      [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-w", "2",
-                       "-j", jobs])
+def test_reads_that_stop_answering_end_the_run_after_w(runs, jobs):
+    res, mnt = runs.result(("-j", jobs))
     print(f"probe io -w 2 -j {jobs} ended after", res["seconds"], "s")
     assert not res["hung"], res
     assert res["answered"] == READS_BEFORE_THE_STALL and res["held"] >= 1, res
@@ -66,12 +96,8 @@ def test_reads_that_stop_answering_end_the_run_after_w(tmp_path, jobs):
     assert res["stuck_after_release"] == 0, res
 
 
-def test_json_output_is_whole_when_reads_stop(tmp_path):
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
-                      [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-w", "1",
-                       "--json"])
+def test_json_output_is_whole_when_reads_stop(runs):
+    res, _ = runs.result("json")
     assert not res["hung"] and res["status"] == 1, res
     assert res["after_held"] <= 1 + GRACES + slack(QUIET_START_AND_OUTPUT), res
     doc = json.loads(res["stdout"])
@@ -80,14 +106,10 @@ def test_json_output_is_whole_when_reads_stop(tmp_path):
     assert res["stuck_after_release"] == 0, res
 
 
-def test_sigterm_ends_a_run_bounded_by_a_count_only(tmp_path):
+def test_sigterm_ends_a_run_bounded_by_a_count_only(runs):
     """-c alone has no time bound: a stuck run waits for a stop, and SIGTERM (1 s after
     the stall began) ends it on time (`timeout 5 inspector probe io ...` gets its figures)."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    res = run_stalled(str(mnt), READS_BEFORE_THE_STALL,
-                      [inspector_bin(), "probe", "io", str(mnt / "disk.img"), "-c", "1000000"],
-                      term_after=1.0)
+    res, _ = runs.result("sigterm")
     print("SIGTERM to exit:", res["signal_to_exit"], "s")
     assert not res["hung"] and res["signal_to_exit"] <= GRACES + slack(1.0), res
     assert res["status"] == 1, res          # a request failed mid-run: it never came back
