@@ -17,6 +17,7 @@ from conftest import inspector_bin, require_root, run_bin
 from hung_mount import run_hung
 from inspector.probes.base import ProbeError
 from inspector.probes.dns.run import RESOLVE_TIMEOUT, read_resolv_conf_bounded
+from overlapped_runs import OverlappedRuns, selected_params
 from slowness import slack
 
 
@@ -59,14 +60,51 @@ def test_the_tui_form_reads_it_the_same_way(tmp_path):
     assert read_resolv_conf_bounded(str(good)) == "nameserver 192.0.2.1\n"
 
 
+def _resolv_conf(tmp_path, text: str):
+    file = tmp_path / "resolv.conf"
+    file.write_text(text)
+    return file
+
+
+def _probe_on_a_silent_resolv_conf(tmp_path) -> tuple[dict, object]:
+    file = _resolv_conf(tmp_path, "nameserver 192.0.2.1\n")
+    return run_hung([str(file)], [inspector_bin(), "probe", "dns", "--resolv-conf", str(file),
+                                  "--timeout", "0.5"]), file
+
+
+def _form_on_a_silent_resolv_conf(tmp_path) -> tuple[dict, object]:
+    file = _resolv_conf(tmp_path, "nameserver 192.0.2.1\n")
+    return run_hung([str(file)], [sys.executable, "-c", FORM_CHECK, str(file)]), file
+
+
+def _probe_with_a_silent_hostname(tmp_path) -> dict:
+    conf = _resolv_conf(tmp_path, "nameserver 127.0.0.1:9\nsearch example.test\n")
+    return run_hung(["/proc/sys/kernel/hostname"],
+                    [inspector_bin(), "probe", "dns", "--resolv-conf", str(conf),
+                     "--timeout", "0.3", "--json"])
+
+
+# Two of the runs wait out RESOLVE_TIMEOUT (5 s) on a silent mount: started together, a
+# second apart, the waits overlap (the bounds are from the moment each run reached the hang)
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory):
+    require_root()
+    runs = OverlappedRuns(at_once=3, stagger=1.0)
+    for test, make in (("test_a_resolv_conf_that_never_answers", _probe_on_a_silent_resolv_conf),
+                       ("test_the_tui_form_on_a_resolv_conf_that_never_answers",
+                        _form_on_a_silent_resolv_conf),
+                       ("test_a_hostname_that_never_answers_does_not_stop_the_probe",
+                        _probe_with_a_silent_hostname)):
+        for _ in selected_params(request, test):
+            runs.start(test, make, tmp_path_factory.mktemp("dns"))
+    yield runs
+    runs.close()
+
+
 @pytest.mark.root
 @pytest.mark.slow
-def test_a_resolv_conf_that_never_answers(tmp_path):
-    require_root()
-    file = tmp_path / "resolv.conf"
-    file.write_text("nameserver 192.0.2.1\n")
-    res = run_hung([str(file)], [inspector_bin(), "probe", "dns", "--resolv-conf", str(file),
-                                 "--timeout", "0.5"])
+def test_a_resolv_conf_that_never_answers(runs):
+    res, file = runs.result("test_a_resolv_conf_that_never_answers")
     print("probe dns ended after", res["seconds"], "s")
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
     assert res["status"] == 2 and res["after_held"] <= RESOLVE_TIMEOUT + slack(1.5), res
@@ -86,13 +124,10 @@ print(f"{time.monotonic() - start:.1f}", problem)
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_the_tui_form_on_a_resolv_conf_that_never_answers(tmp_path):
+def test_the_tui_form_on_a_resolv_conf_that_never_answers(runs):
     """The form's check (before the confirmation, in the UI's process) says so in one line
     after RESOLVE_TIMEOUT, and leaves nothing stuck in the UI's process."""
-    require_root()
-    file = tmp_path / "resolv.conf"
-    file.write_text("nameserver 192.0.2.1\n")
-    res = run_hung([str(file)], [sys.executable, "-c", FORM_CHECK, str(file)])
+    res, file = runs.result("test_the_tui_form_on_a_resolv_conf_that_never_answers")
     assert not res["hung"] and res["held"] >= 1 and res["stuck_after_release"] == 0, res
     took, problem = res["stdout"].strip().split(" ", 1)
     assert float(took) <= RESOLVE_TIMEOUT + slack(0.5), res
@@ -103,16 +138,10 @@ def test_the_tui_form_on_a_resolv_conf_that_never_answers(tmp_path):
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_a_hostname_that_never_answers_does_not_stop_the_probe(tmp_path):
+def test_a_hostname_that_never_answers_does_not_stop_the_probe(runs):
     """glibc takes the hostname from gethostname() (uname): so does the probe now, instead
     of reading /proc/sys/kernel/hostname (which hung)."""
-    require_root()
-    conf = tmp_path / "resolv.conf"
-    conf.write_text("nameserver 127.0.0.1:9\nsearch example.test\n")
-    res = run_hung(["/proc/sys/kernel/hostname"],
-                   [inspector_bin(), "probe", "dns", "--resolv-conf", str(conf),
-                    "--timeout", "0.3", "--json"])
+    res = runs.result("test_a_hostname_that_never_answers_does_not_stop_the_probe")
     assert not res["hung"] and res["stuck_after_release"] == 0, res
     assert res["seconds"] <= slack(2.5) and res["status"] in (0, 1), res
     assert '"example.test"' in res["stdout"], res["stdout"][:500]
-
