@@ -12,12 +12,13 @@ import time
 
 import pytest
 
-from conftest import TESTS, inspector_bin, require_root, run_cli, signal_after
+from conftest import TESTS, inspector_bin, require_root, run_cli
 from dns_responders import Responder, closed_port
 from inspector.discover.resolver_conf import parse_resolv_conf
 from inspector.health.dns import probe_rules
 from inspector.probes.dns.failover import DnsFailoverProbe, DnsProbeSettings
 from inspector.probes.dns.query import parse_server, query_server
+from slowness import slack
 
 # mode -> (expected kind, bound on how long the query may take, seconds)
 CASES = {
@@ -142,6 +143,7 @@ GLIBC_CASES = [
 
 NETNS_SCRIPT = textwrap.dedent("""
     import json, os, subprocess, sys, tempfile
+    from concurrent.futures import ThreadPoolExecutor
     sys.path.insert(0, sys.argv[1])
     from dns_responders import Responder
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
@@ -160,14 +162,16 @@ NETNS_SCRIPT = textwrap.dedent("""
             conf.write(f"nameserver {addr}\\n")
         conf.write(f"options {options}\\n")
         conf.close()
-        subprocess.run(["mount", "--bind", conf.name, "/etc/resolv.conf"], check=True)
+        # the case's own mount namespace (in this network namespace): its /etc/resolv.conf,
+        # whatever the cases beside it mount
+        script = 'mount --bind "$1" /etc/resolv.conf && exec "$2" probe dns probe.test ' \\
+                 '--measure-getaddrinfo --json'
         try:
-            proc = subprocess.run([sys.argv[2], "probe", "dns", "probe.test", "--measure-getaddrinfo",
-                                   "--json"], capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", conf.name,
+                                   sys.argv[2]], capture_output=True, text=True, timeout=60)
             doc = json.loads(proc.stdout) if proc.stdout.strip() else None
             seen = [r.queries for r in keep]
         finally:
-            subprocess.run(["umount", "/etc/resolv.conf"], check=True)
             os.unlink(conf.name)
             for r in keep:
                 r.close()
@@ -176,10 +180,13 @@ NETNS_SCRIPT = textwrap.dedent("""
                 "kinds": kinds, "attempt": attempt,
                 "consistent": kinds == [EXPECTED_KIND[m] for m in modes]}
 
-    for n, (case, modes, options) in enumerate(json.loads(sys.argv[3])):
-        out[case] = run_case(n, case, modes, options, 0)
-        if not out[case]["consistent"]:
-            out[case] = run_case(n, case, modes, options, 1)
+    # the cases wait on glibc's timeouts, not on the CPU: three at a time (one after the
+    # other they took 22-29 s); a case a stalled responder made inconsistent runs again alone
+    cases = json.loads(sys.argv[3])
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        firsts = list(pool.map(lambda each: run_case(each[0], *each[1], 0), enumerate(cases)))
+    for n, ((case, modes, options), first) in enumerate(zip(cases, firsts)):
+        out[case] = first if first["consistent"] else run_case(n, case, modes, options, 1)
     print(json.dumps(out))
 """)
 
@@ -227,9 +234,41 @@ def servers():
         r.close()
 
 
-def _interrupt(args: list[str], after: float) -> tuple[int, str, str, float]:
-    """The binary as from a terminal, Ctrl-C after `after` s."""
-    return signal_after([inspector_bin(), *args], after, env={**os.environ, "COLUMNS": "200"})
+def _until(ready, what: str) -> None:
+    """Poll `ready()` every 20 ms until it holds; fails after slack(10) s."""
+    deadline = time.monotonic() + slack(10)
+    while not ready():
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.02)
+
+
+def _signal_when(argv: list[str], wait, signum: int = signal.SIGINT
+                 ) -> tuple[int, str, str, float]:
+    """Run `argv` as from a terminal (SIGINT not ignored) and send it `signum` once `wait()`
+    returns (the moment the test needs, read from the responders: a fixed pause from the
+    start was too short for a start-up on a loaded machine and mostly waiting otherwise).
+    Returns the status, stdout, stderr and the seconds from the signal to the exit."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "COLUMNS": "200"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait()
+        assert proc.poll() is None, proc.communicate()
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err, time.monotonic() - sent
+
+
+def _both_asked(silent: Responder, ok: Responder) -> None:
+    """The probe is waiting for the silent server: both were asked, the other answered (a
+    moment for its answers to be read)."""
+    _until(lambda: silent.queries and len(ok.queries) >= 2, "asked both servers")
+    time.sleep(0.3)
 
 
 @pytest.mark.serial
@@ -237,9 +276,9 @@ def test_ctrl_c_during_a_silent_servers_wait_exits_at_once_with_what_arrived(ser
     # The silent server is first: glibc's wait for it is 5 s. Ctrl-C used to be honoured only
     # when that wait was over (asyncio's executor shutdown joined the query thread): 3.8 s later.
     silent, ok = servers
-    status, out, err, took = _interrupt(
-        ["probe", "dns", "example.com", "--server", silent.server, "--server", ok.server,
-         "--json"], after=1.5)
+    status, out, err, took = _signal_when(
+        [inspector_bin(), "probe", "dns", "example.com", "--server", silent.server, "--server",
+         ok.server, "--json"], lambda: _both_asked(silent, ok))
     assert status == 130, err
     assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
     doc = json.loads(out)
@@ -254,9 +293,16 @@ def test_ctrl_c_during_a_silent_servers_wait_exits_at_once_with_what_arrived(ser
 def test_ctrl_c_in_a_later_round_keeps_the_last_complete_round(servers):
     # rounds of 3 s (the silent server's wait): Ctrl-C lands in round 2
     silent, ok = servers
-    status, out, err, took = _interrupt(
-        ["probe", "dns", "example.com", "--server", silent.server, "--server", ok.server,
-         "--count", "5", "--interval", "0", "--timeout", "3"], after=4.5)
+
+    def in_round_2() -> None:
+        _both_asked(silent, ok)
+        first_round = len(ok.queries)
+        # round 2 asks the answering server again once round 1 ends (3 s)
+        _until(lambda: len(ok.queries) > first_round, "began round 2")
+        time.sleep(0.3)
+    status, out, err, took = _signal_when(
+        [inspector_bin(), "probe", "dns", "example.com", "--server", silent.server, "--server",
+         ok.server, "--count", "5", "--interval", "0", "--timeout", "3"], in_round_2)
     assert status == 130, err
     assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
     # the interrupted round is not shown as a measurement, live or in the table
@@ -299,8 +345,14 @@ def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
     try:
         cmd = (f"mount --bind {conf} /etc/resolv.conf && exec {inspector_bin()} probe dns "
                "example.com --timeout 0.5 --measure-getaddrinfo --json")
-        # start-up and the 0.5 s round are over after 2.5 s: getaddrinfo is waiting
-        status, out, err, took = signal_after(["unshare", "-m", "sh", "-c", cmd], 2.5)
+        def measuring() -> None:
+            # the probe's 0.5 s round asks first; getaddrinfo's own queries come after it
+            _until(lambda: silent.queries, "asked the server")
+            time.sleep(0.3)
+            round_queries = len(silent.queries)
+            _until(lambda: len(silent.queries) > round_queries, "began getaddrinfo")
+            time.sleep(0.3)
+        status, out, err, took = _signal_when(["unshare", "-m", "sh", "-c", cmd], measuring)
     finally:
         silent.close()
     assert status == 130, err
@@ -314,9 +366,9 @@ def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
 def test_sigterm_stops_like_ctrl_c_with_its_own_status(servers):
     # SIGTERM killed the probe with nothing printed while a silent server was being waited for
     silent, ok = servers
-    status, out, err, took = signal_after(
+    status, out, err, took = _signal_when(
         [inspector_bin(), "probe", "dns", "example.com", "--server", silent.server, "--server",
-         ok.server, "--json"], 1.5, signal.SIGTERM)
+         ok.server, "--json"], lambda: _both_asked(silent, ok), signal.SIGTERM)
     assert status == 128 + signal.SIGTERM, err
     assert took < 1.0
     doc = json.loads(out)
