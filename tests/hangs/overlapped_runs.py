@@ -67,5 +67,10 @@ class OverlappedRuns:
         assert key in self._futures, f"no run started for {key!r} (not selected?)"
         return self._futures[key].result()
 
+    def wait_all(self) -> None:
+        """Until every run started has ended (its subprocesses and their pipes gone)."""
+        for future in list(self._futures.values()):
+            future.exception()
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
