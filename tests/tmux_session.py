@@ -80,12 +80,13 @@ class Tmux:
             time.sleep(0.1)
 
 
-@pytest.fixture
-def tmux() -> Iterator[Tmux]:
+def _socket() -> str:
     if shutil.which("tmux") is None:
         pytest.fail("tmux is not installed (make test installs it)")
-    t = Tmux(f"inspector-test-{os.getpid()}-{next(_sessions)}")
-    yield t
+    return f"inspector-test-{os.getpid()}-{next(_sessions)}"
+
+
+def _shut_down(t: Tmux) -> None:
     started: list[psutil.Process] = []
     for pid in t.run("list-panes", "-a", "-F", "#{pane_pid}").split():
         try:
@@ -99,3 +100,24 @@ def tmux() -> Iterator[Tmux]:
     for proc in alive:
         print(f"tmux teardown: pid {proc.pid} outlived its terminal; killed")
         proc.kill()
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    t = Tmux(_socket())
+    yield t
+    _shut_down(t)
+
+
+@pytest.fixture
+def tmux_servers() -> Iterator[Callable[[], Tmux]]:
+    """Several terminals in one test (TUIs that start and run side by side): each call gives
+    a tmux server of its own, all shut down after the test."""
+    made: list[Tmux] = []
+
+    def new() -> Tmux:
+        made.append(Tmux(_socket()))
+        return made[-1]
+    yield new
+    for t in made:
+        _shut_down(t)

@@ -10,8 +10,6 @@ import sys
 import time
 from collections.abc import Callable
 
-import pytest
-
 from inspector.tui.dashboard import TITLES
 from screen_panels import Panel, panels
 from slowness import slack
@@ -50,31 +48,43 @@ def seen_panels(tmux: Tmux, screens: int = 6) -> dict[str, list[tuple[Panel, str
     return found
 
 
-def live_overview(tmux, width: int, height: int) -> str:
+def live_overview(tmux: Tmux, width: int, height: int) -> str:
     tmux.start("", width, height)
+    return wait_live_overview(tmux, width, height)
+
+
+def wait_live_overview(tmux: Tmux, width: int, height: int) -> str:
     return tmux.wait(lambda s: "1 Over" in s and "discovered" in s and "every 1 s" in s
                      and LAST in s or ("1 Over" in s and "every 1 s" in s and height < 30),
                      "the overview with its live panels", timeout=40)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (100, 30), (200, 50), (300, 80)],
-                         ids=lambda s: f"{s[0]}x{s[1]}")
-def test_every_panel_present_and_none_with_rows_of_nothing(tmux, size):
-    width, height = size
-    live_overview(tmux, width, height)
+SIZES = [(80, 24), (100, 30), (200, 50), (300, 80)]
+
+
+def test_every_panel_present_and_none_with_rows_of_nothing(tmux_servers):
+    # one TUI per size, side by side: each is laid out first at its own size, and the start-ups
+    # and the seconds of samples below are waited once for the four (they were four tests)
+    terminals = {size: tmux_servers() for size in SIZES}
+    for (width, height), terminal in terminals.items():
+        terminal.start("", width, height)
+    for (width, height), terminal in terminals.items():
+        wait_live_overview(terminal, width, height)
     # fixed: a few samples on the app's 1 s clock, so the charts have a history (no count of
     # samples is on the screen to wait for)
     time.sleep(2.5)
-    found = seen_panels(tmux)
-    assert set(TITLES) <= set(found), (sorted(found), found)
-    for title, sightings in found.items():
-        # a sample that failed as a whole (a loaded machine) leaves every panel one reason
-        # line and nothing to lay out: judged are the screens with a sample
-        judged = [(panel, screen) for panel, screen in sightings
-                  if not any(reason in screen for reason in NO_SAMPLE)]
-        assert judged, (title, sightings)
-        for panel, screen in judged:
-            assert panel.blank_rows <= 2, (title, panel.rows, screen)
+    for size, terminal in terminals.items():
+        found = seen_panels(terminal)
+        terminal.keys("q")
+        assert set(TITLES) <= set(found), (size, sorted(found), found)
+        for title, sightings in found.items():
+            # a sample that failed as a whole (a loaded machine) leaves every panel one reason
+            # line and nothing to lay out: judged are the screens with a sample
+            judged = [(panel, screen) for panel, screen in sightings
+                      if not any(reason in screen for reason in NO_SAMPLE)]
+            assert judged, (size, title, sightings)
+            for panel, screen in judged:
+                assert panel.blank_rows <= 2, (size, title, panel.rows, screen)
 
 
 def test_pagedown_and_end_reach_the_last_panel_at_80x24(tmux):

@@ -53,10 +53,11 @@ async def test_a_stale_resize_queued_on_a_screen_settles():
             screen.call_later(lambda: None)
             # plain sleeps, and fixed: what is under test is that nothing more happens in
             # them (a pilot pause waits for the screen to be idle, which a spinning screen
-            # never is)
-            await asyncio.sleep(0.5)
+            # never is). A spin posts a resize per layout (ms apart; 80 ms at load 12): 0.3 s
+            # holds several of them, past the 6 allowed, and more in the second
+            await asyncio.sleep(0.3)
             settled = len(seen)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.3)
             assert len(seen) == settled <= 6, (type(screen).__name__, len(seen), seen[-4:])
             assert screen.size == Size(120, 40)
 
@@ -68,7 +69,9 @@ async def test_screens_switched_while_the_window_resizes_keep_up():
     app = capture_app()
     sizes = [(200, 50), (80, 24), (120, 40), (100, 30), (60, 20)]
     async with app.run_test(size=(120, 40)) as pilot:
-        for i in range(120):
+        # 60 steps: the keys (period 5) and the resizes (every 3rd step, sizes of period 5)
+        # meet in 5 combinations, repeated every 15 steps; 120 steps only repeated them 8 times
+        for i in range(60):
             key = SCREEN_KEYS[i % 5]
             app.post_message(events.Key(key, key))
             if i % 3 == 0:
