@@ -36,7 +36,13 @@ PROBE_SECONDS = "60s"       # far longer than any test: what ends the load is th
 LOAD_TIMEOUT_S = 20.0       # start-up, the report's collection and the probe's set-up
 EXIT_TIMEOUT_S = 8.0        # a stopped run: its SIGKILL comes 2 s after the stop at worst
 GONE_TIMEOUT_S = 3.0        # from the command's end to its last probe process's end (quiet)
-QUIET_S = 1.5               # the target must see nothing for this long (a DNS round is 1 s)
+# the target must see nothing for this long: a snapshot's DNS probe asks a round a second;
+# the IO and memcached probes load without a pause (thousands of requests a second), and
+# `probe dns --interval 0.1s` asks ten rounds a second, so half a second of nothing is as
+# plain a silence as 1.5 s
+DNS_QUIET_S = 1.5
+BUSY_QUIET_S = 0.5
+LOAD_POLL_S = 0.05          # a poll is a read of inotify's queue or of memcached's counters
 
 
 # ---------------------------------------------------------------------- what the target sees
@@ -46,6 +52,7 @@ class IoActivity:
     moves is IO happening, not how much."""
 
     IN_ACCESS, IN_MODIFY, IN_NONBLOCK = 0x1, 0x2, 0o4000
+    quiet_s = BUSY_QUIET_S
     EVENT = struct.Struct("iIII")
 
     def __init__(self, directory: Path):
@@ -80,6 +87,8 @@ class IoActivity:
 class McActivity:
     """Requests memcached has served, from its own counters."""
 
+    quiet_s = BUSY_QUIET_S
+
     def __init__(self, server):
         self.server = server
 
@@ -92,10 +101,11 @@ class McActivity:
 
 
 class DnsActivity:
-    """Queries a responder has received."""
+    """Queries a responder has received; `quiet_s` as long as a round and a half."""
 
-    def __init__(self, responder: Responder):
+    def __init__(self, responder: Responder, quiet_s: float = DNS_QUIET_S):
         self.responder = responder
+        self.quiet_s = quiet_s
 
     def count(self) -> int:
         return len(self.responder.queries) + len(self.responder.tcp_queries)
@@ -161,15 +171,16 @@ def naming(marker: str, but: int) -> list[psutil.Process]:
 
 def wait_for_load(proc: subprocess.Popen, activity, err: Path, set_up: bool = False) -> None:
     """Until the probe measures, or (`set_up`) until the target sees its first IO."""
-    deadline = time.monotonic() + LOAD_TIMEOUT_S
+    given = slack(LOAD_TIMEOUT_S)   # the report's collection comes first: slow when loaded
+    deadline = time.monotonic() + given
     measuring = activity.count if set_up else getattr(activity, "measuring", activity.count)
     before = measuring()
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"the command ended first: {err.read_text()}"
-        time.sleep(0.001 if set_up else 0.2)
+        time.sleep(0.001 if set_up else LOAD_POLL_S)
         if measuring() > before:
             return
-    pytest.fail(f"no load on the target after {LOAD_TIMEOUT_S} s: {err.read_text()}")
+    pytest.fail(f"no load on the target after {given:.0f} s: {err.read_text()}")
 
 
 def as_from_a_terminal() -> None:
@@ -208,7 +219,7 @@ def stop_and_check(argv: list[str], activity, signum: int, tmp_path: Path,
               f"{time.monotonic() - ended:.2f} s after it")
         assert not left, f"probe processes outlived the command: {left}"
         before = activity.count()
-        time.sleep(QUIET_S)
+        time.sleep(activity.quiet_s)
         assert activity.count() == before, "the target still sees load"
         return status, err.read_text()
     finally:
@@ -406,7 +417,8 @@ def test_probe_dns_ends_with_the_command(tmp_path, signum):
     responder = Responder(mode="ok")
     status, err = stop_and_check(["probe", "dns", "www.probe.test", "--server",
                                   responder.server, "--count", "600", "--interval", "0.1s"],
-                                 DnsActivity(responder), signum, tmp_path, children=False)
+                                 DnsActivity(responder, BUSY_QUIET_S), signum, tmp_path,
+                                 children=False)
     assert status == exit_status(signum), err
 
 
