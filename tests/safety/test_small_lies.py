@@ -43,6 +43,10 @@ def test_importing_an_empty_log_is_exit_1_and_creates_nothing(tmp_path, content)
     assert res.returncode == 1, (res.returncode, res.stderr)
     assert "imported 0 runs" in res.stderr and res.stderr.count("\n") == 1, res.stderr
     assert not db.exists()
+
+
+def test_the_help_says_an_import_of_nothing_is_exit_1():
+    # once, not once per log above: the help is the same
     assert "1 the log held no run" in " ".join(
         run_bin("history", "import-ioping", "--help").stdout.split())
 
