@@ -18,6 +18,7 @@ import pytest
 
 from conftest import inspector_bin, require_root
 from hung_mount import run_hung
+from overlapped_runs import OverlappedRuns, selected_params
 from slowness import slack
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -35,7 +36,7 @@ def _root():
         pytest.fail("tmux is not installed (make test installs it)")
 
 
-@pytest.mark.parametrize("end, bound, status", [
+ENDINGS = [
     ("q", 2.0, 0),
     ("C-c", 2.0, 0),
     # 128 + 15; lifecycle.terminate_children does not wait for the reader children stuck in
@@ -43,13 +44,32 @@ def _root():
     ("SIGTERM", 1.0, 143),
     # 128 + 1: the terminal is gone, the TUI leaves without Textual's exit
     ("SIGHUP", 1.0, 129),
-])
-def test_the_tui_names_what_hangs_and_ends_on_time(end, bound, status):
+]
+
+
+def _tui_on_silent_mounts(end: str) -> tuple[dict, float]:
     shown_by = 3.0 + slack(3.0)       # the status line's 3 s, and the TUI's start-up
-    res = run_hung(MOUNTS, [sys.executable, str(DRIVER), *[a for text in SHOWN
+    return run_hung(MOUNTS, [sys.executable, str(DRIVER), *[a for text in SHOWN
                                                            for a in ("--expect", text)],
-                            "--end", end, "--wait", f"{shown_by + 6:.1f}", "--",
-                            inspector_bin()], cap=60)
+                             "--end", end, "--wait", f"{shown_by + 6:.1f}", "--",
+                             inspector_bin()], cap=60), shown_by
+
+
+# Each TUI sits through the status line's 3 s before it is ended: two at a time, 2 s apart,
+# one's start-up overlaps the other's wait (a TUI costs CPU while it draws: not more at once)
+@pytest.fixture(scope="module")
+def runs(request):
+    require_root()
+    runs = OverlappedRuns(at_once=2, stagger=2.0)
+    for params in selected_params(request, "test_the_tui_names_what_hangs_and_ends_on_time"):
+        runs.start(params["end"], _tui_on_silent_mounts, params["end"])
+    yield runs
+    runs.close()
+
+
+@pytest.mark.parametrize("end, bound, status", ENDINGS)
+def test_the_tui_names_what_hangs_and_ends_on_time(runs, end, bound, status):
+    res, shown_by = runs.result(end)
     assert not res["hung"] and res["status"] == 0, res
     tui = json.loads(res["stdout"])
     screen = tui.pop("screen")
