@@ -154,9 +154,20 @@ def test_terminal_loss_while_a_probe_runs_leaves_no_process(tmux, request, memca
     # the TUI to 80 columns. The tag marks this TUI's processes (inherited by every child,
     # orphans included): other tests on this machine may be running probes of their own.
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
-    tmux.run("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
-             f"env -u COLUMNS -u LINES {RUN_TAG}={tag} {inspector_bin()}")
-    pid = int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip())
+    command = f"env -u COLUMNS -u LINES {RUN_TAG}={tag} {inspector_bin()}"
+    if how == "sighup":
+        # a shell as the TUI's parent reaps it at once, where tmux reaps a pane's own process
+        # 1.7 s after it exits (a plain `sleep` too), which the wait for the reaped tree
+        # below waited out. Not for kill-session: the shell would take the terminal's SIGHUP
+        # and leave the TUI to pid 1 (in a container, one that may never reap it)
+        command = f"sh -c '{command}; :'"
+    tmux.run("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40", command)
+    pane = psutil.Process(int(tmux.run("list-panes", "-t", "ui", "-F", "#{pane_pid}").strip()))
+    deadline = time.monotonic() + 10
+    while how == "sighup" and not pane.children():
+        assert time.monotonic() < deadline, "inspector did not start"
+        time.sleep(0.02)
+    pid = pane.children()[0].pid if how == "sighup" else pane.pid
     tmux.wait(lambda s: "1 Overview" in s and "host" in s, "the overview")
     # a short path, so the whole of it shows in the target field and can be checked
     short_dir = tempfile.mkdtemp(prefix="iq", dir="/tmp")
