@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_root, inspector_bin, require_root, run_bin
+from conftest import fixture_root, inspector_bin, require_root, run_bin, run_cli
 
 ROOT = str(fixture_root("xen-pv-guest"))
 NOBODY = pwd.getpwnam("nobody")
@@ -97,11 +97,26 @@ OUTPUT_COMMANDS = {
 }
 
 
+def run_output(command: str, out: Path, scene: Scene, binary: bool) -> subprocess.CompletedProcess:
+    """The output command writing to `out`: the real binary, or in-process."""
+    argv = OUTPUT_COMMANDS[command](str(out), scene)
+    if binary:
+        return run_bin(*argv)
+    res = run_cli(*argv)
+    return subprocess.CompletedProcess(argv, res.status, res.out, res.err)
+
+
+def by_binary(command: str, case: int) -> bool:
+    """Which of a command's cases (0, 1) the real binary runs, the other in-process: every
+    command through every case, the binary on each command and case, half the starts."""
+    return list(OUTPUT_COMMANDS).index(command) % 2 == case
+
+
 @pytest.mark.parametrize("command", OUTPUT_COMMANDS)
 def test_a_link_to_a_root_only_file_is_not_followed(scene, command):
     link = plant(scene.shared / "evil", scene.victim)
     before = state(scene.victim)
-    res = run_bin(*OUTPUT_COMMANDS[command](str(link), scene))
+    res = run_output(command, link, scene, binary=by_binary(command, 0))
     assert_refused(res, link)
     scene.assert_untouched(before)
     assert os.readlink(link) == str(scene.victim)          # the link itself stays too
@@ -111,19 +126,23 @@ def test_a_link_to_a_root_only_file_is_not_followed(scene, command):
 def test_a_dangling_link_creates_nothing_in_a_root_only_directory(scene, command):
     link = plant(scene.shared / "dangling", scene.secret / "created")
     before = state(scene.victim)
-    res = run_bin(*OUTPUT_COMMANDS[command](str(link), scene))
+    res = run_output(command, link, scene, binary=by_binary(command, 1))
     assert_refused(res, link)
     scene.assert_untouched(before)
 
 
-@pytest.mark.parametrize("command", ["snapshot -o", "export --prometheus -o", "record --db"])
+MIDDLE_COMMANDS = ["snapshot -o", "export --prometheus -o", "record --db"]
+
+
+@pytest.mark.parametrize("command", MIDDLE_COMMANDS)
 def test_a_link_in_the_middle_of_the_path_is_not_followed(scene, command):
     """nobody's link to the root-only directory, used as a directory of the path."""
     link = plant(scene.shared / "dir", scene.secret)
     before = state(scene.victim)
-    res = run_bin(*OUTPUT_COMMANDS[command](str(link / "victim"), scene))
+    existing_by_binary = MIDDLE_COMMANDS.index(command) % 2 == 0     # the other case in-process
+    res = run_output(command, link / "victim", scene, binary=existing_by_binary)
     assert_refused(res, link)
-    res = run_bin(*OUTPUT_COMMANDS[command](str(link / "new"), scene))
+    res = run_output(command, link / "new", scene, binary=not existing_by_binary)
     assert_refused(res, link)
     scene.assert_untouched(before)
 
