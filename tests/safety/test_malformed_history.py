@@ -71,8 +71,9 @@ def _reads(path, argv, binary: bool = True):
 
 def _by_binary(damage: str) -> list[list[str]]:
     """The readers the real binary runs on this damage: two per damage, each reader on one
-    damage (the others run in-process; 32 starts of the binary cost 8 s of CPU)."""
-    at = sorted(ROW_DAMAGE).index(damage) * 2
+    damage (the others run in-process; 32 starts of the binary cost 8 s of CPU). `history`,
+    whose skipped-runs line is checked, by the binary on text_times."""
+    at = sorted(ROW_DAMAGE, reverse=True).index(damage) * 2
     return READERS[at:at + 2]
 
 
