@@ -60,7 +60,9 @@ thread.start()
 thread.join(bound)
 print(json.dumps(box if "seconds" in box else {"hang": True}))
 """
-MOUNT_AND_RUN = 'mount --bind "$0" /etc/resolv.conf && exec "$1" -c "$2" "$3" "$4"'
+# -I -S: the lookup needs the standard library only, and without site's start-up each of the
+# hundreds of children costs a third less CPU (25 ms against 35 ms here)
+MOUNT_AND_RUN = 'mount --bind "$0" /etc/resolv.conf && exec "$1" -I -S -c "$2" "$3" "$4"'
 # what the probe must call each query of a responder in a mode
 OUTCOME = {"answer": "answered", "empty": "empty", "lame": "lame", "nxdomain": "nxdomain",
            "servfail": "servfail", "refused": "rcode-refused", "notimp": "notimp",
