@@ -64,10 +64,14 @@ async def wait_for(pilot: Pilot[Any], predicate: Callable[..., object], timeout:
     as a default). A hang fails it, not a slow machine (the suite runs beside
     others' work: a first screen mount took over 10 s in a CI run)."""
     deadline = time.monotonic() + timeout
+    # short pauses first, doubling up to `step`: most waits end a few ms after a key's
+    # handling, and each pause also waits for the screen's queued messages (CPU)
+    pause = min(step, 0.005)
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"not reached in {timeout:g} s: {_source_of(predicate)}")
-        await pilot.pause(step)
+        await pilot.pause(pause)
+        pause = min(step, pause * 2)
 
 
 def _source_of(predicate: Callable[..., object]) -> str:
