@@ -101,9 +101,10 @@ def test_a_worker_that_times_out_is_killed_and_not_waited_for():
     while time.monotonic() < deadline:
         try:
             os.kill(worker.pid, 0)
-        except ProcessLookupError:
+            state = Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):     # gone, or reaped between the two
             break
-        if Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+        if state == "Z":
             break                       # killed; reaped at the next fork
         time.sleep(0.02)
     else:
