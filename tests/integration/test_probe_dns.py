@@ -245,6 +245,13 @@ def servers():
         r.close()
 
 
+def _prompt_bound() -> float:
+    """How soon a signal during a 5 s wait must end the probe: 1 s on a quiet machine, more
+    on a loaded one, but 2 s at most: the defects these tests catch exited only when the
+    wait was over, 3.5 s or more after the signal."""
+    return min(slack(1.0), 2.0)
+
+
 def _until(ready, what: str) -> None:
     """Poll `ready()` every 20 ms until it holds; fails after slack(10) s."""
     deadline = time.monotonic() + slack(10)
@@ -291,7 +298,7 @@ def test_ctrl_c_during_a_silent_servers_wait_exits_at_once_with_what_arrived(ser
         [inspector_bin(), "probe", "dns", "example.com", "--server", silent.server, "--server",
          ok.server, "--json"], lambda: _both_asked(silent, ok))
     assert status == 130, err
-    assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
+    assert took < _prompt_bound(), f"exited {took:.2f} s after Ctrl-C"
     doc = json.loads(out)
     by = {s["server"]: s for s in doc["servers"]}
     assert by[ok.server]["kind"] == "answered" and not by[ok.server]["interrupted"]
@@ -367,7 +374,7 @@ def test_ctrl_c_during_the_getaddrinfo_measurement_exits_at_once(tmp_path):
     finally:
         silent.close()
     assert status == 130, err
-    assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
+    assert took < _prompt_bound(), f"exited {took:.2f} s after Ctrl-C"
     measured = json.loads(out)["getaddrinfo"]
     assert measured["seconds"] is None
     assert measured["result"].startswith("interrupted after ")
@@ -381,7 +388,7 @@ def test_sigterm_stops_like_ctrl_c_with_its_own_status(servers):
         [inspector_bin(), "probe", "dns", "example.com", "--server", silent.server, "--server",
          ok.server, "--json"], lambda: _both_asked(silent, ok), signal.SIGTERM)
     assert status == 128 + signal.SIGTERM, err
-    assert took < 1.0
+    assert took < _prompt_bound(), f"exited {took:.2f} s after SIGTERM"
     doc = json.loads(out)
     assert [s["interrupted"] for s in doc["servers"]] == [True, False]
 
