@@ -69,6 +69,9 @@ class Tmux:
     def wait(self, predicate: Callable[[str], object], what: str, timeout: float = 30.0) -> str:
         """The screen once `predicate(screen)` holds; fails naming `what` after `timeout` s."""
         deadline = time.monotonic() + timeout
+        # 20 ms first, doubling up to 0.1 s: a key's answer is often drawn within tens of ms,
+        # and each read is a tmux client of its own
+        pause = 0.02
         while True:
             text = self.screen()
             if predicate(text):
@@ -77,7 +80,8 @@ class Tmux:
                 if not self.has_session():
                     text = "(no tmux session: the program exited cleanly or never started)"
                 raise AssertionError(f"timed out waiting for {what}; screen:\n{text}")
-            time.sleep(0.1)
+            time.sleep(pause)
+            pause = min(0.1, pause * 2)
 
 
 def _socket() -> str:
