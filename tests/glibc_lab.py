@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -34,35 +35,147 @@ from inspector.discover.resolver_conf import parse_resolv_conf  # noqa: E402
 from inspector.probes.dns.failover import DnsFailoverProbe, DnsProbeSettings  # noqa: E402
 from inspector.probes.dns.predict import default_rdtypes  # noqa: E402
 
-CONCURRENT = 32            # cases at a time: they mostly wait out glibc's windows
-# A lookup's child is given STARTUP_S to start (32 Python starts at once on a loaded machine
-# took over 20 s), then its lookup bounds itself: `bound`, and AFTER_LOOKUP_S to say so.
+# cases at a time: they mostly wait out glibc's windows. Their responders and probes share
+# this process: with 32 at once and the lookups in C (no longer staggered by Python starts) a
+# probe saw an answer 250 ms late at load 16; 16 at once take 15-30 s in all
+CONCURRENT = 16
+# A lookup's child is given STARTUP_S to start (32 starts at once on a loaded machine took
+# over 20 s when it was a Python), then its lookup bounds itself: `bound`, and AFTER_LOOKUP_S
+# to say so.
 STARTUP_S = 120.0
 AFTER_LOOKUP_S = 20.0
-# the real getaddrinfo, bounded (glibc's TCP path can wait for ever); "started" once it is up
-GAI = r"""
-import json, socket, sys, threading, time
-print("started", flush=True)
-name, bound = sys.argv[1], float(sys.argv[2])
-box = {}
-def lookup():
-    start = time.monotonic()
-    try:
-        infos = socket.getaddrinfo(name, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
-        fam = {socket.AF_INET: "IPv4", socket.AF_INET6: "IPv6"}
-        box["families"] = sorted({fam[i[0]] for i in infos})
-        box["addresses"] = sorted({i[4][0] for i in infos})
-    except socket.gaierror as exc:
-        box["error"] = exc.strerror
-    box["seconds"] = time.monotonic() - start
-thread = threading.Thread(target=lookup, daemon=True)
-thread.start()
-thread.join(bound)
-print(json.dumps(box if "seconds" in box else {"hang": True}))
+# the real getaddrinfo, bounded (glibc's TCP path can wait for ever); "started" once it is up.
+# In C, compiled once per lab: hundreds of lookups, and a Python start for each was most of
+# the lab's CPU (25-35 ms each against about 1 ms)
+GAI_C = r"""/* getaddrinfo(NAME, NULL, {AF_UNSPEC, SOCK_STREAM}) bounded by BOUND seconds: prints
+   "started", then one JSON line as tests/glibc_lab.py's Python lookup did. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *name;
+static struct addrinfo *found;
+static int status, done;
+static double took;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void *lookup(void *unused)
+{
+    struct addrinfo hints;
+    double start = now();
+    int rc;
+    (void)unused;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(name, NULL, &hints, &found);
+    pthread_mutex_lock(&lock);
+    status = rc;
+    took = now() - start;
+    done = 1;
+    pthread_cond_signal(&cond);
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(int argc, char **argv)
+{
+    pthread_condattr_t attr;
+    pthread_t thread;
+    struct timespec until;
+    double bound;
+    if (argc != 3)
+        return 2;
+    name = argv[1];
+    bound = atof(argv[2]);
+    puts("started");
+    fflush(stdout);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&cond, &attr);
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)bound;
+    until.tv_nsec += (long)((bound - (time_t)bound) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (pthread_create(&thread, NULL, lookup, NULL) != 0)
+        return 1;
+    pthread_mutex_lock(&lock);
+    while (!done && pthread_cond_timedwait(&cond, &lock, &until) == 0)
+        ;
+    if (!done) {
+        puts("{\"hang\": true}");
+        fflush(stdout);
+        _exit(0);
+    }
+    pthread_mutex_unlock(&lock);
+    if (status != 0) {
+        /* the text of gai_strerror, as Python's socket.gaierror carries it */
+        printf("{\"error\": \"%s\", \"seconds\": %.9f}\n", gai_strerror(status), took);
+        return 0;
+    }
+    {
+        char *texts[256];
+        int n = 0, ipv4 = 0, ipv6 = 0, i;
+        struct addrinfo *ai;
+        for (ai = found; ai != NULL && n < 256; ai = ai->ai_next) {
+            char text[INET6_ADDRSTRLEN];
+            const void *addr = ai->ai_family == AF_INET
+                ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
+                : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+            if (ai->ai_family == AF_INET)
+                ipv4 = 1;
+            else if (ai->ai_family == AF_INET6)
+                ipv6 = 1;
+            else
+                continue;
+            inet_ntop(ai->ai_family, addr, text, sizeof text);
+            texts[n++] = strdup(text);
+        }
+        qsort(texts, n, sizeof *texts, by_text);
+        printf("{\"families\": [%s%s%s], \"addresses\": [", ipv4 ? "\"IPv4\"" : "",
+               ipv4 && ipv6 ? ", " : "", ipv6 ? "\"IPv6\"" : "");
+        for (i = 0; i < n; i++)
+            if (i == 0 || strcmp(texts[i], texts[i - 1]) != 0)
+                printf("%s\"%s\"", i ? ", " : "", texts[i]);
+        printf("], \"seconds\": %.9f}\n", took);
+    }
+    return 0;
+}
 """
-# -I -S: the lookup needs the standard library only, and without site's start-up each of the
-# hundreds of children costs a third less CPU (25 ms against 35 ms here)
-MOUNT_AND_RUN = 'mount --bind "$0" /etc/resolv.conf && exec "$1" -I -S -c "$2" "$3" "$4"'
+MOUNT_AND_RUN = 'mount --bind "$0" /etc/resolv.conf && exec "$1" "$2" "$3"'
+LOOKUP: list[str] = []     # the compiled lookup's path, once main() has built it
+
+
+def build_lookup(directory: str) -> str:
+    source, binary = os.path.join(directory, "gai.c"), os.path.join(directory, "gai")
+    Path(source).write_text(GAI_C)
+    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", binary, source, "-lpthread"],
+                   check=True, capture_output=True, timeout=120)
+    return binary
+
+
 # what the probe must call each query of a responder in a mode
 OUTCOME = {"answer": "answered", "empty": "empty", "lame": "lame", "nxdomain": "nxdomain",
            "servfail": "servfail", "refused": "rcode-refused", "notimp": "notimp",
@@ -144,8 +257,8 @@ def measure_lookup(conf: str, name: str, bound: float) -> dict:
     {"hang": True} when it did not return within `bound`, or {"failed": why} (its child never
     started within STARTUP_S, never said what it saw, or died). Bounded by progress: a child
     the machine was merely slow to start is waited for, one that hangs is not."""
-    proc = subprocess.Popen(["unshare", "-m", "sh", "-c", MOUNT_AND_RUN, conf, sys.executable,
-                             GAI, name, str(bound)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen(["unshare", "-m", "sh", "-c", MOUNT_AND_RUN, conf, LOOKUP[0],
+                             name, str(bound)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     assert proc.stdout is not None
     fd, seen = proc.stdout.fileno(), b""
@@ -203,6 +316,15 @@ TIME_TOLERANCE_S = 0.5      # every glibc window here is a whole second
 def main() -> None:
     cases = json.loads(Path(sys.argv[1]).read_text())
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    work = tempfile.mkdtemp(prefix="glibc-lab-")
+    try:
+        LOOKUP.append(build_lookup(work))
+        run_cases(cases)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_cases(cases: dict[str, dict]) -> None:
     names = list(cases)
     out: dict[str, dict] = {}
     with ThreadPoolExecutor(max_workers=CONCURRENT) as pool:
