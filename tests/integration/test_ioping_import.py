@@ -217,7 +217,12 @@ def test_real_ioping_output_of_each_kind(glibc_locales, tmp_path):
     rate = log.runs[1]
     printed = next(line for line in outputs[1].splitlines() if "requests completed" in line)
     assert rate.bytes_per_s is not None and rate.wall_bytes_per_s
-    assert printed.endswith(f"{rate.bytes_per_s / MIB:.1f} MiB/s")
+    # ioping prints 3 significant digits ('4.64 MiB/s' on a loaded machine, '12.3 MiB/s'):
+    # the rate read back, at the precision and in the unit printed, is the printed figure
+    figure, unit = printed.rsplit(", ", 1)[1].removesuffix("/s").split()
+    decimals = len(figure.partition(".")[2])
+    scale = {"B": 1, "KiB": 1 << 10, "MiB": MIB, "GiB": 1 << 30}[unit]
+    assert f"{rate.bytes_per_s / scale:.{decimals}f}" == figure, (printed, rate.bytes_per_s)
     # -B: ioping's 10 numbers, bytes per second among them
     raw = outputs[2].split()
     assert log.runs[2].bytes_per_s == float(raw[3]) and log.runs[2].requests == int(raw[0])
