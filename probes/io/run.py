@@ -128,6 +128,11 @@ class IoRunResult:
 
 def _summary(r: IoResult | None, error: str | None, stopped: bool) -> RunSummary:
     from inspector.probes.latency import LatencySummary
+    if r is not None and not r.requests and not error and not stopped:
+        # a run that timed nothing must not read as a healthy one (no figures, no error):
+        # its time went to the warm-up (a loaded host, a slow disk) or the set-up
+        error = (f"no request timed in {r.wall_ns / 1e9:.2g} s "
+                 f"({'only the warm-up request completed' if r.warmups else 'none completed'})")
     status = (RunStatus.FAILED if error else RunStatus.STOPPED if stopped
               else RunStatus.COMPLETED)
     if r is None:

@@ -34,7 +34,8 @@ def snapshots(tmp_path_factory) -> dict[str, Path]:
         assert res.status == 0, res.err
         made[root] = path
     live = out / "live.json"
-    res = run_cli("snapshot", "-o", str(live), "--probe", f"io:{out}", "--probe-seconds", "0.3")
+    # 1 s: on a loaded machine the warm-up request alone took 0.3 s, leaving nothing timed
+    res = run_cli("snapshot", "-o", str(live), "--probe", f"io:{out}", "--probe-seconds", "1")
     assert res.status == 0, res.err
     made["live"] = live
     return made

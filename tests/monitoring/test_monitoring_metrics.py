@@ -41,8 +41,9 @@ def exports() -> dict[str, str]:
 def probe_export(tmp_path_factory) -> str:
     """A live export with a real IO probe run and a DNS probe: the probe series."""
     target = tmp_path_factory.mktemp("probe")
+    # 1 s: on a loaded machine the IO warm-up request alone took 0.3 s, leaving nothing timed
     res = run_cli("export", "--prometheus", "--probe", f"io:{target}", "--probe", "dns",
-                  "--probe-seconds", "0.3")
+                  "--probe-seconds", "1")
     assert res.status == 0, res.err
     return res.out
 
