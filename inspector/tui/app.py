@@ -149,6 +149,7 @@ class InspectorApp(App):
         self._live_timer: Timer | None = None
         self.exit_signal: int | None = None        # SIGHUP/SIGTERM that ends the session
         self._previous_handlers: dict[int, Any] = {}
+        self._terminal_watch: threading.Event | None = None   # lifecycle.watch_terminal
         self.run_returned = threading.Event()   # set by the caller once run() has returned
         self.pending_probe_form: tuple[str, str | None] | None = None
         # `inspector --probe SPEC`: started by the Probes screen (the form's rules) at launch
@@ -160,6 +161,9 @@ class InspectorApp(App):
             self.add_mode(mode.name, partial(_make_screen, mode.screen))
         self.switch_mode("probes" if self.pending_probe_requests else "overview")
         self._install_signal_handlers()
+        if not self.is_headless and self._previous_handlers:
+            from inspector.tui import lifecycle
+            self._terminal_watch = lifecycle.watch_terminal(getattr(self._driver, "fileno", 1))
         # first paint first: discovery and sampling start once the first frame is out, so
         # their threads do not compete with it for the GIL
         self.call_after_refresh(self.collect_now)
@@ -471,6 +475,8 @@ class InspectorApp(App):
         self.exit()
 
     def on_unmount(self) -> None:
+        if self._terminal_watch is not None:
+            self._terminal_watch.set()
         self.probes.stop_all(timeout=2.0)
         self._close_readers()
         self._restore_signal_handlers()

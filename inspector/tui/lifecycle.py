@@ -9,7 +9,9 @@ ended here: children are terminated, then killed, and the process leaves with os
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 
 CHILD_GRACE_S = 0.5
@@ -72,6 +74,28 @@ def _not_waitable(proc) -> bool:
 _TERMINAL_RESET = (b"\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?2004l\x1b[?1004l"
                    b"\x1b[<u\x1b[?1049l\x1b[?7h\x1b[?25h")
 RESTORE_WAIT_S = 0.2
+
+
+TERMINAL_CHECK_S = 1.0
+
+
+def watch_terminal(fd: int, interval: float = TERMINAL_CHECK_S) -> threading.Event | None:
+    """Treat a terminal that hung up as a SIGHUP, even when none comes: the hangup signal goes
+    to the session leader only, which may ignore it or not pass it on (`nohup`, a shell that
+    traps HUP), and Textual then spins on the dead terminal's end of file for good. One
+    isatty() a second (a hung-up tty fails every ioctl with EIO). Returns the event that
+    stops the watch; None when `fd` is no terminal to begin with."""
+    if not os.isatty(fd):
+        return None
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(interval):
+            if not os.isatty(fd):
+                os.kill(os.getpid(), signal.SIGHUP)   # the app's handler leaves as for ssh's
+                return
+    threading.Thread(target=watch, daemon=True, name="terminal-watch").start()
+    return stop
 
 
 def restore_terminal(input_fd: int, output_fd: int, attrs: list | None) -> None:
