@@ -80,6 +80,11 @@ def dstate_note(view: Any) -> str:
     return f"{len(dstate)} in D state, longest {longest.seconds:.0f} s ({one_line(longest.comm)})"
 
 
+def list_columns(width: int) -> int:
+    """How many lists stand side by side at `width`: 4 from 160 columns, 2 from 100."""
+    return 4 if width >= 160 else 2 if width >= 100 else 1
+
+
 def processes_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
     procs = processes_of(ctx)
     if isinstance(procs, Unknown):
@@ -87,7 +92,7 @@ def processes_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
     if procs is None:
         return [reason_line((ctx.reason or "no process figures yet") if ctx.view is None
                             else "not sampled")]
-    columns = 4 if width >= 160 else 2 if width >= 100 else 1
+    columns = list_columns(width)
     if rows < (5 if columns > 1 else 8):
         # one line each: the top CPU, memory and IO process (and the longest in D)
         return [top_line(procs, key, label, value, counts, width)
@@ -124,7 +129,7 @@ def processes_wanted(ctx: Ctx, width: int) -> int:
         _COUNTED = (procs, [max(1, min(LIST_ROWS_MAX, sum(1 for p in procs if counts(p))))
                             for _, _, _, counts in LISTS])
     cpu, mem, io, dstate = (1 + n for n in _COUNTED[1])
-    columns = 4 if width >= 160 else 2 if width >= 100 else 1
+    columns = list_columns(width)
     natural = (max(cpu, mem, io, dstate) if columns == 4
                else max(cpu + io, mem + dstate) if columns == 2 else cpu + mem + io + dstate)
     return max(PROCESS_MIN_ROWS, natural)
