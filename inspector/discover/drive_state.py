@@ -13,16 +13,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
+
+from inspector.roots.fork_locks import lock_renewed_at_fork
 
 STATE_FILE = "drive-trends.json"
 # A rise stays reported this long after it was seen, so a warning does not vanish on the very
 # next run just because the new (higher) value became the baseline.
 RISE_WINDOW_S = 7 * 24 * 3600
 _EPSILON = 1e-9
-_lock = threading.Lock()
+_lock = lock_renewed_at_fork()
 
 
 def rose(before: float | None, after: float | None) -> bool:

@@ -34,12 +34,13 @@ from collections.abc import Callable
 from typing import Any
 
 from inspector.model import Unknown
+from inspector.roots.fork_locks import lock_renewed_at_fork
 
 _HEADER = struct.Struct("<Q")
 # children given up on or not yet reaped: waited for without blocking now and then, so a
 # long `record` does not collect zombies (one stuck in the kernel stays until it can exit)
 _unreaped: set[int] = set()
-_unreaped_lock = threading.Lock()
+_unreaped_lock = lock_renewed_at_fork()
 
 
 class WithFds:
@@ -81,7 +82,7 @@ def run_bounded(func: Callable[[], Any], timeout: float, name: str = "bounded") 
 class _Call:
     """One function call, run once by whichever thread claims it first."""
 
-    _claims = threading.Lock()
+    _claims = lock_renewed_at_fork()
 
     def __init__(self, func: Callable[[], Any], name: str):
         self.name = name
@@ -458,6 +459,7 @@ def _reap_while_listed() -> None:
 def _no_reaper_in_child() -> None:
     global _reaper
     _reaper = None
+    _unreaped.clear()           # the parent's children, never this process's to wait for
 
 
 os.register_at_fork(after_in_child=_no_reaper_in_child)

@@ -36,6 +36,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from inspector.roots.fork_locks import lock_renewed_at_fork
+
 RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_IN_ROOT = 0x10
@@ -88,7 +90,7 @@ class _Openat2:
 
     def __init__(self) -> None:
         self.available: bool | None = None
-        self._lock = threading.Lock()
+        self._lock = lock_renewed_at_fork()
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             self._syscall = libc.syscall
@@ -151,7 +153,7 @@ class ConfinedTree:
         (inspector.roots.host), so that this process makes no call that could wait on the tree's
         filesystem. A forked reader reopening the tree by path checks it against that identity."""
         self.path = os.path.abspath(path)
-        self._lock = threading.Lock()
+        self._lock = lock_renewed_at_fork()
         self._open_fds(None if top is None else top[0])
         if top is None:
             st = os.fstat(self._root_fd)

@@ -34,6 +34,7 @@ from inspector.child_pipes import no_sigpipe
 from inspector.model import Unknown
 from inspector.roots.bounded import TimedOut, WithFds, Worker, WorkerFailed
 from inspector.roots.confined import ConfinedTree, Refused
+from inspector.roots.fork_locks import lock_renewed_at_fork
 
 SIDECAR_NAME = "inspector-sidecar.json"
 SIDECAR_VERSION = 1
@@ -129,7 +130,7 @@ class _Recording:
     files: dict[str, bytes] = field(default_factory=dict)
     dirs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # rel -> [(name, kind)]
     links: dict[str, str] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=lock_renewed_at_fork)
 
 
 class HostRoot:
@@ -151,7 +152,7 @@ class HostRoot:
         self.live = self.path == "/"
         self.label = label or ("live" if self.live else self.path)
         self._facts: dict[str, dict[str, Any]] = {}
-        self._facts_lock = threading.Lock()
+        self._facts_lock = lock_renewed_at_fork()
         self._recording = _Recording() if record else None
         self._fact_source = None if self.live else fact_source
         self.sidecar_meta: dict[str, Any] = {}

@@ -17,10 +17,13 @@ import tempfile
 import threading
 import time
 
+from inspector.roots.fork_locks import lock_renewed_at_fork
+
 _trees: dict[str, int] = {}       # path -> the process that made it, the one to remove it
 _writers: dict[str, int] = {}     # path -> the child process filling it (written_by)
 STOP_WAIT_S = 1.0
-_lock = threading.RLock()          # the signal handler may run while the main thread holds it
+# reentrant: the signal handler may run while the main thread holds it
+_lock = lock_renewed_at_fork(reentrant=True)
 _at_exit = _on_signals = False
 
 
