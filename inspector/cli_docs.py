@@ -53,7 +53,7 @@ def closed_values() -> dict[tuple[str, str], tuple[tuple[str, ...], str]]:
     from inspector.compare.fleet import WHERE_KEYS
     from inspector.outputs.check import THRESHOLD_METRICS
     from inspector.probes.request import KINDS
-    from inspector.sections import NAMES
+    from inspector.report.sections import NAMES
     specs = tuple(f"{kind}:" if kind != "dns" else "dns" for kind in map(str, KINDS))
     metrics = tuple(f"{name}=" for name in THRESHOLD_METRICS)
     return {

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 
-from inspector.parent_death import PARENT_ARG, end_with_parent
+from inspector.children.parent_death import PARENT_ARG, end_with_parent
 from inspector.probes.base import Interval, Probe, ProbeError, ProbeResult
 from inspector.probes.request import ProbeRequest
 

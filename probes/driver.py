@@ -34,8 +34,9 @@ _stop_signal: int | None = None      # the first stop signal this process got
 
 class StoppedBySignal(KeyboardInterrupt):
     """A stop signal whose action was the default (TERM, HUP, QUIT), raised where Ctrl-C's
-    KeyboardInterrupt would be once the probe runs it stopped are over (inspector.probe_runs):
-    the command stops as it does for Ctrl-C, and the CLI exits 128 + signum."""
+    KeyboardInterrupt would be once the probe runs it stopped are over
+    (inspector.probes.forked_runs): the command stops as it does for Ctrl-C, and the CLI exits
+    128 + signum."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -51,7 +52,7 @@ def note_stop_signal(signum: int) -> None:
 
 def stop_requested() -> int | None:
     """The stop signal this process got (any front end's: stop_signals, a ProbeDriver's, the
-    forked runs' in inspector.probe_runs), or None."""
+    forked runs' in inspector.probes.forked_runs), or None."""
     return _stop_signal
 
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     RunConfig: TypeAlias = IoRunConfig | McRunConfig | DnsRunConfig
 
 # How long a run may go on past its time bound, or past a stop, before it is cut: the driver
-# cancels it (probes.driver), a forked run is reported timed out (inspector.probe_runs), the
+# cancels it (probes.driver), a forked run is reported timed out (inspector.probes.forked_runs), the
 # TUI kills its process. The one grace period of the probe layer.
 GRACE_S = 5.0
 MAX_DURATION_S = 86400.0        # a day: the longest run any front end asks for

@@ -35,11 +35,11 @@ def fixture_root(name: str) -> Path:
 
 def replace_section(monkeypatch, name: str, **fields) -> None:
     """This test's stand-in for a section's collector or rules (fields of
-    inspector.sections.Section): the table holds the functions themselves, so patching the
+    inspector.report.sections.Section): the table holds the functions themselves, so patching the
     module's `collect` or `rules` would not reach it."""
     import dataclasses
 
-    from inspector import sections
+    from inspector.report import sections
     monkeypatch.setitem(sections.BY_NAME, name,
                         dataclasses.replace(sections.BY_NAME[name], **fields))
 

@@ -4,7 +4,7 @@ A capture holds exactly the files, directory listings and symlinks the collector
 live host (recorded by HostRoot), plus the sidecar of facts (command outputs, CPUID leaves,
 uname ...). Entries that were listed but never read become empty stubs, so no file contents
 outside what was read leave the machine. The kernel command line is recorded with secret-looking
-values redacted (inspector.redact); the sidecar's "redactions" says which.
+values redacted (inspector.text.redact); the sidecar's "redactions" says which.
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import tarfile
 import time
 
 from inspector.captures.sosreport import is_sosreport, open_sosreport, sosreport_inside
-from inspector.parent_death import end_with_parent
-from inspector.redact import redact_cmdline
+from inspector.children.parent_death import end_with_parent
 from inspector.roots import safe_extract, tempdirs
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_forked, run_forked_while_progressing
 from inspector.roots.host import OPEN_TIMEOUT, SIDECAR_NAME, HostRoot, Unavailable
+from inspector.text.redact import redact_cmdline
 
 
 class CaptureError(Exception):
@@ -78,7 +78,7 @@ def write_capture(root: HostRoot, out_path: str) -> dict:
     redactions = _redact(entries)
     # A path that is both a directory (from listings) and has recorded children is a dir.
     # atomic_output: never over a device node (-o /dev/sda), private (0600) when new
-    from inspector.atomic_write import atomic_output
+    from inspector.writing.atomic import atomic_output
     with (atomic_output(out_path, private=True) as raw,
           tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar):
             for path in sorted(entries):

@@ -6,9 +6,7 @@ import os
 import socket
 import time
 
-from inspector.atomic_write import OutputError
 from inspector.captures.capture import write_capture
-from inspector.collect import build_report
 from inspector.commands import ssh as ssh_arguments
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
@@ -20,8 +18,10 @@ from inspector.commands.common import (
     path_argument,
 )
 from inspector.model import Unknown
+from inspector.report.collect import build_report
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_forked
 from inspector.roots.host import HostRoot
+from inspector.writing.atomic import OutputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -127,11 +127,11 @@ def _run_over_ssh(args: argparse.Namespace) -> int:
     """capture.sh run on the host over ssh; the tar.gz it prints, once it has opened as a
     capture here (safe extraction: a hostile stream is refused, not written to -o), is written
     to -o atomically."""
-    from inspector.atomic_write import atomic_output
     from inspector.captures.capture import CaptureError
     from inspector.remote.capture import DEADLINE_S, TOOL_TIMEOUT_S, capture, open_capture
     from inspector.remote.ssh import SshError, host_label
     from inspector.roots import tempdirs
+    from inspector.writing.atomic import atomic_output
     out = args.output or time.strftime(f"inspector-{host_label(args.ssh)}-%Y%m%dT%H%M%S.tar.gz")
     check_output(out)
     try:

@@ -10,7 +10,6 @@ import sys
 import time
 
 from inspector import __version__
-from inspector.collect import build_report_forked
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     CliError,
@@ -31,6 +30,7 @@ from inspector.outputs.check import (
     parse_thresholds,
     plugin_text,
 )
+from inspector.report.collect import build_report_forked
 
 # --timeout bounds the whole check (under check_nrpe's default 10 s socket timeout). The
 # collectors run in parallel in a child process and get what is left after these margins: for

@@ -9,7 +9,8 @@ import sys
 import textwrap
 
 from inspector.captures.capture import CaptureError, open_root
-from inspector.durations import (  # noqa: F401  (the commands' number types, re-exported)
+from inspector.roots.host import OPEN_TIMEOUT, HostRoot
+from inspector.text.durations import (  # noqa: F401  (the commands' number types, re-exported)
     _DURATION,
     _DURATION_UNITS,
     _INTEGER,
@@ -21,7 +22,6 @@ from inspector.durations import (  # noqa: F401  (the commands' number types, re
     format_duration,
     is_plain_number,
 )
-from inspector.roots.host import OPEN_TIMEOUT, HostRoot
 
 # ----------------------------------------------------------------------- exit status
 # One rule for every command but `check` (a Nagios plugin: 0 OK, 1 WARNING, 2 CRITICAL,
@@ -152,8 +152,8 @@ def path_argument(text: str) -> str:
 
 def check_output(path: str, option: str = "-o") -> None:
     """`-o PATH` refused at once, before any work, when it names a device, a directory, a
-    FIFO, another user's link in /tmp... (see inspector.output_paths): one line, exit 2."""
-    from inspector.atomic_write import OutputError, output_target
+    FIFO, another user's link in /tmp... (see inspector.writing.paths): one line, exit 2."""
+    from inspector.writing.atomic import OutputError, output_target
     try:
         output_target(path)
     except OutputError as exc:
@@ -163,7 +163,7 @@ def check_output(path: str, option: str = "-o") -> None:
 def output_is_directory(path: str, option: str = "-o") -> bool:
     """Whether `-o PATH` names an existing directory (to write a default name into); a
     refused link or a path ending in / that names no directory is a CliError."""
-    from inspector.output_paths import OutputError, is_directory
+    from inspector.writing.paths import OutputError, is_directory
     try:
         return is_directory(path)
     except OutputError as exc:
@@ -172,7 +172,7 @@ def output_is_directory(path: str, option: str = "-o") -> bool:
 
 def write_output(path: str, data: bytes, option: str = "-o") -> None:
     """Write `-o PATH` atomically; a refusal or a failed write is a CliError."""
-    from inspector.atomic_write import OutputError, write_atomic
+    from inspector.writing.atomic import OutputError, write_atomic
     try:
         write_atomic(path, data)
     except OutputError as exc:
@@ -187,7 +187,7 @@ def eprint(*parts: object) -> None:
 
 # ------------------------------------------------------------------------ JSON output
 def print_json(doc: object, indent: int | None = 2) -> None:
-    """One JSON document on stdout (see inspector.outputs.documents for what opens each one)."""
+    """One JSON document on stdout (see inspector.documents.kinds for what opens each one)."""
     json.dump(doc, sys.stdout, indent=indent, separators=None if indent else (",", ":"))
     sys.stdout.write("\n")
 
@@ -202,7 +202,7 @@ class _PrintSchema(argparse.Action):
         self.document = document
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from inspector.schema import document_schema
+        from inspector.documents.schema import document_schema
         print_json(document_schema(self.document))
         parser.exit(EXIT_OK)
 

@@ -13,8 +13,8 @@ from inspector.commands.common import (
 )
 from inspector.compare.diff import diff_snapshots
 from inspector.compare.snapshot import SnapshotError, read_snapshot
+from inspector.documents.kinds import stamped
 from inspector.model import to_jsonable
-from inspector.outputs.documents import stamped
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         return status
     from rich.console import Console
 
-    from inspector.escapes import printable
     from inspector.render.diff import render_diff
+    from inspector.text.escapes import printable
     console = Console(highlight=False)
     try:   # names and messages from the snapshots never reach the terminal as escapes
         lines = render_diff(printable(result), console.width)

@@ -7,7 +7,6 @@ import json
 import sys
 import time
 
-from inspector.collect import build_report_forked
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     PROBE_SECONDS,
@@ -21,12 +20,13 @@ from inspector.commands.common import (
     root_from_args,
     write_output,
 )
-from inspector.outputs.documents import report_document
+from inspector.documents.kinds import report_document
 from inspector.outputs.export import prometheus_text
 from inspector.outputs.metrics import Sample, probe_metrics
-from inspector.probe_runs import run_probe_forked
 from inspector.probes.base import ProbeError
+from inspector.probes.forked_runs import run_probe_forked
 from inspector.probes.request import parse_spec
+from inspector.report.collect import build_report_forked
 
 
 def register(sub: argparse._SubParsersAction) -> None:

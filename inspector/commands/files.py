@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def install_man(man_dir: str) -> str:
     """The shipped page written (atomically, mode 0644) to MAN_DIR/man1/inspector.1; its path."""
-    from inspector.atomic_write import OutputError, write_atomic
+    from inspector.writing.atomic import OutputError, write_atomic
     section = os.path.join(man_dir, "man1")
     target = os.path.join(section, "inspector.1")
     with open(shipped_path("man"), "rb") as page:

@@ -133,8 +133,8 @@ def run(args: argparse.Namespace) -> int:
                    "hosts": [row_json(r) for r in shown]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return EXIT_ERROR if failed else 0
-    from inspector.durations import format_duration
     from inspector.render.fleet import fleet_lines
+    from inspector.text.durations import format_duration
     filtered = len(shown) if (where or args.level) else None
     for line in fleet_lines(shown, _width(args), counts, filtered, codes,
                             format_duration(args.stale_after)):

@@ -17,8 +17,7 @@ from inspector.commands.common import (
     exit_epilog,
     path_argument,
 )
-from inspector.escapes import visible
-from inspector.outputs.documents import stamped
+from inspector.documents.kinds import stamped
 from inspector.record.bounded_history import BoundedHistory
 from inspector.record.history import (
     CHECK_LEVELS,
@@ -35,6 +34,7 @@ from inspector.record.history_table import (  # shared with the TUI's history vi
 from inspector.record.ioping_log import parse_ioping_log
 from inspector.record.log_dates import ZoneRules
 from inspector.roots.input_files import InputError, read_input
+from inspector.text.escapes import visible
 
 # a year of ioping runs every 5 minutes logs about 50 MB
 MAX_LOG_BYTES = 256 << 20

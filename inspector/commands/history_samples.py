@@ -7,10 +7,10 @@ import argparse
 import sys
 
 from inspector.commands.common import CliError, eprint
-from inspector.escapes import visible
-from inspector.outputs.documents import stamped
+from inspector.documents.kinds import stamped
 from inspector.record.bounded_history import BoundedHistory
 from inspector.record.history import HistoryError
+from inspector.text.escapes import visible
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

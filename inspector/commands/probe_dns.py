@@ -24,8 +24,8 @@ from inspector.commands.common import (
     print_json,
     root_from_args,
 )
+from inspector.documents.kinds import stamped
 from inspector.model import Level, to_jsonable
-from inspector.outputs.documents import stamped
 
 if TYPE_CHECKING:   # the probe modules load dnspython: only when this command runs
     from inspector.model import Finding

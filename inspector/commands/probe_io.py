@@ -36,7 +36,7 @@ from inspector.commands.common import (
     add_schema_argument,
     print_json,
 )
-from inspector.outputs.documents import stamped
+from inspector.documents.kinds import stamped
 from inspector.probes.base import MAX_IO_JOBS
 
 if TYPE_CHECKING:     # the probe machinery (asyncio, hdrh, threads) loads only when run

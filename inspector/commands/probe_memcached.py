@@ -22,8 +22,8 @@ from inspector.commands.common import (
     positive_int,
     print_json,
 )
+from inspector.documents.kinds import stamped
 from inspector.model import to_jsonable
-from inspector.outputs.documents import stamped
 from inspector.probes.base import MAX_CONNECTIONS, Interval, McInterval, McTest, ProbeError
 from inspector.probes.driver import STOP_SIGNALS, ProbeDriver, raise_on_signals
 from inspector.probes.memcached.probe import MAX_KEY_COUNT, ProbeSummary, error_label, error_text

@@ -11,7 +11,6 @@ import argparse
 import threading
 import time
 
-from inspector.collect import build_report_forked
 from inspector.commands.byte_size import ByteSize
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
@@ -28,9 +27,9 @@ from inspector.commands.common import (
     root_from_args,
 )
 from inspector.model import known
-from inspector.probe_runs import run_probe_forked
 from inspector.probes.base import ProbeError
 from inspector.probes.driver import stop_signals
+from inspector.probes.forked_runs import run_probe_forked
 from inspector.probes.outcome import ProbeOutcome
 from inspector.probes.request import parse_spec
 from inspector.record.bounded_history import BoundedHistory
@@ -42,6 +41,7 @@ from inspector.record.history import (
     local_offset,
 )
 from inspector.record.recorder import SampleRecorder
+from inspector.report.collect import build_report_forked
 
 EVERY = Duration(maximum=7 * 86400)              # longer: a systemd timer is the tool
 RETENTION = Duration(maximum=3650 * 86400)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 
-from inspector.collect import build_report_forked
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     CliError,
@@ -13,8 +12,9 @@ from inspector.commands.common import (
     print_json,
     root_from_args,
 )
-from inspector.outputs.documents import report_document
-from inspector.sections import NAMES, SECTIONS
+from inspector.documents.kinds import report_document
+from inspector.report.collect import build_report_forked
+from inspector.report.sections import NAMES, SECTIONS
 
 SECTION_ALIASES = {alias: section.name for section in SECTIONS
                    for alias in (section.name, *section.aliases)}

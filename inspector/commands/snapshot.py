@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from inspector.collect import build_report_forked
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     PROBE_SECONDS,
@@ -21,9 +20,10 @@ from inspector.commands.common import (
 )
 from inspector.compare.snapshot import build_snapshot, default_name, snapshot_bytes
 from inspector.model import known
-from inspector.probe_runs import run_probe_forked
 from inspector.probes.base import ProbeError
+from inspector.probes.forked_runs import run_probe_forked
 from inspector.probes.request import parse_spec
+from inspector.report.collect import build_report_forked
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,6 +20,7 @@ from inspector.commands.common import (
     root_from_args,
 )
 from inspector.config import ConfigError, LiveThresholds, load_config
+from inspector.documents.kinds import stamped
 from inspector.health.live.session import LiveSession
 from inspector.live import since_boot
 from inspector.live.sampler import READ_TIMEOUT, Rates
@@ -27,7 +28,6 @@ from inspector.live.text import format_block, format_single
 from inspector.live.worker import SamplerProcess
 from inspector.model import to_jsonable
 from inspector.outputs.check import split_ignored
-from inspector.outputs.documents import stamped
 from inspector.roots.host import HostRoot
 
 INTERVAL = Duration(maximum=86400)
@@ -151,8 +151,8 @@ def _loop(sampler: SamplerProcess, args: argparse.Namespace, thresholds: LiveThr
 
 def _hypervisor(root: HostRoot) -> str | None:
     """The VM layer virt discovery finds (about 0.1 s, in a bounded child); None if none."""
-    from inspector.collect import build_report_forked
     from inspector.health.live.session import hypervisor_of
+    from inspector.report.collect import build_report_forked
     try:
         return hypervisor_of(build_report_forked(root, ["virt"], timeout=3).section("virt"))
     except Exception:       # no name is better than no top

@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from inspector.commands.common import CliError, eprint, path_argument, print_json
+from inspector.documents.kinds import stamped
 from inspector.model import to_jsonable
-from inspector.outputs.documents import stamped
 from inspector.record.bounded_history import BoundedHistory, BoundedSamples
 from inspector.record.history import HistoryError, NoHistory
 from inspector.record.time_points import FORMS, BadTime, describe, parse_point
@@ -94,7 +94,7 @@ def _replay(args: argparse.Namespace, width: int | None, reader: BoundedSamples)
 def _warn_damaged(reader: BoundedSamples, path: str) -> None:
     """One line for what a malformed recording made the replay skip (inspector.record.damage)."""
     if reader.damage:
-        from inspector.escapes import visible
+        from inspector.text.escapes import visible
         eprint(f"warning: {visible(reader.damage.line(path))}")
 
 

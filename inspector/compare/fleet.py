@@ -184,8 +184,8 @@ def _serve_files(request: tuple[str, str]) -> tuple[str, Any]:
 
 def _capture_snapshot(path: str, timeout: float) -> dict:
     from inspector.captures.capture import CaptureError, open_root
-    from inspector.collect import build_report_forked
     from inspector.compare.snapshot import build_snapshot
+    from inspector.report.collect import build_report_forked
     from inspector.roots import tempdirs
     try:
         root = open_root(path)
@@ -459,7 +459,7 @@ def _compare(before_dir: str, after_dir: str, capture_timeout: float,
              reader: BoundedFiles) -> list[HostDiff]:
     from inspector.compare.diff import diff_snapshots
     from inspector.compare.diff_text import change_text, display_path
-    from inspector.escapes import visible
+    from inspector.text.escapes import visible
     before, after = by_host(before_dir, reader), by_host(after_dir, reader)
     out = []
     for host in sorted(set(before) | set(after)):    # two snapshots in memory at a time

@@ -1,6 +1,6 @@
 """Snapshots: the full report model plus short bounded probe runs, in one JSON file.
 
-Written atomically (inspector.atomic_write: temp file in the same directory, fsync, rename) so a
+Written atomically (inspector.writing.atomic: temp file in the same directory, fsync, rename) so a
 maintenance runbook never diffs a half-written file, and never over a device node. Reading
 checks the kind and the schema version and says clearly what is wrong with a file it refuses;
 it reads a regular file (or stdin) of at most MAX_SNAPSHOT_BYTES, refuses NaN, infinities,
@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from inspector.atomic_write import write_atomic
 from inspector.model import SCHEMA_VERSION, Level, Report, to_jsonable
 from inspector.roots.input_files import InputError, read_input
+from inspector.writing.atomic import write_atomic
 
 SNAPSHOT_KIND = "inspector-snapshot"
 SNAPSHOT_VERSION = 1

@@ -32,7 +32,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from inspector.child_pipes import no_sigpipe
+from inspector.children.pipes import no_sigpipe
 from inspector.model import Unknown, known
 from inspector.roots.host import HostRoot
 

@@ -1,6 +1,6 @@
 """Health rules: the report model in, findings (level, subject, message, evidence, advice) out.
 
-One module per subject, each with `rules(report) -> Iterable[Finding]`; inspector.sections
+One module per subject, each with `rules(report) -> Iterable[Finding]`; inspector.report.sections
 lists which sets judge which section. A set that fails yields one UNKNOWN finding naming the
 failure instead of hiding the others."""
 from __future__ import annotations

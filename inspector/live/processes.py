@@ -6,7 +6,7 @@ faults; a process's stat already sums its threads) and, for user-space processes
 (Uid, VmSwap) and `io` (read_bytes/write_bytes: what reached the block layer). Kernel
 threads (PF_KTHREAD) skip the last two: no memory of their own and IO accounted elsewhere.
 The command line is read once per process (pid + start time) and redacted with
-inspector.redact's rules, as captures redact the kernel's; user names come from etc/passwd
+inspector.text.redact's rules, as captures redact the kernel's; user names come from etc/passwd
 of the same root. Everything goes through the HostRoot, so fixture trees work.
 
 Cost on the live root: about 25 µs of CPU per process per sample (tests/bench/
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from inspector.live.procs import STAT_LIMIT, DStateProc, ProcStat
 from inspector.model import Unknown
-from inspector.redact import redact_cmdline
 from inspector.roots.host import HostRoot, Unavailable
+from inspector.text.redact import redact_cmdline
 
 PF_KTHREAD = 0x00200000
 STATUS_LIMIT = 8192

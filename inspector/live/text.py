@@ -6,12 +6,12 @@ import dataclasses
 import textwrap
 import time
 
-from inspector.escapes import printable, visible
 from inspector.live.diskstats import DiskRates
 from inspector.live.findings import LiveFinding
 from inspector.live.processes import SortKey, sort_processes
 from inspector.live.sampler import Counters, Rates
 from inspector.model import Unknown, known
+from inspector.text.escapes import printable, visible
 
 DISK_COLS = ("r/s", "w/s", "d/s", "f/s", "rkB/s", "wkB/s", "dkB/s", "rrqm/s", "wrqm/s",
              "r_await", "w_await", "d_await", "f_await", "aqu-sz", "rareq-sz", "wareq-sz",
@@ -127,7 +127,7 @@ def _stamp(r: Rates) -> str:
         return "time not recorded"
     if r.tz_offset_s is None:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.wall))
-    from inspector.durations import utc_offset
+    from inspector.text.durations import utc_offset
     return (time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.wall + r.tz_offset_s))
             + f" {utc_offset(r.tz_offset_s)} recorded")
 

@@ -1,2 +1,2 @@
-"""Machine-readable outputs: the Nagios check, Prometheus export and metrics, the JSON schema
-and documents."""
+"""Machine-readable outputs: the Nagios check, Prometheus export and metrics (the --json
+documents and their schema are in inspector.documents)."""

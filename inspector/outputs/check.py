@@ -16,7 +16,6 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
-from inspector.escapes import printable
 from inspector.health import sort_findings
 from inspector.health.dns import LEGACY_CODES, canonical_code
 from inspector.live.findings import LiveFinding
@@ -28,6 +27,7 @@ from inspector.outputs.metrics import (
     section_up,
     went_unchecked,
 )
+from inspector.text.escapes import printable
 
 STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 # Short names accepted by --warn/--crit, mapped to perfdata labels.

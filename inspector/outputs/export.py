@@ -5,9 +5,9 @@ texts is inspector.outputs.metrics.METRICS and the README. Written atomically: n
 read a half-written file."""
 from __future__ import annotations
 
-from inspector.escapes import visible
 from inspector.model import Report
 from inspector.outputs.metrics import METRICS, Sample, collect_metrics
+from inspector.text.escapes import visible
 
 PREFIX = "inspector_"
 

@@ -497,10 +497,10 @@ LATENCY_FIGURES = {"avg_us": "probe_latency_mean_seconds",
 
 def probe_metrics(runs: Iterable[dict], started_at: float) -> list[Sample]:
     """Series for probe runs as snapshots and `record` keep them ({"spec", "kind", "summary",
-    "error"}, see inspector.probe_runs), labelled by kind and by the spec they were asked for
-    (`probe="io:/var/lib/mysql"`, as history and diff name them). A figure a failed run did
-    not reach has no series; its success is 0 and its timestamp is written, so a probe that
-    stopped working shows as such."""
+    "error"}, see inspector.probes.forked_runs), labelled by kind and by the spec they were
+    asked for (`probe="io:/var/lib/mysql"`, as history and diff name them). A figure a failed
+    run did not reach has no series; its success is 0 and its timestamp is written, so a probe
+    that stopped working shows as such."""
     out: list[Sample] = []
     for run in runs:
         if not isinstance(run, dict):

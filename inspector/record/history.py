@@ -19,9 +19,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from inspector.output_paths import Place, file_kind
 from inspector.record import store as sample_store
 from inspector.record.damage import Damage, finite, valid_time
+from inspector.writing.paths import Place, file_kind
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -518,10 +518,10 @@ def _uri(path: str) -> str:
 
 def _vet_path(path: str, create: bool, make_dirs: bool) -> Place:
     """Where the database is: its directory held open, its links followed under the kernel's
-    protected_symlinks rule (inspector.output_paths: another user's link in /tmp is refused,
+    protected_symlinks rule (inspector.writing.paths: another user's link in /tmp is refused,
     never followed), and what is there (None: a new path). HistoryError for anything but a
     regular file or a new path, NoHistory for reading a missing one."""
-    from inspector.output_paths import NoSuchDirectory, OutputError, check_entry, walk
+    from inspector.writing.paths import NoSuchDirectory, OutputError, check_entry, walk
     if make_dirs and create:
         directory = os.path.dirname(os.path.abspath(path))
         try:

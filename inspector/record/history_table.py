@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from inspector.durations import utc_offset
+from inspector.text.durations import utc_offset
 
 if TYPE_CHECKING:
     from rich.console import Group

@@ -31,7 +31,7 @@ def parse_point(text: str, *, offset_near: Callable[[float], int], latest: float
     `ts`; `latest` the end of the recording (None: nothing recorded). A time of day is placed
     before now, not before `latest`: placed before the last sample, a --to after it fell on
     the day before its --from."""
-    from inspector.durations import Duration
+    from inspector.text.durations import Duration
     now = time.time() if now is None else now
     raw = text.strip()
     if not raw:
@@ -102,5 +102,5 @@ def _latest_clock_time(clock: dt.time, offset_near: Callable[[float], int],
 
 def describe(ts: float, offset: int) -> str:
     """`2025-03-14 03:10:00 UTC+01:00`: a moment on the recorded host's clock."""
-    from inspector.durations import utc_offset
+    from inspector.text.durations import utc_offset
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts + offset)) + " " + utc_offset(offset)

@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from inspector.atomic_write import atomic_output
 from inspector.remote.capture import DEADLINE_S, RemoteCapture, capture, open_capture
 from inspector.remote.ssh import SshError, Target, check_destination
 from inspector.roots import tempdirs
+from inspector.writing.atomic import atomic_output
 
 MAX_LIST_BYTES = 16 * 1024 * 1024     # a host list or an inventory
 MAX_HOSTS = 100_000

@@ -38,7 +38,7 @@ import subprocess
 import time
 from collections.abc import Iterable
 
-from inspector.child_pipes import no_sigpipe
+from inspector.children.pipes import no_sigpipe
 from inspector.remote import ssh
 from inspector.remote.fill import GNU_COLUMNS
 from inspector.remote.frames import Frame, FrameReader, StreamError, StreamTimeout

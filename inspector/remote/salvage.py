@@ -16,9 +16,9 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from inspector.report.sections import NAMES
 from inspector.roots.host import MAX_SIDECAR_BYTES, SIDECAR_NAME
 from inspector.roots.safe_extract import Limits
-from inspector.sections import NAMES
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024     # nothing a capture holds comes near (cpuinfo, DMI)
 _CHUNK = 1 << 20

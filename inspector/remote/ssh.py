@@ -17,8 +17,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from inspector.child_pipes import no_sigpipe
-from inspector.parent_death import PR_SET_PDEATHSIG
+from inspector.children.parent_death import PR_SET_PDEATHSIG
+from inspector.children.pipes import no_sigpipe
 
 SSH_ENV = "INSPECTOR_SSH"          # the ssh client to run (default: ssh on PATH)
 REMOTE_SHELL = "sh -s"             # what the host runs: its POSIX shell reading the script

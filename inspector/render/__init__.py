@@ -5,10 +5,10 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from inspector.escapes import printable, visible
 from inspector.model import Level, Report, Unknown
 from inspector.render.findings import render_findings
-from inspector.sections import BY_NAME, NAMES, load
+from inspector.report.sections import BY_NAME, NAMES, load
+from inspector.text.escapes import printable, visible
 
 
 def render_section(name: str, section: object) -> RenderableType:

@@ -5,9 +5,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-# re-exported: the TUI, check and report take the one escaping rule (inspector.escapes) here
-from inspector.escapes import printable  # noqa: F401
 from inspector.model import Finding, Level
+
+# re-exported: the TUI, check and report take the one escaping rule (inspector.text.escapes) here
+from inspector.text.escapes import printable  # noqa: F401
 
 LEVEL_STYLE = {Level.CRIT: "bold white on red", Level.WARN: "bold black on yellow",
                Level.UNKNOWN: "bold white on magenta", Level.OK: "green"}

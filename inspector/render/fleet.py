@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inspector.compare.fleet import HostDiff, HostRow
-from inspector.escapes import visible
+from inspector.text.escapes import visible
 
 LEVEL_SHOWN = {"crit": "CRIT", "unknown": "UNKNOWN", "warn": "WARN", "ok": "ok"}
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspector.child_pipes import no_sigpipe
+from inspector.children.pipes import no_sigpipe
 from inspector.model import Unknown
 from inspector.roots.bounded import TimedOut, WithFds, Worker, WorkerFailed
 from inspector.roots.confined import ConfinedTree, Refused

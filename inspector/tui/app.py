@@ -30,13 +30,13 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 
-from inspector.collect import DEFAULT_TIMEOUT
 from inspector.health.live.session import hypervisor_of
 from inspector.model import Report
 from inspector.probes.request import KINDS
+from inspector.report.collect import DEFAULT_TIMEOUT
+from inspector.report.sections import load
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_bounded
 from inspector.roots.host import HostRoot
-from inspector.sections import load
 from inspector.tui import garbage
 from inspector.tui import live as live_source
 from inspector.tui.base import InspectorScreen

@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from inspector.collect import _finish_report, host_identity
-from inspector.escapes import printable
 from inspector.model import HostIdentity, Report, Unknown, known
+from inspector.report.collect import _finish_report, host_identity
+from inspector.report.sections import BY_NAME, NAMES
 from inspector.roots.bounded import Reads, Worker
 from inspector.roots.host import HostRoot
-from inspector.sections import BY_NAME, NAMES
+from inspector.text.escapes import printable
 from inspector.tui.forked import ForkedService
 
 PATIENCE = 3.0            # the first collection shows what answered after this

@@ -1,11 +1,12 @@
 """The TUI's modes, its top-level screens in tab order (keys 1..7): the overview, the screen of
-each section that has one (inspector.sections), the probes, the processes. Data only: the tab bar reads it
-without importing a screen, and the app loads each screen class from its "module:Class"."""
+each section that has one (inspector.report.sections), the probes, the processes. Data only:
+the tab bar reads it without importing a screen, and the app loads each screen class from its
+"module:Class"."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inspector.sections import SECTIONS
+from inspector.report.sections import SECTIONS
 
 
 @dataclass(frozen=True)

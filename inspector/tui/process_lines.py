@@ -13,9 +13,9 @@ from typing import Any
 
 from rich.text import Text
 
-from inspector.escapes import visible
 from inspector.live.processes import SORT_VALUE, ProcessRate, SortKey
 from inspector.model import Unknown
+from inspector.text.escapes import visible
 from inspector.tui.panels import DIM, Ctx, cut, fitted, level_style, line, reason_line
 from inspector.widgets import units
 
@@ -187,7 +187,7 @@ def _draw_entry(p: ProcessRate, figure: str, key: SortKey, width: int) -> Text:
 
 
 def one_line(text: str) -> str:
-    """Host text for one terminal line: controls escaped (inspector.escapes), a newline in an
+    """Host text for one terminal line: controls escaped (inspector.text.escapes), a newline in an
     argument shown as \\n."""
     return visible(text).replace("\n", "\\n").replace("\t", " ")
 

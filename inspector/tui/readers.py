@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspector.collect import DEFAULT_TIMEOUT
+from inspector.report.collect import DEFAULT_TIMEOUT
 from inspector.roots.bounded import Worker
 from inspector.roots.host import HostRoot
 from inspector.tui.discovery import DiscoveryProcess, discovery_service

@@ -28,9 +28,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from inspector.escapes import visible
 from inspector.probes.bounded_ask import ask_bounded
 from inspector.record.history_table import render_buckets
+from inspector.text.escapes import visible
 from inspector.widgets.chart import LiveChart
 
 VIEWS = ("charts", "hour", "day")       # what `t` cycles through

@@ -13,9 +13,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from inspector.escapes import visible
 from inspector.live.processes import ProcessRate, SortKey, sort_processes
 from inspector.model import Unknown
+from inspector.text.escapes import visible
 from inspector.tui.base import InspectorScreen
 from inspector.tui.panels import cut, level_style
 from inspector.tui.process_lines import dstate_note, one_line, short_command

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
-from inspector.parent_death import end_with_parent
+from inspector.children.parent_death import end_with_parent
 from inspector.probes.io.latency import (
     JOIN_TIMEOUT,
     IoLatencyProbe,

@@ -27,7 +27,7 @@ from functools import partial
 from time import perf_counter_ns
 from typing import Any, cast
 
-from inspector.parent_death import PARENT_ARG, end_with_parent
+from inspector.children.parent_death import PARENT_ARG, end_with_parent
 from inspector.probes.memcached.engine import Engine
 from inspector.probes.memcached.workload import SizeRange, Workload
 

@@ -25,8 +25,8 @@ in fresh interpreters:
 - the RSS uvloop adds to an asyncio loop (probes/driver.py);
 - `import pyroute2` against our three SIOCETHTOOL ioctls on lo (inspector/discover/
   net_offloads.py, pyproject.toml);
-- importing the section renderers (rich) and the TUI screens (Textual) after inspector.sections
-  (inspector/sections.py);
+- importing the section renderers (rich) and the TUI screens (Textual) after
+  inspector.report.sections (inspector/report/sections.py);
 - the interpreter's start-up up to `inspector check`'s module (inspector/commands/check.py).
 
 Run: `.venv/bin/python tests/bench/bench_costs.py` (or `make bench`).
@@ -226,7 +226,7 @@ print(json.dumps({"ioctls": min(ioctls), "pyroute2": time.perf_counter() - t}))
 """
 SECTION_IMPORTS = """
 import json, time
-from inspector import sections
+from inspector.report import sections
 t0 = time.perf_counter()
 for s in sections.SECTIONS:
     sections.load(s.render)

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import fixture_root, inspector_bin, run_bin, run_cli
 from dns_responders import Responder, closed_port
-from inspector.outputs.documents import VERSIONS
+from inspector.documents.kinds import VERSIONS
 from memcached_server import free_port
 
 ROOT = str(fixture_root("flash-mixed"))

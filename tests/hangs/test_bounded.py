@@ -121,7 +121,7 @@ def test_a_child_hands_back_an_open_file(tmp_path):
 
 
 def test_the_hostname_read_is_bounded_too(monkeypatch):
-    from inspector import collect
+    from inspector.report import collect
     real = HostRoot.try_line
     release = threading.Event()
 

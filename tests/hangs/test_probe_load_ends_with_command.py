@@ -439,7 +439,7 @@ def test_probe_dns_ends_with_the_command(tmp_path, signum):
 # after the signal, or at once on a second signal, and then stops as for Ctrl-C.
 STUBBORN = textwrap.dedent("""
     import signal, time
-    from inspector import probe_runs
+    from inspector.probes import forked_runs as probe_runs
     from inspector.probes.request import ProbeRequest
 
     def stubborn(request, signals=()):

@@ -1,7 +1,7 @@
 """Probe processes end with the process that started them, however it ends: a TUI killed with
 SIGKILL or left through its exit watchdog's os._exit cannot stop its probe runs, and the
 memcached probe's worker processes sit in sessions of their own, out of reach of the terminal's
-SIGHUP. PR_SET_PDEATHSIG (inspector.parent_death) ends them: a run stops the CLI's way
+SIGHUP. PR_SET_PDEATHSIG (inspector.children.parent_death) ends them: a run stops the CLI's way
 (SIGTERM; before, an orphaned run went on to its end), a worker is killed (it also ends once it
 reads the end of its socket to the probe, 0.15 s here; the signal does not wait for that)."""
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_memcached_workers_die_with_their_probe(memcached):
 # sees the new parent pid and sends the signal itself.
 LATE_CHILD = textwrap.dedent("""
     import os, signal, time
-    from inspector.parent_death import end_with_parent
+    from inspector.children.parent_death import end_with_parent
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:

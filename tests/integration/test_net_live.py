@@ -149,7 +149,7 @@ SCRIPT = textwrap.dedent("""
     import json, subprocess, sys, tempfile, os
     sys.path.insert(0, {repo!r})
     from inspector.captures.capture import open_root, write_capture
-    from inspector.collect import build_report
+    from inspector.report.collect import build_report
     from inspector.roots.host import HostRoot
     sh = lambda *a: subprocess.run(a, check=True, capture_output=True)
     sh("ip", "link", "add", "va", "type", "veth", "peer", "name", "vb")   # vb stays down

@@ -148,7 +148,7 @@ def test_a_section_lost_at_capture_time_is_not_collected_on_replay(tmp_path, mon
     """The storage collector hung while capturing: the replay must say storage was not
     collected (as the live report did), not show the files read before the hang as the
     whole story."""
-    import inspector.collect as collect
+    import inspector.report.collect as collect
     from inspector.captures.capture import open_root
     from inspector.commands.capture import capture_live
     from inspector.model import Unknown

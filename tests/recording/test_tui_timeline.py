@@ -13,11 +13,11 @@ from textual.widgets import DataTable, Static
 
 import slowness
 from conftest import fixture_root, run_cli
-from inspector.collect import build_report
 from inspector.live import rates
 from inspector.model import Report
 from inspector.record.history import HistoryDB, ProbeRun
 from inspector.record.store import SampleWriter
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 from inspector.tui.recorded_app import RecordedApp
 from inspector.tui.screen_storage import StorageScreen

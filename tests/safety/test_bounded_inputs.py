@@ -147,8 +147,8 @@ def test_an_unknown_drive_health_level_is_no_verdict(tmp_path, good):
 def test_a_snapshot_we_write_is_one_we_read(tmp_path):
     """allow_nan=False on writing: a NaN in a probe's figures becomes null, not a file that
     diff refuses."""
-    from inspector.collect import build_report
     from inspector.compare.snapshot import build_snapshot, read_snapshot, write_snapshot
+    from inspector.report.collect import build_report
     from inspector.roots.host import HostRoot
     report = build_report(HostRoot(str(FIXTURES / "roots" / "xen-pv-guest")))
     probes = [{"spec": "io:/x", "kind": "io", "target": "/x", "error": None,

@@ -1,4 +1,4 @@
-"""`-o` (capture, export, snapshot) through inspector.atomic_write: a regular file is replaced
+"""`-o` (capture, export, snapshot) through inspector.writing.atomic: a regular file is replaced
 atomically keeping its mode and owner, a symlink to a regular file keeps pointing at the new
 content, a new file gets the umask's mode (0600 for a capture), and nothing is left behind
 when the write fails. A path ending in / names a directory and never creates a file; an empty
@@ -11,7 +11,7 @@ import stat
 import pytest
 
 from conftest import fixture_root, run_bin, run_cli
-from inspector.atomic_write import OutputError, atomic_output, write_atomic
+from inspector.writing.atomic import OutputError, atomic_output, write_atomic
 
 ROOT = str(fixture_root("xen-pv-guest"))
 
@@ -164,7 +164,7 @@ def test_an_empty_path_is_a_usage_error(tmp_path, argv):
 def test_links_are_resolved_as_the_kernel_does(tmp_path, monkeypatch):
     """Relative targets, '..' after a link (the physical parent), a link to a directory in
     the middle, a loop, a link to '/'."""
-    from inspector.output_paths import OutputError, walk
+    from inspector.writing.paths import OutputError, walk
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "to_b").symlink_to("a/b")
     (tmp_path / "up").symlink_to("a/b/..")                  # = a
@@ -187,7 +187,7 @@ def test_a_directory_swapped_for_a_link_during_the_lookup_is_not_followed(tmp_pa
                                                                            monkeypatch):
     """Between the check of a component and the step into it, `d` becomes a link elsewhere:
     the step (O_NOFOLLOW) refuses it and nothing is written there."""
-    from inspector import output_paths
+    from inspector.writing import paths as output_paths
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "d").mkdir()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import fixture_root, run_cli
-from inspector.escapes import printable, visible
+from inspector.text.escapes import printable, visible
 
 EVIL_NIC = "ev\x1b]0;pwned\x07\u202e"               # OSC "set window title", then RLO
 QUOTED_NIC = 'q"\\\nx'                               # quote, backslash, newline
@@ -138,9 +138,9 @@ def test_control_characters_in_host_strings_are_shown_not_sent(tmp_path):
 
 
 def test_printable_leaves_clean_reports_untouched():
-    from inspector.collect import build_report
     from inspector.model import to_jsonable
     from inspector.render.findings import printable
+    from inspector.report.collect import build_report
     from inspector.roots.host import HostRoot
     report = build_report(HostRoot(str(fixture_root("flash-mixed"))))
     assert to_jsonable(printable(report)) == to_jsonable(report)

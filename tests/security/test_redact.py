@@ -9,8 +9,8 @@ import pytest
 
 from conftest import run_bin
 from inspector.captures.capture import open_root, write_capture
-from inspector.redact import redact_cmdline
 from inspector.roots.host import HostRoot
+from inspector.text.redact import redact_cmdline
 
 
 def member_bytes(tar: tarfile.TarFile, name: str) -> bytes:

@@ -12,8 +12,8 @@ import pytest
 
 from conftest import FIXTURES
 from inspector.captures.capture import write_capture
-from inspector.redact import REDACTED, redact_cmdline
 from inspector.roots.host import HostRoot
+from inspector.text.redact import REDACTED, redact_cmdline
 
 CMDLINE = FIXTURES / "cmdline"
 

@@ -13,9 +13,9 @@ from textual.widgets import DataTable, Static
 
 from conftest import FIXTURES, TESTS, fixture_root
 from frozen import FrozenSampler, frozen_history, view_from_report
-from inspector.collect import build_report
 from inspector.health.live.session import hypervisor_of
 from inspector.model import Finding, Level, Report
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from inspector.tui.flow_canvas import FlowCanvas

@@ -24,9 +24,9 @@ from textual.widgets import DataTable, Input, Static
 from textual.widgets.data_table import ColumnKey
 
 from conftest import fixture_root
-from inspector.collect import build_report
 from inspector.model import Finding, HostIdentity, Level, Report
 from inspector.probes.base import ProbeKind
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from inspector.tui.fields import EditField

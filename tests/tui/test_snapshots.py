@@ -20,7 +20,7 @@ from textual.pilot import Pilot
 
 from conftest import fixture_root
 from frozen import FrozenSampler, frozen_history
-from inspector.collect import build_report
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 from inspector.tui.app import InspectorApp
 from test_pilot import wait_for

@@ -6,7 +6,7 @@ import shutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-import inspector.collect as collect
+import inspector.report.collect as collect
 from conftest import fixture_root, run_cli
 from inspector.outputs.metrics import section_up
 
@@ -76,7 +76,7 @@ def storage_times_out(monkeypatch):
 
 def _collects(func, section: str) -> bool:
     """Is this collect_section's `lambda: collector(root)` for `section`?"""
-    from inspector.sections import BY_NAME
+    from inspector.report.sections import BY_NAME
     cells = [c.cell_contents for c in (func.__closure__ or ())]
     return any(c is BY_NAME[section].collect for c in cells)
 

@@ -22,7 +22,7 @@ def run_with_default_sigpipe(body: str) -> subprocess.CompletedProcess:
 def test_a_write_to_an_exited_child_raises_inside_no_sigpipe():
     result = run_with_default_sigpipe(f"""
         import subprocess
-        from inspector.child_pipes import no_sigpipe
+        from inspector.children.pipes import no_sigpipe
         proc = subprocess.Popen(["true"], stdin=subprocess.PIPE)
         proc.wait()
         try:
@@ -70,7 +70,7 @@ def test_ssh_that_ended_before_its_script_leaves_the_command_running(tmp_path):
 def test_a_thread_blocking_it_leaves_the_others_as_they_were():
     result = run_with_default_sigpipe("""
         import threading
-        from inspector.child_pipes import no_sigpipe
+        from inspector.children.pipes import no_sigpipe
         seen = []
         inside = threading.Event()
         done = threading.Event()

@@ -7,10 +7,10 @@ import shutil
 from rich.console import Console
 
 from conftest import fixture_root, run_cli
-from inspector.collect import build_report
 from inspector.discover import cpu
 from inspector.model import Unknown
 from inspector.render.cpu import render
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from rich.console import Console
 
 from conftest import fixture_root
-from inspector.collect import build_report
 from inspector.discover import drives
 from inspector.discover.fio_status import FioHealth
 from inspector.discover.hio import HioHealth
@@ -17,6 +16,7 @@ from inspector.discover.smart import SmartHealth
 from inspector.health import drives as rules_mod
 from inspector.model import HostIdentity, Level, Report, Unknown
 from inspector.render.drives import render_health
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 FLASH_MIXED = Path(__file__).parents[1] / "fixtures/roots/flash-mixed"

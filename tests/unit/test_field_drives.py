@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, run_cli
-from inspector.collect import build_report
 from inspector.discover import smart
 from inspector.health.drives import device_findings
 from inspector.model import Finding, Level, Unknown
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 sys.path.insert(0, str(FIXTURES))

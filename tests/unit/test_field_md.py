@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, fixture_root, run_cli
-from inspector.collect import build_report
 from inspector.discover.md import parse_mdstat
 from inspector.model import Finding, Level
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 FIELD = FIXTURES / "field"

@@ -122,7 +122,7 @@ def test_malformed_recordings_in_a_capture_are_unknown(tmp_path):
     what needs it, and the report is still built."""
     import json
 
-    from inspector.collect import build_report
+    from inspector.report.collect import build_report
     (tmp_path / "proc").mkdir()
     (tmp_path / "inspector-sidecar.json").write_text(json.dumps({"facts": {
         "uname": {"uname": {"nodename": "h1", "machine": "x86_64"}},

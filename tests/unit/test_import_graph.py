@@ -7,7 +7,7 @@ under `if TYPE_CHECKING:` are left out (they exist for the type checker only).
 
 Checked at two grains: modules (inspector.discover.block -> inspector.discover.block_sizes) and
 packages, where a subpackage of inspector is one node (inspector.render) and a top-level module
-another (inspector.schema)."""
+another (inspector.config)."""
 from __future__ import annotations
 
 import ast
@@ -23,16 +23,16 @@ SOURCES = {"inspector": REPO / "inspector", "inspector.probes": REPO / "probes",
 # discover -> health -> render/outputs -> tui -> commands -> cli). Every package is on a floor,
 # so a new package must be placed here before the test passes.
 FLOORS: list[set[str]] = [
-    {"inspector", "inspector.model", "inspector.escapes", "inspector.durations", "inspector.redact",
-     "inspector.parent_death", "inspector.config", "inspector.output_paths",
-     "inspector.atomic_write", "inspector.shipped", "inspector.widgets", "inspector.child_pipes"},
+    {"inspector", "inspector.model", "inspector.config", "inspector.shipped", "inspector.widgets",
+     "inspector.text", "inspector.children", "inspector.writing"},
     {"inspector.roots"},
     {"inspector.discover", "inspector.probes"},
-    {"inspector.captures", "inspector.live", "inspector.probe_runs"},
+    {"inspector.captures", "inspector.live"},
     {"inspector.health"},
-    {"inspector.sections", "inspector.collect", "inspector.record", "inspector.outputs"},
+    {"inspector.report", "inspector.record", "inspector.outputs"},
     {"inspector.compare", "inspector.remote"},
-    {"inspector.render", "inspector.schema"},
+    # documents/ describes snapshot, diff and fleet documents too: above compare/
+    {"inspector.render", "inspector.documents"},
     {"inspector.tui"},
     {"inspector.commands"},
     {"inspector.cli", "inspector.cli_docs", "inspector.__main__"},
@@ -164,8 +164,8 @@ def edges() -> dict[str, set[str]]:
 def test_the_graph_sees_the_house(edges):
     # a broken resolver would pass every test below on an empty graph
     assert "inspector.probes.base" in MODULES and "inspector.widgets.chart" in MODULES
-    assert "inspector.sections" in edges["inspector.collect"]
-    assert "inspector.probes.request" in edges["inspector.probe_runs"]
+    assert "inspector.report.sections" in edges["inspector.report.collect"]
+    assert "inspector.probes.request" in edges["inspector.probes.forked_runs"]
     assert "inspector.discover.md" in edges["inspector.health.storage"]
 
 
@@ -195,7 +195,7 @@ def test_a_cycle_and_an_upward_arrow_are_seen():
     before = {"inspector.discover.drives": {"inspector.health.drives"}}
     assert _arrows(before, "inspector.discover", "inspector.health") == [
         "inspector.discover.drives -> inspector.health.drives"]
-    assert _package("inspector.schema") == "inspector.schema"
+    assert _package("inspector.config") == "inspector.config"
     assert _package("inspector.compare.fleet") == "inspector.compare"
     assert _package("inspector.discover.virt.vm") == "inspector.discover"
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from conftest import FIXTURES, fixture_root, run_cli
-from inspector.collect import build_report
 from inspector.discover import storage
 from inspector.discover.md import (
     MdstatArray,
@@ -27,13 +26,14 @@ from inspector.discover.md import (
     missing_slots,
     parse_mdstat,
 )
+from inspector.documents.schema import report_schema
 from inspector.health.md_mdstat import mdstat_redundancy
 from inspector.health.md_verdicts import Redundancy
 from inspector.health.storage import md_findings
 from inspector.model import Level, known
 from inspector.render.storage import render
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
-from inspector.schema import report_schema
 
 MDSTAT = FIXTURES / "mdstat"
 C, W, O, U = Level.CRIT, Level.WARN, Level.OK, Level.UNKNOWN  # noqa: E741  (the tables' letters)

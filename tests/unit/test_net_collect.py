@@ -5,10 +5,10 @@ import os
 import shutil
 
 from conftest import fixture_root, run_cli
-from inspector.collect import build_report
 from inspector.discover import net
 from inspector.discover.net_offloads import Offload, find_offload
 from inspector.model import Level, Unknown
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from conftest import fixture_root
-from inspector.collect import build_report
 from inspector.discover import nvme_health
 from inspector.discover.drive_cmd import ParseError
 from inspector.discover.nvme_health import NvmeHealth, decode_critical_warning
@@ -20,6 +19,7 @@ from inspector.health.drives import nvme_findings
 from inspector.model import Level, Unknown, to_jsonable
 from inspector.outputs.metrics import collect_metrics
 from inspector.render import render_report
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 SAMPLES = Path(__file__).parents[1] / "fixtures/samples/nvme"

@@ -248,8 +248,8 @@ def test_a_run_is_filed_under_its_request_whatever_became_of_it(monkeypatch):
     once filed a timed-out run under '' and a measured one under the name it looked up)."""
     from dataclasses import replace
 
-    from inspector import probe_runs
     from inspector.commands.record import probe_row
+    from inspector.probes import forked_runs as probe_runs
     from inspector.probes.outcome import ProbeOutcome, run_probe
     ok = Responder("127.0.0.1", 0, "ok")
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 
 from conftest import fixture_root
-from inspector.collect import build_report
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 
 from conftest import fixture_root, run_cli
-from inspector.collect import build_report
 from inspector.discover import resolver
 from inspector.discover.resolver_conf import ResolverConfig
 from inspector.discover.resolver_delay import DelayEstimate
 from inspector.model import Finding, Unknown
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 

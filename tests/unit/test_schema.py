@@ -15,8 +15,7 @@ import pytest
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped]  # no stubs in the test deps
 
 from conftest import ROOTS, run_cli
-from inspector.model import Finding, HostIdentity, Level, Report, Unknown, to_jsonable
-from inspector.schema import (
+from inspector.documents.schema import (
     DOCUMENTS,
     HISTORY_GROUPINGS,
     SchemaBuilder,
@@ -24,6 +23,7 @@ from inspector.schema import (
     field_comments,
     report_schema,
 )
+from inspector.model import Finding, HostIdentity, Level, Report, Unknown, to_jsonable
 
 FIXTURE_ROOTS = sorted(p.name for p in ROOTS.iterdir() if p.is_dir())
 
@@ -260,11 +260,11 @@ def _subcommand(parser: argparse.ArgumentParser, *names: str) -> argparse.Argume
 
 
 def test_every_stamped_document_has_a_schema():
-    """Each kind of inspector.outputs.documents (and each document's version) is in a --schema, and
+    """Each kind of inspector.documents.kinds (and each document's version) is in a --schema, and
     every document with a --schema is behind a command's --schema option."""
     from inspector.cli import build_parser
     from inspector.commands.common import _PrintSchema
-    from inspector.outputs.documents import VERSIONS
+    from inspector.documents.kinds import VERSIONS
 
     def stamps(node) -> set[tuple]:
         if isinstance(node, list):

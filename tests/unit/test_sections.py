@@ -1,4 +1,4 @@
-"""The section table (inspector.sections): every entry's lazy names load and fit, and every
+"""The section table (inspector.report.sections): every entry's lazy names load and fit, and every
 health rule module is in it."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pkgutil
 import typing
 
 import inspector.health
-from inspector.sections import BY_NAME, NAMES, SECTIONS, all_rules, load
+from inspector.report.sections import BY_NAME, NAMES, SECTIONS, all_rules, load
 
 
 def test_every_renderer_loads_and_takes_the_sections_model():

@@ -6,9 +6,9 @@ import subprocess
 import pytest
 
 from conftest import ROOTS, fixture_root, run_cli
-from inspector.collect import build_report
 from inspector.discover import storage
 from inspector.model import Level, to_jsonable
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 STORAGE_ROOTS = sorted(p.name for p in ROOTS.iterdir() if p.name.startswith("storage-")) + [

@@ -4,13 +4,13 @@ import dataclasses
 import pytest
 
 from conftest import fixture_root, replace_section
-from inspector.collect import build_report
 from inspector.discover.block import BlockDevice, Mount, QueueLimits
 from inspector.discover.dm import DmDevice
 from inspector.discover.md import MdArray, MdMember, array_from_mdstat, parse_mdstat
 from inspector.discover.storage import StorageSection
 from inspector.health.storage import block_findings, dm_findings, md_findings, rules
 from inspector.model import HostIdentity, Level, Report, Unknown
+from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
 

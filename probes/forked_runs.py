@@ -8,13 +8,13 @@ whatever partial figures it had; it never raises.
 
 A forked run (run_probe_forked, the one way snapshot, export and record start probe load) never
 outlives the command. Its process gets SIGTERM when the command's thread that forked it ends,
-however it ends (SIGKILL included: inspector.parent_death), and stops the CLI's way: the probe's
-own processes (the IO engine, memcached workers) end with it. While it runs, a stop signal sent
-to the command (INT, TERM, HUP, QUIT; not one the command ignores) stops the run first
-(SIGTERM, partial figures kept), kills it STOP_WAIT_S later if it has not ended, waits for it to
-be gone, and only then reaches the command: its own handler (record keeps the sample, Ctrl-C's
-KeyboardInterrupt) or, for a signal left at its default action, StoppedBySignal, which the CLI
-treats as Ctrl-C (exit 128 + N).
+however it ends (SIGKILL included: inspector.children.parent_death), and stops the CLI's way:
+the probe's own processes (the IO engine, memcached workers) end with it. While it runs, a
+stop signal sent to the command (INT, TERM, HUP, QUIT; not one the command ignores) stops the
+run first (SIGTERM, partial figures kept), kills it STOP_WAIT_S later if it has not ended,
+waits for it to be gone, and only then reaches the command: its own handler (record keeps the
+sample, Ctrl-C's KeyboardInterrupt) or, for a signal left at its default action,
+StoppedBySignal, which the CLI treats as Ctrl-C (exit 128 + N).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from inspector.parent_death import end_with_parent
+from inspector.children.parent_death import end_with_parent
 from inspector.probes.outcome import ProbeOutcome, run_probe
 from inspector.probes.request import GRACE_S, ProbeRequest
 from inspector.roots.bounded import TimedOut, Worker, WorkerFailed, reap

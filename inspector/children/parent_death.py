@@ -1,7 +1,8 @@
 """Processes that must not outlive the one that started them: the TUI's probe runs
 (inspector.probes.child), the forked probe runs of snapshot, export and record
-(inspector.probe_runs), the memcached probe's workers (inspector.probes.memcached.workers) and the
-child unpacking a capture (inspector.captures.capture).
+(inspector.probes.forked_runs), the memcached probe's workers
+(inspector.probes.memcached.workers) and the child unpacking a capture
+(inspector.captures.capture).
 
 Their parent ends them on its way out, but a parent can end without a way out (SIGKILL, a
 crash, an exit watchdog's os._exit), and the workers sit in sessions of their own, out of reach

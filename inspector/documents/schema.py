@@ -9,7 +9,7 @@ comment block right above it; a class's docstring. So the schema cannot drift fr
 and the comments stay the one place where a field is documented.
 
 Two fields are typed `Any` in the code and made precise here: Report.sections (the sections of
-inspector.sections.SECTIONS, each the return type of its collector) and
+inspector.report.sections.SECTIONS, each the return type of its collector) and
 StorageSection.health (what inspector.discover.drives.collect builds: one health dataclass per
 drive kind, or Unknown).
 """
@@ -289,7 +289,7 @@ def _json_value(value: Any) -> Any:
 # ----------------------------------------------------------------------------- the report
 def section_types() -> dict[str, Any]:
     """Section name -> the return type of its collector."""
-    from inspector.sections import SECTIONS
+    from inspector.report.sections import SECTIONS
     return {section.name: typing.get_type_hints(section.collect)["return"]
             for section in SECTIONS}
 
@@ -319,7 +319,8 @@ def _add_overrides(builder: SchemaBuilder) -> None:
     builder.overrides[(Report, "schema_version")] = {
         "description": "layout version of this document; changes when a field changes meaning",
         "const": SCHEMA_VERSION}
-    # a collector that times out or crashes leaves Unknown in its section's place (collect.py)
+    # a collector that times out or crashes leaves Unknown in its section's place
+    # (report/collect.py)
     sections = {name: builder.of(hint | Unknown) for name, hint in section_types().items()}
     builder.overrides[(Report, "sections")] = {
         "type": "object", "properties": sections, "additionalProperties": False,
@@ -341,7 +342,7 @@ def report_schema() -> dict:
 
 # ----------------------------------------------------------------------------- the others
 # The other stable documents, each built from the dataclasses it serialises. Their top-level
-# objects open with `schema_version` and `kind` (inspector.outputs.documents).
+# objects open with `schema_version` and `kind` (inspector.documents.kinds).
 def _stamp(kind: str, version: int) -> dict:
     return {"schema_version": {"description": "layout version of this kind of document",
                                "const": version},
@@ -433,7 +434,7 @@ def snapshot_schema() -> dict:
 
 def diff_schema() -> dict:
     from inspector.compare.diff import Change
-    from inspector.outputs.documents import VERSIONS
+    from inspector.documents.kinds import VERSIONS
     builder = SchemaBuilder()
     return _document(
         "inspector diff --json", "What changed between two snapshots; `regressions` counts "
@@ -448,8 +449,8 @@ def diff_schema() -> dict:
 def top_schema() -> dict:
     """One line of `top --json`: rates over an interval, or (from a capture) one sample with
     the averages since boot."""
+    from inspector.documents.kinds import VERSIONS
     from inspector.live.sampler import Counters, Rates
-    from inspector.outputs.documents import VERSIONS
     builder = SchemaBuilder()
     rates = _object_of(builder, Rates, "inspector-top", VERSIONS["inspector-top"])
     boot = {"type": "object",
@@ -510,7 +511,7 @@ def probe_io_schema() -> dict:
     or, with --ramp, RampResult.to_json and every step's samples. Those methods write their
     keys by hand: the keys are listed here, their types and comments come from the fields and
     properties they are written from."""
-    from inspector.outputs.documents import VERSIONS
+    from inspector.documents.kinds import VERSIONS
     from inspector.probes.io.latency import (
         IoRampStep,
         IoResult,
@@ -561,7 +562,7 @@ def probe_io_schema() -> dict:
 def probe_memcached_schema() -> dict:
     """`probe memcached --json` (the load's summary, its intervals in place of their count)
     or, with --ramp, the ramp's summary."""
-    from inspector.outputs.documents import VERSIONS
+    from inspector.documents.kinds import VERSIONS
     from inspector.probes.base import McInterval, McTest
     from inspector.probes.memcached.engine import ERROR_LABELS
     from inspector.probes.memcached.probe import ProbeSummary
@@ -592,8 +593,8 @@ def probe_memcached_schema() -> dict:
 
 def probe_dns_schema() -> dict:
     """`probe dns --json`: the probe's result, its findings (health/dns) and notes."""
+    from inspector.documents.kinds import VERSIONS
     from inspector.model import Finding
-    from inspector.outputs.documents import VERSIONS
     from inspector.probes.dns.failover import DnsProbeResult, Measured
     from inspector.probes.dns.predict import FAMILIES, Prediction, StartOutcome
     from inspector.probes.dns.query import KINDS, ServerResult
@@ -624,7 +625,7 @@ HISTORY_GROUPINGS = ("hour", "day")
 def history_schema() -> dict:
     """`history --json` (probe runs per target), `--checks --json` (the recorder's check
     results) or `--samples --json` (the recorded live samples), each per hour of day or day."""
-    from inspector.outputs.documents import VERSIONS
+    from inspector.documents.kinds import VERSIONS
     from inspector.record.history import CHECK_LEVELS, Bucket, CheckBucket
     from inspector.record.sample_history import SampleTables
     builder = SchemaBuilder()

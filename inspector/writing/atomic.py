@@ -6,7 +6,7 @@ Whatever `-o` names must survive a slip of the keyboard: a device node (`-o /dev
 (replacing /dev/null with a file breaks a running system). A symlink is followed to the file it
 names, which is replaced and the link kept; a link to anything but a regular file (or to a new
 path) is refused like the thing itself. Links are followed under the kernel's
-protected_symlinks rule, applied here (inspector.output_paths): another user's link in a
+protected_symlinks rule, applied here (inspector.writing.paths): another user's link in a
 sticky world-writable directory such as /tmp is refused, never followed as root.
 
 The data goes to a temporary file created (O_CREAT|O_EXCL|O_NOFOLLOW) in the target's
@@ -25,14 +25,14 @@ import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from inspector.output_paths import OutputError, Place, check_entry, file_kind, locate
+from inspector.writing.paths import OutputError, Place, check_entry, file_kind, locate
 
 __all__ = ["OutputError", "atomic_output", "file_kind", "output_target", "write_atomic"]
 
 
 def output_target(path: str) -> str:
     """The path a write to `path` replaces or creates: itself, or the file its symlinks end
-    at. OutputError when we refuse it (see inspector.output_paths)."""
+    at. OutputError when we refuse it (see inspector.writing.paths)."""
     with locate(path) as place:
         return place.path
 

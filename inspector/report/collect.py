@@ -7,9 +7,9 @@ from typing import Any
 
 from inspector.health import evaluate
 from inspector.model import HostIdentity, Report, Unknown, known
+from inspector.report.sections import BY_NAME, NAMES, all_rules
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_bounded, run_forked, timed_out
 from inspector.roots.host import HostRoot
-from inspector.sections import BY_NAME, NAMES, all_rules
 
 DEFAULT_TIMEOUT = 15.0
 # the child doing the reads (build_report_forked) answers this long after its collectors'

@@ -1,0 +1,2 @@
+"""Inspector's own child processes: pipes to them that fail with EPIPE, and children that
+end with their parent."""
