@@ -439,16 +439,16 @@ def test_probe_dns_ends_with_the_command(tmp_path, signum):
 # after the signal, or at once on a second signal, and then stops as for Ctrl-C.
 STUBBORN = textwrap.dedent("""
     import signal, time
-    from inspector.probes import forked_runs as probe_runs
+    from inspector.probes import forked_runs
     from inspector.probes.request import ProbeRequest
 
     def stubborn(request, signals=()):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(60)
 
-    probe_runs.run_probe = stubborn
+    forked_runs.run_probe = stubborn
     try:
-        probe_runs.run_probe_forked(ProbeRequest("io", "/nonexistent", 60), 60)
+        forked_runs.run_probe_forked(ProbeRequest("io", "/nonexistent", 60), 60)
     except KeyboardInterrupt as exc:
         print("stopped by", getattr(exc, "signum", None), flush=True)
 """)

@@ -249,7 +249,7 @@ def test_a_run_is_filed_under_its_request_whatever_became_of_it(monkeypatch):
     from dataclasses import replace
 
     from inspector.commands.record import probe_row
-    from inspector.probes import forked_runs as probe_runs
+    from inspector.probes import forked_runs
     from inspector.probes.outcome import ProbeOutcome, run_probe
     ok = Responder("127.0.0.1", 0, "ok")
     try:
@@ -262,9 +262,9 @@ def test_a_run_is_filed_under_its_request_whatever_became_of_it(monkeypatch):
 
     def hangs(request, signals=()):
         time.sleep(30)
-    monkeypatch.setattr(probe_runs, "run_probe", hangs)
-    monkeypatch.setattr(probe_runs, "GRACE_S", 0.3)
-    timed_out = probe_runs.run_probe_forked(request, 0.2)
+    monkeypatch.setattr(forked_runs, "run_probe", hangs)
+    monkeypatch.setattr(forked_runs, "GRACE_S", 0.3)
+    timed_out = forked_runs.run_probe_forked(request, 0.2)
     assert timed_out.error is not None and "timed out" in timed_out.error
     assert timed_out.summary is None
     never = ProbeOutcome(request, error="not run: the command was stopped by SIGTERM")
