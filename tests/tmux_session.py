@@ -99,11 +99,24 @@ def _shut_down(t: Tmux) -> None:
         except psutil.Error:
             pass
     t.run("kill-server")
-    # what did not go with its terminal must not spin on into the next tests
-    _, alive = psutil.wait_procs(started, timeout=3)
+    # what did not go with its terminal must not spin on into the next tests. A zombie has
+    # gone: with its tmux server gone, pid 1 reaps it, here 1.5-1.8 s later
+    deadline = time.monotonic() + 3
+    alive = started
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if not _exited(p)]
+        if alive:
+            time.sleep(0.02)
     for proc in alive:
         print(f"tmux teardown: pid {proc.pid} outlived its terminal; killed")
         proc.kill()
+
+
+def _exited(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 @pytest.fixture
