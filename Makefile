@@ -68,9 +68,15 @@ system-deps:
 TEST_WORKERS ?= 4
 PYTEST := $(VENV)/bin/pytest -q
 
+# Bytecode is written and compiled first, whatever the environment says (PYTHONDONTWRITEBYTECODE
+# is set on some CI images): without it every `inspector` the tests start compiled the modules it
+# imports from source (report: 0.33 s of CPU instead of 0.22), and every worker rewrote the test
+# modules' asserts anew (collection: 10 s of CPU instead of 4). The caches stay in the clone.
+test: export PYTHONDONTWRITEBYTECODE =
 test: system-deps test-deps
 	$(VENV)/bin/ruff check inspector probes widgets tests
 	$(VENV)/bin/mypy
+	@$(PY) -m compileall -q -j 0 inspector probes widgets tests >/dev/null
 	@$(PYTEST) -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS); parallel=$$?; \
 	$(PYTEST) -m serial $(PYTEST_ARGS); serial=$$?; \
 	for s in $$parallel $$serial; do [ $$s = 0 ] || [ $$s = 5 ] || exit $$s; done; \
