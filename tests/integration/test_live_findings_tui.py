@@ -15,14 +15,20 @@ from conftest import inspector_bin
 pytestmark = pytest.mark.serial        # a TUI at 1 Hz, timed by what it shows
 
 
-def test_the_overview_shows_a_filling_tmpfs_then_that_it_ended(tmux):
+def test_the_overview_shows_a_filling_tmpfs_then_that_it_ended(tmux, tmp_path):
     mnt = tempfile.mkdtemp(prefix="ltf", dir="/tmp")      # short: the panel shows it whole
+    # the critical time-to-full after 2 s of growth (the least the rule measures a slope
+    # over) instead of the default 4 s: the same rule and panel, 2 s less waiting
+    config = tmp_path / "config"
+    (config / "inspector").mkdir(parents=True)
+    (config / "inspector" / "inspector.toml").write_text("[live.fs]\ncrit_growth_span_s = 2.0\n")
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", mnt], check=True,
                    timeout=20)
     writer = None
     try:
         tmux.run("new-session", "-d", "-s", "ui", "-x", "200", "-y", "50",
-                 f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 {inspector_bin()}")
+                 f"env -u COLUMNS -u LINES TEXTUAL_COLOR_SYSTEM=256 XDG_CONFIG_HOME={config} "
+                 f"{inspector_bin()}")
         tmux.wait(lambda s: "discovered" in s and "%util" in s, "the overview", timeout=30)
         writer = subprocess.Popen(["sh", "-c", f"while :; do head -c 8388608 /dev/zero > "
                                    f"{mnt}/f.$(date +%s%N); sleep 0.5; done"])
