@@ -127,8 +127,39 @@ link_target() {
 }
 have readlink && READLINK=1 || READLINK=
 
+NL='
+'
+# dir_links DIR: one readlink for all the links in DIR, not a process or two a link (GNU
+# readlink takes many names; busybox's one): LNAMES and LTARGETS hold their paths and texts a
+# line each, for link_text to take in turn; empty when any failed or a text holds a newline
+dir_links() {
+    LNAMES= LTARGETS= _dl=$1
+    [ -n "$READLINK" ] || return 0
+    set --
+    for _dle in "/$_dl"/*; do [ -L "$_dle" ] && set -- "$@" "$_dle"; done
+    [ $# -gt 1 ] || return 0
+    LTARGETS=$(readlink -- "$@" 2>/dev/null && echo .) || { LTARGETS=; return 0; }
+    LTARGETS=${LTARGETS%.}
+    _dl_n=0
+    while IFS= read -r _dl_line; do _dl_n=$((_dl_n + 1)); done <<EOF
+$LTARGETS
+EOF
+    [ "$_dl_n" -eq $(($# + 1)) ] || { LTARGETS=; return 0; }   # the here-document adds a line
+    for _dle in "$@"; do LNAMES="$LNAMES$_dle$NL"; done
+}
+
+link_text() {  # $1 path relative to /: its target into _target, from dir_links when it is next there
+    if [ -n "$LNAMES" ] && [ "${LNAMES%%"$NL"*}" = "/$1" ]; then
+        _target=${LTARGETS%%"$NL"*}
+        LNAMES=${LNAMES#*"$NL"} LTARGETS=${LTARGETS#*"$NL"}
+        return 0
+    fi
+    LNAMES= LTARGETS=          # out of step (a directory walked meanwhile): one by one
+    _target=$(link_target "/$1")
+}
+
 emit_link() {  # $1 path relative to /: the link as it is, absolute targets made relative
-    _target=$(link_target "/$1") || return 1
+    link_text "$1" || return 1
     [ -n "$_target" ] || return 1
     case $_target in
         /*) _up=${1%/*} _rel=
@@ -180,6 +211,7 @@ exists() {  # a marker discovery only tests for (/.dockerenv, /dev/kvm): an empt
 dir() {
     [ -d "/$1" ] || return
     tar_dir "$1"
+    dir_links "$1"
     for _e in "/$1"/*; do
         [ -e "$_e" ] || [ -L "$_e" ] || continue
         _n=${_e##*/}
@@ -205,6 +237,7 @@ links() {
     LINKED=
     [ -d "/$1" ] || return
     tar_dir "$1"
+    dir_links "$1"
     for _e in "/$1"/*; do
         [ -L "$_e" ] || continue
         emit_link "${_e#/}"
@@ -312,10 +345,33 @@ fact_env1() {   # PID 1's container= (only that leaves /proc/1/environ)
 
 # CPUID through /dev/cpu/0/cpuid (root, the cpuid module): leaves 0 and 1, the hypervisor
 # blocks found in 0x40000000..0x4000FF00 and their leaves, as inspector.discover.cpuid does
-cpuid_leaf() {  # $1 leaf -> REGS "eax ebx ecx edx" (decimal)
+cpuid_leaf() {  # $1 leaf -> REGS "eax ebx ecx edx" (decimal), "-" when not read
     REGS=$(dd if=/dev/cpu/0/cpuid bs=16 count=1 iflag=skip_bytes skip="$1" 2>/dev/null | od -An -tu4)
     set -- $REGS
-    [ $# -eq 4 ] && REGS="$1 $2 $3 $4"
+    if [ $# -eq 4 ]; then REGS="$1 $2 $3 $4"; else REGS=-; fi
+}
+# cpuid_rows LEAF...: ROWS, the registers of each leaf on a line of its own in that order ("-"
+# for one not read). The device's offset is the leaf and only a process can seek: one dd a
+# leaf, but one od for them all (a process a leaf instead of three: the 256 block bases were
+# most of this script's CPU). A leaf that came short leaves the rows unaligned: then each
+# leaf is read on its own.
+cpuid_rows() {
+    _raw=$(for _l in "$@"; do
+               dd if=/dev/cpu/0/cpuid bs=16 count=1 iflag=skip_bytes skip="$_l" 2>/dev/null
+           done | od -An -tu4 -v)
+    ROWS= _k=0
+    while read -r _w1 _w2 _w3 _w4 _w5; do
+        if [ -z "$_w4" ] || [ -n "$_w5" ]; then _k=-1; break; fi
+        ROWS="$ROWS$_w1 $_w2 $_w3 $_w4
+"
+        _k=$((_k + 1))
+    done <<EOF
+$_raw
+EOF
+    [ "$_k" -eq $# ] && return
+    ROWS=
+    for _l in "$@"; do cpuid_leaf "$_l"; ROWS="$ROWS$REGS
+"; done
 }
 printable_sig() {  # $1 $2 $3: ebx ecx edx; their bytes printable (NUL padding allowed)
     for _r in "$@"; do
@@ -329,25 +385,51 @@ printable_sig() {  # $1 $2 $3: ebx ecx edx; their bytes printable (NUL padding a
 fact_cpuid() {
     FACTS_CPUID='"method": {"__unknown__": "/dev/cpu/0/cpuid not readable from the shell (needs root and the cpuid module)"}'
     [ -r /dev/cpu/0/cpuid ] || return
-    cpuid_leaf 0; set -- $REGS; [ $# -eq 4 ] || return
-    _v="\"method\": \"dev-cpu\", \"0x00000000\": [$1, $2, $3, $4]"
-    cpuid_leaf 1; set -- $REGS; [ $# -eq 4 ] && _v="$_v, \"0x00000001\": [$1, $2, $3, $4]"
-    _base=$((0x40000000)) _found= _leaves=
-    while [ "$_base" -le $((0x4000FF00)) ]; do
-        cpuid_leaf "$_base"; set -- $REGS
-        if [ $# -eq 4 ] && [ "$1" -ge "$_base" ] && [ "$1" -lt $((_base + 256)) ] && printable_sig "$2" "$3" "$4"; then
-            _k=$(printf '0x%08x' "$_base")
-            _found="$_found${_found:+, }\"$_k\""
-            _leaves="$_leaves, \"$_k\": [$1, $2, $3, $4]"
-            _top=$1; [ "$_top" -gt $((_base + 12)) ] && _top=$((_base + 12))
-            _l=$((_base + 1))
-            while [ "$_l" -le "$_top" ]; do
-                cpuid_leaf "$_l"; set -- $REGS
-                [ $# -eq 4 ] && _leaves="$_leaves, \"$(printf '0x%08x' "$_l")\": [$1, $2, $3, $4]"
-                _l=$((_l + 1))
-            done
+    # leaves 0 and 1 and the block bases 0x40000000..0x4000FF00 in one batch
+    _base=$((0x40000000)) _want=
+    while [ "$_base" -le $((0x4000FF00)) ]; do _want="$_want $_base"; _base=$((_base + 256)); done
+    cpuid_rows 0 1 $_want
+    _i=0 _v= _blocks= _want=
+    while IFS= read -r _row; do
+        set -- $_row
+        if [ "$_i" -eq 0 ]; then
+            [ $# -eq 4 ] || return
+            _v="\"method\": \"dev-cpu\", \"0x00000000\": [$1, $2, $3, $4]"
+        elif [ "$_i" -eq 1 ]; then
+            [ $# -eq 4 ] && _v="$_v, \"0x00000001\": [$1, $2, $3, $4]"
+        else
+            _base=$((0x40000000 + (_i - 2) * 256))
+            if [ $# -eq 4 ] && [ "$1" -ge "$_base" ] && [ "$1" -lt $((_base + 256)) ] && printable_sig "$2" "$3" "$4"; then
+                _top=$1; [ "$_top" -gt $((_base + 12)) ] && _top=$((_base + 12))
+                _blocks="$_blocks $_base:$_top:$1:$2:$3:$4"
+                _l=$((_base + 1))
+                while [ "$_l" -le "$_top" ]; do _want="$_want $_l"; _l=$((_l + 1)); done
+            fi
         fi
-        _base=$((_base + 256))
+        _i=$((_i + 1))
+    done <<EOF
+$ROWS
+EOF
+    # the leaves of the blocks found, in a second batch, in the order they were asked
+    ROWS=
+    [ -n "$_want" ] && cpuid_rows $_want
+    _found= _leaves= _rows=$ROWS
+    for _b in $_blocks; do
+        IFS=: read -r _base _top _a _bx _cx _dx <<EOF
+$_b
+EOF
+        _k=$(printf '0x%08x' "$_base")
+        _found="$_found${_found:+, }\"$_k\""
+        _leaves="$_leaves, \"$_k\": [$_a, $_bx, $_cx, $_dx]"
+        _l=$((_base + 1))
+        while [ "$_l" -le "$_top" ]; do
+            _row=${_rows%%"
+"*}; _rows=${_rows#*"
+"}
+            set -- $_row
+            [ $# -eq 4 ] && _leaves="$_leaves, \"$(printf '0x%08x' "$_l")\": [$1, $2, $3, $4]"
+            _l=$((_l + 1))
+        done
     done
     FACTS_CPUID="$_v, \"scan\": [$_found]$_leaves"
 }
@@ -559,6 +641,7 @@ files_proc() {
         cat_file "/proc/$_self/$_f" && tar_file "proc/$_self/$_f" "$C"
     done
     tar_dir "proc/$_self/ns"
+    dir_links "proc/$_self/ns"
     for _ns in /proc/$_self/ns/*; do [ -L "$_ns" ] && emit_link "${_ns#/}"; done
     # every process's stat: the tasks in D a single sample shows
     for _p in /proc/[0-9]*; do
