@@ -37,9 +37,9 @@ NAME_LONG="././@LongLink$Z64$Z16$Z4$Z2$Z1"
 TAIL="$Z64$Z32$Z4"          # the 100-byte link field
 REST="$Z128$Z64$Z32$Z16$Z4$Z2$Z1"   # uname gname devmajor devminor prefix pad: 247 bytes
 
-octal_digit_sum() {  # of printf %011o $1
-    _n=$1 _s=0 _i=0
-    while [ "$_i" -lt 11 ]; do _s=$((_s + _n % 8)); _n=$((_n / 8)); _i=$((_i + 1)); done
+octal_digit_sum() {  # of printf %011o $1 (its leading zeros add nothing: a size is a few digits)
+    _n=$1 _s=0
+    while [ "$_n" -gt 0 ]; do _s=$((_s + _n % 8)); _n=$((_n / 8)); done
     echo_sum=$_s
 }
 octal_digit_sum "$MTIME"; MTIME_SUM=$((528 + echo_sum))
