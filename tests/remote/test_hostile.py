@@ -72,13 +72,15 @@ def _bomb(tmp: Path) -> bytes:
                      struct.pack("<II", crc, (len(header) + (2 << 30)) & 0xFFFFFFFF)])
 
 
-# the fake host's shell: MODE picks the answer; a live mode lets the capture through (the
-# real script, by the host's real sh) and answers the live loop badly
+# the fake host's shell: MODE picks the answer; a live mode answers the capture with a real
+# capture of this host made by the shipped script (host_capture: made once for the module,
+# not by each session: what is under test is the live stream after it) and the live loop
+# badly
 FAKE = r"""
 IFS= read -r first
 case $MODE in
 live-*)
-    case $first in INSPECTOR_TOOL_TIMEOUT=*) { printf '%s\n' "$first"; cat; } | sh -s; exit ;; esac ;;
+    case $first in INSPECTOR_TOOL_TIMEOUT=*) cat > /dev/null; cat "$CAPTURE"; exit ;; esac ;;
 esac
 case $MODE in
 file) cat "$PAYLOAD" ;;
@@ -92,7 +94,7 @@ esac
 
 
 @pytest.fixture
-def fake_host(tmp_path):
+def fake_host(tmp_path, host_capture):
     require_root()
     servers = []
 
@@ -101,8 +103,8 @@ def fake_host(tmp_path):
         script.write_text(FAKE)
         data = tmp_path / "payload"
         data.write_bytes(payload)
-        server = SshServer.start(force=f"MODE={mode} PAYLOAD={data} KEEP={keep} exec /bin/sh "
-                                       f"{script}")
+        server = SshServer.start(force=f"MODE={mode} PAYLOAD={data} KEEP={keep} "
+                                       f"CAPTURE={host_capture} exec /bin/sh {script}")
         servers.append(server)
         return server
 
@@ -198,10 +200,11 @@ def test_a_stalled_stream_costs_its_deadline_and_shows_what_came(fake_host, tmp_
     assert doc["host"]["hostname"] == os.uname().nodename      # the facts arrived first
 
 
-@pytest.fixture
-def host_capture(tmp_path):
-    """A real capture of this host, made by the shipped script."""
-    out = tmp_path / "host.tar.gz"
+@pytest.fixture(scope="module")
+def host_capture(tmp_path_factory):
+    """A real capture of this host, made by the shipped script (once: a capture.sh run is
+    about a second of CPU)."""
+    out = tmp_path_factory.mktemp("host-capture") / "host.tar.gz"
     script = run_bin("files", "capture.sh").stdout.strip()
     with open(script, "rb") as src, open(out, "wb") as dst:
         import subprocess
