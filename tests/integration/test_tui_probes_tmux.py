@@ -107,12 +107,31 @@ def window_rate(server: MemcachedServer, seconds: float, during=None) -> float:
     return (served(server) - before) / (time.monotonic() - start)
 
 
+def wait_for_load_end(server: MemcachedServer, timeout: float) -> None:
+    """Until memcached's count stops growing (the run's load ended), read from memcached
+    alone: the pane is not read, so not rendered, while the run goes on. A load at ~100k
+    ops/s still for STILL_S has ended (its worst request left alone is a few ms)."""
+    deadline = time.monotonic() + timeout
+    last = served(server)
+    while True:
+        time.sleep(STILL_S)
+        now = served(server)
+        if now == last:
+            return
+        assert time.monotonic() < deadline, f"the load still ran after {timeout:.0f} s"
+        last = now
+
+
+STILL_S = 0.3
+
+
 def quiet_run(tmux: Tmux, server: MemcachedServer) -> dict:
     """A run left alone (not even read: tmux renders the pane per read); its ops checked
-    against memcached's own count."""
+    against memcached's own count. Its end is waited for on memcached's count, not a fixed
+    SECONDS from when its first ops showed (1-2 s into the run: that much waited for nothing)."""
     before = served(server)
     start_run(tmux, server.address, SECONDS)
-    time.sleep(SECONDS)
+    wait_for_load_end(server, SECONDS + slack(10))
     row = finished_row(tmux, SECONDS)
     row["served"] = served(server) - before
     return row
