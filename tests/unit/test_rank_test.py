@@ -82,9 +82,9 @@ def test_largest_exact_case_is_quick():
     rng = random.Random(3)
     before = [float(rng.randrange(40)) for _ in range(_EXACT_RANK_MAX // 2)]
     after = [float(rng.randrange(40)) for _ in range(_EXACT_RANK_MAX // 2)]
-    start = time.perf_counter()
+    start = time.process_time()      # CPU time: a loaded machine's waits are not the test's
     p = rank_test_p(before, after)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert 0 < p <= 1
 
 
