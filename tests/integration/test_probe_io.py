@@ -11,9 +11,11 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 
-from conftest import inspector_bin, require_root, run_cli, signal_after
+from conftest import inspector_bin, require_root, run_cli
+from slowness import slack
 
 SUMMARY = re.compile(
     r"--- (?P<path>\S+) \((?P<desc>[^)]*)\) ioping statistics ---\n"
@@ -300,13 +302,47 @@ def test_every_worker_runs_for_the_whole_run_at_the_cap(data_file):
     assert busy[0] > 0.05e9, busy[:5]
 
 
+def signal_once_probing(argv: list[str], signum: int) -> tuple[int, str, str, float]:
+    """Run the probe, send it `signum` once its engine (a child process) has made a thousand
+    reads: the run is under way (0.3-0.5 s from the start here; a fixed 1.5 s before). Its
+    status, stdout, stderr and the seconds from the signal to its exit."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + slack(10)
+        while not any(_reads(child) >= 1000 for child in _children(proc.pid)):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the probe's engine made no reads"
+            time.sleep(0.02)
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err, time.monotonic() - sent
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _reads(proc: psutil.Process) -> int:
+    try:
+        return proc.io_counters().read_count
+    except psutil.Error:
+        return 0
+
+
 @pytest.mark.serial
 def test_sigterm_keeps_the_partial_results_like_probe_memcached(data_file):
     # `timeout 5 inspector probe io -w 60 ...` used to die silently: no figures at all
     import signal
-    status, out, err, took = signal_after(
-        [inspector_bin(), "probe", "io", data_file, "-w", "30", "--json"], 1.5, signal.SIGTERM,
-        timeout=30)
+    status, out, err, took = signal_once_probing(
+        [inspector_bin(), "probe", "io", data_file, "-w", "30", "--json"], signal.SIGTERM)
     assert status == 128 + signal.SIGTERM, err
     assert took < 2
     summary = json.loads(out)["summary"]
@@ -317,9 +353,9 @@ def test_sigterm_keeps_the_partial_results_like_probe_memcached(data_file):
 @pytest.mark.serial
 def test_sighup_ends_a_ramp_without_starting_the_next_step(data_file):
     import signal
-    status, out, err, took = signal_after(
-        [inspector_bin(), "probe", "io", data_file, "--ramp", "-j", "8", "-w", "2", "-q"], 1.5,
-        signal.SIGHUP, timeout=30)
+    status, out, err, took = signal_once_probing(
+        [inspector_bin(), "probe", "io", data_file, "--ramp", "-j", "8", "-w", "2", "-q"],
+        signal.SIGHUP)
     assert status == 128 + signal.SIGHUP, err
     assert took < 2, f"the ramp went on for {took:.1f} s"
     rows = [line.split()[0] for line in out.splitlines() if line.strip() and line.split()[0].isdigit()]
