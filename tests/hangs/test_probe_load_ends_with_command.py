@@ -154,12 +154,15 @@ def dns_target(tmp_path: Path) -> tuple[str, DnsActivity, list[str]]:
 
 # ---------------------------------------------------------------------- the command
 def still_running(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Those with a thread alive. A killed process's leader thread can be a zombie while
+    another thread finishes the O_DIRECT read it was in (the IO engine's workers are threads):
+    that read's event came after the process looked gone."""
     alive = []
     for p in procs:
         try:
-            if p.status() != psutil.STATUS_ZOMBIE:
+            if p.status() != psutil.STATUS_ZOMBIE or len(os.listdir(f"/proc/{p.pid}/task")) > 1:
                 alive.append(p)
-        except psutil.NoSuchProcess:
+        except (psutil.NoSuchProcess, FileNotFoundError):
             pass
     return alive
 
