@@ -27,3 +27,14 @@ def settle() -> None:
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
+    release_free_heap()
+
+
+def release_free_heap() -> bool:
+    """Hand the heap pages start-up freed (imports, the first report's parsing) back to the
+    kernel: glibc keeps them resident otherwise. A no-op off glibc."""
+    try:
+        import ctypes
+        return bool(ctypes.CDLL(None).malloc_trim(0))
+    except (OSError, AttributeError):
+        return False

@@ -145,3 +145,12 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
         return bool(libc.mallopt(M_ARENA_MAX, arenas))
     except (OSError, AttributeError):
         return False
+
+
+def skip_tls() -> None:
+    """asyncio imports ssl at start for TLS transports the TUI never opens; with it came
+    OpenSSL's libcrypto and libssl, 3.5 MB of the UI's resident size. Called by the binary
+    before Textual (and so asyncio) is imported: `import ssl` then raises ImportError, which
+    asyncio expects where ssl is missing. The host is read, and probes run, in children
+    forked before this (tui.readers) or started afresh, which keep their own imports."""
+    sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]

@@ -214,17 +214,21 @@ class OverviewScreen(InspectorScreen):
         before = getattr(self, "_cells", [])
         columns = list(table.columns.values())
         if (len(cells) != len(before) or table.row_count != len(cells) or len(columns) != 3
-                or any(a[:2] != b[:2] for a, b in zip(before, cells))
-                or any(c[2].cell_len > (columns[2].width or 0) for c in cells)):
+                or any(_cell_len(cell) > (column.width or 0)
+                       for row in cells for cell, column in zip(row, columns))):
             return None
         self._findings = [r.finding for r in rows] + ([None] if folded else [])  # for Enter
         now = time.monotonic()
         if messages_only and now - self._messages_at < MESSAGES_EVERY_S:
             return False
         self._messages_at = now
+        # as many rows as before (a finding that changed level, or one that ended as another
+        # began on a loaded host): the changed cells are rewritten in place, since clearing
+        # and refilling the table lays the whole screen out again (every widget repainted)
         for i, (old, new) in enumerate(zip(before, cells)):
-            if old[2] != new[2]:
-                table.update_cell(str(i), columns[2].key, new[2])
+            for column, old_cell, new_cell in zip(columns, old, new):
+                if old_cell != new_cell:
+                    table.update_cell(str(i), column.key, new_cell)
         self._cells = cells
         return True
 
@@ -328,6 +332,10 @@ class OverviewScreen(InspectorScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_finding()      # a click on a row
+
+
+def _cell_len(cell: object) -> int:
+    return cell.cell_len if isinstance(cell, Text) else len(str(cell))
 
 
 __all__ = ["OverviewScreen", "FindingsTable", "FindingRow"]
