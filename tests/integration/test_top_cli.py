@@ -16,6 +16,7 @@ from conftest import fixture_root, inspector_bin, require_root, run_bin, run_cli
 from inspector.captures.capture import write_capture
 from inspector.live import capture_sample
 from inspector.roots.host import HostRoot
+from slowness import slack
 
 # alone, after the parallel part of `make test`: compares the host's live disk rates with fio's and iostat's
 pytestmark = pytest.mark.serial
@@ -139,6 +140,19 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _wait_for_reads(name: str, fio: subprocess.Popen, reads: int = 100) -> None:
+    """Until the device has completed `reads` reads: fio's load is under way (it was a fixed
+    0.5 s; fio's start is 0.1-0.3 s here, more on a cold or loaded machine)."""
+    def completed() -> int:
+        with open(f"/sys/block/{name}/stat") as f:
+            return int(f.read().split()[0])
+    start, deadline = completed(), time.monotonic() + slack(10)
+    while completed() - start < reads:
+        assert fio.poll() is None, "fio exited early"
+        assert time.monotonic() < deadline, f"fio did no reads on {name}"
+        time.sleep(0.02)
+
+
 def test_load_on_a_loop_device_shows_on_the_device_and_its_process(tmp_path):
     require_root()
     backing = tmp_path / "backing.img"
@@ -152,7 +166,7 @@ def test_load_on_a_loop_device_shows_on_the_device_and_its_process(tmp_path):
                                 "--bs=4k", "--direct=1", "--ioengine=psync", "--time_based",
                                 "--runtime=4", "--output-format=terse"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        _wait_for_reads(os.path.basename(dev), fio)
         res = run_bin("top", "--interval", "1", "--count", "1", "--json", timeout=30)
         ours = {fio.pid} | _children(fio.pid)       # other fio runs may share the machine
     finally:
