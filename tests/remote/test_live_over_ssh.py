@@ -149,7 +149,7 @@ def _top_over_ssh(server, count: int) -> subprocess.Popen:
 
 
 def test_filesystem_fill_over_ssh_is_the_hosts(host_sshd, full_tmpfs):  # noqa: F811
-    top = _top_over_ssh(host_sshd, 2)
+    top = _top_over_ssh(host_sshd, 1)     # one sample: the host's df runs with the first frame
     out, err = top.communicate(timeout=240)
     assert top.returncode == 0, err
     doc = json.loads(out.splitlines()[-1])
@@ -178,7 +178,7 @@ def test_fill_from_busybox_df_under_each_shell(chroot_sshd, tmp_path):  # noqa: 
                     str(mnt)], check=True)
     try:
         (mnt / "data").write_bytes(b"x" * (960 << 10))
-        top = _top_over_ssh(chroot_sshd, 2)
+        top = _top_over_ssh(chroot_sshd, 1)
         out, err = top.communicate(timeout=240)
         assert top.returncode == 0, err
         doc = json.loads(out.splitlines()[-1])
