@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
 from textual.strip import Strip
@@ -84,8 +87,7 @@ class FlowCanvas(Widget):
             strip = drawn.get(key_)
             if strip is None:
                 # adjacent runs of one style as one segment: fewer for Textual to style
-                strip = Strip(list(line.render(console, end=""))).crop_extend(
-                    0, width, None).simplify()
+                strip = Strip(segments(line, console)).crop_extend(0, width, None).simplify()
             strips.append(strip)
         self._drawn = {(line.plain, tuple(line.spans), str(line.style)): strip
                        for line, strip in zip(self.painted, strips)}
@@ -96,6 +98,45 @@ class FlowCanvas(Widget):
     def text(self) -> str:
         """The painted lines as plain text (what a tmux capture would show)."""
         return "\n".join(line.plain for line in self.painted)
+
+
+_NULL = Style.null()
+_styles: dict[tuple, Style] = {}    # (line style, span style) -> the two combined
+STYLES_KEPT = 4096                  # painters use a few dozen; a bound all the same
+
+
+def segments(line: Text, console: Console) -> list[Segment]:
+    """What `line.render(console)` yields, segment for segment, for a line whose spans come
+    one after another (a painter's lines, built by appending): one pass, and the styles
+    combined once per session rather than once per line (Text.render sorts its spans and
+    combines styles anew for every line: a third of a repaint). Other lines: Text.render."""
+    text, spans = line.plain, line.spans
+    if not spans:
+        return [Segment(text)]     # Text.render leaves the line's own style out here too
+    size = len(text)
+    base_spec = line.style
+    base = console.get_style(base_spec, default=_NULL)
+    out: list[Segment] = []
+    pos = 0
+    for span in spans:
+        start, end = span.start, span.end
+        if start < pos or end > size:   # overlapping, unordered or past the end
+            return list(line.render(console))
+        if start > pos:
+            out.append(Segment(text[pos:start], base))
+        if end > start:
+            key = (base_spec, span.style)
+            style = _styles.get(key)
+            if style is None:
+                if len(_styles) >= STYLES_KEPT:
+                    _styles.clear()
+                style = _styles[key] = Style.combine(
+                    (base, console.get_style(span.style, default=_NULL)))
+            out.append(Segment(text[start:end], style))
+        pos = max(pos, end)
+    if pos < size:
+        out.append(Segment(text[pos:], base))
+    return out
 
 
 def _runs(rows: list[int]) -> list[tuple[int, int]]:
