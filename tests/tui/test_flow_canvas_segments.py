@@ -10,7 +10,7 @@ from rich.text import Text
 
 from inspector.tui.flow_canvas import segments
 
-STYLES = ["", "bold", "grey50", "bold cyan", "red on black", Style(color="green", dim=True),
+STYLES: list[str | Style] = ["", "bold", "grey50", "bold cyan", "red on black", Style(color="green", dim=True),
           "italic grey62", Style(bgcolor="blue")]
 
 
