@@ -323,7 +323,9 @@ def test_ctrl_c_in_a_later_round_keeps_the_last_complete_round(servers):
         [inspector_bin(), "probe", "dns", "example.com", "--server", silent.server, "--server",
          ok.server, "--count", "5", "--interval", "0", "--timeout", "3"], in_round_2)
     assert status == 130, err
-    assert took < 1.0, f"exited {took:.2f} s after Ctrl-C"
+    # the defect exited with the round's wait, 2.7 s after the signal: the bound grows with
+    # the machine's slowness as the others' do (1.11 s once at load 11 on 2 cores)
+    assert took < _prompt_bound(), f"exited {took:.2f} s after Ctrl-C"
     # the interrupted round is not shown as a measurement, live or in the table
     live = [line for line in out.splitlines() if line.startswith("round ")]
     assert f"round 1 {silent.server}" in "\n".join(live)

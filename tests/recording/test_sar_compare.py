@@ -114,8 +114,7 @@ def test_recorded_intervals_match_sar_under_real_load(tmp_path):
         recorder = start_recorder(db, netns=ns_a, every="1s")
         gate = sadc = None
         try:
-            # one interval gives the schedule (fixed-rate: start + k s, whatever a sample took)
-            rows = wait_for_intervals(db, 1, recorder)
+            rows = wait_for_intervals(db, 2, recorder)
             # the next instant of the recorder's schedule at least a second away
             first = rows[-1][1] + 1.0
             while first < time.time() + 1.0:
