@@ -309,8 +309,8 @@ run() {
     _argv=
     for _a in $_key; do json "$_a"; _argv="$_argv${_argv:+, }$J"; done
     json "$_key"; _k=$J
-    J=$(printf '%s.' "$_out" | awk "$JSON_AWK"); _o=$J
-    J=$(printf '%s.' "$_err" | awk "$JSON_AWK"); _x=$J
+    json "$_out"; _o=$J        # awk only for what needs escaping (a line end): not for ""
+    json "$_err"; _x=$J
     FACTS_COMMAND="$FACTS_COMMAND${FACTS_COMMAND:+,
 }$_k: {\"argv\": [$_argv], \"returncode\": $_rc, \"stdout\": $_o, \"stderr\": $_x, \"error\": $_error, \"duration\": 0.0}"
     OUT=$_out RC=$_rc
