@@ -8,6 +8,7 @@ charts up to what their data needs and to the lists.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,15 +53,27 @@ def line(*parts: tuple[str, str] | str | Text) -> Text:
 
 def fit(text: Text, width: int) -> Text:
     """A copy of `text` cut (…) or padded to `width` cells."""
-    out = text.copy()
-    out.truncate(max(0, width), overflow="ellipsis", pad=True)
-    return out
+    return fitted(text.copy(), width)
+
+
+# characters rich counts one cell wide, that the panels draw: ASCII, Latin-1's printable ones
+# but the soft hyphen, arrows, bullets and ellipsis, box drawing, blocks, braille
+_ONE_CELL_EACH = re.compile("[\x20-\x7e\xa0-\xac\xae-\xff\u2022\u2026\u2190-\u2193"
+                            "\u2500-\u259f\u2800-\u28ff]*")
 
 
 def fitted(text: Text, width: int) -> Text:
     """`text` itself cut or padded to `width` cells: for a line painted just now that nothing
-    else holds (no copy, every line of every frame)."""
-    text.truncate(max(0, width), overflow="ellipsis", pad=True)
+    else holds (no copy, every line of every frame). A line of one-cell characters is measured
+    by its length: rich measures a string it has not seen character by character (the charts'
+    lines are new every second)."""
+    width = max(0, width)
+    plain = text.plain
+    if len(plain) <= width and _ONE_CELL_EACH.fullmatch(plain):
+        if len(plain) < width:
+            text.append(" " * (width - len(plain)))
+        return text
+    text.truncate(width, overflow="ellipsis", pad=True)
     return text
 
 
