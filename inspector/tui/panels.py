@@ -15,9 +15,10 @@ from typing import Any
 
 from rich.text import Text
 
+from inspector.config import UTIL_CRIT_PCT, UTIL_WARN_PCT
 from inspector.model import Unknown, known
 from inspector.tui.live import DiskRate, LiveView
-from inspector.tui.trends import Trends
+from inspector.tui.trends import CpuFigure, Trends, cpu_series, disk_series, nic_series
 from inspector.widgets import units
 from inspector.widgets.spark import area, bar, sparkline
 
@@ -117,7 +118,8 @@ def await_text(disk: DiskRate) -> str:
 
 
 # ----------------------------------------------------------------------------- CPU
-CPU_SERIES = (("user", "usr"), ("system", "sys"), ("iowait", "iow"), ("steal", "st"))
+CPU_SERIES: tuple[tuple[CpuFigure, str], ...] = (("user", "usr"), ("system", "sys"), ("iowait", "iow"),
+                                                  ("steal", "st"))
 CPU_STYLES = {"user": "green", "system": "red", "iowait": "yellow", "steal": "magenta"}
 
 
@@ -136,7 +138,7 @@ def cpu_rows_wanted(ctx: Ctx, width: int) -> int:
     chart_w = max(0, width - CPU_LABEL_W)
     rows = 1
     for key, _ in CPU_SERIES:
-        shown = list(ctx.trends.get(f"cpu.{key}"))[-chart_w:] if chart_w else []
+        shown = list(ctx.trends.get(cpu_series(key)))[-chart_w:] if chart_w else []
         rows += CPU_ROWS_MAX if _peak(shown) > 0 else 1
     return rows
 
@@ -148,7 +150,7 @@ def cpu_chart_stretches(ctx: Ctx, width: int) -> bool:
     chart_w = max(0, width - CPU_LABEL_W)
     if view is None or view.cpu is None or isinstance(view.cpu, Unknown) or not chart_w:
         return False
-    return any(_peak(list(ctx.trends.get(f"cpu.{key}"))[-chart_w:]) > 0 for key, _ in CPU_SERIES)
+    return any(_peak(list(ctx.trends.get(cpu_series(key)))[-chart_w:]) > 0 for key, _ in CPU_SERIES)
 
 
 def _peak(values: Sequence[float | None]) -> float:
@@ -183,7 +185,7 @@ def cpu_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
     chart_w = max(0, width - label_w)
     # one row per state, the rest shared by the states that have something to draw
     # what the chart shows: the newest chart_w samples
-    shown = {key: list(ctx.trends.get(f"cpu.{key}"))[-chart_w:] if chart_w else []
+    shown = {key: list(ctx.trends.get(cpu_series(key)))[-chart_w:] if chart_w else []
              for key, _ in CPU_SERIES}
     live = [key for key, _ in CPU_SERIES if _peak(shown[key]) > 0]
     spare = rows - 1 - len(CPU_SERIES)
@@ -210,7 +212,7 @@ def cpu_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
 
 
 def _busy_series(trends: Trends) -> list[float | None]:
-    series = [list(trends.get(f"cpu.{k}")) for k, _ in CPU_SERIES]
+    series = [list(trends.get(cpu_series(k))) for k, _ in CPU_SERIES]
     n = min((len(s) for s in series), default=0)
     return [sum((s[len(s) - n + i] or 0.0) for s in series) for i in range(n)]
 
@@ -510,12 +512,12 @@ def disks_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
     out = [head]
     busy_members = {m for _, x in all_rows for m in x.busy_members}
     for depth, d in shown:
-        util_style = level_style(d.util, 60, 90)
+        util_style = level_style(d.util, UTIL_WARN_PCT, UTIL_CRIT_PCT)
         row = line((f"{cut(labels[id(d)], name_w):<{name_w}} ", "bold" if depth == 0 else ""),
                    f"{units.per_s(d.r_s):>6} {units.per_s(d.w_s):>6} ",
                    (f"{await_text(d):>7} ", level_style(d.await_ms, 20, 100)),
                    (f"{units.pct(d.util):>6}", util_style), "  ",
-                   spark_cell(ctx.trends.get(f"disk.{d.name}.util"), spark_w, 100.0,
+                   spark_cell(ctx.trends.get(disk_series(d.name, "util")), spark_w, 100.0,
                               util_style or SPARK))
         if d.name in busy_members:
             row.append(" busy member", style="bold yellow")
@@ -575,9 +577,9 @@ def nics_panel(ctx: Ctx, width: int, rows: int) -> list[Text]:
                    f"{units.bytes_s(nic.rx_bps):>10} ", f"{units.bytes_s(nic.tx_bps):>10} ",
                    (f"{units.per_s(bad):>11}", "bold yellow" if bad else ""), "  ")
         if spark_w >= 6:
-            row.append(sparkline(ctx.trends.get(f"nic.{nic.name}.rx"), spark_w), style="green")
+            row.append(sparkline(ctx.trends.get(nic_series(nic.name, "rx")), spark_w), style="green")
             row.append(" ")
-            row.append(sparkline(ctx.trends.get(f"nic.{nic.name}.tx"), spark_w), style=SPARK)
+            row.append(sparkline(ctx.trends.get(nic_series(nic.name, "tx")), spark_w), style=SPARK)
         if nic.stalled:
             row.append(" STALLED", style="bold white on red")
         out.append(row)

@@ -19,17 +19,23 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
+from inspector.config import UTIL_CRIT_PCT, UTIL_WARN_PCT
 from inspector.model import Report
 from inspector.tui.base import InspectorScreen
 from inspector.tui.fields import EditField
 from inspector.tui.modelview import get, section_state
+from inspector.tui.panels import level_style
 from inspector.tui.storage_rows import DeviceRow, device_detail, storage_rows
+from inspector.tui.trends import DiskFigure, disk_series
 from inspector.widgets import units
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.spark import sparkline
 
 LIVE_COLUMNS = ("r/s", "w/s", "await", "%util")
 TREND_MIN_WIDTH = 100      # below this many columns the sparkline column goes
+
+# the selected device's charts: widget id, the figure it charts
+DEVICE_CHARTS: tuple[tuple[str, DiskFigure], ...] = (("#await-chart", "await"), ("#iops-chart", "iops"))
 
 
 def root_mount_device(section: Any) -> str | None:
@@ -162,13 +168,13 @@ class StorageScreen(InspectorScreen):
         if d is None:
             blank = Text("-", style="grey50", justify="right")
             return (blank,) * (4 + (1 if self._trend_w else 0))
-        util_style = "bold red" if (d.util or 0) >= 90 else "yellow" if (d.util or 0) >= 60 else ""
+        util_style = level_style(d.util, UTIL_WARN_PCT, UTIL_CRIT_PCT)
         cells: tuple[Text, ...] = (
             Text(units.per_s(d.r_s), justify="right"), Text(units.per_s(d.w_s), justify="right"),
             Text(units.latency_ms(d.await_ms), justify="right"),
             Text(units.pct(d.util), style=util_style, justify="right"))
         if self._trend_w:
-            cells += (Text(sparkline(self.inspector.trends.get(f"disk.{row.name}.util"),
+            cells += (Text(sparkline(self.inspector.trends.get(disk_series(row.name, "util")),
                                      self._trend_w, 100.0), style=util_style or "cyan"),)
         return cells
 
@@ -208,10 +214,10 @@ class StorageScreen(InspectorScreen):
         if row is None:
             return
         trends = self.inspector.trends
-        for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
+        for chart_id, series in DEVICE_CHARTS:
             chart = self.query_one(chart_id, LiveChart)
             chart.clear()
-            chart.extend((v,) for v in trends.get(f"disk.{row.name}.{series}"))
+            chart.extend((v,) for v in trends.get(disk_series(row.name, series)))
         self.charted_from_trends()
 
     def _show_detail(self, row: DeviceRow | None, state: str | None) -> None:
@@ -259,14 +265,14 @@ class StorageScreen(InspectorScreen):
         self._iostat_line(sample)
         row = self._selected
         new_sample = self.new_sample_to_chart()
-        for chart_id, series in (("#await-chart", "await"), ("#iops-chart", "iops")):
+        for chart_id, series in DEVICE_CHARTS:
             chart = self.query_one(chart_id, LiveChart)
             if reason:
                 chart.set_placeholder(reason)
             elif row is None or sample is None or row.name not in {d.name for d in sample.disks}:
                 chart.set_placeholder(f"no live figures for {row.name if row else 'this row'}")
             elif new_sample:
-                values = self.inspector.trends.get(f"disk.{row.name}.{series}")
+                values = self.inspector.trends.get(disk_series(row.name, series))
                 chart.push(values[-1] if values else None)
 
     def _iostat_line(self, sample) -> None:

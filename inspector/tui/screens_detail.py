@@ -20,6 +20,7 @@ from inspector.tui.base import InspectorScreen
 from inspector.tui.modelview import findings_for, get, is_dc, label_of, section_state, worst_level
 from inspector.tui.probes.dns_view import DnsProbeView, dns_runs
 from inspector.tui.summaries import virt_line
+from inspector.tui.trends import cpu_series, nic_series
 from inspector.widgets.chart import LiveChart
 from inspector.widgets.units import bytes_s as rate
 
@@ -76,7 +77,7 @@ class VirtScreen(SectionScreen):
         trends = self.inspector.trends
         chart = self.query_one("#steal-chart", LiveChart)
         chart.clear()
-        chart.extend(zip(trends.get("cpu.steal"), trends.get("cpu.iowait")))
+        chart.extend(zip(trends.get(cpu_series("steal")), trends.get(cpu_series("iowait"))))
         self.charted_from_trends()
 
 
@@ -238,8 +239,9 @@ class NetScreen(SectionScreen):
                  Text(compact_number(n.tx_bps or 0.0), justify="right")]
         if self._trend_w:
             half = max(1, (self._trend_w - 1) // 2)
-            trend = Text(sparkline(self.inspector.trends.get(f"nic.{nic.name}.rx"), half), style="green")
-            trend.append(" ").append(sparkline(self.inspector.trends.get(f"nic.{nic.name}.tx"), half),
+            trends = self.inspector.trends
+            trend = Text(sparkline(trends.get(nic_series(nic.name, "rx")), half), style="green")
+            trend.append(" ").append(sparkline(trends.get(nic_series(nic.name, "tx")), half),
                                      style="cyan")
             cells.append(trend)
         bad = (n.errors_s or 0.0) + (n.drops_s or 0.0)
@@ -270,13 +272,13 @@ class NetScreen(SectionScreen):
 
     def fill_charts(self) -> None:
         trends = self.inspector.trends
-        rx, tx = trends.get(f"nic.{self._selected}.rx"), trends.get(f"nic.{self._selected}.tx")
+        rx, tx = trends.get(nic_series(self._selected, "rx")), trends.get(nic_series(self._selected, "tx"))
         rate_chart = self.query_one("#nic-rate-chart", LiveChart)
         rate_chart.clear()
         rate_chart.extend(zip(rx, tx))
         err_chart = self.query_one("#nic-err-chart", LiveChart)
         err_chart.clear()
-        err_chart.extend((v,) for v in trends.get(f"nic.{self._selected}.errors"))
+        err_chart.extend((v,) for v in trends.get(nic_series(self._selected, "errors")))
         self.charted_from_trends()
 
     def show_live(self, sample, error) -> None:

