@@ -13,6 +13,7 @@ from inspector.probes.base import ProbeKind
 from inspector.tui.app import InspectorApp
 from inspector.tui.probes.runs import ProbeRequest
 from inspector.widgets.chart import LiveChart
+from slowness import factor
 from test_pilot import capture_app, start_probe, start_run, wait_for
 
 
@@ -41,7 +42,11 @@ async def test_dns_probe_charts_per_server_latency():
             await wait_for(pilot, lambda: type(app.screen).__name__ == "DnsScreen")
             run = app.probes.runs[0]
             await wait_for(pilot, lambda: not run.active, timeout=15)
-            assert run.state == "done", run.error
+            # its own deadline may cut the last round on a slow machine (beside two busy
+            # loops): the complete rounds are charted all the same; on a quiet one it is done
+            assert run.state == "done" or (factor() > 1.5 and run.state == "errors"
+                                           and (run.error or "").startswith("deadline of")), \
+                (run.state, run.error, factor())
 
             def probe_line() -> str:
                 return str(app.screen.query_one("#dns-probe-line", Static).render())
