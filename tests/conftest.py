@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -76,17 +77,20 @@ def run_bin(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProces
                           timeout=timeout, env=env, **kw)
 
 
-def signal_after(argv: list[str], after: float, signum: int = signal.SIGINT,
-                 timeout: float = 20, env: dict | None = None) -> tuple[int, str, str, float]:
-    """Run a command as from a terminal (SIGINT not ignored), send it `signum` after `after`
-    seconds; returns its status, stdout, stderr and the seconds from the signal to its exit.
-    A process still there after `timeout` is killed."""
+def signal_when(argv: list[str], ready: Callable[[subprocess.Popen], object],
+                signum: int = signal.SIGINT, timeout: float = 20,
+                env: dict | None = None) -> tuple[int, str, str, float]:
+    """Run a command as from a terminal (SIGINT not ignored) and send it `signum` once
+    `ready(proc)` returns (the moment the test needs, read from what the command does: a fixed
+    pause was too short on a loaded machine and mostly waiting otherwise). Returns its status,
+    stdout, stderr and the seconds from the signal to its exit; killed after `timeout`."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(after)
-    sent = time.monotonic()
-    proc.send_signal(signum)
     try:
+        ready(proc)
+        assert proc.poll() is None, proc.communicate()
+        sent = time.monotonic()
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=timeout)
     finally:
         if proc.poll() is None:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import TESTS, inspector_bin, require_root, run_cli
+from conftest import TESTS, inspector_bin, require_root, run_cli, signal_when
 from dns_responders import Responder, closed_port
 from inspector.discover.resolver_conf import parse_resolv_conf
 from inspector.health.dns import probe_rules
@@ -263,24 +263,9 @@ def _until(ready, what: str) -> None:
 
 def _signal_when(argv: list[str], wait, signum: int = signal.SIGINT
                  ) -> tuple[int, str, str, float]:
-    """Run `argv` as from a terminal (SIGINT not ignored) and send it `signum` once `wait()`
-    returns (the moment the test needs, read from the responders: a fixed pause from the
-    start was too short for a start-up on a loaded machine and mostly waiting otherwise).
-    Returns the status, stdout, stderr and the seconds from the signal to the exit."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        wait()
-        assert proc.poll() is None, proc.communicate()
-        sent = time.monotonic()
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err, time.monotonic() - sent
+    """conftest.signal_when, at 200 columns, once `wait()` returns."""
+    return signal_when(argv, lambda _proc: wait(), signum,
+                       env={**os.environ, "COLUMNS": "200"})
 
 
 def _both_asked(silent: Responder, ok: Responder) -> None:

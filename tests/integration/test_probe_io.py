@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import inspector_bin, require_root, run_cli
+from conftest import inspector_bin, require_root, run_cli, signal_when
 from slowness import slack
 
 SUMMARY = re.compile(
@@ -311,24 +311,15 @@ def test_every_worker_runs_for_the_whole_run_at_the_cap(data_file):
 
 
 def signal_once_probing(argv: list[str], signum: int) -> tuple[int, str, str, float]:
-    """Run the probe, send it `signum` once its engine (a child process) has made a thousand
-    reads: the run is under way (0.3-0.5 s from the start here; a fixed 1.5 s before). Its
-    status, stdout, stderr and the seconds from the signal to its exit."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    """conftest.signal_when, once the probe's engine (a child process) has made a thousand
+    reads: the run is under way (0.3-0.5 s from the start here; a fixed 1.5 s before)."""
+    def engine_reading(proc: subprocess.Popen) -> None:
         deadline = time.monotonic() + slack(10)
         while not any(_reads(child) >= 1000 for child in _children(proc.pid)):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the probe's engine made no reads"
             time.sleep(0.02)
-        sent = time.monotonic()
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err, time.monotonic() - sent
+    return signal_when(argv, engine_reading, signum, timeout=30)
 
 
 def _children(pid: int) -> list[psutil.Process]:
