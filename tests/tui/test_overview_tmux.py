@@ -29,18 +29,33 @@ def scrolled_from(before: list[tuple[str, int]]) -> Callable[[str], bool]:
     return lambda screen: layout(screen) != before
 
 
+def settled(tmux: Tmux, screen: str, tries: int = 20) -> str:
+    """The screen once two captures 50 ms apart show the same panels: tmux reads a 200x50
+    repaint in pieces, and a capture between two of them shows the top of the new frame over
+    the bottom of the old one (a Network frame running into the Processes rows below it)."""
+    for _ in range(tries):
+        time.sleep(0.05)
+        again = tmux.screen()
+        if layout(again) == layout(screen):
+            return again
+        screen = again
+    raise AssertionError(f"the screen never settled:\n{screen}")
+
+
 def seen_panels(tmux: Tmux, screens: int = 6) -> dict[str, list[tuple[Panel, str]]]:
     """Every panel met from the top of the Overview down to its end (PageDown)."""
     found: dict[str, list[tuple[Panel, str]]] = {}
     tmux.keys("Home")
-    screen = tmux.wait(lambda s: "level" in s and "subject" in s, "the findings after Home")
+    screen = settled(tmux, tmux.wait(lambda s: "level" in s and "subject" in s,
+                                     "the findings after Home"))
     for _ in range(screens):
         for panel in panels(screen):
             found.setdefault(panel.title, []).append((panel, screen))
         before = layout(screen)
         tmux.keys("PageDown")
         try:
-            screen = tmux.wait(scrolled_from(before), "a scroll", timeout=slack(1.0))
+            screen = settled(tmux, tmux.wait(scrolled_from(before), "a scroll",
+                                             timeout=slack(1.0)))
         except AssertionError:
             # nothing scrolled in that time: the end, if the last panel has been met
             assert LAST in found, (sorted(found), screen)
