@@ -54,12 +54,12 @@ def seen_panels(tmux: Tmux, screens: int = 6) -> dict[str, list[tuple[Panel, str
         before = layout(screen)
         tmux.keys("PageDown")
         try:
-            screen = settled(tmux, tmux.wait(scrolled_from(before), "a scroll",
-                                             timeout=slack(1.0)))
+            screen = tmux.wait(scrolled_from(before), "a scroll", timeout=slack(1.0))
         except AssertionError:
             # nothing scrolled in that time: the end, if the last panel has been met
             assert LAST in found, (sorted(found), screen)
             break
+        screen = settled(tmux, screen)
     return found
 
 
