@@ -73,12 +73,16 @@ PYTEST := $(VENV)/bin/pytest -q
 # imports from source (report: 0.33 s of CPU instead of 0.22), and every worker rewrote the test
 # modules' asserts anew (collection: 10 s of CPU instead of 4). The caches stay in the clone.
 test: export PYTHONDONTWRITEBYTECODE =
+# ruff and mypy run beside the parallel part (10 s of one core that the workers' start-up and
+# collection would otherwise wait for); their output is shown, and counts, before the serial part.
 test: system-deps test-deps
-	$(VENV)/bin/ruff check inspector probes widgets tests
-	$(VENV)/bin/mypy
 	@$(PY) -m compileall -q -j 0 inspector probes widgets tests >/dev/null
-	@$(PYTEST) -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS); parallel=$$?; \
+	@{ $(VENV)/bin/ruff check inspector probes widgets tests && $(VENV)/bin/mypy; } \
+	  >$(VENV)/lint.log 2>&1 & lint=$$!; \
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS); parallel=$$?; \
+	wait $$lint; linted=$$?; echo "ruff + mypy:"; cat $(VENV)/lint.log; \
 	$(PYTEST) -m serial $(PYTEST_ARGS); serial=$$?; \
+	[ $$linted = 0 ] || exit $$linted; \
 	for s in $$parallel $$serial; do [ $$s = 0 ] || [ $$s = 5 ] || exit $$s; done; \
 	[ $$parallel = 5 ] && [ $$serial = 5 ] && exit 5; exit 0
 
