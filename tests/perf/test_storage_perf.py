@@ -29,7 +29,8 @@ import storage_roots  # noqa: E402  (the fixture generator, importable from test
 # alone, after the parallel part of `make test`: measures time against a budget
 pytestmark = pytest.mark.serial
 
-SIZES = (250, 500, 1000, 2000)
+# the bound is on 1000; linearity compares 1000 and 2000 with 250 (a 500 was only printed)
+SIZES = (250, 1000, 2000)
 LSBLK_COLUMNS = "NAME,SIZE,RO,RM,MAJ:MIN,TYPE,ROTA,SCHED,MIN-IO,OPT-IO,PHY-SEC,LOG-SEC,MODEL,VENDOR,STATE"
 
 
@@ -76,8 +77,19 @@ def measure_with_lsblk(path: str, runs: int
 
 @pytest.fixture
 def roots_dir(tmp_path):
-    """sysfs lives in memory: build the roots on tmpfs when there is one (/dev/shm), so the
-    figures measure the collector and not this machine's disk; tmp_path otherwise."""
+    """sysfs lives in memory: the roots are built on a tmpfs of their own, so the figures
+    measure the collector and not this machine's disk, and the clean-up is an unmount (removing
+    the 2000-map tree file by file took 1.4 s; 3.4 s when every size had its own tree). Without
+    the right to mount: /dev/shm, or tmp_path."""
+    path = tempfile.mkdtemp(prefix="inspector-perf-")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "inspector-perf", path],
+                             capture_output=True, timeout=20).returncode == 0
+    if mounted:
+        yield path
+        subprocess.run(["umount", "-l", path], capture_output=True, timeout=20)
+        os.rmdir(path)
+        return
+    os.rmdir(path)
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         path = tempfile.mkdtemp(prefix="inspector-perf-", dir="/dev/shm")
         yield path
@@ -89,20 +101,20 @@ def roots_dir(tmp_path):
 @pytest.mark.slow
 def test_multipath_roots_report_fast_and_linearly(roots_dir, capsys):
     figures = {}
-    # One full root of the largest size; the smaller ones share its sys/devices (built once:
-    # generating every size separately took longer than the whole test budget).
-    big = storage_roots.build_multipath_root(os.path.join(roots_dir, f"mpath-{SIZES[-1]}"), SIZES[-1])
+    # One root grown in place from the smallest size to the largest (each map generated once:
+    # a root per size took 3 s to generate, longer than the discoveries it served)
+    root = storage_roots.build_multipath_root(os.path.join(roots_dir, "mpath"), 0)
+    have = 0
     for maps in SIZES:
-        path = big.path if maps == SIZES[-1] else os.path.join(roots_dir, f"mpath-{maps}")
-        if maps != SIZES[-1]:
-            storage_roots.multipath_subset_root(big, path, maps)
+        storage_roots.grow_multipath_root(root, have, maps)
+        have, path = maps, root.path
         lsblk_cpu = None
         if maps == 1000 and shutil.which("lsblk"):
             cpu, wall, section, lsblk_cpu, rows = measure_with_lsblk(path, runs=5)
             assert rows == 4 * maps  # lsblk shows each map under both of its paths, as we do
             assert sum(1 for _ in section.walk()) == rows
         else:
-            cpu, wall, section = measure(path, runs={250: 2, 500: 2, 1000: 5, 2000: 2}[maps])
+            cpu, wall, section = measure(path, runs={250: 2, 1000: 5, 2000: 2}[maps])
         # the whole stack was read, not skipped: every map over its two paths
         assert len(section.dm) == maps and len(section.devices) == 3 * maps
         assert all(d.kind == "mpath" and len(d.slaves) == 2 for d in section.dm.values())
