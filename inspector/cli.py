@@ -94,6 +94,8 @@ def _commands_needed(argv: list[str] | None) -> list[str]:
             continue
         elif word in COMMANDS:
             return [word]
+        elif word in ("-V", "--version"):
+            return []         # printed as the top-level options are parsed: no command needed
         elif not word.startswith("-") or word in ("-h", "--help"):
             return COMMANDS   # an unknown command or top-level help: list them all
     return ["tui"]            # no command: the TUI opens

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +119,7 @@ def config_files(environ: dict[str, str] | None = None) -> list[str]:
 def load_config(paths: list[str] | None = None) -> Config:
     """The defaults overridden by each file of `paths` (default: config_files()) that exists.
     ConfigError for an unreadable file or a bad key or value."""
+    import tomllib  # here: importing the thresholds' classes and defaults needs no parser
     live = LiveThresholds()
     read: list[str] = []
     for path in config_files() if paths is None else paths:

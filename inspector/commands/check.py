@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from inspector import __version__
 from inspector.commands.common import (
@@ -18,9 +19,6 @@ from inspector.commands.common import (
     root_from_args,
 )
 from inspector.commands.report import parse_sections
-from inspector.config import ConfigError, LiveThresholds, load_config
-from inspector.health.live.session import hypervisor_of, sample_for
-from inspector.live.findings import LiveFinding
 from inspector.outputs.check import (
     THRESHOLD_METRICS,
     ThresholdError,
@@ -31,6 +29,10 @@ from inspector.outputs.check import (
     plugin_text,
 )
 from inspector.report.collect import build_report_forked
+
+if TYPE_CHECKING:
+    from inspector.config import LiveThresholds
+    from inspector.live.findings import LiveFinding
 
 # --timeout bounds the whole check (under check_nrpe's default 10 s socket timeout). The
 # collectors run in parallel in a child process and get what is left after these margins: for
@@ -104,14 +106,14 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is None:
         args.timeout = CHECK_TIMEOUT + args.live
     try:
-        thresholds = load_config().live if args.live else LiveThresholds()
+        thresholds = _live_thresholds() if args.live else None
         warn, crit = parse_thresholds(args.warn), parse_thresholds(args.crit)
         sections = parse_sections(args.section)
         # a --root on a hung mount: the UNKNOWN line still goes out within --timeout
         root = root_from_args(args, timeout=max(
             0.1, args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN),
             deadline=args.started + args.timeout - OUTPUT_MARGIN)    # unpacking included
-    except (CliError, ThresholdError, ConfigError) as exc:
+    except (CliError, ThresholdError) as exc:
         _unknown(args, plugin_text(str(exc)))
         return 3
     try:
@@ -124,6 +126,16 @@ def run(args: argparse.Namespace) -> int:
         return 3
 
 
+def _live_thresholds() -> LiveThresholds:
+    """inspector.toml's thresholds of the live rules; a bad file is a CliError."""
+    # here, not at the top: the config's parser and the live sampler serve --live only
+    from inspector.config import ConfigError, load_config
+    try:
+        return load_config().live
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
 def _unknown(args: argparse.Namespace, reason: str) -> None:
     if args.checkmk:
         print(f'3 "Inspector" - {reason}')
@@ -132,10 +144,11 @@ def _unknown(args: argparse.Namespace, reason: str) -> None:
 
 
 def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict,
-           thresholds: LiveThresholds) -> int:
+           thresholds: LiveThresholds | None) -> int:
     live: list[LiveFinding] | None = None
     samples = 0
-    if args.live:
+    if thresholds is not None:    # --live
+        from inspector.health.live.session import sample_for
         budget = args.timeout - (time.monotonic() - args.started) - OUTPUT_MARGIN
         live, samples = sample_for(root, min(args.live, max(0.0, budget - 1.0)), thresholds,
                                    LIVE_INTERVAL)
@@ -144,12 +157,7 @@ def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict,
     report = build_report_forked(root, sections, timeout=collectors,
                                  grace=max(0.05, left - collectors))
     if live is not None:
-        layer = hypervisor_of(report.section("virt"))
-        if layer:   # the steal finding names the layer discovery found
-            for lf in live:
-                if lf.finding.code == "live.cpu.steal":
-                    lf.finding.message = lf.finding.message.replace(
-                        "the hypervisor (layer not known to this view)", layer)
+        _name_the_hypervisor(live, report)
     result = evaluate(report, warn, crit, args.ignore, live, samples)
     for pattern in result.unmatched_ignores:
         print(f"inspector check: --ignore {pattern!r} matched no finding's code, subject or "
@@ -158,3 +166,13 @@ def _check(args: argparse.Namespace, root, sections, warn: dict, crit: dict,
         print(line)
     return result.status
 
+
+def _name_the_hypervisor(live: list[LiveFinding], report) -> None:
+    """The steal finding names the layer discovery found."""
+    from inspector.health.live.session import hypervisor_of
+    layer = hypervisor_of(report.section("virt"))
+    if layer:
+        for lf in live:
+            if lf.finding.code == "live.cpu.steal":
+                lf.finding.message = lf.finding.message.replace(
+                    "the hypervisor (layer not known to this view)", layer)

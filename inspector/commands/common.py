@@ -7,9 +7,8 @@ import json
 import math
 import sys
 import textwrap
+from typing import TYPE_CHECKING
 
-from inspector.captures.capture import CaptureError, open_root
-from inspector.roots.host import OPEN_TIMEOUT, HostRoot
 from inspector.text.durations import (  # noqa: F401  (the commands' number types, re-exported)
     _DURATION,
     _DURATION_UNITS,
@@ -22,6 +21,9 @@ from inspector.text.durations import (  # noqa: F401  (the commands' number type
     format_duration,
     is_plain_number,
 )
+
+if TYPE_CHECKING:
+    from inspector.roots.host import HostRoot
 
 # ----------------------------------------------------------------------- exit status
 # One rule for every command but `check` (a Nagios plugin: 0 OK, 1 WARNING, 2 CRITICAL,
@@ -70,6 +72,9 @@ def root_from_args(args: argparse.Namespace, record: bool = False,
     opened = getattr(args, "opened_root", None)   # --ssh: the host's capture, opened already
     if opened is not None:
         return opened
+    # here, not at the top: `--version`, `diff` and `history` open no root
+    from inspector.captures.capture import CaptureError, open_root
+    from inspector.roots.host import OPEN_TIMEOUT
     if timeout is None:
         given = getattr(args, "timeout", None)
         timeout = (min(OPEN_TIMEOUT, max(1.0, given)) if isinstance(given, (int, float))
@@ -188,8 +193,10 @@ def eprint(*parts: object) -> None:
 # ------------------------------------------------------------------------ JSON output
 def print_json(doc: object, indent: int | None = 2) -> None:
     """One JSON document on stdout (see inspector.documents.kinds for what opens each one)."""
-    json.dump(doc, sys.stdout, indent=indent, separators=None if indent else (",", ":"))
-    sys.stdout.write("\n")
+    # dumps, not dump: dump writes each of a report's ~10k tokens to stdout on its own, and
+    # without indent only dumps uses the C encoder
+    text = json.dumps(doc, indent=indent, separators=None if indent else (",", ":"))
+    sys.stdout.write(text + "\n")
 
 
 class _PrintSchema(argparse.Action):

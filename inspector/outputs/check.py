@@ -15,10 +15,10 @@ import fnmatch
 import math
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from inspector.health import sort_findings
 from inspector.health.dns import LEGACY_CODES, canonical_code
-from inspector.live.findings import LiveFinding
 from inspector.model import Finding, Level, Report, to_jsonable
 from inspector.outputs.metrics import (
     _is_unknown,
@@ -28,6 +28,9 @@ from inspector.outputs.metrics import (
     went_unchecked,
 )
 from inspector.text.escapes import printable
+
+if TYPE_CHECKING:   # inspector.live's package imports every sampler: `check` without --live has none
+    from inspector.live.findings import LiveFinding
 
 STATUS_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 # Short names accepted by --warn/--crit, mapped to perfdata labels.
