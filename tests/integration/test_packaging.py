@@ -129,22 +129,34 @@ def _in_unit_sandbox(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def pipx_install(tmp_path_factory):
-    """`PIPX_HOME=... PIPX_BIN_DIR=... pipx install .` as the README says for Debian 12, with
+def pipx_install(built, tmp_path_factory):
+    """`PIPX_HOME=... PIPX_BIN_DIR=... pipx install` as the README says for Debian 12, with
     Debian's pipx and its python3, into a prefix under /opt (outside what the units hide,
-    as /opt/pipx is); removed afterwards."""
+    as /opt/pipx is); removed afterwards. Given a path, pipx 1.1 builds the package twice (the
+    first time in a venv it throws away, only to learn its name): given the name, with the
+    sdist of `built` alone where pip looks and --no-binary, Debian's python3 builds the C loop
+    once, from the files `pipx install .` builds from (those the sdist carries)."""
     pipx = shutil.which("pipx")
     if pipx is None or not os.path.exists(DEBIAN_PYTHON):
         pytest.fail("Debian's pipx and python3 are needed (apt-get install pipx; make test does)")
     version = _run([DEBIAN_PYTHON, "-c", "import sys; print(sys.version.split()[0])"]).stdout
     assert version.startswith("3.11."), version
-    src = source_copy(tmp_path_factory.mktemp("pipx-src"))
+    sdist = built[0]
+    links = tmp_path_factory.mktemp("pipx-links")   # the sdist alone: a wheel here would be
+    shutil.copy2(sdist, links)                       # installed as it is, not built
+    name, release = sdist.name.removesuffix(".tar.gz").rsplit("-", 1)
     base = Path(tempfile.mkdtemp(prefix="inspector-pipx-test-", dir="/opt"))
     env = {"PIPX_HOME": str(base / "pipx"), "PIPX_BIN_DIR": str(base / "bin")}
     try:
-        res = _run([pipx, "install", "--python", DEBIAN_PYTHON, str(src)], env=env, timeout=900)
+        res = _run([pipx, "install", "--python", DEBIAN_PYTHON,
+                    "--pip-args", f"--find-links {links} --no-binary {name}",
+                    f"{name}=={release}"], env=env, timeout=900)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        yield base, base / "pipx" / "venvs" / "live-inspector"
+        venv = base / "pipx" / "venvs" / "live-inspector"
+        # this checkout's code, not a namesake's from an index
+        installed = next(venv.glob("lib/python3*/site-packages/inspector/cli.py"))
+        assert installed.read_bytes() == (REPO / "inspector" / "cli.py").read_bytes()
+        yield base, venv
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
