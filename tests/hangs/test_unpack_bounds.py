@@ -83,7 +83,9 @@ def _trees(tmp: str) -> list[str]:
     return [name for name in os.listdir(tmp) if name.startswith("inspector-root-")]
 
 
-@pytest.mark.parametrize("bound", [2, 5])
+# each run unpacks until its bound: 1 s and 2 s are as far below the 7 s of a whole unpacking
+# as 2 s and 5 s were, for 4 CPU-s less
+@pytest.mark.parametrize("bound", [1, 2])
 def test_check_answers_within_its_bound_unpacking_included(many, unpack_dir, bound):
     tmp = unpack_dir
     started = time.monotonic()
