@@ -18,6 +18,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,17 +111,35 @@ def sos_run(tmp_path_factory) -> Iterator[SosRun]:
 
 
 @pytest.fixture(scope="module")
-def directory_doc(sos_run) -> dict:
+def reads(sos_run) -> dict[str, subprocess.CompletedProcess]:
+    """Every read of the sosreport the tests below assert on, run once and side by side: each
+    is one process of its own (the archive's two reads unpack it again, 4 s each), and the
+    serial part has both cores. Each test checks the runs it uses."""
+    argv = {"directory": ("report", "--json", "--root", str(sos_run.directory)),
+            "archive": ("report", "--json", "--root", str(sos_run.archive)),
+            "archive text": ("report", "--root", str(sos_run.archive)),
+            "top": ("top", "--count", "1", "--root", str(sos_run.directory)),
+            "parent": ("report", "--json", "--root", str(sos_run.directory.parent))}
+    with ThreadPoolExecutor(len(argv)) as pool:
+        runs = {name: pool.submit(run_bin, *args) for name, args in argv.items()}
+        return {name: run.result() for name, run in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def directory_doc(reads) -> dict:
     """`report --json --root` of the unpacked sosreport: one run read by every test that
     asserts on it (each took the same run again; copy before changing it)."""
-    return report(sos_run.directory)
+    return doc_of(reads["directory"])
 
 
-def report(root: Path | str, *extra: str) -> dict:
-    res = run_bin("report", "--json", "--root", str(root), *extra)
+def doc_of(res: subprocess.CompletedProcess) -> dict:
     assert res.returncode == 0, res.stderr
     assert not res.stderr, res.stderr
     return json.loads(res.stdout)
+
+
+def report(root: Path | str, *extra: str) -> dict:
+    return doc_of(run_bin("report", "--json", "--root", str(root), *extra))
 
 
 # ------------------------------------------------------------------ the agreement figure
@@ -186,8 +205,8 @@ def test_sosreport_directory_agrees_with_live(sos_run, directory_doc):
             assert nic[key] == ref[key], (nic["name"], key)
 
 
-def test_sosreport_archive_reads_as_its_directory(sos_run, directory_doc):
-    from_archive = report(sos_run.archive)
+def test_sosreport_archive_reads_as_its_directory(sos_run, reads, directory_doc):
+    from_archive = doc_of(reads["archive"])
     ratio, differ = agreement(sos_run.live, from_archive, "sosreport .tar.xz")
     assert ratio >= 0.9, "\n".join(differ)
     from_directory = copy.deepcopy(directory_doc)
@@ -197,8 +216,8 @@ def test_sosreport_archive_reads_as_its_directory(sos_run, directory_doc):
     assert from_archive == from_directory
 
 
-def test_header_says_sosreport_with_host_and_date(sos_run, directory_doc):
-    res = run_bin("report", "--root", str(sos_run.archive))
+def test_header_says_sosreport_with_host_and_date(sos_run, reads, directory_doc):
+    res = reads["archive text"]
     assert res.returncode == 0, res.stderr
     # the source line is as long as the archive's path: where it folds, spaces are doubled
     head = " ".join(" ".join(res.stdout.splitlines()[:4]).split())
@@ -208,7 +227,7 @@ def test_header_says_sosreport_with_host_and_date(sos_run, directory_doc):
     assert sos_run.started - 1 <= captured <= sos_run.ended + 1
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(captured))
     assert f"captured {stamp}" in head
-    top = run_bin("top", "--count", "1", "--root", str(sos_run.directory))
+    top = reads["top"]
     assert top.returncode == 0 and "one sample taken " in top.stdout, top.stdout + top.stderr
 
 
@@ -231,8 +250,8 @@ def test_sos_facts_in_the_sidecar_shape(sos_run):
     assert ip_link["returncode"] == 0 and "mtu" in ip_link["stdout"]
 
 
-def test_parent_directory_of_one_sosreport_is_read_as_it(sos_run):
-    doc = report(sos_run.directory.parent)
+def test_parent_directory_of_one_sosreport_is_read_as_it(sos_run, reads):
+    doc = doc_of(reads["parent"])
     assert doc["host"]["source"].startswith(f"sosreport {sos_run.directory.parent}")
 
 
