@@ -119,19 +119,21 @@ def config_files(environ: dict[str, str] | None = None) -> list[str]:
 def load_config(paths: list[str] | None = None) -> Config:
     """The defaults overridden by each file of `paths` (default: config_files()) that exists.
     ConfigError for an unreadable file or a bad key or value."""
-    import tomllib  # here: importing the thresholds' classes and defaults needs no parser
     live = LiveThresholds()
     read: list[str] = []
     for path in config_files() if paths is None else paths:
         try:
             with open(path, "rb") as fh:
-                data = tomllib.load(fh)
+                text = fh.read().decode()      # as tomllib.load decodes it
         except FileNotFoundError:
             continue
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
         except OSError as exc:
             raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+        import tomllib  # here: most hosts have no file, and `top` and the TUI read the defaults
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
         unknown = sorted(set(data) - {"live"})
         if unknown:
             raise ConfigError(f"{path}: unknown table or key {unknown[0]!r} (known: live)")

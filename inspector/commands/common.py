@@ -145,6 +145,19 @@ positive_int = Bounded(1, MAX_COUNT, integer=True)
 non_negative_int = Bounded(0, MAX_COUNT, integer=True)
 
 
+def parse_probe_specs(texts: list[str]) -> list:
+    """--probe SPEC... parsed; CliError for a bad one. The probes' modules are imported only
+    when there is one: most exports, snapshots and records run none."""
+    if not texts:
+        return []
+    from inspector.probes.base import ProbeError
+    from inspector.probes.request import parse_spec
+    try:
+        return [parse_spec(s) for s in texts]
+    except ProbeError as exc:
+        raise CliError(str(exc)) from None
+
+
 # ------------------------------------------------------------------------- output paths
 def path_argument(text: str) -> str:
     """argparse type of an option naming a file (-o, --db, --textfile): an empty string is a

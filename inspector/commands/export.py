@@ -16,6 +16,7 @@ from inspector.commands.common import (
     check_output,
     eprint,
     exit_epilog,
+    parse_probe_specs,
     path_argument,
     root_from_args,
     write_output,
@@ -23,9 +24,6 @@ from inspector.commands.common import (
 from inspector.documents.kinds import report_document
 from inspector.outputs.export import prometheus_text
 from inspector.outputs.metrics import Sample, probe_metrics
-from inspector.probes.base import ProbeError
-from inspector.probes.forked_runs import run_probe_forked
-from inspector.probes.request import parse_spec
 from inspector.report.collect import build_report_forked
 
 
@@ -59,10 +57,7 @@ LIVE_SECONDS = Duration(maximum=600)
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        specs = [parse_spec(s) for s in args.probe]
-    except ProbeError as exc:
-        raise CliError(str(exc)) from None
+    specs = parse_probe_specs(args.probe)
     if specs and not args.prometheus:
         raise CliError("--probe goes with --prometheus (a snapshot keeps probe runs as JSON)")
     if args.live and not args.prometheus:
@@ -101,6 +96,7 @@ def _live_samples(root, seconds: float) -> list[Sample]:
 
 def run_probes(specs: list, seconds: float) -> list[Sample]:
     """Each probe in a bounded child (a hung target is a failed run, not a hung export)."""
+    from inspector.probes.forked_runs import run_probe_forked
     samples: list[Sample] = []
     for spec in specs:
         eprint(f"probing {spec.text} for up to {seconds:g} s ...")

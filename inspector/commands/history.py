@@ -31,9 +31,6 @@ from inspector.record.history_table import (  # shared with the TUI's history vi
     TIME_BASIS,
     render_buckets,
 )
-from inspector.record.ioping_log import parse_ioping_log
-from inspector.record.log_dates import ZoneRules
-from inspector.roots.input_files import InputError, read_input
 from inspector.text.escapes import visible
 
 # a year of ioping runs every 5 minutes logs about 50 MB
@@ -116,6 +113,10 @@ def _missing(db: BoundedHistory) -> str:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    # here, not at the top: the log's parser and its locales' dates serve import-ioping only
+    from inspector.record.ioping_log import parse_ioping_log
+    from inspector.record.log_dates import ZoneRules
+    from inspector.roots.input_files import InputError, read_input
     try:
         zones = ZoneRules.parse(args.tz)
     except ValueError as exc:

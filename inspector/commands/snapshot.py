@@ -14,15 +14,13 @@ from inspector.commands.common import (
     eprint,
     exit_epilog,
     output_is_directory,
+    parse_probe_specs,
     path_argument,
     root_from_args,
     write_output,
 )
 from inspector.compare.snapshot import build_snapshot, default_name, snapshot_bytes
 from inspector.model import known
-from inspector.probes.base import ProbeError
-from inspector.probes.forked_runs import run_probe_forked
-from inspector.probes.request import parse_spec
 from inspector.report.collect import build_report_forked
 
 
@@ -45,10 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        specs = [parse_spec(s) for s in args.probe]
-    except ProbeError as exc:
-        raise CliError(str(exc)) from None
+    specs = parse_probe_specs(args.probe)
     # a device, a FIFO, another user's link in /tmp, `newdir/`: refused now, not after the
     # probes; an existing directory gets the default name
     into_directory = args.output is not None and output_is_directory(args.output)
@@ -58,10 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if specs and not root.live:
         raise CliError("--probe needs the live host; it cannot run against --root")
     report = build_report_forked(root, timeout=args.timeout)
-    outcomes = []
-    for spec in specs:
-        eprint(f"probing {spec.text} for up to {args.probe_seconds:g} s ...")
-        outcomes.append(run_probe_forked(spec, args.probe_seconds))
+    outcomes = _probe_runs(specs, args.probe_seconds)
     hostname = report.host.hostname if known(report.host.hostname) else None
     out = args.output or default_name(hostname)
     if into_directory:
@@ -72,3 +64,15 @@ def run(args: argparse.Namespace) -> int:
            + (f" ({len(failed)} failed)" if failed else ""))
     print(out)
     return 0
+
+
+def _probe_runs(specs: list, seconds: float) -> list:
+    """Each probe in a bounded child: a hung target is a failed run, not a hung snapshot."""
+    if not specs:
+        return []
+    from inspector.probes.forked_runs import run_probe_forked
+    outcomes = []
+    for spec in specs:
+        eprint(f"probing {spec.text} for up to {seconds:g} s ...")
+        outcomes.append(run_probe_forked(spec, seconds))
+    return outcomes

@@ -27,7 +27,7 @@ from inspector.live.sampler import READ_TIMEOUT, Rates
 from inspector.live.text import format_block, format_single
 from inspector.live.worker import SamplerProcess
 from inspector.model import to_jsonable
-from inspector.outputs.check import split_ignored
+from inspector.outputs.ignore import split_ignored
 from inspector.roots.host import HostRoot
 
 INTERVAL = Duration(maximum=86400)

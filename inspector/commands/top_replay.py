@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from inspector.commands.common import CliError, eprint, path_argument, print_json
 from inspector.documents.kinds import stamped
 from inspector.model import to_jsonable
-from inspector.record.bounded_history import BoundedHistory, BoundedSamples
-from inspector.record.history import HistoryError, NoHistory
 from inspector.record.time_points import FORMS, BadTime, describe, parse_point
+
+if TYPE_CHECKING:
+    from inspector.record.bounded_history import BoundedHistory, BoundedSamples
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,6 +37,9 @@ def open_samples(path: str) -> tuple[BoundedHistory, BoundedSamples]:
     """The database read-only (never created, never written) and its samples, read from a
     child process (a database on a hung filesystem is given up in seconds); CliError for a
     missing or foreign file."""
+    # here, not at the top: the database's modules serve --db only, not a live `top`
+    from inspector.record.bounded_history import BoundedHistory
+    from inspector.record.history import HistoryError, NoHistory
     try:
         db = BoundedHistory(path, create=False)
     except NoHistory:
@@ -49,6 +54,7 @@ def open_samples(path: str) -> tuple[BoundedHistory, BoundedSamples]:
 def run_replay(args: argparse.Namespace, width: int | None) -> int:
     if getattr(args, "root", None):
         raise CliError("--db prints a recording; --root does not apply to it")
+    from inspector.record.history import HistoryError
     db, reader = open_samples(args.db)
     try:
         with db:

@@ -12,7 +12,7 @@ import stat
 import sys
 
 from inspector.roots.bounded import TimedOut, WorkerFailed, run_forked_while_progressing
-from inspector.writing.atomic import file_kind
+from inspector.writing.paths import file_kind
 
 # a read that has moved no byte for this long is given up (what `--root` waits for too)
 READ_STALL_S = 5.0
