@@ -25,8 +25,8 @@ from inspector.probes.io.latency import IoConfig, IoLatencyProbe
 from inspector.probes.io.stats import IntervalPart
 from inspector.probes.io.target import open_target
 
-# alone, after the parallel part of `make test`: measures CPU busy time against wall time
-pytestmark = pytest.mark.serial
+# The two tests marked serial time things (a stop within wall-clock bounds, CPU busy time
+# against wall time): alone, after the parallel part of `make test`. The others time nothing
 
 # None when the extension is not built: then the tests that call it fail, none is skipped
 _ioloop = io_latency._ioloop
@@ -87,6 +87,7 @@ def test_burst_stops_after_the_request_that_reaches_stop_at(data_file):
         os.close(fd)
 
 
+@pytest.mark.serial
 def test_burst_stops_before_the_next_request_once_the_stop_byte_is_set(data_file):
     """stop() sets a byte the C loop reads between requests, GIL released: a burst can last
     until the next tick and still end at once."""
@@ -189,6 +190,7 @@ def _run_beside_a_gil_holder(path: str, native: bool):
     return res
 
 
+@pytest.mark.serial
 def test_another_thread_holding_the_gil_does_not_show_as_io_latency(data_file):
     """The Python loop reads its second clock only once it has the GIL back: with another
     thread holding it, page-cache reads are timed at the length of that hold. The C loop

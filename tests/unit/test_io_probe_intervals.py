@@ -15,8 +15,8 @@ from inspector.probes.io.stats import MID_SAMPLE, BatchStats, IntervalPart, near
 from inspector.probes.io.target import open_target
 from slowness import slack
 
-# alone, after the parallel part of `make test`: measures interval lengths to the tens of milliseconds
-pytestmark = pytest.mark.serial
+# The tests marked serial measure interval lengths to the tens of milliseconds: alone, after
+# the parallel part of `make test`. The median's tests time nothing
 
 
 def run_probe(path: str, cfg: IoConfig, direct: bool):
@@ -47,6 +47,7 @@ def assert_rate_matches_latency(s):
     assert abs(s.iops / expected - 1) <= 0.2, (s.iops, expected, s)
 
 
+@pytest.mark.serial
 def test_partial_last_interval_is_rated_over_its_real_time(data_file):
     res, samples, elapsed = run_probe(
         data_file, IoConfig(deadline=1.3, sample_period=1.0, jobs=2), direct=True)
@@ -58,6 +59,7 @@ def test_partial_last_interval_is_rated_over_its_real_time(data_file):
     assert_rate_matches_latency(last)
 
 
+@pytest.mark.serial
 def test_deadline_on_a_tick_leaves_no_sliver_sample(data_file):
     # the deadline falls on a tick: both workers' last shares belong to that one interval
     for _ in range(3):
@@ -70,6 +72,7 @@ def test_deadline_on_a_tick_leaves_no_sliver_sample(data_file):
             assert_rate_matches_latency(s)
 
 
+@pytest.mark.serial
 def test_ping_interval_stops_at_the_deadline_and_rates_cover_the_pause(data_file):
     # ioping -i 1 -w 1.3: requests at 0 s (warm-up) and 1 s; the run ends at 1.3 s, not 2 s
     t = time.monotonic()
