@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import struct
 import subprocess
 import sys
@@ -160,8 +159,14 @@ print(json.dumps(result))
 """
 
 
+def _machine() -> str:
+    """platform.machine() without importing platform (~1.5 ms at every start): on Linux it is
+    uname's machine field."""
+    return os.uname().machine
+
+
 def _is_x86_64() -> bool:
-    return platform.machine() in ("x86_64", "AMD64", "i686", "i386")
+    return _machine() in ("x86_64", "AMD64", "i686", "i386")
 
 
 def _dev_read(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
@@ -178,8 +183,8 @@ def _dev_read(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
 
 def _probe_read(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], list[int]]:
     """Run the stub in a child; raises RuntimeError with a reason when it cannot."""
-    if platform.machine() not in ("x86_64", "AMD64"):
-        raise RuntimeError(f"no CPUID probe for {platform.machine()}")
+    if _machine() not in ("x86_64", "AMD64"):
+        raise RuntimeError(f"no CPUID probe for {_machine()}")
     try:
         with no_sigpipe():      # a child that died early (SIGILL, seccomp) is its exit status
             proc = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE_CHILD, _STUB.hex()],
@@ -217,7 +222,7 @@ class _LiveCpuid:
             return self.method
         reasons = []
         if not _is_x86_64():
-            self.method = Unknown(f"CPUID does not exist on {platform.machine()}")
+            self.method = Unknown(f"CPUID does not exist on {_machine()}")
             return self.method
         try:
             self.cache.update(_dev_read([(0, 0)]))

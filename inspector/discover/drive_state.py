@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 
@@ -108,6 +107,7 @@ class TrendStore:
         return before, after
 
     def _save(self, data: dict) -> None:
+        import tempfile  # here, not at the top: only a changed trend is written
         directory = os.path.dirname(self.path)
         try:
             os.makedirs(directory, exist_ok=True)

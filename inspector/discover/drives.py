@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -79,6 +78,9 @@ def _run_jobs(jobs: dict[str, Callable[[], Any]], parallel: bool):
     GIL handoffs (tests/bench/bench_discovery.py prints both ways on 2,000 paths)."""
     if not parallel or len(jobs) < 2:
         return [(key, _guarded(job)) for key, job in jobs.items()]
+    # here, not at the top: a host with fewer than two drives to ask needs no pool (nor the
+    # logging module concurrent.futures imports)
+    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=min(8, len(jobs)), thread_name_prefix="drive") as pool:
         futures = {key: pool.submit(_guarded, job) for key, job in jobs.items()}
         return [(key, future.result()) for key, future in futures.items()]

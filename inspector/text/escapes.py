@@ -59,9 +59,11 @@ def printable(obj: Any) -> Any:
         return {printable(k): printable(v) for k, v in obj.items()}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         copy = object.__new__(type(obj))     # no __init__: frozen, init=False fields alike
-        for name, value in getattr(obj, "__dict__", {}).items():
+        state = getattr(obj, "__dict__", {})
+        for name, value in state.items():
             object.__setattr__(copy, name, printable(value))
         for f in dataclasses.fields(obj):    # slots dataclasses have no __dict__
-            object.__setattr__(copy, f.name, printable(getattr(obj, f.name)))
+            if f.name not in state:          # done above: twice per level doubled each level
+                object.__setattr__(copy, f.name, printable(getattr(obj, f.name)))
         return copy
     return obj
