@@ -13,8 +13,9 @@ from inspector.captures.capture import open_root, write_capture
 from inspector.discover import net
 from inspector.roots.host import HostRoot
 
-# alone, after the parallel part of `make test`: compares live NIC counters with the tools' reading of the same moment
-pytestmark = pytest.mark.serial
+# The tests marked serial compare this host's NICs with the tools' reading of the same moment:
+# alone, after the parallel part of `make test` (other workers' veths come and go). The two
+# in a network namespace of their own see only their NICs
 
 
 def ethtool_k(ifname: str) -> list[str]:
@@ -29,6 +30,7 @@ def live() -> net.NetSection:
     return net.collect(HostRoot("/"))
 
 
+@pytest.mark.serial
 def test_every_nic_offloads_equal_ethtool_k_line_by_line(live):
     names = [n.name for n in live.nics]
     assert "eth0" in names and "lo" in names
@@ -37,6 +39,7 @@ def test_every_nic_offloads_equal_ethtool_k_line_by_line(live):
         assert ours == ethtool_k(nic.name), nic.name
 
 
+@pytest.mark.serial
 def test_link_attributes_equal_ip_link(live):
     links = {d["ifname"]: d for d in json.loads(subprocess.run(
         ["ip", "-j", "link", "show"], capture_output=True, text=True, timeout=10,
@@ -52,6 +55,7 @@ def test_link_attributes_equal_ip_link(live):
             assert nic.mac == link["address"], nic.name
 
 
+@pytest.mark.serial
 def test_eth0_driver_and_bus_equal_ethtool_i(live):
     eth0 = next(n for n in live.nics if n.name == "eth0")
     info = dict(line.split(": ", 1) for line in subprocess.run(
@@ -62,6 +66,7 @@ def test_eth0_driver_and_bus_equal_ethtool_i(live):
     assert eth0.carrier is True and eth0.admin_up is True
 
 
+@pytest.mark.serial
 def test_sysctls_equal_sysctl_n(live):
     for sc in live.sysctls:
         value = subprocess.run(["sysctl", "-n", sc.name], capture_output=True, text=True,
@@ -69,6 +74,7 @@ def test_sysctls_equal_sysctl_n(live):
         assert sc.value == " ".join(value.split()), sc.name
 
 
+@pytest.mark.serial
 def test_capture_carries_offloads(tmp_path):
     recording = HostRoot("/", record=True)
     before = net.collect(recording)
@@ -124,6 +130,7 @@ def test_changed_features_in_a_private_netns():
     assert result["va"]["kind"] == "virtual" and result["lo"]["kind"] == "loopback"
 
 
+@pytest.mark.serial
 def test_feature_bits_equal_pyroute2(live):
     """Our three ioctls read the same bits as pyroute2's IoctlEthtool, row for row."""
     from pyroute2.ethtool.ioctl import IoctlEthtool  # type: ignore[import-untyped]  # no hints
