@@ -24,6 +24,9 @@ LEGACY = {"ja_JP.eucJP": ("ja_JP", "EUC-JP", "euc_jp"),
 LOCALES = {"C": ("C", {}, "utf-8"), "POSIX": ("POSIX", {}, "utf-8"),
            "C, PYTHONUTF8=0": ("C", {"PYTHONUTF8": "0"}, "ascii"),
            **{name: (name, {}, codec) for name, (_s, _c, codec) in LEGACY.items()}}
+# every command runs in these; POSIX is glibc's other name for C, the same interpreter state
+# to the last stream handler (test_posix_is_the_c_locale_to_the_binary): C's runs stand for it
+EVERY_COMMAND_LOCALES = [label for label in LOCALES if label != "POSIX"]
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +55,17 @@ def snapshots(tmp_path_factory) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-def _run(args: list[str], label: str, locpath: Path) -> subprocess.CompletedProcess:
+def _env(label: str, locpath: Path) -> dict[str, str]:
     locale, extra, _charset = LOCALES[label]
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("LC_", "LANG", "PYTHONIO", "PYTHONUTF8"))}
     env.update(LC_ALL=locale, LOCPATH=str(locpath), COLUMNS="120", **extra)
-    return subprocess.run([inspector_bin(), *args], capture_output=True, env=env, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    return env
+
+
+def _run(args: list[str], label: str, locpath: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([inspector_bin(), *args], capture_output=True,
+                          env=_env(label, locpath), timeout=120, stdin=subprocess.DEVNULL)
 
 
 def _commands(snapshots: tuple[Path, Path]) -> dict[str, tuple[list[str], int]]:
@@ -87,12 +94,13 @@ def test_every_command_prints_whole_in_every_locale(locpath, snapshots):
     reference: dict[str, int] = {}
     failures = []
     commands = _commands(snapshots)
-    # the 50 runs are independent: a few at a time (the results are read in a fixed order)
+    # the 40 runs are independent: a few at a time (the results are read in a fixed order)
     with ThreadPoolExecutor(max_workers=4) as pool:
         runs = {(name, locale): pool.submit(_run, args, locale, locpath)
-                for name, (args, _status) in commands.items() for locale in LOCALES}
+                for name, (args, _status) in commands.items()
+                for locale in EVERY_COMMAND_LOCALES}
     for name, (_args, status) in commands.items():
-        for locale in LOCALES:
+        for locale in EVERY_COMMAND_LOCALES:
             res = runs[name, locale].result()
             err = res.stderr.decode("utf-8", "replace")
             if res.returncode != status or "internal error" in err or "Traceback" in err:
@@ -106,6 +114,23 @@ def test_every_command_prints_whole_in_every_locale(locpath, snapshots):
             if abs(lines - reference.setdefault(name, lines)) > slack:
                 failures.append(f"{locale} {name}: {lines} lines, {reference[name]} under C")
     assert failures == []
+
+
+def test_posix_is_the_c_locale_to_the_binary(locpath):
+    """The binary's interpreter starts alike under POSIX and C (UTF-8 mode, the same stream
+    encodings and error handlers: Inspector reads no locale variable itself) and a report
+    prints the same bytes under both."""
+    state = ("import sys; print(sys.flags.utf8_mode, sys.stdout.encoding, sys.stdout.errors, "
+             "sys.stderr.encoding, sys.stderr.errors)")
+    interpreter = Path(inspector_bin()).parent / "python"
+    c, posix = (subprocess.run([str(interpreter), "-c", state], capture_output=True, text=True,
+                               env=_env(label, locpath), timeout=60).stdout
+                for label in ("C", "POSIX"))
+    assert c == posix and c.startswith("1 utf-8 "), (c, posix)
+    args = ["--root", str(fixture_root("flash-mixed")), "report"]
+    c_run, posix_run = _run(args, "C", locpath), _run(args, "POSIX", locpath)
+    assert c_run.returncode == posix_run.returncode == 0, posix_run.stderr
+    assert posix_run.stdout == c_run.stdout and "\u00b7".encode() in c_run.stdout
 
 
 def test_a_character_the_charset_lacks_is_replaced(locpath, snapshots):
