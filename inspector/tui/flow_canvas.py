@@ -106,10 +106,11 @@ STYLES_KEPT = 4096                  # painters use a few dozen; a bound all the 
 
 
 def segments(line: Text, console: Console) -> list[Segment]:
-    """What `line.render(console)` yields, segment for segment, for a line whose spans come
-    one after another (a painter's lines, built by appending): one pass, and the styles
-    combined once per session rather than once per line (Text.render sorts its spans and
-    combines styles anew for every line: a third of a repaint). Other lines: Text.render."""
+    """What `line.render(console)` yields, segment for segment: one pass for a line whose
+    spans come one after another (a painter's lines, built by appending), a sweep over the
+    span boundaries for nested ones (a framed panel appended with its own style: hjoin,
+    boxed), and in both the styles combined once per session rather than once per line
+    (Text.render combines styles anew for every line: a third of a repaint)."""
     text, spans = line.plain, line.spans
     if not spans:
         return [Segment(text)]     # Text.render leaves the line's own style out here too
@@ -120,22 +121,56 @@ def segments(line: Text, console: Console) -> list[Segment]:
     pos = 0
     for span in spans:
         start, end = span.start, span.end
-        if start < pos or end > size:   # overlapping, unordered or past the end
+        if start < pos:             # nested or overlapping
+            return _nested_segments(line, console)
+        if end > size:              # past the end: as rich does it
             return list(line.render(console))
         if start > pos:
             out.append(Segment(text[pos:start], base))
         if end > start:
-            key = (base_spec, span.style)
-            style = _styles.get(key)
-            if style is None:
-                if len(_styles) >= STYLES_KEPT:
-                    _styles.clear()
-                style = _styles[key] = Style.combine(
-                    (base, console.get_style(span.style, default=_NULL)))
-            out.append(Segment(text[start:end], style))
+            out.append(Segment(text[start:end], _combined((base_spec, span.style), console)))
         pos = max(pos, end)
     if pos < size:
         out.append(Segment(text[pos:], base))
+    return out
+
+
+def _combined(specs: tuple, console: Console) -> Style:
+    """The styles of `specs` (the line's own first, then its spans' in their order)
+    combined, as Text.render combines them, kept for the session."""
+    style = _styles.get(specs)
+    if style is None:
+        if len(_styles) >= STYLES_KEPT:
+            _styles.clear()
+        style = _styles[specs] = Style.combine(
+            [console.get_style(spec, default=_NULL) for spec in specs])
+    return style
+
+
+def _nested_segments(line: Text, console: Console) -> list[Segment]:
+    """Text.render's sweep (at each boundary the spans open there, combined in their order
+    after the line's own style), with the combined styles kept for the session."""
+    text, spans = line.plain, line.spans
+    size = len(text)
+    if any(span.end > size for span in spans):
+        return list(line.render(console))
+    # (offset, leaving, span number): entering before leaving at one offset, as rich sorts
+    marks = [(0, False, 0), (size, True, 0)]
+    for index, span in enumerate(spans, 1):
+        marks.append((span.start, False, index))
+        marks.append((span.end, True, index))
+    marks.sort(key=lambda mark: (mark[0], mark[1]))
+    specs = [line.style] + [span.style for span in spans]
+    open_: list[int] = []
+    out: list[Segment] = []
+    for (offset, leaving, index), (next_offset, _, _) in zip(marks, marks[1:]):
+        if leaving:
+            open_.remove(index)
+        else:
+            open_.append(index)
+        if next_offset > offset:
+            key = tuple(specs[i] for i in sorted(open_))
+            out.append(Segment(text[offset:next_offset], _combined(key, console)))
     return out
 
 
