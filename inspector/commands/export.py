@@ -96,6 +96,8 @@ def _live_samples(root, seconds: float) -> list[Sample]:
 
 def run_probes(specs: list, seconds: float) -> list[Sample]:
     """Each probe in a bounded child (a hung target is a failed run, not a hung export)."""
+    if not specs:
+        return []
     from inspector.probes.forked_runs import run_probe_forked
     samples: list[Sample] = []
     for spec in specs:
