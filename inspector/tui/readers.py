@@ -24,11 +24,13 @@ def start_readers(root: HostRoot, timeout: float = DEFAULT_TIMEOUT
     capture), which InspectorApp reads as "live sampling off"."""
     from inspector.live.sampler import READ_TIMEOUT
     from inspector.live.worker import sampler_service
-    from inspector.tui.live import make_sampler, unavailable_reason
-    if unavailable_reason(root) is not None:
+    if not root.live:       # tui.live.unavailable_reason, read before importing tui.live
         return DiscoveryProcess(root, timeout), False
     discovery_worker, sampler_worker = Worker.in_one_child(
         [discovery_service(root, timeout), sampler_service(root, read_timeout=READ_TIMEOUT)])
+    # after the fork: the live rules and the configuration (tui.live) run in the UI only,
+    # and the child's resident size is what the UI had imported when it forked
+    from inspector.tui.live import make_sampler
     discovery = DiscoveryProcess(root, timeout, discovery_worker)
     sampler = make_sampler(root, sampler_worker)
     return discovery, sampler if sampler is not None else False
