@@ -54,11 +54,11 @@ def test_check_says_unknown_within_its_timeout(tmp_path, capture_dir, hung):
     sidecar = capture_dir / "inspector-sidecar.json"
     mount, root = (mnt, mnt) if hung == "dir" else (sidecar, capture_dir)
     res = run_hung([str(mount)], [inspector_bin(), "check", "--root", str(root), "--timeout",
-                                  "3"], cap=30)
+                                  "2"], cap=30)
     print("check ended after", res["seconds"], "s:", res["stdout"].strip())
     ended_cleanly(res)
     assert res["status"] == 3, res
-    assert res["seconds"] <= 3.0 + extra(1.0), res     # its start-up aside
+    assert res["seconds"] <= 2.0 + extra(1.0), res     # its start-up aside
     line = res["stdout"].strip()
     assert line.startswith(f"INSPECTOR UNKNOWN - --root {root}: no answer from {mount} "
                            "after "), line
