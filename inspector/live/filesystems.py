@@ -7,7 +7,8 @@ devtmpfs, cgroup, overlay ...) and read-only images that are always full (squash
 iso9660: snaps, live media) are left out, as `df -x` users do.
 
 statvfs on a hung NFS server or a stuck FUSE daemon blocks, and nothing can interrupt it. So
-each call runs in its own daemon thread and is waited for at most `timeout` seconds; a mount
+the calls run in a daemon thread, one after the other, and once one of them is slow each call
+not begun yet gets a daemon thread of its own; a sweep waits at most `timeout` seconds; a mount
 whose previous call is still blocked is not called again (no pile of stuck threads) and shows
 as unknown "statvfs timed out after N s" until that call returns. The list of mounts
 (/proc/self/mountinfo, which lxcfs-style FUSE servers can sit on too) is read the same way
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -31,6 +33,7 @@ NETWORK_TYPES = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glus
                            "virtiofs", "lustre", "gpfs", "beegfs", "afs", "ncpfs", "davfs"})
 DISK_TYPES = frozenset({"zfs", "btrfs"})     # may name a pool, not /dev/...
 STATVFS_TIMEOUT = 1.0
+PATIENCE = 0.1     # seconds the statvfs calls in turn may take before each gets a thread
 RUNTIME_TREES = ("/sys", "/proc", "/dev", "/run/user/", "/run/credentials/", "/run/lock")
 
 
@@ -95,21 +98,13 @@ class FilesystemSampler:
         mounts = self.mounts()
         if isinstance(mounts, Unknown):
             return mounts
-        results: dict[str, os.statvfs_result | OSError] = {}
-        threads = []
-        for _, mount in mounts:
-            path = mount.mountpoint
-            with self._lock:
-                if path in self._blocked:
-                    continue
-                self._blocked[path] = time.monotonic()
-            thread = threading.Thread(target=self._stat, args=(path, results), daemon=True,
-                                      name="statvfs")
-            thread.start()
-            threads.append(thread)
-        deadline = time.monotonic() + self.timeout
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        paths = []
+        with self._lock:
+            for _, mount in mounts:
+                if mount.mountpoint not in self._blocked:     # a call still blocked: skipped
+                    self._blocked[mount.mountpoint] = time.monotonic()
+                    paths.append(mount.mountpoint)
+        results = self._statvfs_all(paths, time.monotonic() + self.timeout)
         out = []
         for majmin, mount in mounts:
             got = results.get(mount.mountpoint)
@@ -125,14 +120,49 @@ class FilesystemSampler:
                 out.append(self._use(mount, majmin, got))
         return out
 
-    def _stat(self, path: str, results: dict[str, os.statvfs_result | OSError]) -> None:
-        try:
-            results[path] = self._statvfs(self.root.host_path(path))
-        except OSError as exc:
-            results[path] = exc
-        finally:
+    def _statvfs_all(self, paths: list[str], deadline: float
+                     ) -> dict[str, os.statvfs_result | OSError]:
+        """statvfs of each path by `deadline` (those that did not answer are missing): one
+        after the other in one thread (a thread each cost more than the calls themselves);
+        if they are not all done after PATIENCE, each path not begun gets a thread of its
+        own, so one that hangs costs the others nothing."""
+        results: dict[str, os.statvfs_result | OSError] = {}
+        if not paths:
+            return results
+        queue = deque(paths)
+        answered = threading.Condition()
+
+        def stat(path: str) -> None:
+            try:
+                value: os.statvfs_result | OSError = self._statvfs(self.root.host_path(path))
+            except OSError as exc:
+                value = exc
             with self._lock:
                 self._blocked.pop(path, None)
+            with answered:
+                results[path] = value
+                answered.notify_all()
+
+        def next_path() -> str | None:
+            with answered:
+                return queue.popleft() if queue else None
+
+        def in_turn() -> None:
+            while (path := next_path()) is not None:
+                stat(path)
+
+        def all_in() -> bool:
+            return len(results) == len(paths)
+        threading.Thread(target=in_turn, daemon=True, name="statvfs in turn").start()
+        with answered:
+            answered.wait_for(all_in, max(0.0, min(PATIENCE, deadline - time.monotonic())))
+            left = list(queue)
+            queue.clear()
+        for path in left:
+            threading.Thread(target=stat, args=(path,), daemon=True, name="statvfs").start()
+        with answered:
+            answered.wait_for(all_in, max(0.0, deadline - time.monotonic()))
+            return dict(results)     # a late answer lands in `results`, not in this sweep
 
     @staticmethod
     def _use(mount: Mount, majmin: str, st: os.statvfs_result) -> FsUse:
