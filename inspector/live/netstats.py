@@ -15,6 +15,7 @@ from inspector.roots.host import HostRoot, Unavailable
 
 COUNTERS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_errors", "tx_errors",
             "rx_dropped", "tx_dropped")
+STATE_FILES = ("operstate", "carrier", "ifindex")
 STALL_SECONDS = 10.0
 
 
@@ -46,19 +47,23 @@ class NicRates:
 
 def read_nic(root: HostRoot, name: str) -> NicCounters:
     base = f"sys/class/net/{name}"
-    values: list[int | None] = []
-    for counter in COUNTERS:
-        try:
-            values.append(int(root.read_bytes(f"{base}/statistics/{counter}", 64)))
-        except (Unavailable, ValueError):
-            values.append(None)
-    operstate = root.try_line(f"{base}/operstate")
-    carrier_raw = root.try_line(f"{base}/carrier")   # EINVAL while the interface is down
+    # in one batch each (HostRoot.read_many): 11 files a NIC every second
+    values = [_counter(data) for data in root.read_many(f"{base}/statistics", COUNTERS, 64)]
+    # carrier: EINVAL while the interface is down
+    operstate, carrier_raw, ifindex_raw = root.try_lines(base, STATE_FILES)
     carrier = carrier_raw if isinstance(carrier_raw, Unknown) else carrier_raw == "1"
-    ifindex_raw = root.try_line(f"{base}/ifindex")
     ifindex = int(ifindex_raw) if isinstance(ifindex_raw, str) and ifindex_raw.isdigit() \
         else None
     return NicCounters(name, operstate, carrier, tuple(values), ifindex)
+
+
+def _counter(data: bytes | Unavailable) -> int | None:
+    if isinstance(data, Unavailable):
+        return None
+    try:
+        return int(data)
+    except ValueError:
+        return None
 
 
 def read_nics(root: HostRoot) -> dict[str, NicCounters] | Unknown:
