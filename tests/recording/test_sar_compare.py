@@ -114,10 +114,12 @@ def test_recorded_intervals_match_sar_under_real_load(tmp_path):
         recorder = start_recorder(db, netns=ns_a, every="1s")
         gate = sadc = None
         try:
-            rows = wait_for_intervals(db, 2, recorder)
-            # the next instant of the recorder's schedule at least a second away
+            # its schedule from its first interval (as regular as the next: 1.000 +- 0.02 s
+            # apart here, loaded or not); the next instant far enough away for the gate to
+            # stop the load QUIET before it
+            rows = wait_for_intervals(db, 1, recorder)
             first = rows[-1][1] + 1.0
-            while first < time.time() + 1.0:
+            while first < time.time() + QUIET + 0.25:
                 first += 1.0
             gate = Gate(load, first, 1.0, INTERVALS + 2)
             gate.start()
