@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -42,7 +41,8 @@ def _create_temp(place: Place, mode: int) -> tuple[int, str]:
     # opened; the kernel applies the umask to `mode`, as for any file the user creates
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(100):
-        tmp = f".inspector-{secrets.token_hex(6)}.tmp"
+        # os.urandom is what secrets.token_hex reads; secrets imports hmac and OpenSSL
+        tmp = f".inspector-{os.urandom(6).hex()}.tmp"
         try:
             return os.open(tmp, flags, mode, dir_fd=place.dir_fd), tmp
         except FileExistsError:
