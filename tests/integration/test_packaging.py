@@ -18,10 +18,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 def source_copy(dest: Path) -> Path:
     """The checkout's files (tracked and new, not ignored) copied to `dest`: a build there sees
-    no stale build/ directory (a module turned into a package left its old .py in the wheel)."""
+    no stale build/ directory (a module turned into a package left its old .py in the wheel).
+    All but tests/: 95 % of the files (2.5 s of CPU to copy), none of them in the sdist."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
                            capture_output=True, text=True, check=True).stdout.split("\0")
     for name in filter(None, files):
+        if name.startswith("tests/"):
+            continue
         src = REPO / name
         if src.is_file() and not src.is_symlink():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
