@@ -164,9 +164,10 @@ def alternating_run(tmux: Tmux, server: MemcachedServer) -> tuple[list[float], l
     quiet: list[float] = []
     busy: list[float] = []
     for _ in range(ROUNDS):
+        if busy:
+            time.sleep(SETTLE_S)
         quiet.append(window_rate(server, QUIET_S))
         busy.append(window_rate(server, BUSY_S, flip_and_resize))
-        time.sleep(SETTLE_S)
     assert flips >= ROUNDS * BUSY_S / FLIP_S * 0.8, flips
     return quiet, busy, finished_row(tmux, seconds, stop=True)
 
