@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from inspector.captures.errors import CaptureError  # noqa: F401  (re-exported: callers catch it here)
 from inspector.roots.host import OPEN_TIMEOUT, SIDECAR_NAME, HostRoot
-from inspector.text.redact import redact_cmdline
 
 if TYPE_CHECKING:
     import tarfile
@@ -96,6 +95,7 @@ REDACTED_FILES = ("proc/cmdline",)
 
 def _redact(entries: dict[str, tuple[str, bytes, str]]) -> dict[str, list[str]]:
     """Redact, in place, the recorded files that can carry credentials; {path: what was}."""
+    from inspector.text.redact import redact_cmdline  # its patterns: for a capture only
     done: dict[str, list[str]] = {}
     for rel in REDACTED_FILES:
         kind, data, target = entries.get(rel, ("", b"", ""))
