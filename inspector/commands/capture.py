@@ -7,6 +7,7 @@ import socket
 import time
 
 from inspector.captures.capture import write_capture
+from inspector.commands import SUMMARIES
 from inspector.commands import ssh as ssh_arguments
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
@@ -25,7 +26,7 @@ from inspector.writing.atomic import OutputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("capture", help="write what discovery reads to a tar.gz (for --root)",
+    p = sub.add_parser("capture", help=SUMMARIES["capture"],
                        epilog=exit_epilog(ok="written (a section that could not be read is "
                                              "named on stderr)"))
     p.add_argument("-o", "--output", metavar="FILE.tar.gz", type=path_argument,

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from inspector import __version__
+from inspector.commands import SUMMARIES
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     CliError,
@@ -70,8 +71,7 @@ stdout); with --checkmk the status is in each line (the agent ignores the exit s
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="Nagios/Icinga plugin or Checkmk local check: status line, "
-                                     "perfdata, exit 0/1/2/3",
+    p = sub.add_parser("check", help=SUMMARIES["check"],
                        description="Check the host's findings and a few metrics against "
                                    "thresholds, as a monitoring plugin.",
                        epilog=RANGES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)

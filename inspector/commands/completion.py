@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import exit_epilog
 
 DESCRIPTION = """\
@@ -19,7 +20,7 @@ or load it in the running shell: source <(inspector completion bash)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("completion", help="print the bash or zsh completion script",
+    p = sub.add_parser("completion", help=SUMMARIES["completion"],
                        description=DESCRIPTION, epilog=exit_epilog(ok="printed"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("shell", choices=("bash", "zsh"), metavar="SHELL", help="bash or zsh")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import (
     EXIT_FOUND,
     EXIT_OK,
@@ -18,7 +19,7 @@ from inspector.model import to_jsonable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="compare two snapshots (exit 1 on regressions)",
+    p = sub.add_parser("diff", help=SUMMARIES["diff"],
                        epilog=exit_epilog(ok="no regressions", found="regressions"))
     p.add_argument("before", metavar="BEFORE", help="snapshot file (- reads stdin)")
     p.add_argument("after", metavar="AFTER", help="snapshot file (- reads stdin)")

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     PROBE_SECONDS,
@@ -28,7 +29,7 @@ from inspector.report.collect import build_report_forked
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="Prometheus textfile or JSON export of the report",
+    p = sub.add_parser("export", help=SUMMARIES["export"],
                        epilog=exit_epilog(ok="written (a failed --probe run is in the figures: "
                                              "probe_success 0)"))
     add_root_argument(p)

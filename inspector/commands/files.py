@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import CliError, exit_epilog
 from inspector.shipped import SHIPPED, shipped_path
 
@@ -29,8 +30,7 @@ def default_man_dir() -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("files", help="where the man page, completions, systemd units and "
-                                     "monitoring rules are installed",
+    p = sub.add_parser("files", help=SUMMARIES["files"],
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", nargs="?", choices=list(SHIPPED), metavar="NAME",
                    help=f"print only this one's path ({', '.join(SHIPPED)})")

@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 
+from inspector.commands import SUMMARIES
 from inspector.commands import ssh as ssh_arguments
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
@@ -55,8 +56,7 @@ could not be captured (each said on stderr, the others shown)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("fleet", help="one row per host from snapshots fetched with Ansible; "
-                                     "two directories: per-host diff",
+    p = sub.add_parser("fleet", help=SUMMARIES["fleet"],
                        description="A fleet at a glance from snapshots fetched with Ansible.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("directory", metavar="DIR", nargs="?",

@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Iterator
 
-from inspector.commands import history_samples
+from inspector.commands import SUMMARIES, history_samples
 from inspector.commands.common import (
     CliError,
     add_schema_argument,
@@ -38,7 +38,7 @@ MAX_LOG_BYTES = 256 << 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("history", help="recorded probe history by hour of day or by day",
+    p = sub.add_parser("history", help=SUMMARIES["history"],
                        epilog=exit_epilog(found="nothing recorded (--json still prints its "
                                                 "document)"))
     _db_arg(p)

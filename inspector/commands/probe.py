@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import exit_epilog
 
 PROBE_MODULES = ["probe_io", "probe_memcached", "probe_dns"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("probe", help="run a bounded probe: io, memcached or dns",
+    p = sub.add_parser("probe", help=SUMMARIES["probe"],
                        epilog=exit_epilog(found="the probe ran and found a problem (a failed "
                                                 "request, errors from the server, a server down)",
                                           signals=True) + " KIND --help says which.")

@@ -11,6 +11,7 @@ import argparse
 import threading
 import time
 
+from inspector.commands import SUMMARIES
 from inspector.commands.byte_size import ByteSize
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
@@ -52,7 +53,7 @@ DEFAULT_MAX_SIZE = 512 << 20     # a month of samples of a host with a dozen bus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record", help="record findings and probe runs into SQLite on a schedule",
+    p = sub.add_parser("record", help=SUMMARIES["record"],
                        epilog=exit_epilog(ok="done, also when stopped by SIGTERM, SIGINT or "
                                              "SIGHUP (the sample under way is finished first)",
                                           found="a sample, an interval of --samples or the "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     CliError,
@@ -21,7 +22,7 @@ SECTION_ALIASES = {alias: section.name for section in SECTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="print the host report (findings first)",
+    p = sub.add_parser("report", help=SUMMARIES["report"],
                        epilog=exit_epilog(ok="printed, whatever the findings"))
     add_root_argument(p)
     p.add_argument("--json", action="store_true", help="print the model and findings as JSON")

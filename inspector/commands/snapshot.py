@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import (
     COLLECTOR_TIMEOUT,
     PROBE_SECONDS,
@@ -25,7 +26,7 @@ from inspector.report.collect import build_report_forked
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("snapshot", help="save the report plus short probe runs (for diff)",
+    p = sub.add_parser("snapshot", help=SUMMARIES["snapshot"],
                        epilog=exit_epilog(ok="written (a failed probe run is kept in the "
                                              "snapshot, with its error, and counted on stderr)"))
     add_root_argument(p)

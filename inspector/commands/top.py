@@ -8,7 +8,7 @@ import shutil
 import sys
 import time
 
-from inspector.commands import top_replay
+from inspector.commands import SUMMARIES, top_replay
 from inspector.commands.common import (
     CliError,
     Duration,
@@ -34,7 +34,7 @@ INTERVAL = Duration(maximum=86400)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("top", help="live rates like iostat/vmstat (plain text or JSON lines)",
+    p = sub.add_parser("top", help=SUMMARIES["top"],
                        description="Print one block per interval: CPU split (with steal and "
                                    "iowait), iostat -x per device, NIC rates, processes in D "
                                    "state, the top IO and CPU processes, and the live "

@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 
+from inspector.commands import SUMMARIES
 from inspector.commands.common import (
     CliError,
     Duration,
@@ -21,7 +22,7 @@ DEFAULT_PROBE_SECONDS = 10.0    # the form's default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tui", help="open the terminal UI (the default)",
+    p = sub.add_parser("tui", help=SUMMARIES["tui"],
                        epilog="Without a terminal (a pipe, cron, TERM=dumb) the report is printed "
                               "instead. " + exit_epilog(ok="quit"))
     add_root_argument(p)

@@ -7,6 +7,7 @@ named here as heavy for a command fails the test when it comes back. The --root 
 the same listing does see them when they are needed."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -30,6 +31,8 @@ DISCOVERY = {"inspector.report.sections", "inspector.discover.storage", "inspect
 CASES: dict[str, tuple[list[str], set[str], set[str]]] = {
     "version": (["--version"], {"argparse"},
                 FOREIGN_ROOTS | RICH | PROBES | LIVE | TUI | DISCOVERY | {"inspector.roots.host"}),
+    "help": (["--help"], {"argparse", "inspector.commands"},
+             FOREIGN_ROOTS | RICH | LIVE | TUI | DISCOVERY | {"asyncio", "inspector.roots.host"}),
     "report --json": (["report", "--json"], {"inspector.report.collect", "json"},
                       FOREIGN_ROOTS | RICH | PROBES | LIVE | TUI),
     "report": (["report"], {"inspector.report.collect", "rich.console"},
@@ -78,3 +81,14 @@ def test_diff_imports_no_discovery_nor_root_opening(tmp_path):
     assert "inspector.compare.diff" in names
     heavy = DISCOVERY | FOREIGN_ROOTS | PROBES | LIVE | TUI | {"inspector.roots.host"}
     assert not heavy & names, sorted(heavy & names)
+
+
+def test_the_top_level_help_is_the_whole_parsers_help(monkeypatch):
+    """`inspector --help` names the commands from their summaries alone: the same text as the
+    parser with every command's own parser built."""
+    from inspector.cli import build_parser
+    monkeypatch.setenv("COLUMNS", "100")
+    res = subprocess.run([inspector_bin(), "--help"], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "COLUMNS": "100"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == build_parser().format_help()
