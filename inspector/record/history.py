@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from inspector.record import store as sample_store
 from inspector.record.damage import Damage, finite, valid_time
 from inspector.writing.paths import Place, file_kind
 
@@ -209,7 +208,7 @@ class HistoryDB:
             self.conn.execute("PRAGMA busy_timeout=10000")
             # the -wal file is cut back to this after a checkpoint (a big prune grows it)
             self.conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
-            self.conn.executescript(_SCHEMA + sample_store.SCHEMA)
+            self.conn.executescript(_SCHEMA + _sample_store().SCHEMA)
             self._check_version()
             self._ensure_unique_runs()
         except sqlite3.OperationalError as exc:   # a full disk, a read-only mount, a lock
@@ -356,7 +355,7 @@ class HistoryDB:
         with self._writing("old rows not pruned"), self._transaction():
             n = self.conn.execute("DELETE FROM probe_runs WHERE ts < ?", (older_than_ts,)).rowcount
             n += self.conn.execute("DELETE FROM checks WHERE ts < ?", (older_than_ts,)).rowcount
-            n += sample_store.prune_older(self.conn, older_than_ts)
+            n += _sample_store().prune_older(self.conn, older_than_ts)
         if n:
             self._release_free_pages()
         return n
@@ -368,17 +367,17 @@ class HistoryDB:
         logs are kept). HistoryWriteError when that cannot be written."""
         deleted = 0
         for _ in range(20):       # each pass estimates from the average interval
-            excess = sample_store.size_excess_intervals(self.conn, max_bytes)
+            excess = _sample_store().size_excess_intervals(self.conn, max_bytes)
             if not excess:
                 break
             with self._writing("oldest samples not pruned"), self._transaction():
-                deleted += sample_store.prune_oldest(self.conn, excess)
+                deleted += _sample_store().prune_oldest(self.conn, excess)
         if deleted:
             self._release_free_pages()
         return deleted
 
     def used_bytes(self) -> int:
-        return sample_store.used_bytes(self.conn)
+        return _sample_store().used_bytes(self.conn)
 
     def _release_free_pages(self) -> None:
         """Give freed pages back to the filesystem (databases created with auto_vacuum);
@@ -631,10 +630,18 @@ def _no_space_hint(path: str) -> str:
     return " (no space left on its filesystem)" if full else ""
 
 
+def _sample_store():
+    """inspector.record.store, imported where samples are written, pruned or their tables made:
+    it imports the live samplers (inspector.live, ~35 ms), which `history` reading probe runs
+    and checks does not use."""
+    from inspector.record import store
+    return store
+
+
 def _empty_history() -> sqlite3.Connection:
     """An empty history in memory: what reading a database with nothing recorded returns."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.executescript(_SCHEMA + sample_store.SCHEMA)
+    conn.executescript(_SCHEMA + _sample_store().SCHEMA)
     return conn
 
 

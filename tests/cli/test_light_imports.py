@@ -92,3 +92,15 @@ def test_the_top_level_help_is_the_whole_parsers_help(monkeypatch):
                          timeout=60, env={**os.environ, "COLUMNS": "100"})
     assert res.returncode == 0, res.stderr
     assert res.stdout == build_parser().format_help()
+
+
+def test_history_reads_a_database_without_the_live_samplers(tmp_path):
+    """The recorded checks and probe runs: no sampler, no collector, no root opened."""
+    db = str(tmp_path / "history.sqlite")
+    res = subprocess.run([inspector_bin(), "record", "--once", "--root", ROOT, "--db", db],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    names = imported(["history", "--db", db, "--checks"])
+    assert "inspector.record.history" in names
+    heavy = LIVE | DISCOVERY | FOREIGN_ROOTS | PROBES | TUI | {"inspector.record.store"}
+    assert not heavy & names, sorted(heavy & names)
