@@ -56,7 +56,7 @@ def build_parser(argv: list[str] | None = None) -> OneLineErrorParser:
     imports its own machinery, and `inspector report` over a slow SSH link should not pay
     for the probes' imports). `--help` and unknown commands get every command's name and
     summary; without argv, every command's whole parser."""
-    needed = _commands_needed(argv)
+    needed, at = _find_command(argv)
     description = None
     # only where the top-level help can be shown (a named command shows its own): the probe
     # specs it names would import the probes for `inspector report`
@@ -79,7 +79,11 @@ def build_parser(argv: list[str] | None = None) -> OneLineErrorParser:
             sub.add_parser(name, help=SUMMARIES[name])
     else:
         for name in needed:
-            importlib.import_module(f"inspector.commands.{name}").register(sub)
+            module = importlib.import_module(f"inspector.commands.{name}")
+            if name == "probe" and argv is not None and at is not None:
+                module.register(sub, argv[at + 1:])     # only the kind named is built
+            else:
+                module.register(sub)
     # unknown options are reported by the top-level parser: it speaks for check too
     parser.monitoring_plugin = needed == ["check"]
     return parser
@@ -92,21 +96,26 @@ GLOBAL_VALUE_OPTIONS = ("--root", "--ssh", "--ssh-option")
 
 
 def _commands_needed(argv: list[str] | None) -> list[str]:
+    return _find_command(argv)[0]
+
+
+def _find_command(argv: list[str] | None) -> tuple[list[str], int | None]:
+    """(the commands whose parsers are needed, where the command's word is in argv)."""
     if argv is None:
-        return COMMANDS
-    words = iter(argv)
-    for word in words:
+        return COMMANDS, None
+    words = iter(enumerate(argv))
+    for at, word in words:
         if word in (*GLOBAL_VALUE_OPTIONS, *TUI_VALUE_OPTIONS):
             next(words, None)
         elif word.startswith(tuple(f"{o}=" for o in (*GLOBAL_VALUE_OPTIONS, *TUI_VALUE_OPTIONS))):
             continue
         elif word in COMMANDS:
-            return [word]
+            return [word], at
         elif word in ("-V", "--version"):
-            return []         # printed as the top-level options are parsed: no command needed
+            return [], None   # printed as the top-level options are parsed: no command needed
         elif not word.startswith("-") or word in ("-h", "--help"):
-            return COMMANDS   # an unknown command or top-level help: list them all
-    return ["tui"]            # no command: the TUI opens
+            return COMMANDS, None   # an unknown command or top-level help: list them all
+    return ["tui"], None      # no command: the TUI opens
 
 
 def _tui_options_without_command(argv: list[str]) -> bool:

@@ -24,6 +24,7 @@ from inspector.commands.common import (
     print_json,
     root_from_args,
 )
+from inspector.commands.probe_kinds import KIND_SUMMARIES
 from inspector.documents.kinds import stamped
 from inspector.model import Level, to_jsonable
 
@@ -42,7 +43,7 @@ RUN_TIME = Duration(maximum=86400)
 
 def register(kinds: argparse._SubParsersAction) -> None:
     p = kinds.add_parser(
-        "dns", help="check each nameserver as glibc uses it; predict failover delay",
+        "dns", help=KIND_SUMMARIES["dns"],
         epilog=exit_epilog(ok="every server answered (what-ifs about the configuration "
                               "alone do not count)", found="a server is down or misbehaving",
                            signals=True))

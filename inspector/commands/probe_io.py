@@ -36,6 +36,7 @@ from inspector.commands.common import (
     add_schema_argument,
     print_json,
 )
+from inspector.commands.probe_kinds import KIND_SUMMARIES
 from inspector.documents.kinds import stamped
 from inspector.probes.base import MAX_IO_JOBS
 
@@ -52,7 +53,7 @@ JOBS = Bounded(1, MAX_IO_JOBS, integer=True)    # one thread each
 
 def register(kinds: argparse._SubParsersAction) -> None:
     p = kinds.add_parser(
-        "io", help="IO latency probe (ioping-class, percentiles, workers, ramp)",
+        "io", help=KIND_SUMMARIES["io"],
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_root_argument(p)
     p.add_argument("target", metavar="TARGET", help="directory, mountpoint, file or block device")

@@ -22,6 +22,7 @@ from inspector.commands.common import (
     positive_int,
     print_json,
 )
+from inspector.commands.probe_kinds import KIND_SUMMARIES
 from inspector.documents.kinds import stamped
 from inspector.model import to_jsonable
 from inspector.probes.base import MAX_CONNECTIONS, Interval, McInterval, McTest, ProbeError
@@ -43,7 +44,7 @@ WORKERS = Bounded(1, 1024, integer=True)
 
 def register(kinds: argparse._SubParsersAction) -> None:
     p = kinds.add_parser(
-        "memcached", help="memcached load (memslap-like) with percentiles and server counters",
+        "memcached", help=KIND_SUMMARIES["memcached"],
         description="Closed-loop load on N connections (one request in flight each), latency "
                     "percentiles per operation, errors by kind, the server's counters before "
                     "and after; --ramp steps the connection count up to find where it degrades.",

@@ -46,6 +46,10 @@ CASES: dict[str, tuple[list[str], set[str], set[str]]] = {
     "top": (["top", "--count", "1", "--interval", "0.1"], {"inspector.live.sampler"},
             FOREIGN_ROOTS | RICH | PROBES | TUI | {"inspector.outputs.metrics",
                                                    "inspector.record.store", "sqlite3"}),
+    # a probe's command builds its own kind's parser only (memcached's imports its load)
+    "probe io": (["probe", "io", "{tmp}", "-c", "3", "-i", "0.01"], {"inspector.probes.io.run"},
+                 FOREIGN_ROOTS | LIVE | TUI | DISCOVERY | {"inspector.probes.memcached.probe",
+                                                           "inspector.probes.dns.run"}),
     # with --root: the same listing shows what a foreign tree needs
     "report --json --root": (["report", "--json", "--root", ROOT], FOREIGN_ROOTS,
                              RICH | PROBES | LIVE | TUI),
