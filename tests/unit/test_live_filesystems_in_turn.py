@@ -21,10 +21,10 @@ class FourMounts(FilesystemSampler):
 
 
 def test_the_calls_of_a_sweep_share_one_thread():
-    threads: set[int] = set()
+    threads: set[threading.Thread] = set()
 
     def statvfs(path):
-        threads.add(threading.get_ident())
+        threads.add(threading.current_thread())
         return os.statvfs("/")
     fss = FourMounts(HostRoot("/"), statvfs=statvfs).sample()
     assert isinstance(fss, list) and [f.used_pct is not None for f in fss] == [True] * 4
@@ -33,12 +33,13 @@ def test_the_calls_of_a_sweep_share_one_thread():
 
 def test_a_hung_call_leaves_the_others_answered_within_the_timeout():
     release = threading.Event()
-    threads: dict[str, int] = {}
+    # the Thread objects, held: a finished thread's ident is given to the next one started
+    threads: dict[str, threading.Thread] = {}
     calls: list[str] = []
 
     def statvfs(path):
         calls.append(path)
-        threads[path] = threading.get_ident()
+        threads[path] = threading.current_thread()
         if path == "/mnt/b":           # stands for a dead NFS server, second in turn
             release.wait(30)
         return os.statvfs("/")
@@ -51,8 +52,8 @@ def test_a_hung_call_leaves_the_others_answered_within_the_timeout():
         assert "statvfs timed out after 1 s" in str(fss["/mnt/b"].size_bytes)
         assert all(fss[p].used_pct is not None for p in ("/mnt/a", "/mnt/c", "/mnt/d"))
         # c and d were not begun when b hung: each had a thread of its own
-        assert threads["/mnt/a"] == threads["/mnt/b"]
-        assert len({threads["/mnt/b"], threads["/mnt/c"], threads["/mnt/d"]}) == 3
+        assert threads["/mnt/a"] is threads["/mnt/b"]
+        assert len({id(threads[p]) for p in ("/mnt/b", "/mnt/c", "/mnt/d")}) == 3
         again = {f.mountpoint: f for f in sampler.sample()}  # type: ignore[union-attr]
         assert "timed out" in str(again["/mnt/b"].size_bytes)
         assert again["/mnt/c"].used_pct is not None
