@@ -63,9 +63,10 @@ system-deps:
 # TEST_WORKERS processes; tests marked `serial` (they time things or read the whole host) run
 # after, alone. Both parts always run; the status is the first failure's. Status 5 ("no test
 # selected") counts only when neither part ran a test: PYTEST_ARGS may pick tests of one part.
-# 4 workers: the parallel part waits more than it computes (load 2.5 on 2 cores at 3 workers); on a
-# quiet clean clone 3 workers took 400 s, 4 took 305 s, 5 took 281 s with a layout race
-TEST_WORKERS ?= 4
+# 6 workers on 2 cores: the part computes most of the time, but tests also wait (servers, tmux
+# frames, timeouts they prove); on a quiet clean clone 4 workers left the CPUs idle 72 s of 280 s
+# (/proc/stat), 6 workers 24 s of 260 s
+TEST_WORKERS ?= 6
 PYTEST := $(VENV)/bin/pytest -q
 
 # Bytecode is written and compiled first, whatever the environment says (PYTHONDONTWRITEBYTECODE
