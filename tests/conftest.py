@@ -212,6 +212,14 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("slowness", "\n".join(str(m) for m in slowness.used)))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collected tests and their modules live as long as the session: moved out of the
+    collector's sight, a full collection no longer walks them (tests/unit: 2.2 -> 0.6 s of GC),
+    nor writes to their pages (shared with every child a test forks, until it exits)."""
+    import gc
+    gc.freeze()
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """`-m serial` (make test's second part) imports only the modules that mark a test serial:
     importing and collecting all ~2,900 tests to keep ~100 cost 5 s of a part that runs alone."""
