@@ -301,24 +301,35 @@ async def test_io_probes_chart_stop_and_sighup_stops_the_rest(tmp_path):
     assert first.pid is not None and not psutil.pid_exists(first.pid)
 
 
+def confirmation(app) -> str | None:
+    """The confirmation dialog's text once it is up with its body mounted (the screen is
+    pushed before its widgets are: beside two busy loops a query in between found no body)."""
+    if not isinstance(app.screen, ConfirmScreen):
+        return None
+    found = app.screen.query("#confirm-body")
+    return str(found.first(Static).render()) if found else None
+
+
 async def test_confirmation_refused_then_accepted(tmp_path):
     app = capture_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        # 15 s, stopped once measuring: a run's target set-up (writing and syncing its 64 MiB
+        # 60 s, stopped once measuring: a run's target set-up (writing and syncing its 64 MiB
         # file) is bounded by the run's duration, and beside two busy loops and others' disk
-        # work a 1 s run found 'no answer after 2 s', a 4 s one after 4 s (0.2-1.8 s at load 10)
-        await start_probe(app, pilot, "io", str(tmp_path), seconds="15", write=True)
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        body = str(app.screen.query_one("#confirm-body", Static).render())
-        assert str(tmp_path) in body and "15 s" in body  # names the target and the bound
+        # work a 1 s run found 'no answer after 2 s', a 4 s one after 4 s (0.2-1.8 s at load 10),
+        # and a 15 s run was done before its first figures came
+        await start_probe(app, pilot, "io", str(tmp_path), seconds="60", write=True)
+        await wait_for(pilot, lambda: confirmation(app))
+        body = confirmation(app)
+        assert body and str(tmp_path) in body and "60 s" in body  # names the target and the bound
         await pilot.press("n")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         assert app.probes.runs == []
         await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: confirmation(app))
         await pilot.press("y")
         await wait_for(pilot, lambda: app.probes.runs and (app.probes.runs[0].last is not None
-                                                           or not app.probes.runs[0].active))
+                                                           or not app.probes.runs[0].active),
+                       timeout=70)
         run = app.probes.runs[0]
         assert run.last is not None and run.last.ops > 0, (run.state, run.error)
         await pilot.press("x")

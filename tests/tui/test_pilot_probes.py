@@ -24,7 +24,7 @@ from inspector.tui.screen_help import ConfirmScreen
 from inspector.widgets.histogram import LatencyHistogram
 from inspector.widgets.probe_chart import LatencyChart
 from memcached_server import free_port
-from test_pilot import capture_app, current, start_run, wait_for
+from test_pilot import capture_app, confirmation, current, start_run, wait_for
 
 
 async def goto_probes(app: InspectorApp, pilot: Pilot[None]) -> ProbesScreen:
@@ -187,10 +187,10 @@ async def test_keys_sent_in_one_burst_with_tab_land_in_order():
         seconds.value = ""
         burst(app, "enter", "/", "t", "m", "p", "x", "backspace", "tab", "7", "tab", "ctrl+u",
               "3", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=5)
+        await wait_for(pilot, lambda: confirmation(app), timeout=5)
         # Enter started with what the burst typed before it
-        body = str(app.screen.query_one("#confirm-body", Static).render())
-        assert "on /tmp for at most 7 s" in body and "3 workers" in body, body
+        body = confirmation(app)
+        assert body and "on /tmp for at most 7 s" in body and "3 workers" in body, body
         await pilot.press("n")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ProbesScreen")
         assert target.value == "/tmp" and seconds.value == "7"
