@@ -23,8 +23,7 @@ from inspector.commands.common import (
 from inspector.commands.console_encoding import replace_unencodable
 from inspector.commands.ssh import add_ssh_arguments
 
-COMMANDS = ["report", "capture", "top", "probe", "snapshot", "diff", "record", "history",
-            "check", "export", "fleet", "tui", "completion", "files"]
+COMMANDS = list(SUMMARIES)      # in the order --help lists them
 
 EPILOG = exit_epilog(
     ok="success", signals=True,
@@ -95,10 +94,6 @@ TUI_VALUE_OPTIONS = ("--probe", "--probe-seconds", "--refresh", "--live-interval
 GLOBAL_VALUE_OPTIONS = ("--root", "--ssh", "--ssh-option")
 
 
-def _commands_needed(argv: list[str] | None) -> list[str]:
-    return _find_command(argv)[0]
-
-
 def _find_command(argv: list[str] | None) -> tuple[list[str], int | None]:
     """(the commands whose parsers are needed, where the command's word is in argv)."""
     if argv is None:
@@ -120,7 +115,7 @@ def _find_command(argv: list[str] | None) -> tuple[list[str], int | None]:
 
 def _tui_options_without_command(argv: list[str]) -> bool:
     """The TUI's own options given with no command: the top-level parser does not know them."""
-    return _commands_needed(argv) == ["tui"] and "tui" not in argv and any(
+    return _find_command(argv)[0] == ["tui"] and "tui" not in argv and any(
         w in TUI_VALUE_OPTIONS or w.startswith(tuple(f"{o}=" for o in TUI_VALUE_OPTIONS))
         for w in argv)
 

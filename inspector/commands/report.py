@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
 
-    from inspector.render import render_report, render_timings
     from inspector.render.findings import printable
+    from inspector.render.report import render_report, render_timings
     console = Console()
     report = printable(report)   # host strings never reach the terminal as escape sequences
     render_report(report, console)

@@ -29,7 +29,7 @@ def section_body(name: str, section: Any, title: str) -> Any:
     state = section_state(section, title)
     if state:
         return Text(state, style="yellow")
-    from inspector.render import render_section
+    from inspector.render.report import render_section
     return render_section(name, section)
 
 

@@ -18,7 +18,7 @@ from inspector.discover.nvme_health import NvmeHealth, decode_critical_warning
 from inspector.health.drives import nvme_findings
 from inspector.model import Level, Unknown, to_jsonable
 from inspector.outputs.metrics import collect_metrics
-from inspector.render import render_report
+from inspector.render.report import render_report
 from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 

@@ -8,7 +8,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from conftest import fixture_root
-from inspector.render import render_report
+from inspector.render.report import render_report
 from inspector.report.collect import build_report
 from inspector.roots.host import HostRoot
 
